@@ -1,0 +1,48 @@
+// @brief Entry point of `hisparse`: dispatches to a subcommand; every error becomes a message and a non-zero exit.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include <fmt/core.h>
+
+#include "apps/command.h"
+#include "core/error.h"
+
+namespace hisparse::apps {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"info", "print the memory budget of a scenario, each figure with its formula", run_info},
+  };
+  return table;
+}
+
+namespace {
+void print_usage() {
+  fmt::print(stderr, "usage: hisparse <command> [options]   (hisparse <command> --help for its options)\n\ncommands:\n");
+  for (const auto& c : commands()) fmt::print(stderr, "  {:<10} {}\n", c.name, c.summary);
+}
+}  // namespace
+
+}  // namespace hisparse::apps
+
+int main(int argc, char** argv) {
+  using namespace hisparse::apps;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& c : commands()) {
+    if (!std::strcmp(argv[1], c.name)) {
+      try {
+        return c.run(argc - 1, argv + 1);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "hisparse {}: error: {}\n", c.name, e.what());
+        return 1;
+      }
+    }
+  }
+  fmt::print(stderr, "hisparse: unknown command '{}'\n", argv[1]);
+  print_usage();
+  return 2;
+}

@@ -1,0 +1,38 @@
+// @brief HardwareSpec: one GPU and its host link (scenarios/hardware/*.yaml). Rates in bytes/s, FLOP/s; times in ns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hisparse {
+
+struct PcieSpec {
+  int generation = 5;
+  int lanes = 16;
+  double h2d_bulk_bytes_per_s = 0;       // pinned bulk cudaMemcpy host→device (H200 host: 55.3e9)
+  double d2h_bulk_bytes_per_s = 0;       // pinned bulk cudaMemcpy device→host (55.3e9)
+  double gather_row_bytes_per_s = 0;     // kernel gather of random 1152-B rows from pinned memory (≈ 50e9)
+  int64_t latency_ns = 0;                // fixed cost per transfer operation
+};
+
+struct NicSpec {
+  int count = 0;                         // NICs per node
+  double bits_per_s = 0;                 // per NIC (400e9)
+  int64_t per_message_ns = 0;            // per RDMA message overhead
+};
+
+struct HardwareSpec {
+  std::string name;
+  double hbm_bytes = 0;                  // per GPU
+  double hbm_bytes_per_s = 0;
+  double bf16_flops = 0;                 // dense, per GPU
+  double fp8_flops = 0;
+  double nvlink_bytes_per_s = 0;         // per GPU, one direction
+  int64_t kernel_launch_ns = 0;
+  PcieSpec pcie;
+  double host_dram_bytes_per_s_per_numa = 0;
+  int numa_nodes = 2;                    // per node; GPUs split evenly across them
+  NicSpec nic;
+};
+
+}  // namespace hisparse

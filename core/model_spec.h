@@ -1,0 +1,41 @@
+// @brief ModelSpec: the per-token memory and compute figures of a sparse-attention model (scenarios/models/*.yaml).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hisparse {
+
+struct ModelSpec {
+  std::string name;
+  int layers = 0;                    // decoder layers that hold a KV cache (DeepSeek-V3.2: 61)
+  int mtp_layers = 0;                // extra multi-token-prediction layers with their own KV (DeepSeek-V3.2: 1)
+  int kv_lora_rank = 0;              // latent width (512), also used as V
+  int qk_rope_head_dim = 0;          // rope part of the cached row (64)
+  int64_t latent_row_bytes = 0;      // bytes per token per layer, bf16 (512+64)*2 = 1152
+  int64_t latent_row_bytes_fp8 = 0;  // bytes per token per layer in FlashMLA's fp8 layout (656)
+  int indexer_heads = 0;             // lightning indexer query heads (64)
+  int indexer_head_dim = 0;          // (128)
+  int64_t indexer_key_bytes = 0;     // bytes per token per layer of the indexer key cache (fp8 128 + fp32 scale = 132)
+  int attention_heads = 0;           // query heads of MLA (128)
+  int top_k = 0;                     // tokens selected per step per layer (2048)
+  int topk_layer_group = 1;          // consecutive layers sharing one top-k selection (1 = every layer selects)
+  double weight_bytes = 0;           // all weights as deployed (FP8 ≈ 690e9 with MTP)
+  // Compute figures used by the cost model (sim/).
+  int hidden_size = 0;               // 7168
+  int dense_layers = 0;              // first layers with a dense MLP (3)
+  int routed_experts = 0;            // 256
+  int experts_per_token = 0;         // 8
+  int shared_experts = 0;            // 1
+  int moe_intermediate_size = 0;     // 2048
+  int dense_intermediate_size = 0;   // 18432
+  int q_lora_rank = 0;               // 1536
+  int qk_nope_head_dim = 0;          // 128
+  int v_head_dim = 0;                // 128
+  double active_params = 0;          // parameters touched per token (≈ 37e9)
+
+  int kv_layers() const { return layers + mtp_layers; }
+  int cache_row_width() const { return kv_lora_rank + qk_rope_head_dim; }  // 576
+};
+
+}  // namespace hisparse

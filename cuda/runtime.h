@@ -1,0 +1,14 @@
+// @brief Is a CUDA device usable here? GPU tests and `hisparse validate --backend cuda` ask before running.
+#pragma once
+
+#include <string>
+
+namespace hisparse::cuda {
+
+/// True when the CUDA backend was compiled and a device answers; otherwise false and *why says which part is missing.
+bool cuda_available(std::string* why = nullptr);
+
+/// Name of device 0 ("NVIDIA H100 80GB HBM3"), or "" when none.
+std::string device_name();
+
+}  // namespace hisparse::cuda

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# @brief Configures and builds one flavour into build/<flavour>: release (default), asan, cpu, fuzz.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavour=${1:-release}
+jobs=${HISPARSE_JOBS:-2}
+case "$flavour" in
+  release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
+  cpu)     args=(-DCMAKE_BUILD_TYPE=Release -DHISPARSE_CUDA=OFF) ;;
+  # Sanitizers run the whole suite on the CPU paths; CUDA and benchmarks are left out of this flavour.
+  asan)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHISPARSE_SANITIZE=ON -DHISPARSE_CUDA=OFF -DHISPARSE_BENCH=OFF) ;;
+  fuzz)    args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DHISPARSE_FUZZ=ON -DHISPARSE_CUDA=OFF -DHISPARSE_BENCH=OFF
+                 -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++) ;;
+  *) echo "build.sh: unknown flavour '$flavour' (expected release, cpu, asan or fuzz)" >&2; exit 2 ;;
+esac
+cmake -S . -B "build/$flavour" "${args[@]}" >/dev/null
+cmake --build "build/$flavour" -j "$jobs"

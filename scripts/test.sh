@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# @brief The README's test command: install, build, run every test (release, then ASan+UBSan), then the fuzzers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+echo "== release build + tests" >&2
+./scripts/build.sh release
+ctest --test-dir build/release --output-on-failure -j2
+echo "== ASan + UBSan build + tests" >&2
+./scripts/build.sh asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build/asan --output-on-failure -j2
+if [ -x scripts/fuzz.sh ]; then
+  echo "== fuzzing the trace readers (bounded time)" >&2
+  ./scripts/fuzz.sh
+fi
+echo "test.sh: all tests passed" >&2
