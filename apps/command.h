@@ -20,5 +20,12 @@ const std::vector<Command>& commands();
 
 // One declaration per subcommand file.
 int run_info(int argc, char** argv);
+int run_validate(int argc, char** argv);
+int run_bench(int argc, char** argv);
+int run_bench_ops(int argc, char** argv);  // bench_attention.cpp: `bench attention|topk`
+int run_trace(int argc, char** argv);
+int run_simulate(int argc, char** argv);
+int run_replay(int argc, char** argv);
+int run_plan(int argc, char** argv);
 
 }  // namespace hisparse::apps

@@ -13,6 +13,14 @@ namespace hisparse::apps {
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"info", "print the memory budget of a scenario, each figure with its formula", run_info},
+      {"validate", "CPU reference vs a device backend, bit for bit, on random cases and traces", run_validate},
+      {"trace", "top-k traces: gen (synthetic), info (overlap, reuse, working set), convert (native, npy)", run_trace},
+      {"replay", "replay a top-k trace through swap-in policies and buffer sizes; recommend device_buffer_size",
+       run_replay},
+      {"plan", "capacity plan: full KV vs HiSparse concurrency, binding limit, throughput, sweeps (JSON/MD/HTML)",
+       run_plan},
+      {"simulate", "discrete-event serving simulation (full-KV vs HiSparse): TTFT, TPOT, breakdown, timeline", run_simulate},
+      {"bench", "GPU kernel benchmarks (swap-in, gather, backup) against bulk-copy ceilings", run_bench},
   };
   return table;
 }

@@ -20,12 +20,25 @@ struct InstanceSpec {
   int ep = 8;                        // expert parallel
 };
 
+/// Figures a deployment may pin instead of deriving them (0 = derive). Lets a user hold the planner against the
+/// numbers a real server printed at start-up.
+struct MemoryOverrides {
+  double hbm_bytes = 0;              // per GPU, replaces hardware.hbm_bytes
+  double weight_bytes = 0;           // all weights, replaces model.weight_bytes
+  double weights_per_gpu_bytes = 0;  // replaces the sharding arithmetic
+  double kv_budget_bytes = 0;        // per GPU, replaces HBM × mem_fraction_static − weights − reserve
+  int64_t full_pool_tokens = 0;      // per GPU: max_total_num_tokens of a server without HiSparse
+  int64_t device_pool_tokens = 0;    // per GPU: SGLang's max_total_num_tokens
+  int64_t host_pool_tokens = 0;      // per GPU: host pool size in tokens
+};
+
 struct DeploymentSpec {
   std::string name;
   std::string model;                 // name of scenarios/models/<model>.yaml
   std::string hardware;              // name of scenarios/hardware/<hardware>.yaml
   InstanceSpec decode;               // decode instances
-  InstanceSpec prefill;              // prefill instances (count 0 = colocated prefill)
+  InstanceSpec prefill;              // prefill instances (count 0 = none modelled: colocated, or PD with
+                                     // prefill nodes outside the scenario)
   bool pd_disaggregation = false;    // prefill writes KV straight into the decode host pool by RDMA
   double host_dram_bytes = 0;        // per decode node
   double mem_fraction_static = 0.85;
@@ -37,6 +50,7 @@ struct DeploymentSpec {
   double tpot_slo_ms = 50;
   bool hisparse_enabled = true;
   HiSparseConfig hisparse;
+  MemoryOverrides memory;
 };
 
 /// A deployment with its model and hardware resolved.

@@ -32,6 +32,7 @@ struct HardwareSpec {
   PcieSpec pcie;
   double host_dram_bytes_per_s_per_numa = 0;
   int numa_nodes = 2;                    // per node; GPUs split evenly across them
+  int gpus_per_node = 8;
   NicSpec nic;
 };
 

@@ -21,6 +21,11 @@ struct ModelSpec {
   int top_k = 0;                     // tokens selected per step per layer (2048)
   int topk_layer_group = 1;          // consecutive layers sharing one top-k selection (1 = every layer selects)
   double weight_bytes = 0;           // all weights as deployed (FP8 ≈ 690e9 with MTP)
+  // Weights each attention-TP group holds whole: attention + indexer projections of all KV layers and the token
+  // embedding. With attention data parallelism the attention TP size is tp / dp, so each GPU holds dp / tp of
+  // these (all of them when dp = tp). 0 = treat every weight as sharded over tp.
+  double dp_replicated_weight_bytes = 0;
+  int vocab_size = 0;                // 129280
   // Compute figures used by the cost model (sim/).
   int hidden_size = 0;               // 7168
   int dense_layers = 0;              // first layers with a dense MLP (3)

@@ -1,0 +1,98 @@
+// @brief `hisparse bench swap-in|gather|backup|all`: GPU kernel timings (CUDA events, medians) beside bulk-copy
+// ceilings measured in the same run; a table on stdout, optionally a CSV.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+#include <fmt/core.h>
+
+#include "apps/command.h"
+#include "core/error.h"
+#include "cuda/bench.h"
+#include "cuda/runtime.h"
+
+namespace hisparse::apps {
+namespace {
+
+void print_rows(const std::vector<cuda::BenchRow>& rows) {
+  fmt::print("{:<14} {:<32} {:<12} {:>11} {:>9} {:>10} {:>7}  {:<20} {}\n", "op", "config", "mode", "median_us",
+             "GB/s", "bulk GB/s", "ratio", "target", "verdict");
+  for (const auto& r : rows) {
+    const std::string ratio = r.ceiling_gbps > 0 && r.gbps > 0 ? fmt::format("{:.1f}%", 100 * r.gbps / r.ceiling_gbps) : "";
+    fmt::print("{:<14} {:<32} {:<12} {:>11.2f} {:>9} {:>10} {:>7}  {:<20} {}\n", r.op, r.config, r.mode, r.median_us,
+               r.gbps > 0 ? fmt::format("{:.2f}", r.gbps) : "", r.ceiling_gbps > 0 ? fmt::format("{:.2f}", r.ceiling_gbps) : "",
+               ratio, r.target, r.verdict);
+  }
+  std::fflush(stdout);
+}
+
+void write_csv(const std::string& path, const std::string& device, const std::vector<cuda::BenchRow>& rows) {
+  std::ostringstream os;
+  os << "device,op,config,mode,median_us,bytes,gbps,ceiling_gbps,batch,miss_rate,rows,target,verdict\n";
+  for (const auto& r : rows)
+    os << fmt::format("\"{}\",{},\"{}\",{},{:.3f},{:.0f},{:.3f},{:.3f},{},{:.4f},{},\"{}\",{}\n", device, r.op, r.config,
+                      r.mode, r.median_us, r.bytes, r.gbps, r.ceiling_gbps, r.batch, r.miss_rate, r.rows, r.target,
+                      r.verdict);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw_error("bench: cannot write {}", tmp);
+    f << os.str();
+    if (!f) throw_error("bench: write to {} failed", tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw_error("bench: cannot rename {} to {}", tmp, path);
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+  if (argc >= 2 && (std::string(argv[1]) == "attention" || std::string(argv[1]) == "topk"))
+    return run_bench_ops(argc, argv);  // apps/bench_attention.cpp
+  namespace po = boost::program_options;
+  std::string what = "all", csv;
+  cuda::BenchOptions opt;
+  bool no_sweep = false;
+  po::options_description desc("hisparse bench swap-in|gather|backup|all: GPU kernels vs bulk cudaMemcpy. Options");
+  desc.add_options()("help,h", "this help")("what", po::value(&what), "swap-in | gather | backup | all")(
+      "iters", po::value(&opt.iters)->default_value(30), "timed repetitions per configuration (median)")(
+      "seed", po::value(&opt.seed)->default_value(1), "seed of the random rows and states")(
+      "no-sweep", po::bool_switch(&no_sweep), "swap-in: skip the batch x miss-rate sweep")(
+      "csv", po::value(&csv), "also write every row to this CSV file");
+  po::positional_options_description pos;
+  pos.add("what", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+  if (vm.count("help")) {
+    std::ostringstream os;
+    os << desc;
+    fmt::print("{}", os.str());
+    return 0;
+  }
+  po::notify(vm);
+  if (what != "swap-in" && what != "gather" && what != "backup" && what != "all")
+    throw_error("bench: unknown benchmark '{}', expected swap-in, gather, backup or all", what);
+  if (opt.iters < 1) throw_error("--iters {}: expected >= 1", opt.iters);
+  opt.sweep = !no_sweep;
+  std::string why;
+  if (!cuda::cuda_available(&why)) throw_error("bench needs a CUDA device: {}", why);
+  const std::string device = cuda::device_name();
+  fmt::print("bench on {} (1152-byte rows, medians of {} repetitions, ceilings = bulk pinned cudaMemcpy of the same "
+             "bytes in this run)\n",
+             device, opt.iters);
+  std::vector<cuda::BenchRow> rows;
+  auto add = [&](std::vector<cuda::BenchRow> r) {
+    print_rows(r);
+    rows.insert(rows.end(), r.begin(), r.end());
+  };
+  if (what == "swap-in" || what == "all") add(cuda::bench_swap_in(opt));
+  if (what == "gather" || what == "all") add(cuda::bench_gather(opt));
+  if (what == "backup" || what == "all") add(cuda::bench_backup(opt));
+  if (!csv.empty()) write_csv(csv, device, rows);
+  int missed = 0;
+  for (const auto& r : rows) missed += r.verdict == "MISS";
+  fmt::print("bench: {} rows, {} targets missed\n", rows.size(), missed);
+  return 0;
+}
+
+}  // namespace hisparse::apps

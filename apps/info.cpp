@@ -1,0 +1,181 @@
+// @brief `hisparse info --scenario S [--json]`: the memory budget of a scenario, every figure with its formula.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "apps/command.h"
+#include "core/error.h"
+#include "core/memory_budget.h"
+#include "core/scenario_loader.h"
+
+namespace hisparse::apps {
+
+namespace {
+
+namespace po = boost::program_options;
+
+std::string group_digits(int64_t v) {
+  std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+/// Bytes in decimal units with two decimals, as SGLang logs them ("Allocating 93.45 GB host memory").
+std::string human_bytes(double b) {
+  const double a = std::fabs(b);
+  if (a >= 1e12) return fmt::format("{:.2f} TB", b / 1e12);
+  if (a >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (a >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
+  return fmt::format("{} B", group_digits(static_cast<int64_t>(std::llround(b))));
+}
+
+std::string show(const Figure& f) {
+  if (f.unit == "B") return human_bytes(f.value);
+  const std::string n = f.value == std::floor(f.value) ? group_digits(static_cast<int64_t>(f.value))
+                                                       : fmt::format("{:.4g}", f.value);
+  return f.unit.empty() ? n : n + " " + f.unit;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string json_figure(const Figure& f) {
+  return fmt::format(R"({{"key": "{}", "label": "{}", "value": {}, "unit": "{}", "formula": "{}"}})", f.key,
+                     json_escape(f.label), fmt::format("{:.17g}", f.value), f.unit, json_escape(f.formula));
+}
+
+void print_json(const Scenario& s, const MemoryBudget& b) {
+  std::string out = fmt::format("{{\n  \"scenario\": \"{}\",\n  \"source\": \"{}\",\n  \"model\": \"{}\",\n"
+                                "  \"hardware\": \"{}\",\n  \"figures\": [\n",
+                                json_escape(s.deployment.name), json_escape(s.source), json_escape(s.model.name),
+                                json_escape(s.hardware.name));
+  const auto figs = b.figures();
+  for (size_t i = 0; i < figs.size(); ++i)
+    out += fmt::format("    {}{}\n", json_figure(*figs[i]), i + 1 < figs.size() ? "," : "");
+  out += "  ],\n  \"per_seq_len\": [\n";
+  for (size_t i = 0; i < b.per_seq_len.size(); ++i) {
+    const SeqLenBudget& q = b.per_seq_len[i];
+    out += fmt::format("    {{\"seq_len\": {}, \"figures\": [\n", q.seq_len);
+    const Figure* fs[] = {&q.full_kv_bytes,       &q.full_latent_bytes,   &q.full_indexer_bytes,
+                          &q.hisparse_hbm_bytes,  &q.hisparse_host_bytes, &q.max_requests_full,
+                          &q.max_requests_hisparse};
+    for (size_t j = 0; j < std::size(fs); ++j)
+      out += fmt::format("      {}{}\n", json_figure(*fs[j]), j + 1 < std::size(fs) ? "," : "");
+    out += fmt::format("    ]}}{}\n", i + 1 < b.per_seq_len.size() ? "," : "");
+  }
+  out += "  ]\n}\n";
+  fmt::print("{}", out);
+}
+
+void print_section(const std::string& title, const std::vector<const Figure*>& figs) {
+  fmt::print("\n{}\n", title);
+  for (const Figure* f : figs) fmt::print("  {:<46} {:>18}   {}\n", f->label, show(*f), f->formula);
+}
+
+void print_text(const Scenario& s, const MemoryBudget& b) {
+  const DeploymentSpec& d = s.deployment;
+  const HiSparseConfig& hs = d.hisparse;
+  fmt::print("scenario {}  ({})\n", d.name, s.source);
+  fmt::print("  model {} · hardware {} · decode {} × {} GPUs (tp {}, dp_attention {}, ep {}){}\n", s.model.name,
+             s.hardware.name, d.decode.count, d.decode.gpus, d.decode.tp, d.decode.dp_attention, d.decode.ep,
+             d.pd_disaggregation ? " · PD disaggregation" : "");
+  fmt::print("  HiSparse {} · top_k {} · device_buffer_size {} · host_to_device_ratio {} · page_size {} · {} KV · "
+             "mem_fraction_static {}\n",
+             d.hisparse_enabled ? "on" : "off", hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio, d.page_size,
+             d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.mem_fraction_static);
+  fmt::print("  SGLang flag: --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, \"host_to_device_ratio\": {}}}'\n",
+             hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio);
+
+  print_section("Bytes per token", {&b.kv_layers, &b.latent_row_bytes, &b.indexer_key_bytes, &b.latent_bytes_per_token,
+                                    &b.indexer_bytes_per_token, &b.full_cell_bytes, &b.hisparse_cell_bytes});
+  print_section("HBM per GPU", {&b.hbm_bytes, &b.weights_per_gpu_bytes, &b.activation_reserve_bytes, &b.kv_budget_bytes});
+  print_section("SGLang pools per GPU (dp rank); device pool = max_total_num_tokens in the server log",
+                {&b.full_pool_tokens, &b.device_pool_tokens, &b.logical_pool_tokens, &b.indexer_pool_tokens,
+                 &b.device_latent_pool_bytes, &b.indexer_pool_bytes});
+  print_section("Host memory", {&b.host_pool_tokens, &b.host_pool_bytes_per_gpu, &b.host_pool_bytes_per_node,
+                                &b.host_dram_bytes, &b.host_dram_left_bytes});
+  print_section("Device buffer per request", {&b.device_buffer_tokens, &b.device_buffer_bytes,
+                                              &b.max_buffers_per_device_pool});
+
+  fmt::print("\nOne request by sequence length (max requests: per dp rank, memory limits only — `hisparse plan` adds "
+             "PCIe and SLO limits)\n");
+  fmt::print("  {:>8} {:>12} {:>12} {:>12} {:>14} {:>14} {:>9} {:>9}\n", "seq_len", "full KV", "latent", "indexer",
+             "HiSparse HBM", "HiSparse host", "max full", "max HiSp");
+  for (const auto& q : b.per_seq_len)
+    fmt::print("  {:>8} {:>12} {:>12} {:>12} {:>14} {:>14} {:>9} {:>9}\n", group_digits(q.seq_len),
+               human_bytes(q.full_kv_bytes.value), human_bytes(q.full_latent_bytes.value),
+               human_bytes(q.full_indexer_bytes.value), human_bytes(q.hisparse_hbm_bytes.value),
+               human_bytes(q.hisparse_host_bytes.value), group_digits(static_cast<int64_t>(q.max_requests_full.value)),
+               group_digits(static_cast<int64_t>(q.max_requests_hisparse.value)));
+  if (!b.per_seq_len.empty()) {
+    const SeqLenBudget& q = b.per_seq_len.front();
+    fmt::print("  formulas (seq_len {}):\n", group_digits(q.seq_len));
+    for (const Figure* f : {&q.full_kv_bytes, &q.hisparse_hbm_bytes, &q.hisparse_host_bytes, &q.max_requests_full,
+                            &q.max_requests_hisparse})
+      fmt::print("    {:<38} {}\n", f->label, f->formula);
+  }
+
+  // Conditions under which SGLang itself would refuse to start.
+  if (b.kv_budget_bytes.value <= 0)
+    fmt::print("\nwarning: no HBM left for KV: the weights do not fit at mem_fraction_static {}\n", d.mem_fraction_static);
+  const double ten_gib = 10.0 * 1073741824.0;
+  if (b.host_dram_left_bytes.value < ten_gib)
+    fmt::print("\nwarning: host pools leave {} of host DRAM; SGLang refuses to allocate a host pool unless 10 GiB "
+               "stay free\n",
+               human_bytes(b.host_dram_left_bytes.value));
+}
+
+}  // namespace
+
+int run_info(int argc, char** argv) {
+  po::options_description opts("hisparse info: the memory budget of a scenario, each figure with its formula");
+  std::string scenario = "dsv32-8xh200-1tb";
+  opts.add_options()("help,h", "show this help")(
+      "scenario,s", po::value<std::string>(&scenario)->default_value(scenario),
+      "deployment name (scenarios/deployments/<name>.yaml) or path to a deployment YAML")(
+      "json", "print JSON instead of the table");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw_error("{} (see hisparse info --help)", e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << opts << "\nscenarios:";
+    for (const auto& n : list_scenarios("deployments")) std::cout << " " << n;
+    std::cout << "\n";
+    return 0;
+  }
+  const Scenario s = load_scenario(scenario);
+  const MemoryBudget b = compute_memory_budget(s);
+  if (vm.count("json")) {
+    print_json(s, b);
+  } else {
+    print_text(s, b);
+  }
+  return 0;
+}
+
+}  // namespace hisparse::apps

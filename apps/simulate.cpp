@@ -1,0 +1,149 @@
+// @brief `hisparse simulate --scenario S --workload W [--mode full|hisparse|both] [--duration SECONDS] [--out DIR]`:
+// discrete-event serving simulation; writes summary/requests/steps/timeline files per run and report.json.
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "apps/command.h"
+#include "core/error.h"
+#include "core/scenario_loader.h"
+#include "sim/chrome_trace.h"
+#include "sim/cost_params.h"
+#include "sim/link_model.h"
+#include "sim/miss_model.h"
+#include "sim/output_file.h"
+#include "sim/serving_report.h"
+#include "sim/serving_simulation.h"
+#include "sim/workload.h"
+
+namespace hisparse::apps {
+
+namespace {
+namespace po = boost::program_options;
+using namespace hisparse::sim;
+
+SimTime seconds_flag(double s, const char* name) {
+  if (!(s >= 0) || !std::isfinite(s)) throw_error("--{} must be a finite number of seconds >= 0, got {}", name, s);
+  return static_cast<SimTime>(std::llround(s * 1e9));
+}
+
+}  // namespace
+
+int run_simulate(int argc, char** argv) {
+  std::string scenario_name, workload_name, mode = "both", overlap, link_model, out_dir = "simulate_out", cost_file;
+  std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru";
+  int prefill_instances = 0;
+  double duration = 0, miss_fraction = -1, timeline_start = -1, timeline_length = 1.0;
+  po::options_description desc("hisparse simulate options");
+  desc.add_options()("help,h", "show this help")
+      ("scenario", po::value(&scenario_name), "deployment name (scenarios/deployments/<name>.yaml) or YAML path")
+      ("workload", po::value(&workload_name), "workload name (scenarios/workloads/<name>.yaml), workload YAML, or a .jsonl/.csv trace")
+      ("mode", po::value(&mode)->default_value(mode), "full | hisparse | both")
+      ("duration", po::value(&duration), "keep arrivals of the first SECONDS (default: the whole workload); runs until all finish")
+      ("out", po::value(&out_dir)->default_value(out_dir), "output directory (created)")
+      ("prefill-instances", po::value(&prefill_instances), "override the deployment's prefill instance count")
+      ("overlap", po::value(&overlap), "none | two-batch | both (default: the cost file's, else none)")
+      ("link-model", po::value(&link_model), "maxmin | constant (default: maxmin)")
+      ("cost", po::value(&cost_file), "cost-parameter YAML (efficiencies, latencies) over the defaults")
+      ("miss-model", po::value(&miss_kind)->default_value(miss_kind), "statistical | trace (replay --miss-trace with --policy)")
+      ("miss-fraction", po::value(&miss_fraction), "statistical model: constant per-layer miss fraction of K once n > H")
+      ("miss-trace", po::value(&miss_trace), "top-k trace: fits the statistical model, or is replayed with --miss-model trace")
+      ("policy", po::value(&policy)->default_value(policy), "swap-in policy for trace replay and fitting (cpu_ref/policies)")
+      ("timeline-start", po::value(&timeline_start), "Chrome-trace window start, seconds (default: min(60, duration / 2))")
+      ("timeline-length", po::value(&timeline_length)->default_value(timeline_length), "Chrome-trace window length, seconds (0 = none)");
+  po::variables_map vm;
+  po::store(po::parse_command_line(argc, argv, desc), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (scenario_name.empty()) throw_error("--scenario is required (e.g. dsv32-8xh200-1tb)");
+  if (workload_name.empty()) throw_error("--workload is required (e.g. mooncake_conversation)");
+  std::vector<KvMode> modes;
+  if (mode == "full" || mode == "both") modes.push_back(KvMode::kFull);
+  if (mode == "hisparse" || mode == "both") modes.push_back(KvMode::kHiSparse);
+  if (modes.empty()) throw_error("--mode '{}' is unknown (expected full, hisparse or both)", mode);
+
+  Scenario sc = load_scenario(scenario_name);
+  if (vm.count("prefill-instances")) {
+    if (prefill_instances < 1) throw_error("--prefill-instances must be >= 1, got {}", prefill_instances);
+    sc.deployment.prefill.count = prefill_instances;
+  }
+  CostParams base = cost_file.empty() ? CostParams{} : load_cost_params(cost_file);
+  if (!link_model.empty()) {
+    make_link_model(link_model);  // validates the name
+    base.link_model = link_model;
+  }
+  std::vector<OverlapMode> overlaps = {base.overlap};
+  if (overlap == "both") overlaps = {OverlapMode::kNone, OverlapMode::kTwoBatch};
+  else if (!overlap.empty()) overlaps = {parse_overlap_mode(overlap, "--overlap")};
+
+  Workload w = load_workload(workload_name);
+  if (vm.count("duration")) truncate_workload(w, seconds_flag(duration, "duration"));
+  if (w.requests.empty()) throw_error("workload {}: no request arrives within --duration {} s", w.name, duration);
+  const double span_s = ns_to_seconds(w.requests.back().arrival);
+  if (timeline_start < 0) timeline_start = std::min(60.0, span_s / 2);
+  const SimTime tl_begin = seconds_flag(timeline_start, "timeline-start");
+  const SimTime tl_end = tl_begin + seconds_flag(timeline_length, "timeline-length");
+
+  std::unique_ptr<MissModel> miss;
+  if (miss_kind == "trace") {
+    if (miss_trace.empty()) throw_error("--miss-model trace needs --miss-trace PATH");
+    miss = make_trace_miss_model(miss_trace, policy, sc.deployment.hisparse.device_buffer_size, sc.model.layers,
+                                 sc.model.latent_row_bytes);
+  } else if (miss_kind == "statistical") {
+    StatisticalMissParams p = default_miss_params(sc);
+    if (!miss_trace.empty())
+      p = fit_statistical_miss_model(miss_trace, policy, sc.deployment.hisparse.device_buffer_size, sc.model.layers,
+                                     sc.model.latent_row_bytes);
+    if (miss_fraction >= 0) p.by_ratio = {{1.0, miss_fraction}};
+    miss = make_statistical_miss_model(p);
+  } else {
+    throw_error("--miss-model '{}' is unknown (expected statistical or trace)", miss_kind);
+  }
+
+  std::filesystem::create_directories(out_dir);
+  std::string report = fmt::format("{{\n\"scenario\": {},\n\"workload\": {},\n\"workload_source\": {},\n\"requests\": {},\n\"runs\": [\n",
+                                   json_quote(sc.deployment.name), json_quote(w.name), json_quote(w.source), w.requests.size());
+  bool first = true;
+  for (KvMode m : modes) {
+    for (OverlapMode ov : overlaps) {
+      ServingOptions opt;
+      opt.mode = m;
+      opt.cost = base;
+      opt.cost.overlap = ov;
+      opt.miss_model = miss.get();
+      ChromeTrace timeline(tl_begin, tl_end);
+      const auto t0 = std::chrono::steady_clock::now();
+      const ServingResult r = run_serving(sc, w, opt, &timeline);
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const std::string tag = fmt::format("{}_{}", to_string(m), to_string(ov));
+      const std::string summary = summary_json(r, sc);
+      write_file_atomically(out_dir + "/summary_" + tag + ".json", summary + "\n");
+      write_file_atomically(out_dir + "/requests_" + tag + ".csv", requests_csv(r));
+      write_file_atomically(out_dir + "/steps_" + tag + ".csv", steps_csv(r));
+      if (timeline.enabled()) timeline.write(out_dir + "/timeline_" + tag + ".json");
+      report += (first ? "" : ",\n") + summary;
+      first = false;
+      const ServingSummary s = summarize(r, sc);
+      fmt::print("{:<20} requests {}/{} (rejected {})  TTFT p50 {:.1f} ms p99 {:.1f} ms  TPOT p50 {:.2f} ms p99 {:.2f} ms  "
+                 "{:.1f} tok/s/GPU  batch/GPU mean {:.1f}  hit {:.4f}  PCIe h2d {:.1f}%  IO stall {:.1f}%  "
+                 "({} events, {:.2f} s wall)\n",
+                 tag, r.finished, r.arrivals, r.rejected, s.ttft_ms.p50, s.ttft_ms.p99, s.tpot_ms.p50, s.tpot_ms.p99,
+                 s.tokens_per_s_per_gpu, s.batch_per_gpu.mean, s.hit_rate, 100 * s.pcie_h2d_util, 100 * s.io_stall_fraction, r.events, wall);
+    }
+  }
+  report += "\n]\n}\n";
+  write_file_atomically(out_dir + "/report.json", report);
+  fmt::print("wrote {}/report.json and per-run summary_*.json, requests_*.csv, steps_*.csv, timeline_*.json\n", out_dir);
+  return 0;
+}
+
+}  // namespace hisparse::apps

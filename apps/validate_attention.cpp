@@ -1,0 +1,229 @@
+// @brief `hisparse validate` operation "attention": sparse MLA decode attention, the exact CUDA kernel bit for bit
+// against cpu_ref, the fast kernel within stated tolerances of a float64 reference and of the exact kernel.
+// Cases run on all CPU cores (the reference is the slow side); reports merge in case order.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+#include <fmt/core.h>
+
+#include "apps/validate.h"
+#include "apps/validate_random_values.h"
+#include "cpu_ref/sparse_attention.h"
+#include "cpu_ref/sparse_attention_compare.h"
+#include "cuda/sparse_attention.h"
+
+namespace hisparse::apps {
+namespace {
+
+struct AttentionCase {
+  std::string context;
+  SparseAttentionArgs args;
+  std::vector<num::Bf16Bits> q, kv;
+  std::vector<int32_t> idx;
+};
+
+/// Adversarial mix: tile boundaries (K around 64/128), -1 padding sprinkled or as a tail (K' < K), whole rows of
+/// -1, duplicate slots, huge and tiny magnitudes, mixed magnitudes, equal scores (q = 0 heads, identical rows).
+AttentionCase make_case(uint64_t seed) {
+  Rng rng(seed);
+  AttentionCase c;
+  SparseAttentionArgs& a = c.args;
+  a.heads = rng.chance(1, 4) ? 128 : 64;
+  a.tokens = rng.chance(1, 5) ? 2 : 1;
+  const int64_t kmode = rng.below(8);
+  a.top_k = kmode == 0 ? int32_t(rng.range(1, 4)) : kmode == 1 ? int32_t(rng.range(62, 66)) : kmode == 2 ? int32_t(rng.range(126, 130)) : kmode == 3 ? int32_t(rng.range(190, 260)) : int32_t(rng.range(1, 140));
+  a.slots = rng.range(1, 600);
+  const int64_t mag = rng.below(10);
+  int qe = 0, ke = 0, spread = 0;
+  if (mag == 0) {          // huge: |q.k| up to ~2^(qe+ke+10), kept finite
+    qe = int(rng.range(20, 55));
+    ke = int(rng.range(20, 55));
+  } else if (mag == 1) {   // tiny (subnormal products appear in the chains)
+    qe = int(rng.range(-60, -30));
+    ke = int(rng.range(-60, -30));
+  } else if (mag == 2) {   // mixed magnitudes inside each vector
+    spread = 8;
+  } else {
+    qe = int(rng.range(-2, 3));
+    ke = int(rng.range(-2, 3));
+  }
+  const float scales[] = {1.0f / 24.0f, 0.0721687836f, 1.0f, 0.01f};  // 1/sqrt(576), 1/sqrt(192), ...
+  a.sm_scale = scales[rng.below(4)];
+  c.q.resize(size_t(a.tokens) * a.heads * kMlaQkDim);
+  for (auto& v : c.q) v = random_bf16(rng, qe, spread);
+  if (rng.chance(1, 6)) {  // equal scores: some heads have q = 0
+    for (int32_t t = 0; t < a.tokens; ++t)
+      for (int32_t h = 0; h < a.heads; h += 3)
+        std::fill_n(c.q.begin() + (int64_t(t) * a.heads + h) * kMlaQkDim, kMlaQkDim, num::Bf16Bits(0));
+  }
+  c.kv.resize(size_t(a.slots) * kMlaQkDim);
+  for (auto& v : c.kv) v = random_bf16(rng, ke, spread);
+  if (rng.chance(1, 8) && a.slots > 1) {  // equal scores: identical K parts, distinct V
+    for (int64_t s = 1; s < a.slots; ++s)
+      std::copy_n(c.kv.begin(), kMlaQkDim, c.kv.begin() + s * kMlaQkDim);
+    for (int64_t s = 0; s < a.slots; ++s) c.kv[s * kMlaQkDim + rng.below(kMlaVDim)] = random_bf16(rng, ke, 0);
+  }
+  c.idx.resize(size_t(a.tokens) * a.top_k);
+  const int64_t pad = rng.below(6);
+  for (int32_t t = 0; t < a.tokens; ++t) {
+    const int32_t valid = pad == 1 ? int32_t(rng.range(0, a.top_k)) : a.top_k;  // K' < K: tail of -1
+    for (int32_t j = 0; j < a.top_k; ++j) {
+      int32_t v = int32_t(rng.below(uint64_t(a.slots)));
+      if (j >= valid || (pad == 2 && rng.chance(1, 4)) || (pad == 3 && t == 0)) v = -1;  // pad 3: row all -1
+      c.idx[size_t(t) * a.top_k + j] = v;
+    }
+  }
+  a.q = c.q.data();
+  a.kv = c.kv.data();
+  a.indices = c.idx.data();
+  c.context = fmt::format("T={} H={} K={} slots={} sm_scale={} q2^{} kv2^{} spread {} pad mode {}", a.tokens, a.heads,
+                          a.top_k, a.slots, a.sm_scale, qe, ke, spread, pad);
+  return c;
+}
+
+struct CaseResult {
+  std::string exact_failure, fast_failure;
+  bool ill_conditioned = false;  // the fp32 reference itself misses the float64 tolerance (cancelling dot products)
+  int64_t values = 0;
+  cpu_ref::ToleranceStats out_f64, lse_f64, out_exact, lse_exact;  // fast kernel vs float64 / vs exact kernel
+  cpu_ref::ToleranceStats ex_out_f64, ex_lse_f64;                  // exact kernel vs float64 (for the table)
+};
+
+std::string first_tol_failure(const char* what, const cpu_ref::ToleranceStats& st, const std::vector<double>& got,
+                              const std::vector<double>& ref) {
+  if (st.failures == 0) return "";
+  const size_t i = size_t(st.first_failure);
+  return fmt::format("{}[{}]: got {} reference {} ({} of {} elements outside tolerance, {} NaN)", what, i, got[i],
+                     ref[i], st.failures, st.elements, st.nan);
+}
+
+CaseResult run_case(const AttentionCase& c, bool on_cuda) {
+  CaseResult r;
+  SparseAttentionArgs a = c.args;
+  const size_t nout = size_t(a.tokens) * a.heads * kMlaVDim, nlse = size_t(a.tokens) * a.heads;
+  std::vector<num::Bf16Bits> ref_out(nout, 0xffff), ex_out(nout, 0xffff), fast_out(nout, 0xffff);
+  std::vector<float> ref_lse(nlse, num::canonical_nan_f32()), ex_lse(nlse, num::canonical_nan_f32()),
+      fast_lse(nlse, num::canonical_nan_f32());
+  a.out = ref_out.data();
+  a.lse = ref_lse.data();
+  cpu_ref::sparse_attention(a);
+  a.out = ex_out.data();
+  a.lse = ex_lse.data();
+  if (on_cuda)
+    cuda::sparse_attention_host(a, cuda::AttentionKernel::kExact);
+  else
+    cpu_ref::sparse_attention(a);
+  r.values = int64_t(nout + nlse);
+  if (int64_t i = cpu_ref::first_bits_mismatch(ref_out.data(), ex_out.data(), int64_t(nout)); i >= 0)
+    r.exact_failure = fmt::format("out[token {}][head {}][col {}]: reference vs exact kernel {}", i / kMlaVDim / a.heads,
+                                  i / kMlaVDim % a.heads, i % kMlaVDim, cpu_ref::describe_bf16_pair(ref_out[i], ex_out[i]));
+  else if (int64_t k = cpu_ref::first_bits_mismatch(ref_lse.data(), ex_lse.data(), int64_t(nlse)); k >= 0)
+    r.exact_failure = fmt::format("lse[token {}][head {}]: reference vs exact kernel {}", k / a.heads, k % a.heads,
+                                  cpu_ref::describe_f32_pair(ref_lse[k], ex_lse[k]));
+  // Fast kernel (on the CPU backend the reference stands in for it: checks the harness and the tolerances).
+  a.out = fast_out.data();
+  a.lse = fast_lse.data();
+  if (on_cuda)
+    cuda::sparse_attention_host(a, cuda::AttentionKernel::kFast);
+  else
+    cpu_ref::sparse_attention(a);
+  std::vector<double> o64, l64;
+  cpu_ref::sparse_attention_f64(a, o64, l64);
+  const auto fo = cpu_ref::bf16_to_double(fast_out.data(), int64_t(nout));
+  const auto fl = cpu_ref::f32_to_double(fast_lse.data(), int64_t(nlse));
+  const auto eo = cpu_ref::bf16_to_double(ex_out.data(), int64_t(nout));
+  const auto el = cpu_ref::f32_to_double(ex_lse.data(), int64_t(nlse));
+  r.out_f64 = cpu_ref::compare_values(fo, o64, cpu_ref::kAttentionOutTol);
+  r.lse_f64 = cpu_ref::compare_values(fl, l64, cpu_ref::kAttentionLseTol);
+  r.out_exact = cpu_ref::compare_values(fo, eo, cpu_ref::kAttentionOutTol);
+  r.lse_exact = cpu_ref::compare_values(fl, el, cpu_ref::kAttentionLseTol);
+  r.ex_out_f64 = cpu_ref::compare_values(eo, o64, cpu_ref::kAttentionOutTol);
+  r.ex_lse_f64 = cpu_ref::compare_values(el, l64, cpu_ref::kAttentionLseTol);
+  // A case where exact fp32 arithmetic already misses the float64 tolerance (scores that cancel to far below their
+  // terms) cannot hold any fp32 kernel to it: it is counted, and the fast kernel's tolerance is not applied.
+  r.ill_conditioned = r.ex_out_f64.failures > 0 || r.ex_lse_f64.failures > 0;
+  if (r.ill_conditioned) return r;
+  for (auto s : {first_tol_failure("out vs float64", r.out_f64, fo, o64), first_tol_failure("lse vs float64", r.lse_f64, fl, l64),
+                 first_tol_failure("out vs exact", r.out_exact, fo, eo), first_tol_failure("lse vs exact", r.lse_exact, fl, el)})
+    if (r.fast_failure.empty() && !s.empty()) r.fast_failure = s;
+  return r;
+}
+
+void print_tolerance_row(const char* what, const char* tol, const cpu_ref::ToleranceStats& s) {
+  fmt::print("  {:<34} {:<26} {:>12} {:>9} {:>6} {:>11.3e} {:>11.3e}\n", what, tol, s.elements, s.failures, s.nan,
+             s.max_abs, s.max_rel);
+}
+
+}  // namespace
+
+void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out) {
+  const bool on_cuda = ctx.dut.name() == "cuda";
+  OpReport exact("attention", "exact"), fast("attention", "fast~tol");
+  const int64_t n = ctx.options.cases;
+  std::vector<CaseResult> results(size_t(std::max<int64_t>(n, 0)));
+  std::vector<std::string> errors(results.size());
+  std::atomic<int64_t> next{0};
+  const unsigned workers = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (int64_t i = next++; i < n; i = next++) {
+        const int64_t index = ctx.options.start_case + i;
+        try {
+          results[size_t(i)] = run_case(make_case(case_seed(ctx.options.seed, "attention", index)), on_cuda);
+        } catch (const std::exception& e) {
+          errors[size_t(i)] = e.what();
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+  cpu_ref::ToleranceStats of, lf, oe, le, xo, xl;
+  int64_t ill = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t index = ctx.options.start_case + i;
+    const uint64_t seed = case_seed(ctx.options.seed, "attention", index);
+    const CaseResult& r = results[size_t(i)];
+    const std::string context = make_case(seed).context;
+    Checker ce(exact, seed, index, context), cf(fast, seed, index, context);
+    ++exact.cases;
+    ++fast.cases;
+    exact.values += r.values;
+    fast.values += r.values * 2;
+    if (!errors[size_t(i)].empty()) {
+      ce.fail("error: " + errors[size_t(i)]);
+      cf.fail("error: " + errors[size_t(i)]);
+      continue;
+    }
+    if (!r.exact_failure.empty()) ce.fail(r.exact_failure);
+    if (!r.fast_failure.empty()) cf.fail(r.fast_failure);
+    xo.merge(r.ex_out_f64);
+    xl.merge(r.ex_lse_f64);
+    if (r.ill_conditioned) {
+      ++ill;
+      continue;
+    }
+    of.merge(r.out_f64);
+    lf.merge(r.lse_f64);
+    oe.merge(r.out_exact);
+    le.merge(r.lse_exact);
+  }
+  fmt::print("\nattention tolerance table ({} cases; pass when |got-ref| <= abs + rel*|ref|; NaN always fails;\n"
+             "  these are tolerance checks, not bit-exactness):\n", n);
+  fmt::print("  {:<34} {:<26} {:>12} {:>9} {:>6} {:>11} {:>11}\n", "comparison", "tolerance (abs, rel)", "elements",
+             "outside", "NaN", "max abs", "max rel");
+  print_tolerance_row("fast out  vs float64", "1e-3, 2.01/128", of);
+  print_tolerance_row("fast lse  vs float64", "1e-6, 8.01/65536", lf);
+  print_tolerance_row("fast out  vs exact kernel", "1e-3, 2.01/128", oe);
+  print_tolerance_row("fast lse  vs exact kernel", "1e-6, 8.01/65536", le);
+  print_tolerance_row("exact out vs float64 (info)", "1e-3, 2.01/128", xo);
+  print_tolerance_row("exact lse vs float64 (info)", "1e-6, 8.01/65536", xl);
+  fmt::print("  ill-conditioned cases (the fp32 exact result itself outside the float64 tolerance; fast rows above "
+             "exclude them): {} of {}\n", ill, n);
+  out.push_back(exact);
+  out.push_back(fast);
+}
+
+}  // namespace hisparse::apps

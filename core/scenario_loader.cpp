@@ -1,0 +1,266 @@
+// @brief Strict loading of scenarios/{models,hardware,deployments}/*.yaml and resolution of a deployment's names.
+#include "core/scenario_loader.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "core/yaml_reader.h"
+
+namespace hisparse {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kMaxInt = 2147483647;
+
+std::string stem_of(const std::string& path) { return fs::path(path).stem().string(); }
+
+void read_instance(StrictMap map, InstanceSpec* inst) {
+  map.get("count", &inst->count, 0, 4096);
+  map.get("gpus", &inst->gpus, 1, 65536);
+  map.get("tp", &inst->tp, 1, inst->gpus);
+  map.get("dp_attention", &inst->dp_attention, 1, inst->tp);
+  map.get("ep", &inst->ep, 1, inst->gpus);
+  map.finish();
+  // Attention data parallelism splits the TP group into dp groups of tp/dp GPUs each.
+  if (inst->tp % inst->dp_attention != 0)
+    throw_error("{}: dp_attention ({}) must divide tp ({})", map.location(), inst->dp_attention, inst->tp);
+}
+
+}  // namespace
+
+ModelSpec load_model_spec(const std::string& path) {
+  ModelSpec m;
+  StrictMap map(load_yaml_file(path), path, "");
+  m.name = stem_of(path);
+  map.get("name", &m.name);
+  for (const char* key : {"layers", "kv_lora_rank", "indexer_heads", "indexer_head_dim", "attention_heads", "top_k",
+                          "weight_bytes"})
+    map.require(key);
+  map.get("layers", &m.layers, 1, 4096);
+  map.get("mtp_layers", &m.mtp_layers, 0, 64);
+  map.get("kv_lora_rank", &m.kv_lora_rank, 1, 65536);
+  map.get("qk_rope_head_dim", &m.qk_rope_head_dim, 0, 65536);
+  // bf16 row: every element of the 576-wide cached row in 2 bytes; anything else is a typo.
+  const int64_t bf16_row = int64_t{2} * (m.kv_lora_rank + m.qk_rope_head_dim);
+  m.latent_row_bytes = bf16_row;
+  map.get_integral("latent_row_bytes", &m.latent_row_bytes, 1, kMaxInt, Unit::kBytes);
+  if (m.latent_row_bytes != bf16_row)
+    throw_error("{}: got {}, expected (kv_lora_rank + qk_rope_head_dim) × 2 = ({} + {}) × 2 = {} (bf16)",
+                map.where("latent_row_bytes"), m.latent_row_bytes, m.kv_lora_rank, m.qk_rope_head_dim, bf16_row);
+  // FlashMLA fp8 layout: fp8 latent, one fp32 scale per 128 latent values, rope kept in bf16 (512+16+128 = 656).
+  m.latent_row_bytes_fp8 = m.kv_lora_rank + (m.kv_lora_rank / 128) * 4 + int64_t{2} * m.qk_rope_head_dim;
+  map.get_integral("latent_row_bytes_fp8", &m.latent_row_bytes_fp8, 1, kMaxInt, Unit::kBytes);
+  map.get("indexer_heads", &m.indexer_heads, 0, 4096);
+  map.get("indexer_head_dim", &m.indexer_head_dim, 0, 65536);
+  // Indexer key: fp8 values plus one fp32 scale per 128 (SGLang DSATokenToKVPool.quant_block_size).
+  m.indexer_key_bytes = m.indexer_head_dim + (m.indexer_head_dim / 128) * 4;
+  map.get_integral("indexer_key_bytes", &m.indexer_key_bytes, 0, kMaxInt, Unit::kBytes);
+  map.get("attention_heads", &m.attention_heads, 1, 65536);
+  map.get("top_k", &m.top_k, 1, 1 << 24);
+  map.get("topk_layer_group", &m.topk_layer_group, 1, m.layers);
+  map.get("weight_bytes", &m.weight_bytes, 1, 1e15, Unit::kBytes);
+  map.get("dp_replicated_weight_bytes", &m.dp_replicated_weight_bytes, 0, m.weight_bytes, Unit::kBytes);
+  map.get("vocab_size", &m.vocab_size, 0, kMaxInt);
+  map.get("hidden_size", &m.hidden_size, 0, 1 << 20);
+  map.get("dense_layers", &m.dense_layers, 0, m.layers);
+  map.get("routed_experts", &m.routed_experts, 0, 1 << 16);
+  map.get("experts_per_token", &m.experts_per_token, 0, std::max(m.routed_experts, 0));
+  map.get("shared_experts", &m.shared_experts, 0, 1 << 10);
+  map.get("moe_intermediate_size", &m.moe_intermediate_size, 0, 1 << 20);
+  map.get("dense_intermediate_size", &m.dense_intermediate_size, 0, 1 << 22);
+  map.get("q_lora_rank", &m.q_lora_rank, 0, 1 << 20);
+  map.get("qk_nope_head_dim", &m.qk_nope_head_dim, 0, 65536);
+  map.get("v_head_dim", &m.v_head_dim, 0, 65536);
+  map.get("active_params", &m.active_params, 0, 1e14);
+  map.finish();
+  return m;
+}
+
+HardwareSpec load_hardware_spec(const std::string& path) {
+  HardwareSpec h;
+  StrictMap map(load_yaml_file(path), path, "");
+  h.name = stem_of(path);
+  map.get("name", &h.name);
+  for (const char* key : {"hbm_bytes", "hbm_bytes_per_s", "bf16_flops", "pcie"}) map.require(key);
+  map.get("hbm_bytes", &h.hbm_bytes, 1e9, 1e13, Unit::kBytes);
+  map.get("hbm_bytes_per_s", &h.hbm_bytes_per_s, 1e9, 1e14, Unit::kBytesPerSecond);
+  map.get("bf16_flops", &h.bf16_flops, 1e12, 1e18, Unit::kFlopsPerSecond);
+  h.fp8_flops = h.bf16_flops;
+  map.get("fp8_flops", &h.fp8_flops, 1e12, 1e18, Unit::kFlopsPerSecond);
+  map.get("nvlink_bytes_per_s", &h.nvlink_bytes_per_s, 0, 1e13, Unit::kBytesPerSecond);
+  map.get_integral("kernel_launch_ns", &h.kernel_launch_ns, 0, 100000000, Unit::kNanoseconds);
+  {
+    StrictMap pcie = map.child("pcie");
+    for (const char* key : {"h2d_bulk_bytes_per_s", "d2h_bulk_bytes_per_s", "gather_row_bytes_per_s"})
+      pcie.require(key);
+    pcie.get("generation", &h.pcie.generation, 1, 7);
+    pcie.get("lanes", &h.pcie.lanes, 1, 32);
+    // A link faster than a PCIe Gen7 x32 (≈ 512 GB/s per direction) is a unit mistake, not a link.
+    pcie.get("h2d_bulk_bytes_per_s", &h.pcie.h2d_bulk_bytes_per_s, 1e8, 5.12e11, Unit::kBytesPerSecond);
+    pcie.get("d2h_bulk_bytes_per_s", &h.pcie.d2h_bulk_bytes_per_s, 1e8, 5.12e11, Unit::kBytesPerSecond);
+    pcie.get("gather_row_bytes_per_s", &h.pcie.gather_row_bytes_per_s, 1e8, 5.12e11, Unit::kBytesPerSecond);
+    pcie.get_integral("latency_ns", &h.pcie.latency_ns, 0, 100000000, Unit::kNanoseconds);
+    pcie.finish();
+  }
+  map.get("host_dram_bytes_per_s_per_numa", &h.host_dram_bytes_per_s_per_numa, 0, 1e13, Unit::kBytesPerSecond);
+  map.get("numa_nodes", &h.numa_nodes, 1, 64);
+  map.get("gpus_per_node", &h.gpus_per_node, 1, 1024);
+  {
+    StrictMap nic = map.child("nic");
+    nic.get("count", &h.nic.count, 0, 1024);
+    nic.get("bits_per_s", &h.nic.bits_per_s, 0, 1e13, Unit::kBitsPerSecond);
+    nic.get_integral("per_message_ns", &h.nic.per_message_ns, 0, 100000000, Unit::kNanoseconds);
+    nic.finish();
+  }
+  map.finish();
+  return h;
+}
+
+DeploymentSpec load_deployment_spec(const std::string& path) {
+  DeploymentSpec d;
+  StrictMap map(load_yaml_file(path), path, "");
+  d.name = stem_of(path);
+  map.get("name", &d.name);
+  for (const char* key : {"model", "hardware", "host_dram_bytes"}) map.require(key);
+  map.get("model", &d.model);
+  map.get("hardware", &d.hardware);
+  read_instance(map.child("decode"), &d.decode);
+  // Without a prefill section prefill runs inside the decode instances.
+  d.prefill.count = 0;
+  read_instance(map.child("prefill"), &d.prefill);
+  map.get("pd_disaggregation", &d.pd_disaggregation);
+  map.get("host_dram_bytes", &d.host_dram_bytes, 0, 1e16, Unit::kBytes);
+  map.get("mem_fraction_static", &d.mem_fraction_static, 0.01, 1.0);
+  map.get("page_size", &d.page_size, 1, 65536);
+  std::string dtype = "bf16";
+  map.get_choice("kv_dtype", &dtype, {"bf16", "fp8"});
+  d.kv_dtype = dtype == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;
+  map.get("context_length", &d.context_length, 1, 1 << 26);
+  map.get("max_running_requests", &d.max_running_requests, 0, 1 << 24);
+  map.get("activation_reserve_bytes", &d.activation_reserve_bytes, 0, 1e13, Unit::kBytes);
+  map.get("tpot_slo_ms", &d.tpot_slo_ms, 0.01, 1e6);
+  map.get("hisparse_enabled", &d.hisparse_enabled);
+  // The knobs come either as a YAML mapping or verbatim as the JSON string given to SGLang's --hisparse-config.
+  if (map.has("hisparse") && map.has("hisparse_config"))
+    throw_error("{}: both 'hisparse' and 'hisparse_config' given; expected at most one of them", path);
+  if (map.has("hisparse_config")) {
+    std::string json;
+    map.get("hisparse_config", &json);
+    d.hisparse = HiSparseConfig::from_json(json, map.where("hisparse_config"));
+  } else {
+    StrictMap hs = map.child("hisparse");
+    d.hisparse = HiSparseConfig::from_map(hs);
+  }
+  {
+    StrictMap mem = map.child("memory");
+    mem.get("hbm_bytes", &d.memory.hbm_bytes, 0, 1e13, Unit::kBytes);
+    mem.get("weight_bytes", &d.memory.weight_bytes, 0, 1e15, Unit::kBytes);
+    mem.get("weights_per_gpu_bytes", &d.memory.weights_per_gpu_bytes, 0, 1e13, Unit::kBytes);
+    mem.get("kv_budget_bytes", &d.memory.kv_budget_bytes, 0, 1e13, Unit::kBytes);
+    mem.get("full_pool_tokens", &d.memory.full_pool_tokens, 0, int64_t{1} << 40);
+    mem.get("device_pool_tokens", &d.memory.device_pool_tokens, 0, int64_t{1} << 40);
+    mem.get("host_pool_tokens", &d.memory.host_pool_tokens, 0, int64_t{1} << 42);
+    mem.finish();
+  }
+  map.finish();
+  return d;
+}
+
+std::vector<std::string> scenario_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("HISPARSE_SCENARIO_DIR"); env && *env) dirs.emplace_back(env);
+#ifdef HISPARSE_SCENARIO_DIR
+  dirs.emplace_back(HISPARSE_SCENARIO_DIR);
+#endif
+  std::vector<std::string> existing;
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (fs::is_directory(d, ec)) existing.push_back(d);
+  }
+  return existing;
+}
+
+std::vector<std::string> list_scenarios(const std::string& kind) {
+  std::vector<std::string> names;
+  for (const auto& dir : scenario_dirs()) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(fs::path(dir) / kind, ec)) {
+      if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+namespace {
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || fs::path(s).extension() == ".yaml" ||
+         fs::path(s).extension() == ".yml";
+}
+
+/// Finds <dir>/<kind>/<name>.yaml; `first` is searched before the standard directories.
+std::string resolve(const std::string& name, const std::string& kind, const std::string& first,
+                    const std::string& referrer) {
+  std::vector<std::string> dirs;
+  if (!first.empty()) dirs.push_back(first);
+  for (const auto& d : scenario_dirs()) dirs.push_back(d);
+  for (const auto& d : dirs) {
+    const fs::path p = fs::path(d) / kind / (name + ".yaml");
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  std::vector<std::string> searched;
+  for (const auto& d : dirs) searched.push_back((fs::path(d) / kind).string());
+  const std::string what = kind == "deployments" ? "deployment" : kind == "models" ? "model" : kind;
+  throw_error("{}{} '{}' not found in {} (set HISPARSE_SCENARIO_DIR to add a directory); available: {}", referrer,
+              what, name,
+              searched.empty() ? std::string("no scenario directory") : fmt::format("{}", fmt::join(searched, ", ")),
+              fmt::join(list_scenarios(kind), ", "));
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& name_or_path) {
+  std::string path = name_or_path;
+  std::error_code ec;
+  if (!(looks_like_path(name_or_path) && fs::is_regular_file(name_or_path, ec))) {
+    if (looks_like_path(name_or_path)) throw_error("scenario file '{}' does not exist", name_or_path);
+    path = resolve(name_or_path, "deployments", "", "");
+  }
+  Scenario s;
+  s.source = path;
+  s.deployment = load_deployment_spec(path);
+  // Models and hardware next to the deployment (../models) win over the standard directories.
+  const fs::path dep_dir = fs::path(path).parent_path();
+  const std::string sibling_root = (dep_dir / "..").lexically_normal().string();
+  const std::string referrer = fmt::format("{}: ", path);
+  auto find = [&](const std::string& value, const std::string& kind) {
+    if (looks_like_path(value)) {
+      const fs::path p = fs::path(value).is_absolute() ? fs::path(value) : dep_dir / value;
+      if (!fs::is_regular_file(p, ec)) throw_error("{}{}: file '{}' does not exist", referrer, kind, p.string());
+      return p.string();
+    }
+    return resolve(value, kind, sibling_root, referrer);
+  };
+  s.model = load_model_spec(find(s.deployment.model, "models"));
+  s.hardware = load_hardware_spec(find(s.deployment.hardware, "hardware"));
+  // SGLang takes top_k from the model's index_topk, whatever --hisparse-config says.
+  if (s.deployment.hisparse.top_k != s.model.top_k)
+    throw_error("{}: hisparse.top_k: got {}, expected the model's top_k {} (SGLang uses the model's index_topk)", path,
+                s.deployment.hisparse.top_k, s.model.top_k);
+  if (s.deployment.decode.gpus > s.hardware.gpus_per_node && s.deployment.decode.gpus % s.hardware.gpus_per_node)
+    throw_error("{}: decode.gpus: got {}, expected a multiple of the node size {}", path, s.deployment.decode.gpus,
+                s.hardware.gpus_per_node);
+  return s;
+}
+
+}  // namespace hisparse

@@ -1,0 +1,30 @@
+// @brief Loading scenarios/ YAML into ModelSpec, HardwareSpec, DeploymentSpec and a resolved Scenario.
+//
+// Scenario directory search order: $HISPARSE_SCENARIO_DIR, then the source tree's scenarios/ (compile time).
+// A deployment names its model and hardware (`model: deepseek-v3.2`), found under <dir>/models/<name>.yaml and
+// <dir>/hardware/<name>.yaml; a value ending in .yaml is a path relative to the deployment file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/deployment_spec.h"
+#include "core/hardware_spec.h"
+#include "core/model_spec.h"
+
+namespace hisparse {
+
+ModelSpec load_model_spec(const std::string& path);
+HardwareSpec load_hardware_spec(const std::string& path);
+DeploymentSpec load_deployment_spec(const std::string& path);
+
+/// `name_or_path`: a deployment name (scenarios/deployments/<name>.yaml) or a path to a deployment YAML.
+Scenario load_scenario(const std::string& name_or_path);
+
+/// The scenario directories searched, in order (existing ones only).
+std::vector<std::string> scenario_dirs();
+
+/// Names (file stems) of the YAML files in <first dir holding it>/<kind> ("deployments", "models", "hardware").
+std::vector<std::string> list_scenarios(const std::string& kind);
+
+}  // namespace hisparse

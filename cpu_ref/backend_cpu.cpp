@@ -1,0 +1,71 @@
+// @brief CpuBackend: rows one after another through the single-row reference; copies are plain memcpy.
+#include "cpu_ref/backend_cpu.h"
+
+#include <cstring>
+#include <optional>
+
+#include "core/error.h"
+#include "cpu_ref/swap_in.h"
+
+namespace hisparse::cpu_ref {
+
+void CpuBackend::swap_in(const SwapInBatchView& v, SwapInBatchResult& out) {
+  check_swap_in_batch(v);
+  const int64_t B = v.batch, K = v.top_k, H = v.H;
+  out.slot_of.assign(static_cast<size_t>(B * K), -1);
+  out.load_count.assign(static_cast<size_t>(B), 0);
+  out.load_host.assign(static_cast<size_t>(B * K), -1);
+  out.load_slot.assign(static_cast<size_t>(B * K), -1);
+  out.counters.assign(static_cast<size_t>(B), SwapInCounters{});
+  // The first invalid row is reported only after every row ran, so valid rows advance exactly as on the GPU,
+  // where all rows run at once.
+  std::optional<Error> first_error;
+  SwapInPlan plan;
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t n = v.seq_len[b];
+    if (n <= 0) continue;  // padded batch row: state untouched, outputs stay -1 / 0
+    const StepContext where{v.request ? v.request[b] : b, v.layer ? v.layer[b] : 0, v.step};
+    SwapInStateView state{v.slot_token + b * H, v.lru + b * H, v.H};
+    try {
+      cpu_ref::swap_in(state, v.selected + b * K, v.top_k, n, v.top_k,
+                       v.host_loc ? v.host_loc + b * v.host_loc_stride : nullptr, v.row_bytes, where, plan);
+    } catch (const Error& e) {
+      if (!first_error) first_error = e;
+      continue;
+    }
+    std::memcpy(&out.slot_of[b * K], plan.slot_of.data(), plan.slot_of.size() * sizeof(int32_t));
+    const int64_t M = static_cast<int64_t>(plan.load_host.size());
+    out.load_count[b] = static_cast<int32_t>(M);
+    for (int64_t m = 0; m < M; ++m) {
+      out.load_host[b * K + m] = plan.load_host[m];
+      out.load_slot[b * K + m] = plan.load_slot[m];
+    }
+    out.counters[b] = plan.counters;
+    if (!v.host_pool) continue;
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t src = plan.load_host[m];
+      if (src < 0 || src >= v.host_rows)
+        throw_error("swap_in: row {} load {} reads host row {}, outside the host pool of {} rows", b, m, src,
+                    v.host_rows);
+      std::memcpy(v.device_kv + (b * (H + 1) + plan.load_slot[m]) * v.row_bytes, v.host_pool + src * v.row_bytes,
+                  static_cast<size_t>(v.row_bytes));
+    }
+  }
+  if (first_error) throw *first_error;
+}
+
+void CpuBackend::gather(const RowCopyView& r) {
+  check_row_copy(r, "gather");
+  for (int64_t i = 0; i < r.count; ++i)
+    std::memcpy(r.device_pool + r.device_row[i] * r.row_bytes, r.host_pool + r.host_row[i] * r.row_bytes,
+                static_cast<size_t>(r.row_bytes));
+}
+
+void CpuBackend::backup(const RowCopyView& r) {
+  check_row_copy(r, "backup");
+  for (int64_t i = 0; i < r.count; ++i)
+    std::memcpy(r.host_pool + r.host_row[i] * r.row_bytes, r.device_pool + r.device_row[i] * r.row_bytes,
+                static_cast<size_t>(r.row_bytes));
+}
+
+}  // namespace hisparse::cpu_ref

@@ -1,0 +1,11 @@
+// @brief Reference lightning-indexer scoring (fixed order of core/numerics/indexer_args.h; bit-exact with CUDA).
+#pragma once
+
+#include "core/numerics/indexer_args.h"
+
+namespace hisparse::cpu_ref {
+
+/// Host pointers; checks shapes and ranges first (hisparse::Error).
+void indexer_scores(const IndexerArgs& args);
+
+}  // namespace hisparse::cpu_ref

@@ -1,0 +1,207 @@
+// @brief CPU reference of the swap-in contract (SWAP_IN.md), written as the replay hot path: O(K + H) per step,
+// no allocation once warm, no hashing.
+#include "cpu_ref/swap_in.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace hisparse::cpu_ref {
+
+uint32_t SwapInScratch::begin(int32_t n, int32_t H) {
+  const uint32_t need = static_cast<uint32_t>(std::max(n, 0));
+  if (need > capacity) {
+    // Grow geometrically so a request whose n rises by one per step re-allocates O(log n) times.
+    capacity = std::max(need, capacity + capacity / 2);
+    mark.assign(static_cast<size_t>(capacity) + 1, 0);
+    std::fill(slot_mark.begin(), slot_mark.end(), 0);  // epochs restart, so older slot stamps could alias
+    epoch = 0;
+  }
+  if (hits.size() < static_cast<size_t>(H)) {
+    hits.resize(H);
+    evictable.resize(H);
+    miss_entry.resize(H);
+    victims.resize(H);
+    slot_mark.resize(H, 0);
+    lru_mark.resize(H);
+  }
+  if (++epoch == 0) {
+    // 2^32 steps on one scratch: old stamps could alias the new epoch, so forget them all once.
+    std::fill(mark.begin(), mark.end(), 0);
+    std::fill(slot_mark.begin(), slot_mark.end(), 0);
+    epoch = 1;
+  }
+  return epoch;
+}
+
+void init_swap_in_state(SwapInStateView state, InitialState initial) {
+  for (int32_t i = 0; i < state.H; ++i) {
+    state.lru[i] = i;
+    state.slot_token[i] = initial == InitialState::kIdentity ? i : -1;
+  }
+}
+
+int64_t host_row_or_throw(const int64_t* host_loc, int32_t token, const StepContext& where) {
+  const int64_t row = host_loc ? host_loc[token] : token;
+  if (row < 0) {
+    throw_error("swap-in: token {} of request {}, layer {} has no host copy (step {}): a miss must load it from the "
+                "host pool, whose host_loc is -1",
+                token, where.request, where.layer, where.step);
+  }
+  return row;
+}
+
+uint32_t validate_and_mark(const int32_t* selected, int32_t count, int32_t n, int32_t top_k, int32_t H,
+                           const StepContext& where, SwapInPlan& plan, SwapInScratch& scratch) {
+  if (H < top_k) {
+    throw_error("swap-in: device_buffer_size H = {} must be >= top_k K = {} (request {}, layer {}, step {})", H, top_k,
+                where.request, where.layer, where.step);
+  }
+  if (count < 0 || count > top_k) {
+    throw_error("swap-in: request {}, layer {}, step {}: {} entries selected, expected at most top_k = {}",
+                where.request, where.layer, where.step, count, top_k);
+  }
+  if (n < 1) {
+    throw_error("swap-in: request {}, layer {}, step {}: sequence length {} must be >= 1", where.request, where.layer,
+                where.step, n);
+  }
+  const uint32_t epoch = scratch.begin(n, H);
+  const uint64_t stamp = static_cast<uint64_t>(epoch) << 32;
+  uint64_t* mark = scratch.mark.data();
+  plan.slot_of.resize(count);
+  int32_t* slot_of = plan.slot_of.data();
+  int64_t valid = 0;
+  for (int32_t i = 0; i < count; ++i) {
+    const int32_t t = selected[i];
+    if (t < 0) {
+      if (t != -1) {
+        throw_error("swap-in: request {}, layer {}, step {}: entry {} is {}, expected a position in [0, {}) or -1 "
+                    "(padding)",
+                    where.request, where.layer, where.step, i, t, n);
+      }
+      slot_of[i] = -1;
+      continue;
+    }
+    if (t >= n) {
+      throw_error("swap-in: request {}, layer {}, step {}: position {} (entry {}) is >= sequence length {}",
+                  where.request, where.layer, where.step, t, i, n);
+    }
+    if ((mark[t] >> 32) == epoch) {
+      throw_error("swap-in: request {}, layer {}, step {}: position {} is selected twice (entries {} and {})",
+                  where.request, where.layer, where.step, t, static_cast<uint32_t>(mark[t]), i);
+    }
+    mark[t] = stamp | static_cast<uint32_t>(i);
+    slot_of[i] = kUnassigned;
+    ++valid;
+  }
+  SwapInCounters& c = plan.counters;
+  c = SwapInCounters{};
+  c.selected = valid;
+  c.newest_hits = (mark[n - 1] >> 32) == epoch ? 1 : 0;
+  plan.load_host.clear();
+  plan.load_slot.clear();
+  return epoch;
+}
+
+void swap_in(SwapInStateView state, const int32_t* selected, int32_t count, int32_t n, int32_t top_k,
+             const int64_t* host_loc, int64_t row_bytes, const StepContext& where, SwapInPlan& plan,
+             SwapInScratch& scratch) {
+  const int32_t H = state.H;
+  const uint32_t epoch = validate_and_mark(selected, count, n, top_k, H, where, plan, scratch);
+  SwapInCounters& c = plan.counters;
+  int32_t* slot_of = plan.slot_of.data();
+
+  if (n <= H) {
+    // Fast path: while n <= H slot i still holds token i (identity growth), the newest token included.
+    for (int32_t i = 0; i < count; ++i) slot_of[i] = selected[i];
+    c.hits = c.selected - c.newest_hits;
+    c.fast_path = true;
+    return;
+  }
+
+  const uint64_t* mark = scratch.mark.data();
+  const uint32_t cap = scratch.capacity;  // mark[cap] is never stamped: out-of-range tokens look it up
+  const int32_t newest = n - 1;
+  if (c.newest_hits) slot_of[static_cast<uint32_t>(mark[newest])] = H;
+
+  // Walk the LRU once; hit/evictable is a mark lookup. Slots never hold the newest token unless n failed to
+  // grow between steps; such a slot follows the literal rule (its token is in T, so it joins HITS) while the
+  // entry itself keeps the reserved slot H (step 1 of the contract).
+  const int32_t* lru = state.lru;
+  const int32_t* slot_token = state.slot_token;
+  int32_t* evictable = scratch.evictable.data();
+  int32_t nh = 0;
+  int32_t ne = 0;
+  // One branch-free pass (hits among the previous selection are ~85/15 random, so branches would mispredict),
+  // with as few stores as possible, since they bound this loop: EVICTABLE grows from the front of one array and
+  // HITS from its back (reversed), and the slot of each hit entry is written directly; non-hits (and the
+  // newest token, whose entry keeps slot H) write to a dummy entry past the end.
+  plan.slot_of.resize(static_cast<size_t>(count) + 1);
+  slot_of = plan.slot_of.data();
+  const uint32_t dummy = static_cast<uint32_t>(count);
+  int32_t* part = evictable;  // [0, ne) EVICTABLE; [H - nh, H) HITS in reverse LRU order
+  const uint64_t newest_mark = c.newest_hits ? mark[newest] : ~uint64_t{0};
+  int32_t back = H - 1;
+  for (int32_t j = 0; j < H; ++j) {
+    const int32_t s = lru[j];
+    const uint32_t t = static_cast<uint32_t>(slot_token[s]);
+    const uint64_t m = mark[t < cap ? t : cap];
+    const bool hit = (m >> 32) == epoch;
+    part[hit ? back : ne] = s;
+    back -= hit;
+    ne += !hit;
+    const uint32_t take = 0u - static_cast<uint32_t>(hit & (m != newest_mark));
+    slot_of[(static_cast<uint32_t>(m) & take) | (dummy & ~take)] = s;
+  }
+  nh = H - ne;
+  plan.slot_of.resize(static_cast<size_t>(count));
+
+  // Misses in increasing entry index take EVICTABLE in order. Check every host copy before touching state.
+  int32_t* miss_entry = scratch.miss_entry.data();
+  int32_t nm = 0;
+  if (c.selected - c.newest_hits >= nh) {  // (nh may count one slot holding the newest token)
+    // miss_entry has room for H >= K entries; the branch-free append keeps the ~15% misses from mispredicting.
+    for (int32_t i = 0; i < count; ++i) {
+      miss_entry[nm] = i;
+      nm += slot_of[i] == kUnassigned;
+    }
+  }
+  if (nm > ne) {
+    throw_error("swap-in: request {}, layer {}, step {}: {} misses but only {} evictable slots; the buffer state is "
+                "corrupt (a token held by two slots?)",
+                where.request, where.layer, where.step, nm, ne);
+  }
+  plan.load_host.resize(nm);
+  plan.load_slot.resize(nm);
+  for (int32_t m = 0; m < nm; ++m) {
+    const int32_t t = selected[miss_entry[m]];
+    const int64_t row = host_loc ? host_loc[t] : t;
+    plan.load_host[m] = row >= 0 ? row : host_row_or_throw(host_loc, t, where);
+    plan.load_slot[m] = evictable[m];
+  }
+
+  // Commit: slot contents, then LRU = EVICTABLE[M:] ++ EVICTABLE[:M] ++ HITS.
+  int32_t* st = state.slot_token;
+  for (int32_t m = 0; m < nm; ++m) {
+    const int32_t s = evictable[m];
+    slot_of[miss_entry[m]] = s;
+    st[s] = selected[miss_entry[m]];
+  }
+  int32_t* out = state.lru;
+  std::memcpy(out, evictable + nm, sizeof(int32_t) * static_cast<size_t>(ne - nm));
+  std::memcpy(out + (ne - nm), evictable, sizeof(int32_t) * static_cast<size_t>(nm));
+  std::reverse_copy(part + ne, part + H, out + ne);
+
+  c.misses = nm;
+  c.hits = c.selected - c.newest_hits - nm;
+  c.h2d_bytes = static_cast<int64_t>(nm) * row_bytes;
+}
+
+void swap_in(SwapInStateView state, const int32_t* selected, int32_t count, int32_t n, int32_t top_k,
+             const int64_t* host_loc, int64_t row_bytes, const StepContext& where, SwapInPlan& plan) {
+  thread_local SwapInScratch scratch;
+  swap_in(state, selected, count, n, top_k, host_loc, row_bytes, where, plan, scratch);
+}
+
+}  // namespace hisparse::cpu_ref

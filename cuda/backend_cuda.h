@@ -1,0 +1,26 @@
+// @brief CudaBackend: the Backend interface on the GPU; takes host views, uploads, launches, downloads.
+#pragma once
+
+#include <memory>
+
+#include "core/backend.h"
+
+namespace hisparse::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  /// Throws hisparse::Error when the build has no CUDA or no device answers.
+  CudaBackend();
+  ~CudaBackend() override;
+  std::string name() const override { return "cuda"; }
+  void swap_in(const SwapInBatchView& batch, SwapInBatchResult& out) override;
+  void gather(const RowCopyView& rows) override;
+  void backup(const RowCopyView& rows) override;
+
+  struct Scratch;  // device and pinned buffers reused across calls (defined in the .cu)
+
+ private:
+  std::unique_ptr<Scratch> scratch_;
+};
+
+}  // namespace hisparse::cuda

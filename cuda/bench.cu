@@ -1,0 +1,375 @@
+// @brief GPU benchmarks: swap-in (latency, copy rate per mode, batch x miss sweep), gather, backup; each timed with
+// CUDA events (median of repetitions, state restored between them), each rate beside a bulk cudaMemcpy ceiling of
+// the same bytes and direction measured in the same process.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "cuda/bench.h"
+#include "cuda/copy_rows.h"
+#include "cuda/detail/cuda_check.cuh"
+#include "cuda/swap_in.h"
+
+namespace hisparse::cuda {
+namespace {
+
+constexpr int64_t kRowBytes = 1152;          // bf16 (512 + 64) latent row
+constexpr int64_t kPoolRows = 1 << 20;       // pinned host pool: 1 Mi rows = 1.2 GB, far beyond every cache
+constexpr int32_t kLayers = 62;              // DeepSeek-V3.2: 61 layers + 1 MTP layer
+
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t n) : n_(n) { HS_CUDA_CHECK(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T))); }
+  ~DeviceArray() { cudaFree(p_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return p_; }
+  void upload(const std::vector<T>& v) { HS_CUDA_CHECK(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice)); }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+/// The pinned, mapped host pool every benchmark reads or writes (allocated once per process).
+uint8_t* host_pool() {
+  static uint8_t* pool = [] {
+    void* p = nullptr;
+    HS_CUDA_CHECK(cudaHostAlloc(&p, size_t(kPoolRows) * kRowBytes, cudaHostAllocMapped));
+    auto* w = static_cast<uint64_t*>(p);
+    for (size_t i = 0; i < size_t(kPoolRows) * kRowBytes / 8; ++i) w[i] = i * 0x9E3779B97F4A7C15ull;  // not zeros
+    return static_cast<uint8_t*>(p);
+  }();
+  return pool;
+}
+
+class Events {
+ public:
+  Events() {
+    HS_CUDA_CHECK(cudaEventCreate(&a_));
+    HS_CUDA_CHECK(cudaEventCreate(&b_));
+  }
+  ~Events() {
+    cudaEventDestroy(a_);
+    cudaEventDestroy(b_);
+  }
+  void start() { HS_CUDA_CHECK(cudaEventRecord(a_)); }
+  double stop_us() {
+    HS_CUDA_CHECK(cudaEventRecord(b_));
+    HS_CUDA_CHECK(cudaEventSynchronize(b_));
+    float ms = 0;
+    HS_CUDA_CHECK(cudaEventElapsedTime(&ms, a_, b_));
+    return double(ms) * 1e3;
+  }
+
+ private:
+  cudaEvent_t a_{}, b_{};
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Median over `iters` of one timed call; `prepare` runs (untimed) before each.
+template <typename Prepare, typename Call>
+double time_us(int iters, Prepare prepare, Call call) {
+  Events ev;
+  prepare();
+  call();  // warm-up: module load, first-touch of the pool's mapping
+  HS_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> t;
+  for (int i = 0; i < iters; ++i) {
+    prepare();
+    ev.start();
+    call();
+    t.push_back(ev.stop_us());
+  }
+  HS_CUDA_CHECK(cudaGetLastError());
+  return median(t);
+}
+
+/// Bulk pinned cudaMemcpy of `bytes` (the ceiling a row copy is measured against), GB/s.
+double bulk_gbps(int64_t bytes, bool to_device, int iters = 10) {
+  static std::unique_ptr<DeviceArray<uint8_t>> dev;
+  static size_t dev_bytes = 0;
+  if (size_t(bytes) > dev_bytes) {
+    dev.reset();
+    dev = std::make_unique<DeviceArray<uint8_t>>(size_t(bytes));
+    dev_bytes = size_t(bytes);
+  }
+  uint8_t* h = host_pool();
+  const double us = time_us(
+      iters, [] {},
+      [&] {
+        if (to_device)
+          HS_CUDA_CHECK(cudaMemcpyAsync(dev->get(), h, size_t(bytes), cudaMemcpyHostToDevice));
+        else
+          HS_CUDA_CHECK(cudaMemcpyAsync(h, dev->get(), size_t(bytes), cudaMemcpyDeviceToHost));
+      });
+  return double(bytes) / (us * 1e-6) / 1e9;
+}
+
+BenchRow make_row(std::string op, std::string config, std::string mode, double us, double bytes, double ceiling,
+                  std::string target = "", double need_ratio = 0, double max_us = 0) {
+  BenchRow r;
+  r.op = std::move(op);
+  r.config = std::move(config);
+  r.mode = std::move(mode);
+  r.median_us = us;
+  r.bytes = bytes;
+  r.gbps = bytes > 0 && us > 0 ? bytes / (us * 1e-6) / 1e9 : 0;
+  r.ceiling_gbps = ceiling;
+  r.target = std::move(target);
+  if (need_ratio > 0) r.verdict = ceiling > 0 && r.gbps >= need_ratio * ceiling ? "ok" : "MISS";
+  if (max_us > 0) r.verdict = us <= max_us ? "ok" : "MISS";
+  return r;
+}
+
+uint64_t below(std::mt19937_64& g, uint64_t n) { return g() % n; }
+
+/// A batch of swap-in rows on the device with a saved starting state, so every timed call sees the same work.
+struct SwapInBed {
+  int32_t B, H, K, n;
+  DeviceArray<int32_t> slot_token, lru, saved_slot_token, saved_lru, selected, seq_len, slot_of, load_count, load_slot,
+      error;
+  DeviceArray<int64_t> load_host, counters;
+  DeviceArray<uint8_t> device_kv;
+  int64_t misses = 0;
+
+  SwapInBed(int32_t b, int32_t h, int32_t k, double miss_rate, uint64_t seed)
+      : B(b), H(h), K(k), n(kPoolRows - 1), slot_token(size_t(b) * h), lru(size_t(b) * h),
+        saved_slot_token(size_t(b) * h), saved_lru(size_t(b) * h), selected(size_t(b) * k), seq_len(b),
+        slot_of(size_t(b) * k), load_count(b), load_slot(size_t(b) * k), error(size_t(b) * 2),
+        load_host(size_t(b) * k), counters(size_t(b) * kCounterWords), device_kv(size_t(b) * (h + 1) * kRowBytes) {
+    std::mt19937_64 g(seed);
+    std::vector<int32_t> st(size_t(B) * H), lr(size_t(B) * H), sel(size_t(B) * K), sl(B, n);
+    std::vector<char> used(n);
+    const int32_t n_miss = int32_t(miss_rate * K + 0.5);
+    for (int32_t r = 0; r < B; ++r) {
+      std::fill(used.begin(), used.end(), 0);
+      int32_t* s = &st[size_t(r) * H];
+      int32_t* l = &lr[size_t(r) * H];
+      for (int32_t i = 0; i < H; ++i) {
+        l[i] = i;
+        int32_t t;
+        do t = int32_t(below(g, uint64_t(n - 1)));
+        while (used[t]);
+        used[t] = 1;
+        s[i] = t;
+      }
+      for (int32_t i = H; i > 1; --i) std::swap(l[i - 1], l[below(g, uint64_t(i))]);
+      // Hits: K - n_miss distinct slot tokens; misses: tokens held by no slot (never the newest).
+      std::vector<int32_t> pick(s, s + H);
+      for (int32_t i = H; i > 1; --i) std::swap(pick[i - 1], pick[below(g, uint64_t(i))]);
+      int32_t* q = &sel[size_t(r) * K];
+      for (int32_t i = 0; i < K - n_miss; ++i) q[i] = pick[i];
+      for (int32_t i = K - n_miss; i < K; ++i) {
+        int32_t t;
+        do t = int32_t(below(g, uint64_t(n - 1)));
+        while (used[t]);
+        used[t] = 1;
+        q[i] = t;
+      }
+      for (int32_t i = K; i > 1; --i) std::swap(q[i - 1], q[below(g, uint64_t(i))]);
+    }
+    misses = int64_t(n_miss) * B;
+    saved_slot_token.upload(st);
+    saved_lru.upload(lr);
+    selected.upload(sel);
+    seq_len.upload(sl);
+    restore();
+  }
+  void restore() {
+    HS_CUDA_CHECK(cudaMemcpyAsync(slot_token.get(), saved_slot_token.get(), size_t(B) * H * 4, cudaMemcpyDeviceToDevice));
+    HS_CUDA_CHECK(cudaMemcpyAsync(lru.get(), saved_lru.get(), size_t(B) * H * 4, cudaMemcpyDeviceToDevice));
+  }
+  SwapInDeviceArgs args(bool copy) {
+    SwapInDeviceArgs a;
+    a.batch = B;
+    a.H = H;
+    a.top_k = K;
+    a.slot_token = slot_token.get();
+    a.lru = lru.get();
+    a.selected = selected.get();
+    a.seq_len = seq_len.get();
+    a.host_loc = nullptr;  // token t at host row t
+    a.row_bytes = kRowBytes;
+    a.slot_of = slot_of.get();
+    a.load_count = load_count.get();
+    a.load_host = load_host.get();
+    a.load_slot = load_slot.get();
+    a.counters = counters.get();
+    a.error = error.get();
+    if (copy) {
+      a.host_pool = host_pool();
+      a.host_rows = kPoolRows;
+      a.device_kv = device_kv.get();
+    }
+    return a;
+  }
+  /// The plan must report exactly the misses the bed was built with (a wrong plan would time the wrong work).
+  void check() {
+    std::vector<int32_t> cnt(B), err(size_t(B) * 2);
+    HS_CUDA_CHECK(cudaMemcpy(cnt.data(), load_count.get(), size_t(B) * 4, cudaMemcpyDeviceToHost));
+    HS_CUDA_CHECK(cudaMemcpy(err.data(), error.get(), size_t(B) * 8, cudaMemcpyDeviceToHost));
+    int64_t total = 0;
+    for (int32_t r = 0; r < B; ++r) {
+      if (err[2 * r] != kSwapInOk) throw_error("bench swap-in: row {} reported error {}", r, err[2 * r]);
+      total += cnt[r];
+    }
+    if (total != misses) throw_error("bench swap-in: the plan loads {} rows, the bed expects {}", total, misses);
+  }
+};
+
+}  // namespace
+
+std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
+  std::vector<BenchRow> rows;
+  const int32_t H = 4096, K = 2048;
+  {
+    // Latency: batch 1, all hits (state need not be restored: the same hits repeat).
+    SwapInBed bed(1, H, K, 0.0, o.seed);
+    const SwapInDeviceArgs a = bed.args(false);
+    const double us = time_us(o.iters * 4, [] {}, [&] { swap_in_device(a, CopyMode::kFused); });
+    bed.check();
+    rows.push_back(make_row("swap-in", "B=1 H=4096 K=2048 all hits", "per-call", us, 0, 0, "<= 10 us", 0, 10.0));
+    Events ev;
+    constexpr int kBack = 200;
+    ev.start();
+    for (int i = 0; i < kBack; ++i) swap_in_device(a, CopyMode::kFused);
+    const double b2b = ev.stop_us() / kBack;
+    rows.push_back(make_row("swap-in", "B=1 H=4096 K=2048 all hits", "back-to-back", b2b, 0, 0));
+  }
+  {
+    // Copy rate: batch 100, 20% misses, 1152-byte rows, each copy mode.
+    SwapInBed bed(100, H, K, 0.2, o.seed + 1);
+    const double bytes = double(bed.misses) * kRowBytes;
+    const double ceiling = bulk_gbps(int64_t(bytes), true);
+    const double plan = time_us(o.iters, [&] { bed.restore(); }, [&] { swap_in_device(bed.args(false), CopyMode::kFused); });
+    bed.check();
+    rows.push_back(make_row("swap-in", "B=100 H=4096 K=2048 miss=20%", "plan-only", plan, 0, 0));
+    for (CopyMode m : {CopyMode::kFused, CopyMode::kSeparate, CopyMode::kCopyEngine}) {
+      const int iters = m == CopyMode::kCopyEngine ? 3 : o.iters;
+      const double us = time_us(iters, [&] { bed.restore(); }, [&] { swap_in_device(bed.args(true), m); });
+      bed.check();
+      BenchRow r = make_row("swap-in", "B=100 H=4096 K=2048 miss=20%", copy_mode_name(m), us, bytes, ceiling,
+                            m == CopyMode::kCopyEngine ? "" : ">= 90% of bulk H2D", m == CopyMode::kCopyEngine ? 0 : 0.9);
+      r.batch = 100;
+      r.miss_rate = 0.2;
+      r.rows = bed.misses;
+      rows.push_back(r);
+    }
+  }
+  if (o.sweep) {
+    // Batch x miss-rate sweep (fused and separate): the data a cost model is fitted to and checked on.
+    for (int32_t B : {1, 4, 16, 64, 128}) {
+      for (double miss : {0.0, 0.05, 0.2, 0.5}) {
+        SwapInBed bed(B, H, K, miss, o.seed + 100 + B);
+        const double bytes = double(bed.misses) * kRowBytes;
+        const double ceiling = bytes > 0 ? bulk_gbps(int64_t(bytes), true, 5) : 0;
+        for (CopyMode m : {CopyMode::kFused, CopyMode::kSeparate}) {
+          if (miss == 0.0 && m == CopyMode::kSeparate) continue;
+          const double us = time_us(std::max(5, o.iters / 2), [&] { bed.restore(); },
+                                    [&] { swap_in_device(bed.args(true), m); });
+          bed.check();
+          BenchRow r = make_row("swap-in-sweep", fmt::format("B={} H=4096 K=2048 miss={:.0f}%", B, miss * 100),
+                                copy_mode_name(m), us, bytes, ceiling);
+          r.batch = B;
+          r.miss_rate = miss;
+          r.rows = bed.misses;
+          rows.push_back(r);
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+std::vector<BenchRow> bench_gather(const BenchOptions& o) {
+  std::vector<BenchRow> rows;
+  for (int64_t N : {int64_t(2048), int64_t(32768), int64_t(262144)}) {
+    std::mt19937_64 g(o.seed + uint64_t(N));
+    std::vector<int64_t> hr(N), dr(2 * N);
+    for (auto& h : hr) h = int64_t(below(g, kPoolRows));
+    for (int64_t i = 0; i < 2 * N; ++i) dr[i] = i;
+    for (int64_t i = 2 * N; i > 1; --i) std::swap(dr[i - 1], dr[below(g, uint64_t(i))]);
+    dr.resize(N);
+    DeviceArray<int64_t> d_hr(N), d_dr(N);
+    d_hr.upload(hr);
+    d_dr.upload(dr);
+    DeviceArray<uint8_t> pool(size_t(2 * N) * kRowBytes);
+    RowCopyDeviceArgs a;
+    a.count = N;
+    a.row_bytes = kRowBytes;
+    a.host_row = d_hr.get();
+    a.device_row = d_dr.get();
+    a.host_pool = host_pool();
+    a.device_pool = pool.get();
+    a.host_row_on_host = hr.data();
+    a.device_row_on_host = dr.data();
+    const double bytes = double(N) * kRowBytes;
+    const double ceiling = bulk_gbps(int64_t(bytes), true);
+    const std::string cfg = fmt::format("{} random rows x 1152 B", N);
+    const double us = time_us(o.iters, [] {}, [&] { gather_device(a, CopyMode::kFused); });
+    rows.push_back(make_row("gather", cfg, "zero-copy", us, bytes, ceiling, ">= 92% of bulk H2D", 0.92));
+    rows.back().rows = N;
+    const double ce = time_us(N > 32768 ? 2 : 3, [] {}, [&] { gather_device(a, CopyMode::kCopyEngine); });
+    rows.push_back(make_row("gather", cfg, "copy-engine", ce, bytes, ceiling));
+    rows.back().rows = N;
+  }
+  return rows;
+}
+
+std::vector<BenchRow> bench_backup(const BenchOptions& o) {
+  std::vector<BenchRow> rows;
+  for (int64_t R : {int64_t(1), int64_t(16), int64_t(64), int64_t(256), int64_t(1024)}) {
+    const int64_t N = R * kLayers;
+    std::mt19937_64 g(o.seed + uint64_t(R));
+    std::vector<int64_t> hr(kPoolRows), dr(N);
+    for (int64_t i = 0; i < kPoolRows; ++i) hr[i] = i;
+    for (int64_t i = 0; i < N; ++i) {  // distinct host rows: partial shuffle
+      std::swap(hr[i], hr[i + int64_t(below(g, uint64_t(kPoolRows - i)))]);
+      dr[i] = i * 8 + int64_t(below(g, 8));  // the reserved slot of each (request, layer): scattered on the device
+    }
+    hr.resize(N);
+    DeviceArray<int64_t> d_hr(N), d_dr(N);
+    d_hr.upload(hr);
+    d_dr.upload(dr);
+    DeviceArray<uint8_t> pool(size_t(N) * 8 * kRowBytes);
+    HS_CUDA_CHECK(cudaMemset(pool.get(), 0x5A, size_t(N) * 8 * kRowBytes));
+    RowCopyDeviceArgs a;
+    a.count = N;
+    a.row_bytes = kRowBytes;
+    a.host_row = d_hr.get();
+    a.device_row = d_dr.get();
+    a.host_pool = host_pool();
+    a.device_pool = pool.get();
+    a.host_row_on_host = hr.data();
+    a.device_row_on_host = dr.data();
+    const double bytes = double(N) * kRowBytes;
+    const double ceiling = bulk_gbps(int64_t(bytes), false);
+    const std::string cfg = fmt::format("{} requests x {} layers", R, kLayers);
+    const double us = time_us(o.iters, [] {}, [&] { backup_device(a, CopyMode::kFused); });
+    rows.push_back(make_row("backup", cfg, "zero-copy", us, bytes, ceiling, ">= 90% of bulk D2H", 0.9));
+    rows.back().rows = N;
+    rows.back().batch = int32_t(R);
+    if (R <= 256) {
+      const double ce = time_us(3, [] {}, [&] { backup_device(a, CopyMode::kCopyEngine); });
+      rows.push_back(make_row("backup", cfg, "copy-engine", ce, bytes, ceiling));
+      rows.back().rows = N;
+      rows.back().batch = int32_t(R);
+    }
+  }
+  return rows;
+}
+
+}  // namespace hisparse::cuda

@@ -1,0 +1,138 @@
+// @brief Times the attention kernels and top-k with CUDA events (median of repetitions, after warm-up) on random
+// inputs: a 64k-slot KV pool (75 MB, above L2) with random index rows, uniform random scores for top-k.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/numerics/bf16.h"
+#include "core/numerics/sparse_attention_args.h"
+#include "core/numerics/topk_args.h"
+#include "cuda/bench_ops.h"
+#include "cuda/detail/cuda_check.cuh"
+#include "cuda/detail/op_buffers.cuh"
+#include "cuda/sparse_attention.h"
+#include "cuda/topk.h"
+
+namespace hisparse::cuda {
+namespace {
+
+template <typename Launch>
+double median_us(int iters, Launch launch) {
+  cudaEvent_t a, b;
+  HS_CUDA_CHECK(cudaEventCreate(&a));
+  HS_CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) launch();
+  HS_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> t;
+  for (int i = 0; i < iters; ++i) {
+    HS_CUDA_CHECK(cudaEventRecord(a));
+    launch();
+    HS_CUDA_CHECK(cudaEventRecord(b));
+    HS_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    HS_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1e3);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Uniform in [-1, 1) from the top 24 bits (own mapping, as everywhere in the project).
+float u_pm1(std::mt19937_64& g) { return float(int64_t(g() >> 40) - (int64_t(1) << 23)) / 8388608.0f; }
+
+}  // namespace
+
+std::vector<OpBenchRow> bench_attention(const OpBenchOptions& opt) {
+  struct Cfg {
+    int tokens, heads, k;
+  };
+  const Cfg cfgs[] = {{64, 128, 2048}, {64, 64, 2048}, {1, 128, 2048}, {128, 128, 2048}};
+  const int64_t slots = 65536;
+  std::mt19937_64 g(opt.seed);
+  std::vector<num::Bf16Bits> kv(size_t(slots) * kMlaQkDim);
+  for (auto& v : kv) v = num::float_to_bf16(u_pm1(g));
+  detail::OpDeviceArray<num::Bf16Bits> d_kv;
+  d_kv.upload(kv.data(), kv.size());
+  std::vector<OpBenchRow> rows;
+  for (const Cfg& c : cfgs) {
+    std::vector<num::Bf16Bits> q(size_t(c.tokens) * c.heads * kMlaQkDim);
+    for (auto& v : q) v = num::float_to_bf16(u_pm1(g));
+    std::vector<int32_t> idx(size_t(c.tokens) * c.k);
+    for (auto& v : idx) v = int32_t(g() % uint64_t(slots));
+    detail::OpDeviceArray<num::Bf16Bits> d_q, d_out;
+    detail::OpDeviceArray<int32_t> d_idx;
+    detail::OpDeviceArray<float> d_lse;
+    SparseAttentionArgs a;
+    a.tokens = c.tokens;
+    a.heads = c.heads;
+    a.top_k = c.k;
+    a.slots = slots;
+    a.sm_scale = 1.0f / 24.0f;
+    a.q = d_q.upload(q.data(), q.size());
+    a.kv = d_kv.get();
+    a.indices = d_idx.upload(idx.data(), idx.size());
+    d_out.resize(size_t(c.tokens) * c.heads * kMlaVDim);
+    d_lse.resize(size_t(c.tokens) * c.heads);
+    a.out = d_out.get();
+    a.lse = d_lse.get();
+    const double flops = sparse_attention_flops(c.tokens, c.heads, c.k);
+    for (AttentionKernel kern : {AttentionKernel::kFast, AttentionKernel::kExact}) {
+      const double us = median_us(opt.iters, [&] { sparse_attention_device(a, kern, nullptr); });
+      OpBenchRow r;
+      r.op = "attention";
+      r.config = fmt::format("batch {} heads {} K {}", c.tokens, c.heads, c.k);
+      r.kernel = attention_kernel_name(kern);
+      r.median_us = us;
+      r.tflops = flops / (us * 1e-6) / 1e12;
+      if (c.tokens == 64 && c.heads == 128) {
+        const double target = kern == AttentionKernel::kFast ? 200.0 : 25.0;
+        r.target = fmt::format(">= {:.0f} TFLOP/s", target);
+        r.verdict = r.tflops >= target ? "met" : "MISSED";
+      }
+      rows.push_back(r);
+    }
+  }
+  return rows;
+}
+
+std::vector<OpBenchRow> bench_topk(const OpBenchOptions& opt) {
+  const int64_t n = 131072;
+  const int k = 2048;
+  std::mt19937_64 g(opt.seed + 7);
+  std::vector<OpBenchRow> rows;
+  for (int batch : {1, 64}) {
+    std::vector<float> s(size_t(batch) * n);
+    for (auto& v : s) v = u_pm1(g);
+    std::vector<int32_t> len(static_cast<size_t>(batch), static_cast<int32_t>(n));
+    detail::OpDeviceArray<float> d_s;
+    detail::OpDeviceArray<int32_t> d_len, d_out;
+    TopkArgs a;
+    a.rows = batch;
+    a.stride = n;
+    a.k = k;
+    a.scores = d_s.upload(s.data(), s.size());
+    a.length = d_len.upload(len.data(), len.size());
+    d_out.resize(size_t(batch) * k);
+    a.out = d_out.get();
+    const double us = median_us(opt.iters, [&] { topk_device(a, nullptr); });
+    OpBenchRow r;
+    r.op = "topk";
+    r.config = fmt::format("batch {} top {} of {}", batch, k, n);
+    r.kernel = "radix";
+    r.median_us = us;
+    r.per_row_us = us / batch;
+    const double target = batch == 1 ? 40.0 : 100.0;
+    r.target = fmt::format("<= {:.0f} us per call", target);
+    r.verdict = us <= target ? "met" : "MISSED";
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace hisparse::cuda

@@ -1,0 +1,13 @@
+// @brief Internal launchers of the two attention kernels (for .cu files; takes a cudaStream_t).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "core/numerics/sparse_attention_args.h"
+
+namespace hisparse::cuda {
+
+void launch_sparse_attention_exact(const SparseAttentionArgs& args, cudaStream_t stream);
+void launch_sparse_attention_fast(const SparseAttentionArgs& args, cudaStream_t stream);
+
+}  // namespace hisparse::cuda

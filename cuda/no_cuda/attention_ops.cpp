@@ -1,0 +1,29 @@
+// @brief CPU-only build: the attention, indexer and top-k launchers exist so callers link, and say there is no CUDA.
+#include "core/error.h"
+#include "cuda/bench_ops.h"
+#include "cuda/indexer.h"
+#include "cuda/sparse_attention.h"
+#include "cuda/topk.h"
+
+namespace hisparse::cuda {
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+  throw_error("{}: built without CUDA (configured without nvcc or with -DHISPARSE_CUDA=OFF)", what);
+}
+}  // namespace
+
+const char* attention_kernel_name(AttentionKernel kernel) {
+  return kernel == AttentionKernel::kExact ? "exact" : "fast";
+}
+void sparse_attention_device(const SparseAttentionArgs&, AttentionKernel, StreamHandle) {
+  no_cuda("cuda sparse_attention");
+}
+void sparse_attention_host(const SparseAttentionArgs&, AttentionKernel) { no_cuda("cuda sparse_attention"); }
+void indexer_scores_device(const IndexerArgs&, StreamHandle) { no_cuda("cuda indexer"); }
+void indexer_scores_host(const IndexerArgs&) { no_cuda("cuda indexer"); }
+void topk_device(const TopkArgs&, StreamHandle) { no_cuda("cuda topk"); }
+void topk_host(const TopkArgs&) { no_cuda("cuda topk"); }
+std::vector<OpBenchRow> bench_attention(const OpBenchOptions&) { no_cuda("bench attention"); }
+std::vector<OpBenchRow> bench_topk(const OpBenchOptions&) { no_cuda("bench topk"); }
+
+}  // namespace hisparse::cuda

@@ -1,0 +1,18 @@
+// @brief CPU-only build: CudaBackend exists so callers link, and refuses to start.
+#include "core/error.h"
+#include "cuda/backend_cuda.h"
+
+namespace hisparse::cuda {
+
+struct CudaBackend::Scratch {};
+
+CudaBackend::CudaBackend() {
+  throw_error("the CUDA backend is not available: this build has no CUDA (configured without nvcc or with "
+              "-DHISPARSE_CUDA=OFF)");
+}
+CudaBackend::~CudaBackend() = default;
+void CudaBackend::swap_in(const SwapInBatchView&, SwapInBatchResult&) {}
+void CudaBackend::gather(const RowCopyView&) {}
+void CudaBackend::backup(const RowCopyView&) {}
+
+}  // namespace hisparse::cuda

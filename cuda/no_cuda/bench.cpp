@@ -1,0 +1,16 @@
+// @brief CPU-only build: the GPU benchmarks exist so `hisparse bench` links, and say the build has no CUDA.
+#include "core/error.h"
+#include "cuda/bench.h"
+
+namespace hisparse::cuda {
+namespace {
+[[noreturn]] void no_cuda() {
+  throw_error("hisparse bench: built without CUDA (configured without nvcc or with -DHISPARSE_CUDA=OFF)");
+}
+}  // namespace
+
+std::vector<BenchRow> bench_swap_in(const BenchOptions&) { no_cuda(); }
+std::vector<BenchRow> bench_gather(const BenchOptions&) { no_cuda(); }
+std::vector<BenchRow> bench_backup(const BenchOptions&) { no_cuda(); }
+
+}  // namespace hisparse::cuda

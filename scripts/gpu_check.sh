@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# @brief The one command for the GPU machine: build for sm_90 (or use a prebuilt bundle), run the GPU tests,
+# `hisparse validate` (>= 10,000 random cases per operation + generated traces), compute-sanitizer memcheck and
+# racecheck on the kernels, and the benchmarks. Under $OUT (default out/gpu_check): gpu_check.log (every step's
+# full output), device.log, bench.csv (few files: the lent machine returns at most 8); a summary table last.
+#   scripts/gpu_check.sh [--prebuilt DIR] [--cases N] [--quick]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/out/gpu_check}
+prebuilt="" cases=10000 quick=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prebuilt) prebuilt=$2; shift 2 ;;
+    --cases) cases=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    *) echo "gpu_check: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+logs=$(mktemp -d)
+: >"$out/gpu_check.log"
+summary=()
+record() {  # record NAME RC NOTE
+  local verdict=PASS
+  [ "$2" -ne 0 ] && verdict="FAIL(rc=$2)"
+  summary+=("$(printf '%-22s %-12s %s' "$1" "$verdict" "$3")")
+}
+step() {  # step NAME TIMEOUT CMD... ; output to $logs/NAME.log, appended to $out/gpu_check.log
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  echo "=== $name: $*" | tee "$logs/$name.log"
+  timeout "$limit" "$@" >>"$logs/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$logs/$name.log"
+  tail -n 25 "$logs/$name.log"
+  cat "$logs/$name.log" >>"$out/gpu_check.log"
+  return $rc
+}
+
+nvidia-smi >"$out/device.log" 2>&1 || true
+device=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+echo "device: ${device:-unknown}"
+
+if [ -n "$prebuilt" ]; then
+  bin=$(cd "$prebuilt" && pwd)/bin
+  export LD_LIBRARY_PATH="$(cd "$prebuilt" && pwd)/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if ! "$bin/hisparse" --help >/dev/null 2>&1; then
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(cd "$prebuilt" && pwd)/lib_std"
+  fi
+  "$bin/hisparse" --help >/dev/null 2>&1; record build $? "prebuilt bundle $prebuilt"
+else
+  step build 900 bash -c "cmake -S '$root' -B '$root/build/gpu' -DHISPARSE_CUDA=ON -DHISPARSE_BENCH=OFF \
+      -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build '$root/build/gpu' -j$(nproc) --target hisparse test_cuda"
+  record build $? "sm_90, build/gpu"
+  bin=$root/build/gpu/bin
+  mkdir -p "$bin"
+  cp "$root/build/gpu/apps/hisparse" "$root/build/gpu/tests/test_cuda" "$bin/" 2>/dev/null
+fi
+export HISPARSE_CLI=$bin/hisparse
+cli=$bin/hisparse
+
+step tests 90 "$bin/test_cuda"
+record "gpu tests" $? "$(grep -o 'test cases:.*' "$logs/tests.log" | tail -1)"
+
+vcases=$cases; [ $quick -eq 1 ] && vcases=500
+step validate 200 "$cli" validate --backend cuda --cases "$vcases" --seed 1 --trace gen:default \
+  --only swap-in swap-in-trace gather backup
+record validate $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate.log" | tail -1)"
+step validate_trace2 40 "$cli" validate --backend cuda --cases 0 --seed 2 --trace gen:low-overlap:shuffle:empty \
+  --only swap-in-trace
+record "validate trace 2" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate_trace2.log" | tail -1)"
+
+iters=20; [ $quick -eq 1 ] && iters=5
+step bench 150 "$cli" bench all --iters $iters --csv "$out/bench.csv"
+record bench $? "$(grep -o 'bench: .*targets missed' "$logs/bench.log" | tail -1)"
+
+
+if command -v compute-sanitizer >/dev/null; then
+  step memcheck 100 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+    "$cli" validate --backend cuda --cases 60 --seed 3 --trace gen:tiny --only swap-in swap-in-trace gather backup
+  record memcheck $? "$(grep -o 'ERROR SUMMARY.*' "$logs/memcheck.log" | tail -1)"
+  step racecheck 100 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
+    "$cli" validate --backend cuda --cases 12 --seed 4 --only swap-in gather backup
+  record racecheck $? "$(grep -o 'RACECHECK SUMMARY.*\|ERROR SUMMARY.*' "$logs/racecheck.log" | tail -1)"
+  step synccheck 40 compute-sanitizer --tool synccheck --error-exitcode 9 \
+    "$cli" validate --backend cuda --cases 24 --seed 5 --only swap-in
+  record synccheck $? "$(grep -o 'ERROR SUMMARY.*' "$logs/synccheck.log" | tail -1)"
+else
+  record sanitizer 1 "compute-sanitizer not found"
+fi
+
+echo
+echo "==== benchmark table (${device:-unknown}) ===="
+sed -n '/^op /,$p' "$logs/bench.log" | grep -v '^===' || true
+echo
+echo "==== gpu_check summary (${device:-unknown}) ===="
+printf '%s\n' "${summary[@]}"
+for s in "${summary[@]}"; do case "$s" in *FAIL*) exit 1 ;; esac; done
+exit 0

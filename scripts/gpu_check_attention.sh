@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# @brief Device run for issue 8: build (CUDA), GPU tests, `hisparse validate` of attention/indexer/topk over
+# CASES random cases each, the benchmarks, and the PyTorch baseline in the same run; logs under $OUT (or ./out).
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+CASES=${CASES:-10000}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
+B=build/gpu-attention
+cmake -S . -B $B -DHISPARSE_CUDA=ON -DHISPARSE_BENCH=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 \
+  || { tail -30 "$OUT/cmake.log"; exit 1; }
+cmake --build $B -j16 --target hisparse test_cuda > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; exit 1; }
+echo "== GPU tests"; $B/tests/test_cuda --test-case='*attention*,*indexer*,*topk*' 2>&1 | tail -5 | tee "$OUT/test_cuda.log"
+echo "== bench"; $B/apps/hisparse bench attention --iters 20 2>&1 | tee "$OUT/bench_attention.txt"
+$B/apps/hisparse bench topk --iters 50 2>&1 | tee "$OUT/bench_topk.txt"
+PYTHONUNBUFFERED=1 python3 scripts/bench_attention_torch.py --iters 20 2>&1 | tee "$OUT/bench_torch.txt"
+python3 - "$OUT/bench_attention.txt" "$OUT/bench_torch.txt" <<'PY' | tee "$OUT/ratio.txt"
+import re, sys
+ours = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"attention\s+batch (\d+) heads (\d+) K (\d+)\s+(\w+)\s+([\d.]+)", line)
+    if m: ours[(m[1], m[2], m[3], m[4])] = float(m[5])
+for line in open(sys.argv[2]):
+    m = re.match(r"torch_compose batch (\d+) heads (\d+) K (\d+) median_us ([\d.]+)", line)
+    if not m: continue
+    key = (m[1], m[2], m[3]); t = float(m[4])
+    for kern in ("fast", "exact"):
+        if key + (kern,) in ours:
+            r = t / ours[key + (kern,)]
+            tgt = "  (target >= 3x)" if kern == "fast" and key == ("64", "128", "2048") else ""
+            print(f"batch {key[0]} heads {key[1]} K {key[2]}: torch {t:.1f} us / {kern} {ours[key + (kern,)]:.1f} us = {r:.2f}x{tgt}")
+PY
+echo "== validate ($CASES cases each)"
+$B/apps/hisparse validate --backend cuda --only attention indexer topk --cases "$CASES" 2>&1 | tee "$OUT/validate.txt" | tail -25

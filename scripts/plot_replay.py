@@ -1,0 +1,106 @@
+#!/usr/bin/env -S /usr/bin/python3
+# @brief Plots of `hisparse replay --out DIR`: hit rate vs buffer size per policy (Belady as the ceiling) and the
+# distribution of misses per step-layer with the PCIe budget. Reads DIR/replay.json, writes two PNGs atomically.
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def save(fig, path):
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def by_policy(results):
+    out = {}
+    for r in results:
+        out.setdefault(r["policy"], []).append(r)
+    for rows in out.values():
+        rows.sort(key=lambda r: r["buffer_size"])
+    return out
+
+
+def plot_hit_rate(data, path):
+    pol = by_policy(data["results"])
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if "belady" in pol:
+        rows = pol["belady"]
+        x = [r["buffer_size"] for r in rows]
+        y = [100 * r["hit_rate"] for r in rows]
+        ax.plot(x, y, "k--", lw=2, label="belady (offline optimum: ceiling)")
+        ax.fill_between(x, y, 100, color="0.85", label="unreachable by any policy")
+    for name, rows in pol.items():
+        if name == "belady":
+            continue
+        ax.plot([r["buffer_size"] for r in rows], [100 * r["hit_rate"] for r in rows], "o-", label=name)
+    rec = data["recommendation"]
+    if rec.get("buffer_size") is not None:
+        ax.axvline(rec["buffer_size"], color="tab:red", lw=1, ls=":",
+                   label=f"recommended H = {rec['buffer_size']} ({rec['policy']})")
+    t = data["trace"]
+    ax.set_title(f"Hit rate vs device buffer size  ({t['requests']} requests, {t['decode_steps']} steps, "
+                 f"{t['layers']} layers, K={t['top_k']})", fontsize=9)
+    ax.set_xlabel("device_buffer_size H (slots per request per layer)")
+    ax.set_ylabel("hit rate (%)  = 1 - misses / selected")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    save(fig, path)
+
+
+def plot_misses(data, path):
+    pol = by_policy(data["results"])
+    budget = data["budget"]["rows"]
+    ncols = min(3, len(pol))
+    nrows = (len(pol) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 3.8 * nrows), sharey=True, squeeze=False)
+    floor = 1.0
+    for ax, (name, rows) in zip(axes.flat, pol.items()):
+        for r in rows:
+            hist = np.array(r["miss_histogram"], dtype=float).reshape(-1, 2)
+            if hist.size == 0:
+                continue
+            m, c = hist[:, 0], hist[:, 1]
+            # Fraction of step-layers with more than m misses; the last point (0) cannot be drawn on a log axis.
+            ccdf = 1.0 - np.cumsum(c) / c.sum()
+            keep = ccdf > 0
+            floor = min(floor, 0.5 / c.sum())
+            ax.step(np.concatenate(([0.0], m[keep])), np.concatenate(([1.0], ccdf[keep])), where="post",
+                    label=f"H = {r['buffer_size']}  (p99 {r['misses_per_step_layer']['p99']})")
+        ax.axvline(budget, color="tab:red", ls=":", label=f"budget {budget} rows")
+        ax.axhline(0.01, color="0.5", lw=0.8, ls="--")
+        ax.set_yscale("log")
+        ax.set_title(name)
+        ax.set_xlabel("misses per step-layer")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(pol):]:
+        ax.set_visible(False)
+    for row in axes:
+        row[0].set_ylabel("fraction of step-layers with more misses")
+        row[0].set_ylim(floor, 1.5)
+    fig.suptitle("Miss distribution (complementary CDF; grey dashed = 1%, so p99 is where a curve crosses it)",
+                 fontsize=10)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: plot_replay.py DIR   (DIR holds replay.json from `hisparse replay --out DIR`)")
+    out = sys.argv[1]
+    with open(os.path.join(out, "replay.json")) as f:
+        data = json.load(f)
+    plot_hit_rate(data, os.path.join(out, "replay_hit_rate.png"))
+    plot_misses(data, os.path.join(out, "replay_misses.png"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+// @brief DecodeCostModel: roofline time of each decode-step operation and of prefill, from the model,
+// hardware and cost parameters. Pure arithmetic: the engine decides when each piece runs.
+#pragma once
+
+#include <cstdint>
+
+#include "core/deployment_spec.h"
+#include "sim/cost_params.h"
+#include "sim/sim_time.h"
+
+namespace hisparse::sim {
+
+/// What one GPU serves in one step (attention is data-parallel: each GPU has its own requests).
+struct GpuBatch {
+  int64_t requests = 0;
+  double sum_n = 0;         // Σ sequence length (indexer reads every token's key)
+  double sum_attended = 0;  // Σ min(n, K) (sparse attention rows)
+  int64_t slow_path = 0;    // requests with n > H (hit detection walks the LRU)
+};
+
+/// Compute time of one GPU's step before the expert all-to-all, split by operation (all layers summed).
+struct GpuPhases {
+  SimTime indexer = 0;
+  SimTime topk = 0;
+  SimTime swap_in = 0;    // hit-detection kernel (0 in full-KV mode)
+  SimTime attention = 0;  // projections + sparse attention
+  SimTime before_io() const { return indexer + topk + swap_in; }
+  SimTime compute() const { return indexer + topk + swap_in + attention; }
+};
+
+class DecodeCostModel {
+ public:
+  DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse);
+
+  GpuPhases gpu_phases(const GpuBatch& batch) const;
+  /// MoE/MLP + all-to-all + LM head + per-step overhead for the whole instance (it runs in lockstep).
+  ///   instance_tokens: tokens in the step over all GPUs; max_gpu_tokens: the largest per-GPU batch.
+  ///   Returns the compute part and, separately, the all-to-all communication part.
+  struct MoeTime {
+    SimTime compute = 0;
+    SimTime all_to_all = 0;
+  };
+  MoeTime moe_phase(double instance_tokens, double max_gpu_tokens) const;
+  /// Prefill of one request of `tokens` on one prefill instance (all its GPUs).
+  SimTime prefill_time(int64_t tokens) const;
+
+  int layers() const { return layers_; }
+  double kv_row_bytes() const { return kv_row_bytes_; }           // latent row bytes per token per layer
+  double indexer_key_bytes() const { return indexer_key_bytes_; } // indexer key bytes per token per layer
+  int kv_layers() const { return kv_layers_; }
+
+ private:
+  SimTime roofline(double flops, double bytes, double peak_flops, double efficiency, int launches) const;
+
+  const Scenario& sc_;
+  CostParams p_;
+  bool hisparse_;
+  int layers_ = 0, kv_layers_ = 0, selecting_layers_ = 0;
+  double kv_row_bytes_ = 0, indexer_key_bytes_ = 0;
+  double attn_params_ = 0;     // per layer
+  double indexer_params_ = 0;  // per layer
+  double expert_params_ = 0;   // per expert (gate, up, down)
+  double dense_mlp_params_ = 0;
+  double lm_head_params_ = 0;
+};
+
+}  // namespace hisparse::sim

@@ -1,0 +1,333 @@
+// @brief The capacity planner's arithmetic: per-request memory, each limit on concurrency with its formula, the
+// binding one, throughput curves and the two sweeps.
+#include "sim/plan/capacity_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace hisparse::sim {
+
+namespace {
+
+std::string num(double v) {
+  if (std::fabs(v) >= 1e6 || v == std::floor(v)) return fmt::format("{}", static_cast<int64_t>(std::llround(v)));
+  return fmt::format("{:.6g}", v);
+}
+std::string ms(SimTime t) { return fmt::format("{:.3f} ms", static_cast<double>(t) * 1e-6); }
+std::string gbs(double rate) { return fmt::format("{:.4g} GB/s", rate * 1e-9); }
+
+const char* kLabels[] = {"max_running_requests cap", "HBM (device pool)", "logical pool (indexer keys, ratio)",
+                         "host pool", "host DRAM", "PCIe / host IO within the SLO", "TPOT SLO (step time)"};
+
+// What one plan row needs besides the row's own sequence length.
+struct RowContext {
+  const Scenario& s;
+  const MemoryBudget& b;
+  const PlanOptions& o;
+  RankLayout lay;
+  double dram_per_gpu = 0;
+};
+
+std::string describe_step_past(const StepTimeModel& model, int64_t B, int64_t n) {
+  const StepEstimate e = model.step(B, n);
+  std::vector<std::pair<SimTime, const char*>> parts;
+  for (int i = 0; i < kStepCostFieldCount; ++i) {
+    if (std::string(kStepCostFields[i]) == "backup") continue;  // off the critical path
+    parts.emplace_back(step_cost_field(e.cost, i), kStepCostFields[i]);
+  }
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out = fmt::format("at {} requests per rank the step takes {}:", B, ms(e.step_ns));
+  for (size_t i = 0; i < 3 && i < parts.size() && parts[i].first > 0; ++i)
+    out += fmt::format("{} {} {:.0f}%", i ? "," : "", parts[i].second,
+                       100.0 * static_cast<double>(parts[i].first) / static_cast<double>(e.step_ns));
+  return out;
+}
+
+PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const StepTimeModel& model) {
+  const DeploymentSpec& d = c.s.deployment;
+  const MemoryBudget& b = c.b;
+  const int page = d.page_size;
+  const int64_t n = q.seq_len;
+  const int64_t paged = round_up_to_page(n, page);
+  const int64_t L = static_cast<int64_t>(b.kv_layers.value);
+  const double row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
+  const int64_t H = d.hisparse.device_buffer_size;
+  const bool hs = mode == KvMode::kHiSparse;
+  const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
+  PlanRow r;
+  r.seq_len = n;
+  r.mode = mode;
+  for (size_t i = 0; i < limit_keys().size(); ++i) r.limits.push_back(PlanLimit{limit_keys()[i], kLabels[i], -1, "does not apply"});
+  auto lim = [&](const char* key) -> PlanLimit& {
+    for (auto& l : r.limits)
+      if (l.key == key) return l;
+    throw_error("plan: unknown limit {}", key);
+  };
+  if (d.max_running_requests > 0) {
+    lim("max_running_requests").per_rank = d.max_running_requests;
+    lim("max_running_requests").formula = fmt::format("deployment max_running_requests = {}", d.max_running_requests);
+  } else {
+    lim("max_running_requests").formula = "not set (0 = unlimited)";
+  }
+
+  if (!hs) {
+    r.hbm_per_request = q.full_kv_bytes;
+    r.host_per_request = Figure{"host_bytes_per_request", "host", 0, "B", "full KV keeps nothing in host memory"};
+    r.gpu_latent_per_request = q.full_latent_bytes;
+    r.gpu_indexer_per_request = q.full_indexer_bytes;
+    const auto pool = static_cast<int64_t>(b.full_pool_tokens.value);
+    lim("hbm").per_rank = pool / paged;
+    lim("hbm").formula = fmt::format("floor(full_pool / paged_seq_len) = floor({} / {})", pool, paged);
+    const char* na = "full KV: no host pool";
+    lim("logical_pool").formula = lim("host_pool").formula = lim("host_dram").formula = na;
+    lim("pcie").formula = "full KV: nothing crosses PCIe per step";
+    r.latent_pool_bytes = static_cast<double>(pool) * L * row;
+    r.indexer_pool_bytes = static_cast<double>(pool) * L * idx;
+  } else {
+    r.hbm_per_request = q.hisparse_hbm_bytes;
+    r.host_per_request = q.hisparse_host_bytes;
+    const int64_t slots = n <= H ? paged : H + page;
+    r.gpu_latent_per_request = Figure{"device_buffer_bytes", "device buffer", static_cast<double>(slots) * L * row, "B",
+                                      fmt::format("buffer_slots × kv_layers × latent_row_bytes = {} × {} × {}", slots, L, num(row))};
+    r.gpu_indexer_per_request = Figure{"indexer_bytes", "indexer keys", static_cast<double>(n) * L * idx, "B",
+                                       fmt::format("seq_len × kv_layers × indexer_key_bytes = {} × {} × {}", n, L, num(idx))};
+    const auto dev = static_cast<int64_t>(b.device_pool_tokens.value);
+    const auto logical = static_cast<int64_t>(b.logical_pool_tokens.value);
+    const auto host = static_cast<int64_t>(b.host_pool_tokens.value);
+    lim("hbm").per_rank = dev / slots;
+    lim("hbm").formula = fmt::format("floor(device_pool / buffer_slots) = floor({} / {}); buffer_slots = {}", dev, slots,
+                                     n <= H ? "paged seq_len (n ≤ H)" : "H + page_size");
+    lim("logical_pool").per_rank = logical / paged;
+    lim("logical_pool").formula = fmt::format("floor(logical_pool / paged_seq_len) = floor({} / {})", logical, paged);
+    lim("host_pool").per_rank = host / paged;
+    lim("host_pool").formula = fmt::format("floor(host_pool / paged_seq_len) = floor({} / {})", host, paged);
+    const double per_req_host = static_cast<double>(paged) * L * row;
+    lim("host_dram").per_rank = c.dram_per_gpu > 0 ? static_cast<int64_t>(std::floor(c.dram_per_gpu / per_req_host)) : 0;
+    lim("host_dram").formula = fmt::format(
+        "floor((host_dram − reserve) / GPUs_per_node / (paged_seq_len × kv_layers × latent_row_bytes)) = "
+        "floor({} / {} / ({} × {} × {}))",
+        num(d.host_dram_bytes - c.o.host_reserve_bytes), std::min(c.lay.gpus, c.s.hardware.gpus_per_node), paged, L, num(row));
+    r.misses_per_request_step = model.misses_per_request(n);
+    if (r.misses_per_request_step > 0) {
+      lim("pcie").per_rank = model.max_batch_io_within(n, slo, c.o.batch_cap);
+      lim("pcie").formula = fmt::format(
+          "largest B with layers × latency + B × misses_per_request × row / rate ≤ SLO and the backup ≤ SLO: "
+          "{} × {} ns + B × {:.0f} × {} B / {} ≤ {} ms",
+          model.rank_scenario().model.layers, c.s.hardware.pcie.latency_ns, r.misses_per_request_step, num(row),
+          gbs(model.h2d_rate()), num(d.tpot_slo_ms));
+    } else {
+      lim("pcie").formula = fmt::format("unbounded: n = {} ≤ H = {}, every selection stays resident", n, H);
+    }
+    r.latent_pool_bytes = static_cast<double>(dev) * L * row;
+    r.indexer_pool_bytes = static_cast<double>(logical) * L * idx;
+  }
+
+  const int64_t slo_b = model.max_batch_within(n, slo, c.o.batch_cap);
+  lim("slo").per_rank = slo_b;
+  if (slo_b == 0) {
+    lim("slo").formula = fmt::format("one request alone takes {} > SLO {} ms", ms(model.step(1, n).step_ns), num(d.tpot_slo_ms));
+  } else if (slo_b >= c.o.batch_cap) {
+    lim("slo").formula = fmt::format("step({}) = {} ≤ SLO {} ms (search cap reached)", slo_b, ms(model.step(slo_b, n).step_ns),
+                                     num(d.tpot_slo_ms));
+  } else {
+    lim("slo").formula = fmt::format("largest B with step_time(B) ≤ SLO: step({}) = {} ≤ {} ms < step({}) = {}", slo_b,
+                                     ms(model.step(slo_b, n).step_ns), num(d.tpot_slo_ms), slo_b + 1,
+                                     ms(model.step(slo_b + 1, n).step_ns));
+  }
+  if (slo_b < c.o.batch_cap) r.slo_note = describe_step_past(model, slo_b + 1, n);
+
+  const PlanLimit& bind = binding_limit(r.limits);
+  r.binding_limit = bind.key;
+  r.max_per_rank = bind.per_rank;
+  r.max_concurrency = r.max_per_rank * c.lay.ranks;
+  r.at_max = model.step(r.max_per_rank, n);
+  r.decode_tokens_per_s = r.at_max.tokens_per_s;
+  r.miss_fraction = r.misses_per_request_step > 0
+                        ? r.misses_per_request_step / (static_cast<double>(std::min<int64_t>(n, d.hisparse.top_k) - 1) *
+                                                       model.rank_scenario().model.layers)
+                        : 0;
+  const double B = static_cast<double>(r.max_per_rank);
+  if (hs) {
+    r.latent_used_bytes = B * r.gpu_latent_per_request.value;
+    r.indexer_used_bytes = B * static_cast<double>(paged) * L * idx;
+    r.host_used_bytes_per_gpu = B * static_cast<double>(paged) * L * row;
+  } else {
+    r.latent_used_bytes = B * static_cast<double>(paged) * L * row;
+    r.indexer_used_bytes = B * static_cast<double>(paged) * L * idx;
+  }
+  return r;
+}
+
+int64_t memory_limit(const PlanRow& r, int64_t cap) {
+  int64_t m = cap;
+  for (const auto& l : r.limits)
+    if (l.per_rank >= 0 && l.key != "pcie" && l.key != "slo") m = std::min(m, l.per_rank);
+  return m;
+}
+
+ThroughputCurve make_curve(const PlanRow& r, const StepTimeModel& model, const PlanOptions& o, SimTime slo, int ranks) {
+  ThroughputCurve c;
+  c.seq_len = r.seq_len;
+  c.mode = r.mode;
+  c.memory_limit_per_rank = memory_limit(r, o.batch_cap);
+  std::set<int64_t> bs;
+  const int64_t top = std::max<int64_t>(1, c.memory_limit_per_rank);
+  const int pts = std::max(2, o.curve_points);
+  for (int i = 0; i < pts; ++i)
+    bs.insert(std::max<int64_t>(1, std::llround(std::pow(static_cast<double>(top), static_cast<double>(i) / (pts - 1)))));
+  for (int64_t extra : {r.max_per_rank, r.limits.back().per_rank, r.limits.back().per_rank + 1})
+    if (extra >= 1 && extra <= top) bs.insert(extra);
+  for (int64_t B : bs) {
+    const StepEstimate e = model.step(B, r.seq_len);
+    c.points.push_back(CurvePoint{B, B * ranks, e.step_ns * 1e-6, e.tokens_per_s, e.cost.h2d * 1e-6, e.step_ns <= slo});
+  }
+  return c;
+}
+
+RowContext make_context(const Scenario& s, const MemoryBudget& b, const PlanOptions& o) {
+  RowContext c{s, b, o, rank_layout(s), 0};
+  const int per_node = std::max(1, std::min(c.lay.gpus, s.hardware.gpus_per_node));
+  c.dram_per_gpu = std::max(0.0, s.deployment.host_dram_bytes - o.host_reserve_bytes) / per_node;
+  return c;
+}
+
+SweepRow sweep_row(const std::string& param, int64_t value, bool current, const PlanRow& r, const MemoryBudget& b) {
+  SweepRow w;
+  w.param = param;
+  w.value = value;
+  w.is_current = current;
+  w.seq_len = r.seq_len;
+  w.max_concurrency = r.max_concurrency;
+  w.binding_limit = r.binding_limit;
+  w.tpot_ms = r.at_max.step_ns * 1e-6;
+  w.decode_tokens_per_s = r.decode_tokens_per_s;
+  w.misses_per_request_step = r.misses_per_request_step;
+  w.h2d_bytes_per_step = r.at_max.h2d_bytes;
+  w.miss_fraction = r.miss_fraction;
+  w.device_pool_tokens = static_cast<int64_t>(b.device_pool_tokens.value);
+  w.logical_pool_tokens = static_cast<int64_t>(b.logical_pool_tokens.value);
+  w.device_buffer_bytes = b.device_buffer_bytes.value;
+  w.hbm_per_request = r.hbm_per_request.value;
+  w.host_pool_bytes_per_node = b.host_pool_bytes_per_node.value;
+  w.host_dram_left_bytes = b.host_dram_left_bytes.value;
+  return w;
+}
+
+std::vector<int32_t> sorted_with(std::vector<int32_t> v, int32_t x) {
+  v.push_back(x);
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+}  // namespace
+
+const std::vector<std::string>& limit_keys() {
+  static const std::vector<std::string> keys = {"max_running_requests", "hbm",  "logical_pool", "host_pool",
+                                                "host_dram",            "pcie", "slo"};
+  return keys;
+}
+
+const PlanLimit& binding_limit(const std::vector<PlanLimit>& limits) {
+  const PlanLimit* best = nullptr;
+  for (const auto& key : limit_keys())
+    for (const auto& l : limits)
+      if (l.key == key && l.per_rank >= 0 && (!best || l.per_rank < best->per_rank)) best = &l;
+  if (!best) throw_error("plan: no limit applies (the SLO limit always should)");
+  return *best;
+}
+
+std::vector<int32_t> default_buffer_sweep(const Scenario& s) {
+  const int32_t K = s.deployment.hisparse.top_k;
+  std::vector<int32_t> v;
+  for (double f : {1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0}) v.push_back(static_cast<int32_t>(K * f));
+  return sorted_with(v, s.deployment.hisparse.device_buffer_size);
+}
+
+std::vector<int32_t> default_ratio_sweep(const Scenario& s) {
+  return sorted_with({1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20}, s.deployment.hisparse.host_to_device_ratio);
+}
+
+CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& options, const MissCurves& misses) {
+  CapacityPlan p;
+  p.scenario = scenario;
+  p.options = options;
+  const Scenario& s = p.scenario;
+  const DeploymentSpec& d = s.deployment;
+  if (options.seq_lens.empty()) throw_error("plan: no sequence length to plan for");
+  for (int64_t n : options.seq_lens)
+    if (n < 1) throw_error("plan: sequence length {} (expected >= 1)", n);
+  if (!(d.tpot_slo_ms > 0)) throw_error("{}: tpot_slo_ms {} (expected > 0)", s.source, d.tpot_slo_ms);
+  if (options.batch_cap < 1) throw_error("plan: batch cap {} (expected >= 1)", options.batch_cap);
+  d.hisparse.validate(s.source + ": hisparse");
+  p.budget = compute_memory_budget(s, options.seq_lens);
+  p.layout = rank_layout(s);
+  p.hbm.hbm = p.budget.hbm_bytes.value;
+  p.hbm.weights = p.budget.weights_per_gpu_bytes.value;
+  p.hbm.activation_reserve = p.budget.activation_reserve_bytes.value;
+  p.hbm.kv_budget = p.budget.kv_budget_bytes.value;
+  p.hbm.outside_static = p.hbm.hbm - p.hbm.weights - p.hbm.activation_reserve - p.hbm.kv_budget;
+  p.miss_source = misses.description();
+  const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
+  const int32_t H = d.hisparse.device_buffer_size;
+
+  const StepTimeModel full(s, options.cost, false, nullptr);
+  const StepTimeModel hs(s, options.cost, true, [&misses, H](int64_t n) { return misses.fraction(H, n); });
+  p.h2d_rate = hs.h2d_rate();
+  p.d2h_rate = hs.d2h_rate();
+  const RowContext ctx = make_context(s, p.budget, options);
+  p.host_dram_per_gpu = ctx.dram_per_gpu;
+  for (const SeqLenBudget& q : p.budget.per_seq_len) {
+    p.rows.push_back(plan_row(ctx, q, KvMode::kFull, full));
+    p.curves.push_back(make_curve(p.rows.back(), full, options, slo, p.layout.ranks));
+    p.rows.push_back(plan_row(ctx, q, KvMode::kHiSparse, hs));
+    p.curves.push_back(make_curve(p.rows.back(), hs, options, slo, p.layout.ranks));
+    if (q.seq_len > d.context_length)
+      p.warnings.push_back(fmt::format("seq_len {} exceeds the deployment's context_length {}", q.seq_len, d.context_length));
+  }
+
+  if (p.budget.kv_budget_bytes.value <= 0)
+    p.warnings.push_back(fmt::format("no HBM left for the KV cache: {}", p.budget.kv_budget_bytes.formula));
+  const double dram_usable = d.host_dram_bytes - options.host_reserve_bytes;
+  if (p.budget.host_pool_bytes_per_node.value > dram_usable)
+    p.warnings.push_back(fmt::format(
+        "the host pools need {:.1f} GB per node but host DRAM less the reserve is {:.1f} GB: SGLang would fail to "
+        "allocate them; lower host_to_device_ratio",
+        p.budget.host_pool_bytes_per_node.value * 1e-9, dram_usable * 1e-9));
+  if (p.layout.attention_tp > 1)
+    p.warnings.push_back(fmt::format(
+        "attention TP {} (tp {} / dp_attention {}): each rank's requests are replicated on its {} GPUs; the step "
+        "model divides the attention heads by {} and keeps every latent read",
+        p.layout.attention_tp, d.decode.tp, p.layout.ranks, p.layout.attention_tp, p.layout.attention_tp));
+
+  const std::vector<int32_t> bufs = options.sweep_buffer_sizes.empty() ? default_buffer_sweep(s) : options.sweep_buffer_sizes;
+  for (int32_t h : bufs) {
+    Scenario sh = s;
+    sh.deployment.hisparse.device_buffer_size = h;
+    sh.deployment.hisparse.validate(fmt::format("plan: --sweep-buffer-sizes value {}", h));
+    const MemoryBudget bh = compute_memory_budget(sh, options.seq_lens);
+    const StepTimeModel mh(sh, options.cost, true, [&misses, h](int64_t n) { return misses.fraction(h, n); });
+    const RowContext ch = make_context(sh, bh, options);
+    for (const SeqLenBudget& q : bh.per_seq_len)
+      p.sweep_buffer.push_back(sweep_row("device_buffer_size", h, h == H, plan_row(ch, q, KvMode::kHiSparse, mh), bh));
+  }
+  const std::vector<int32_t> ratios = options.sweep_ratios.empty() ? default_ratio_sweep(s) : options.sweep_ratios;
+  for (int32_t rr : ratios) {
+    if (rr < 1) throw_error("plan: host_to_device_ratio {} in the sweep (expected >= 1)", rr);
+    Scenario sr = s;
+    sr.deployment.hisparse.host_to_device_ratio = rr;
+    const MemoryBudget br = compute_memory_budget(sr, options.seq_lens);
+    const RowContext cr = make_context(sr, br, options);
+    for (const SeqLenBudget& q : br.per_seq_len)
+      p.sweep_ratio.push_back(sweep_row("host_to_device_ratio", rr, rr == d.hisparse.host_to_device_ratio,
+                                        plan_row(cr, q, KvMode::kHiSparse, hs), br));
+  }
+  return p;
+}
+
+}  // namespace hisparse::sim

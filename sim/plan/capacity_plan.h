@@ -1,0 +1,122 @@
+// @brief CapacityPlan: for each sequence length, full-KV vs HiSparse — HBM and host memory per request, the largest
+// number of concurrent decode requests under each limit (HBM, pools, host DRAM, PCIe within the TPOT SLO, the SLO
+// itself), which limit binds, throughput against batch size, and sweeps of device_buffer_size and
+// host_to_device_ratio (CAPACITY.md). Pure computation: apps/plan.cpp reads options and writes the reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/deployment_spec.h"
+#include "core/memory_budget.h"
+#include "sim/cost_params.h"
+#include "sim/plan/miss_curve.h"
+#include "sim/plan/step_time_model.h"
+#include "sim/serving_simulation.h"
+
+namespace hisparse::sim {
+
+struct PlanOptions {
+  std::vector<int64_t> seq_lens = default_seq_lens();
+  CostParams cost;
+  std::vector<int32_t> sweep_buffer_sizes;  // device_buffer_size values (each >= top_k)
+  std::vector<int32_t> sweep_ratios;        // host_to_device_ratio values (each >= 1)
+  double host_reserve_bytes = 0;            // per decode node: DRAM kept for the OS and the server process
+  int64_t batch_cap = 65536;                // largest batch per rank the SLO search looks at
+  int curve_points = 40;                    // batch sizes per throughput curve (plus the marked limits)
+};
+
+/// One limit on concurrent requests per rank (per_rank = -1: does not apply to this mode).
+struct PlanLimit {
+  std::string key;      // one of limit_keys()
+  std::string label;
+  int64_t per_rank = -1;
+  std::string formula;  // symbols = numbers
+};
+
+/// The limit keys in tie-break order: when several limits are equal, the first one named here binds
+/// (a count cap before memory, memory before bandwidth, PCIe before the SLO it causes).
+const std::vector<std::string>& limit_keys();
+/// The binding limit of `limits` (smallest per_rank among those that apply; ties by limit_keys order).
+const PlanLimit& binding_limit(const std::vector<PlanLimit>& limits);
+
+struct PlanRow {
+  int64_t seq_len = 0;
+  KvMode mode = KvMode::kFull;
+  int64_t max_per_rank = 0;          // requests per dp rank
+  int64_t max_concurrency = 0;       // requests per decode instance = max_per_rank × ranks
+  std::string binding_limit;
+  double decode_tokens_per_s = 0;    // per instance at max_concurrency
+  Figure hbm_per_request;            // per GPU holding the request
+  Figure host_per_request;           // per GPU holding the request (0 in full-KV mode)
+  Figure gpu_latent_per_request;     // full: the whole latent; HiSparse: the device buffer
+  Figure gpu_indexer_per_request;
+  std::vector<PlanLimit> limits;     // every key of limit_keys(), in that order
+  StepEstimate at_max;               // the step at max_per_rank
+  double misses_per_request_step = 0;
+  double miss_fraction = 0;          // per-layer fraction used at this n (HiSparse, n > H)
+  std::string slo_note;              // what the step is made of just past the SLO limit
+  // HBM per GPU at max concurrency, inside the KV budget (bytes).
+  double latent_pool_bytes = 0, indexer_pool_bytes = 0;  // the pools as allocated
+  double latent_used_bytes = 0, indexer_used_bytes = 0;
+  double host_used_bytes_per_gpu = 0;
+};
+
+struct CurvePoint {
+  int64_t batch_per_rank = 0;
+  int64_t batch = 0;                 // per instance
+  double tpot_ms = 0;
+  double tokens_per_s = 0;           // per instance
+  double h2d_ms = 0;                 // exposed H2D copy in the step
+  bool within_slo = false;
+};
+
+struct ThroughputCurve {
+  int64_t seq_len = 0;
+  KvMode mode = KvMode::kFull;
+  int64_t memory_limit_per_rank = 0;  // the curve stops at the smallest limit other than PCIe and the SLO
+  std::vector<CurvePoint> points;
+};
+
+struct SweepRow {
+  std::string param;                 // "device_buffer_size" | "host_to_device_ratio"
+  int64_t value = 0;
+  bool is_current = false;           // the scenario's own setting
+  int64_t seq_len = 0;
+  int64_t max_concurrency = 0;       // HiSparse, per instance
+  std::string binding_limit;
+  double tpot_ms = 0, decode_tokens_per_s = 0;
+  double misses_per_request_step = 0, h2d_bytes_per_step = 0, miss_fraction = 0;
+  int64_t device_pool_tokens = 0, logical_pool_tokens = 0;
+  double device_buffer_bytes = 0, hbm_per_request = 0, host_pool_bytes_per_node = 0, host_dram_left_bytes = 0;
+};
+
+struct HbmSplit {
+  double hbm = 0, weights = 0, activation_reserve = 0, kv_budget = 0;
+  double outside_static = 0;         // HBM − weights − reserve − KV budget (the 1 − mem_fraction_static share)
+};
+
+struct CapacityPlan {
+  Scenario scenario;
+  PlanOptions options;
+  MemoryBudget budget;
+  RankLayout layout;
+  HbmSplit hbm;
+  std::string miss_source;
+  double h2d_rate = 0, d2h_rate = 0;     // bytes/s per GPU used for misses and backups
+  double host_dram_per_gpu = 0;          // (host DRAM − reserve) / GPUs per node
+  std::vector<PlanRow> rows;             // per seq_len: full, then hisparse
+  std::vector<ThroughputCurve> curves;   // same order as rows
+  std::vector<SweepRow> sweep_buffer, sweep_ratio;
+  std::vector<std::string> warnings;
+};
+
+/// `misses` must hold a curve for the scenario's device_buffer_size and every sweep buffer size.
+CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& options, const MissCurves& misses);
+
+/// Default sweep values around a scenario's setting (the setting itself included).
+std::vector<int32_t> default_buffer_sweep(const Scenario& scenario);
+std::vector<int32_t> default_ratio_sweep(const Scenario& scenario);
+
+}  // namespace hisparse::sim

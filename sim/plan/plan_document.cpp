@@ -1,0 +1,300 @@
+// @brief The capacity report's content: summary, memory per GPU and per request, SGLang pool sizes, the limits of
+// each sequence length with their formulas, throughput against batch size, the two sweeps and the method.
+#include "sim/plan/plan_document.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace hisparse::sim {
+
+namespace {
+
+DocBlock heading(const std::string& text, const std::string& id, int level = 2) {
+  DocBlock b;
+  b.kind = DocBlock::kHeading;
+  b.text = text;
+  b.id = id;
+  b.level = level;
+  return b;
+}
+DocBlock para(const std::string& text) {
+  DocBlock b;
+  b.text = text;
+  return b;
+}
+DocBlock list(std::vector<std::string> items) {
+  DocBlock b;
+  b.kind = DocBlock::kList;
+  b.items = std::move(items);
+  return b;
+}
+DocBlock table(std::vector<std::string> headers, std::string caption = "") {
+  DocBlock b;
+  b.kind = DocBlock::kTable;
+  b.headers = std::move(headers);
+  b.text = std::move(caption);
+  return b;
+}
+DocCell c(std::string t) { return DocCell{std::move(t), false, false, false}; }
+DocCell strong(std::string t) { return DocCell{std::move(t), true, false, false}; }
+DocCell formula(std::string t) { return DocCell{std::move(t), false, true, false}; }
+DocCell muted(std::string t) { return DocCell{std::move(t), false, false, true}; }
+
+std::string mode_name(KvMode m) { return m == KvMode::kFull ? "full KV" : "HiSparse"; }
+std::string seq_name(int64_t n) { return n % 1024 == 0 ? fmt::format("{}K", n / 1024) : plan_int(n); }
+std::string ms(double v) { return fmt::format("{:.2f} ms", v); }
+std::string tps(double v) { return v >= 1e4 ? fmt::format("{:.1f}k", v / 1e3) : fmt::format("{:.0f}", v); }
+std::string compact(double v) {
+  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (v >= 1e4) return fmt::format("{:.1f}k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
+std::string figure_value(const Figure& f) {
+  if (f.unit == "B") return plan_bytes(f.value);
+  const std::string n = f.value == std::floor(f.value) ? plan_int(static_cast<int64_t>(f.value)) : fmt::format("{:.4g}", f.value);
+  return f.unit.empty() ? n : n + " " + f.unit;
+}
+
+void figure_rows(DocBlock& t, const std::vector<const Figure*>& figs) {
+  for (const Figure* f : figs) t.rows.push_back({c(f->label), strong(figure_value(*f)), formula(f->formula)});
+}
+
+const PlanRow* find_row(const CapacityPlan& p, int64_t n, KvMode m) {
+  for (const auto& r : p.rows)
+    if (r.seq_len == n && r.mode == m) return &r;
+  return nullptr;
+}
+
+void add_plot(std::vector<DocBlock>& doc, const std::vector<PlanPlot>& plots, const std::string& file) {
+  for (size_t i = 0; i < plots.size(); ++i) {
+    if (plots[i].file != file) continue;
+    DocBlock b;
+    b.kind = DocBlock::kPlot;
+    b.plot = static_cast<int>(i);
+    b.text = plots[i].title;
+    doc.push_back(b);
+  }
+}
+
+void summary(std::vector<DocBlock>& doc, const CapacityPlan& p) {
+  doc.push_back(heading("Summary", "summary"));
+  doc.push_back(para(fmt::format(
+      "Largest number of concurrent decode requests per decode instance ({} rank{} × requests per rank), the limit "
+      "that binds, and the decode step at that concurrency. Throughput = requests × ranks / step time; "
+      "gain = HiSparse ÷ full KV at each mode's own maximum.",
+      p.layout.ranks, p.layout.ranks == 1 ? "" : "s")));
+  DocBlock t = table({"seq len", "mode", "max concurrency", "binding limit", "TPOT at max", "decode tok/s",
+                      "HBM / request", "host / request", "gain"});
+  for (size_t i = 0; i < p.rows.size(); ++i) {
+    const PlanRow& r = p.rows[i];
+    std::string gain = "";
+    if (r.mode == KvMode::kHiSparse && i > 0) {
+      const PlanRow& f = p.rows[i - 1];
+      const std::string tg = f.decode_tokens_per_s > 0 ? fmt::format("{:.2f}×", r.decode_tokens_per_s / f.decode_tokens_per_s) : "∞";
+      const std::string cg = f.max_concurrency > 0 ? fmt::format("{:.2f}×", static_cast<double>(r.max_concurrency) / f.max_concurrency) : "∞";
+      gain = fmt::format("{} tok/s, {} requests", tg, cg);
+    }
+    t.rows.push_back({c(seq_name(r.seq_len)), c(mode_name(r.mode)), strong(plan_int(r.max_concurrency)),
+                      strong(r.binding_limit), c(r.max_per_rank > 0 ? ms(r.at_max.step_ns * 1e-6) : "—"),
+                      strong(tps(r.decode_tokens_per_s)), c(plan_bytes(r.hbm_per_request.value)),
+                      c(r.host_per_request.value > 0 ? plan_bytes(r.host_per_request.value) : "—"), c(gain)});
+  }
+  doc.push_back(t);
+}
+
+void memory(std::vector<DocBlock>& doc, const CapacityPlan& p, const std::vector<PlanPlot>& plots) {
+  const MemoryBudget& b = p.budget;
+  doc.push_back(heading("HBM per GPU", "hbm"));
+  DocBlock t = table({"figure", "value", "formula / source"});
+  figure_rows(t, {&b.hbm_bytes, &b.weights_per_gpu_bytes, &b.activation_reserve_bytes, &b.kv_budget_bytes});
+  t.rows.push_back({c("outside the static pool (activations, CUDA graphs)"), strong(plan_bytes(p.hbm.outside_static)),
+                    formula("HBM − weights − reserve − KV budget")});
+  doc.push_back(t);
+  add_plot(doc, plots, "plan_memory.png");
+
+  doc.push_back(heading("SGLang pool sizes per GPU — hold them against the server's start-up log", "pools"));
+  doc.push_back(para("The device pool is the `max_total_num_tokens` the server logs; the host pool is what "
+                     "`HostKVCache` allocates. Override any of them with --full-pool-tokens, --device-pool-tokens, "
+                     "--host-pool-tokens, --kv-budget-bytes, --weights-per-gpu-bytes or --hbm-bytes when the log "
+                     "disagrees (or under `memory:` in the deployment YAML)."));
+  DocBlock u = table({"figure", "value", "formula / source"});
+  figure_rows(u, {&b.kv_layers, &b.latent_row_bytes, &b.indexer_key_bytes, &b.full_cell_bytes, &b.hisparse_cell_bytes,
+                  &b.full_pool_tokens, &b.device_pool_tokens, &b.logical_pool_tokens, &b.indexer_pool_tokens,
+                  &b.device_latent_pool_bytes, &b.indexer_pool_bytes, &b.host_pool_tokens, &b.host_pool_bytes_per_gpu,
+                  &b.host_pool_bytes_per_node, &b.host_dram_bytes, &b.host_dram_left_bytes, &b.device_buffer_tokens,
+                  &b.device_buffer_bytes});
+  doc.push_back(u);
+}
+
+void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
+  doc.push_back(heading("Limits per sequence length", "limits"));
+  doc.push_back(para(fmt::format(
+      "Requests per rank under each limit (× {} for the instance). The binding limit is the smallest; ties go to the "
+      "first in this order: max_running_requests, hbm, logical_pool, host_pool, host_dram, pcie, slo. PCIe binds when "
+      "the miss copy alone would break the TPOT SLO of {} ms one request later.",
+      p.layout.ranks, p.scenario.deployment.tpot_slo_ms)));
+  for (int64_t n : p.options.seq_lens) {
+    const PlanRow* f = find_row(p, n, KvMode::kFull);
+    const PlanRow* h = find_row(p, n, KvMode::kHiSparse);
+    if (!f || !h) continue;
+    doc.push_back(heading(fmt::format("seq_len {} ({} tokens)", seq_name(n), plan_int(n)), fmt::format("n{}", n), 3));
+    DocBlock m = table({"bytes per request", "full KV", "HiSparse", "formula (HiSparse; full KV)"});
+    m.rows.push_back({c("latent on GPU"), c(plan_bytes(f->gpu_latent_per_request.value)),
+                      c(plan_bytes(h->gpu_latent_per_request.value)),
+                      formula(h->gpu_latent_per_request.formula + "; " + f->gpu_latent_per_request.formula)});
+    m.rows.push_back({c("indexer keys on GPU"), c(plan_bytes(f->gpu_indexer_per_request.value)),
+                      c(plan_bytes(h->gpu_indexer_per_request.value)), formula(h->gpu_indexer_per_request.formula)});
+    m.rows.push_back({c("HBM total"), strong(plan_bytes(f->hbm_per_request.value)), strong(plan_bytes(h->hbm_per_request.value)),
+                      formula(h->hbm_per_request.formula)});
+    m.rows.push_back({c("host DRAM (latent)"), muted("—"), strong(plan_bytes(h->host_per_request.value)),
+                      formula(h->host_per_request.formula)});
+    doc.push_back(m);
+    DocBlock t = table({"limit", "full KV", "formula (full KV)", "HiSparse", "formula (HiSparse)"});
+    for (size_t i = 0; i < f->limits.size(); ++i) {
+      const PlanLimit& a = f->limits[i];
+      const PlanLimit& z = h->limits[i];
+      auto val = [](const PlanLimit& l, const PlanRow& r) {
+        DocCell x = l.per_rank < 0 ? muted("—") : c(plan_limit_value(l.per_rank));
+        if (l.key == r.binding_limit) x.strong = true, x.text += " ← binds";
+        return x;
+      };
+      t.rows.push_back({c(a.label), val(a, *f), a.per_rank < 0 ? muted(a.formula) : formula(a.formula), val(z, *h),
+                        z.per_rank < 0 ? muted(z.formula) : formula(z.formula)});
+    }
+    doc.push_back(t);
+    DocBlock s = table({"decode step at max concurrency", "full KV", "HiSparse"});
+    s.rows.push_back({c("requests per rank / per instance"), strong(fmt::format("{} / {}", f->max_per_rank, f->max_concurrency)),
+                      strong(fmt::format("{} / {}", h->max_per_rank, h->max_concurrency))});
+    for (int i = 0; i < kStepCostFieldCount; ++i) {
+      const double a = step_cost_field(f->at_max.cost, i) * 1e-6, z = step_cost_field(h->at_max.cost, i) * 1e-6;
+      if (a == 0 && z == 0) continue;
+      std::string name = kStepCostFields[i];
+      if (name == "backup") name += " (copy engine, off the critical path)";
+      s.rows.push_back({c(name), c(ms(a)), c(ms(z))});
+    }
+    s.rows.push_back({c("step = TPOT"), strong(ms(f->at_max.step_ns * 1e-6)), strong(ms(h->at_max.step_ns * 1e-6))});
+    s.rows.push_back({c("misses per request per step (rows, all layers)"), muted("—"),
+                      c(fmt::format("{} (fraction {:.4f})", compact(h->misses_per_request_step), h->miss_fraction))});
+    s.rows.push_back({c("H2D bytes per GPU per step"), muted("—"), c(plan_bytes(h->at_max.h2d_bytes))});
+    s.rows.push_back({c("decode tokens/s per instance"), strong(tps(f->decode_tokens_per_s)), strong(tps(h->decode_tokens_per_s))});
+    doc.push_back(s);
+    std::vector<std::string> notes;
+    if (!f->slo_note.empty()) notes.push_back("full KV past the SLO limit: " + f->slo_note);
+    if (!h->slo_note.empty()) notes.push_back("HiSparse past the SLO limit: " + h->slo_note);
+    if (!notes.empty()) doc.push_back(list(notes));
+  }
+}
+
+std::string sweep_cell(const SweepRow& w) {
+  return fmt::format("{} req ({}) · {:.1f} ms · {} miss", plan_int(w.max_concurrency), w.binding_limit, w.tpot_ms,
+                     compact(w.misses_per_request_step));
+}
+
+void sweeps(std::vector<DocBlock>& doc, const CapacityPlan& p, const std::vector<PlanPlot>& plots) {
+  const auto& lens = p.options.seq_lens;
+  doc.push_back(heading("Sweep: device_buffer_size H", "sweep-h"));
+  doc.push_back(para("A larger buffer costs HBM per request ((H + page) × layers × row bytes) and so fewer requests "
+                     "per device pool, and saves misses (PCIe time per step). Each cell: HiSparse max concurrency "
+                     "per instance (binding limit) · TPOT at that concurrency · misses per request per step."));
+  std::vector<std::string> hh = {"H", "buffer / request"};
+  for (int64_t n : lens) hh.push_back("n = " + seq_name(n));
+  DocBlock t = table(hh);
+  std::map<int64_t, std::vector<const SweepRow*>> by_h;
+  for (const auto& w : p.sweep_buffer) by_h[w.value].push_back(&w);
+  for (const auto& [H, ws] : by_h) {
+    std::vector<DocCell> row = {ws.front()->is_current ? strong(plan_int(H) + " (current)") : c(plan_int(H)),
+                                c(plan_bytes(ws.front()->device_buffer_bytes))};
+    for (const SweepRow* w : ws) row.push_back(c(sweep_cell(*w)));
+    t.rows.push_back(row);
+  }
+  doc.push_back(t);
+  add_plot(doc, plots, "plan_sweep_buffer.png");
+
+  doc.push_back(heading("Sweep: host_to_device_ratio", "sweep-ratio"));
+  doc.push_back(para("The ratio sizes the logical and host pools (device pool × ratio) and the indexer key cache, "
+                     "which lives in HBM for every logical token: a larger ratio admits longer or more requests but "
+                     "shrinks the device pool and needs more host DRAM."));
+  std::vector<std::string> rh = {"ratio", "device pool", "logical pool", "host pools / node", "DRAM left"};
+  for (int64_t n : lens) rh.push_back("n = " + seq_name(n));
+  DocBlock r = table(rh);
+  std::map<int64_t, std::vector<const SweepRow*>> by_r;
+  for (const auto& w : p.sweep_ratio) by_r[w.value].push_back(&w);
+  for (const auto& [R, ws] : by_r) {
+    const SweepRow& a = *ws.front();
+    std::vector<DocCell> row = {a.is_current ? strong(plan_int(R) + " (current)") : c(plan_int(R)),
+                                c(plan_int(a.device_pool_tokens)), c(plan_int(a.logical_pool_tokens)),
+                                c(plan_bytes(a.host_pool_bytes_per_node)),
+                                a.host_dram_left_bytes < 0 ? strong(plan_bytes(a.host_dram_left_bytes) + " ✗") : c(plan_bytes(a.host_dram_left_bytes))};
+    for (const SweepRow* w : ws) row.push_back(c(fmt::format("{} req ({}) · {:.1f} ms", plan_int(w->max_concurrency), w->binding_limit, w->tpot_ms)));
+    r.rows.push_back(row);
+  }
+  doc.push_back(r);
+  add_plot(doc, plots, "plan_sweep_ratio.png");
+}
+
+void method(std::vector<DocBlock>& doc, const CapacityPlan& p, const PlanRunInfo& info) {
+  const Scenario& s = p.scenario;
+  const CostParams& cp = p.options.cost;
+  doc.push_back(heading("Method and sources", "method"));
+  doc.push_back(list({
+      "Pool sizes follow SGLang's own arithmetic (core/memory_budget.cpp cites the files): cell size = kv_layers × "
+      "(latent row + host_to_device_ratio × indexer key) with HiSparse; device pool = floor(KV budget / cell / page) × page; "
+      "logical pool = device pool × ratio; host pool = (floor(logical / page) + 1) × page.",
+      "Step time: a homogeneous batch of B requests of n tokens on one rank, built from sim/decode_cost_model (roofline of "
+      "each operation) with the serving engine's IO rules: indexer + top-k + hit detection, then the backup wait (stall), "
+      "the miss copy (layers × PCIe latency + bytes / rate), attention, then MoE + all-to-all + LM head + step overhead "
+      "for the instance's B × ranks tokens. TPOT = step time.",
+      fmt::format("Miss copy rate {:.4g} GB/s per GPU = min(gathered-row rate {:.4g} GB/s, PCIe H2D {:.4g} GB/s, host DRAM "
+                  "{:.4g} GB/s per NUMA node / {} GPUs); backup rate {:.4g} GB/s.",
+                  p.h2d_rate * 1e-9, s.hardware.pcie.gather_row_bytes_per_s * 1e-9, s.hardware.pcie.h2d_bulk_bytes_per_s * 1e-9,
+                  s.hardware.host_dram_bytes_per_s_per_numa * 1e-9, p.layout.gpus_per_numa, p.d2h_rate * 1e-9),
+      "Misses: " + p.miss_source + ". Misses per request per step = (min(n, K) − 1) × layers × fraction(n / H) when n > H, else 0.",
+      fmt::format("Cost parameters: overlap {}, step overhead {:.1f} ms, efficiencies indexer {} / attention {} / moe {} "
+                  "(sim/cost_params.h; --cost-params FILE replaces them with a `hisparse bench` calibration).",
+                  to_string(cp.overlap), cp.step_overhead_ns * 1e-6, cp.efficiency.indexer, cp.efficiency.attention,
+                  cp.efficiency.moe),
+      fmt::format("Host DRAM per GPU {} = (host DRAM {} − reserve {}) / GPUs per node.", plan_bytes(p.host_dram_per_gpu),
+                  plan_bytes(s.deployment.host_dram_bytes), plan_bytes(p.options.host_reserve_bytes)),
+      "Not modelled: prefill traffic into the host pool (RDMA writes share host DRAM bandwidth), the first step after "
+      "an empty start (every selection misses once), requests of mixed lengths in one batch (use `hisparse simulate`).",
+      fmt::format("Generated by `{}` in {:.3f} s (plotting excluded).", info.command_line, info.plan_seconds),
+  }));
+}
+
+}  // namespace
+
+std::vector<DocBlock> build_plan_document(const CapacityPlan& p, const PlanRunInfo& info, const std::vector<PlanPlot>& plots) {
+  const Scenario& s = p.scenario;
+  const DeploymentSpec& d = s.deployment;
+  std::vector<DocBlock> doc;
+  doc.push_back(heading("Capacity plan — " + d.name, "top", 1));
+  doc.push_back(para(fmt::format(
+      "{} on {} × {} (decode instance: {} GPUs, tp {}, dp_attention {}, ep {}; {} rank{} of {} GPU{}), {} KV, page {}, "
+      "mem_fraction_static {}. HiSparse: top_k {}, device_buffer_size {}, host_to_device_ratio {}. Host DRAM {} per node. "
+      "TPOT SLO {} ms.",
+      s.model.name, p.layout.gpus, s.hardware.name, p.layout.gpus, d.decode.tp, d.decode.dp_attention, d.decode.ep,
+      p.layout.ranks, p.layout.ranks == 1 ? "" : "s", p.layout.attention_tp, p.layout.attention_tp == 1 ? "" : "s",
+      d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.page_size, d.mem_fraction_static, d.hisparse.top_k,
+      d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio, plan_bytes(d.host_dram_bytes), d.tpot_slo_ms)));
+  if (!info.workload.empty()) doc.push_back(para("Workload: " + info.workload));
+  for (const auto& w : p.warnings) {
+    DocBlock b;
+    b.kind = DocBlock::kWarning;
+    b.text = w;
+    doc.push_back(b);
+  }
+  summary(doc, p);
+  add_plot(doc, plots, "plan_throughput.png");
+  add_plot(doc, plots, "plan_limits.png");
+  memory(doc, p, plots);
+  per_seq_len(doc, p);
+  sweeps(doc, p, plots);
+  method(doc, p, info);
+  return doc;
+}
+
+}  // namespace hisparse::sim

@@ -1,0 +1,172 @@
+// @brief The serving engine's decode step in closed form for a batch of equal requests (see step_time_model.h).
+#include "sim/plan/step_time_model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/error.h"
+
+namespace hisparse::sim {
+
+RankLayout rank_layout(const Scenario& s) {
+  const InstanceSpec& d = s.deployment.decode;
+  RankLayout r;
+  r.gpus = std::max(1, d.gpus);
+  r.ranks = std::clamp(d.dp_attention, 1, r.gpus);
+  r.attention_tp = std::max(1, std::max(1, d.tp) / r.ranks);
+  const int per_node = std::max(1, std::min(r.gpus, s.hardware.gpus_per_node));
+  r.gpus_per_numa = std::max(1, per_node / std::max(1, s.hardware.numa_nodes));
+  return r;
+}
+
+namespace {
+
+Scenario make_rank_scenario(const Scenario& s) {
+  Scenario out = s;
+  // Under attention TP each GPU computes heads / attention_tp query heads but still reads every latent row, so
+  // only the FLOP side of attention (and its sharded projections) shrinks.
+  const RankLayout r = rank_layout(s);
+  out.model.attention_heads = std::max(1, s.model.attention_heads / r.attention_tp);
+  return out;
+}
+
+}  // namespace
+
+StepTimeModel::StepTimeModel(const Scenario& scenario, const CostParams& params, bool hisparse,
+                             MissFraction miss_fraction)
+    : rank_scenario_(make_rank_scenario(scenario)),
+      params_(params),
+      hisparse_(hisparse),
+      miss_fraction_(std::move(miss_fraction)),
+      cost_(rank_scenario_, params_, hisparse),
+      layout_(rank_layout(scenario)) {
+  const HardwareSpec& hw = scenario.hardware;
+  row_bytes_ = cost_.kv_row_bytes();
+  top_k_ = hisparse ? scenario.deployment.hisparse.top_k : scenario.model.top_k;
+  H_ = scenario.deployment.hisparse.device_buffer_size;
+  if (hisparse) {
+    if (!(hw.pcie.h2d_bulk_bytes_per_s > 0) || !(hw.pcie.d2h_bulk_bytes_per_s > 0))
+      throw_error("{}: hardware pcie h2d/d2h_bulk_bytes_per_s must be > 0 to plan HiSparse", scenario.source);
+    // The engine's miss flow: capped at the gathered-row rate, on the GPU's H2D link and its NUMA node's DRAM,
+    // which every GPU of the node loads at once in a lockstep step (max-min fair share).
+    const double dram = hw.host_dram_bytes_per_s_per_numa > 0 ? hw.host_dram_bytes_per_s_per_numa / layout_.gpus_per_numa
+                                                              : hw.pcie.h2d_bulk_bytes_per_s;
+    const double gather = hw.pcie.gather_row_bytes_per_s > 0 ? hw.pcie.gather_row_bytes_per_s : hw.pcie.h2d_bulk_bytes_per_s;
+    h2d_rate_ = std::min({gather, hw.pcie.h2d_bulk_bytes_per_s, dram});
+    d2h_rate_ = std::min(hw.pcie.d2h_bulk_bytes_per_s, dram);
+  }
+}
+
+double StepTimeModel::misses_per_request(int64_t n) const {
+  if (!hisparse_ || n <= H_ || !miss_fraction_) return 0;
+  const double f = std::clamp(miss_fraction_(n), 0.0, 1.0);
+  // The newest token sits in its reserved slot, so at most min(n, K) − 1 selections per layer can miss.
+  return static_cast<double>(std::min<int64_t>(n, top_k_) - 1) * cost_.layers() * f;
+}
+
+StepEstimate StepTimeModel::step(int64_t B, int64_t n) const {
+  StepEstimate e;
+  e.batch = B;
+  e.seq_len = n;
+  if (B <= 0) return e;
+  const Scenario& s = rank_scenario_;
+  const SimTime latency = s.hardware.pcie.latency_ns;
+  GpuBatch b;
+  b.requests = B;
+  b.sum_n = static_cast<double>(B) * static_cast<double>(n);
+  b.sum_attended = static_cast<double>(B) * static_cast<double>(std::min<int64_t>(n, top_k_));
+  b.slow_path = hisparse_ && n > H_ ? B : 0;
+
+  if (hisparse_) {
+    e.misses = static_cast<double>(B) * misses_per_request(n);
+    e.h2d_bytes = e.misses * row_bytes_;
+    // One swap-in kernel per layer pays the per-operation latency (as the engine charges it).
+    if (e.h2d_bytes > 0) e.h2d_transfer_ns = static_cast<SimTime>(cost_.layers()) * latency + transfer_ns(e.h2d_bytes, h2d_rate_);
+    // Steady state: every request backs up its previous token's row of every KV layer.
+    e.backup_bytes = static_cast<double>(B) * cost_.kv_layers() * row_bytes_;
+    e.backup_transfer_ns = latency + transfer_ns(e.backup_bytes, d2h_rate_);
+  }
+
+  const double T = static_cast<double>(B) * layout_.ranks;  // tokens of the whole instance in this step
+  const double per_gpu_tokens = T / layout_.gpus;
+  SimTime gpu_done = 0, moe = 0;
+  if (params_.overlap == OverlapMode::kNone) {
+    const GpuPhases ph = cost_.gpu_phases(b);
+    const SimTime a_end = ph.before_io();
+    const SimTime io_start = std::max(a_end, e.backup_transfer_ns);
+    e.cost.indexer = ph.indexer;
+    e.cost.topk = ph.topk;
+    e.cost.swap_in = ph.swap_in;
+    e.cost.attention = ph.attention;
+    e.cost.stall = io_start - a_end;
+    e.cost.h2d = e.h2d_transfer_ns;
+    gpu_done = io_start + e.h2d_transfer_ns + ph.attention;
+    const auto m = cost_.moe_phase(T, per_gpu_tokens);
+    moe = m.compute + m.all_to_all;
+  } else {
+    // Two micro-batches, split as the engine splits them.
+    GpuBatch h1 = b, h2 = b;
+    h1.requests = (B + 1) / 2;
+    h2.requests = B - h1.requests;
+    const double f1 = static_cast<double>(h1.requests) / static_cast<double>(B);
+    h1.sum_n = b.sum_n * f1; h2.sum_n = b.sum_n - h1.sum_n;
+    h1.sum_attended = b.sum_attended * f1; h2.sum_attended = b.sum_attended - h1.sum_attended;
+    h1.slow_path = (b.slow_path + 1) / 2; h2.slow_path = b.slow_path - h1.slow_path;
+    const GpuPhases p1 = cost_.gpu_phases(h1), p2 = cost_.gpu_phases(h2);
+    e.cost.indexer = p1.indexer + p2.indexer;
+    e.cost.topk = p1.topk + p2.topk;
+    e.cost.swap_in = p1.swap_in + p2.swap_in;
+    e.cost.attention = p1.attention + p2.attention;
+    const SimTime compute = p1.compute() + p2.compute();
+    const SimTime io_fill = p1.before_io() / cost_.layers();
+    const SimTime tail = (h2.requests > 0 ? p2.attention : p1.attention) / cost_.layers();
+    const SimTime io_start = std::max(io_fill, e.backup_transfer_ns);
+    const SimTime io_end = io_start + e.h2d_transfer_ns;
+    gpu_done = std::max(compute, e.h2d_bytes > 0 ? io_end + tail : io_end);
+    const SimTime exposed = gpu_done - compute;
+    e.cost.stall = std::min(io_start - io_fill, exposed);
+    e.cost.h2d = exposed - e.cost.stall;
+    const auto m = cost_.moe_phase(T / 2, per_gpu_tokens / 2);
+    const SimTime per_batch = m.compute - params_.step_overhead_ns;
+    moe = 2 * per_batch + params_.step_overhead_ns + std::max<SimTime>(0, 2 * m.all_to_all - per_batch);
+  }
+  e.cost.moe = moe;
+  e.step_ns = gpu_done + moe;
+  e.tokens_per_s = e.step_ns > 0 ? T / ns_to_seconds(e.step_ns) : 0;
+  return e;
+}
+
+namespace {
+
+// Largest B in [0, cap] with fits(B); fits must be monotone (true up to some B, false after).
+template <class Fits>
+int64_t largest_fitting(int64_t cap, const Fits& fits) {
+  if (cap <= 0 || !fits(1)) return 0;
+  int64_t lo = 1, hi = 2;
+  while (hi <= cap && fits(hi)) { lo = hi; hi *= 2; }
+  if (hi > cap) {
+    if (fits(cap)) return cap;
+    hi = cap;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+int64_t StepTimeModel::max_batch_within(int64_t n, SimTime slo_ns, int64_t cap) const {
+  // Every term of the step is non-decreasing in B, so the fitting batches form a prefix.
+  return largest_fitting(cap, [&](int64_t B) { return step(B, n).step_ns <= slo_ns; });
+}
+
+int64_t StepTimeModel::max_batch_io_within(int64_t n, SimTime slo_ns, int64_t cap) const {
+  return largest_fitting(cap, [&](int64_t B) {
+    const StepEstimate e = step(B, n);
+    return e.h2d_transfer_ns <= slo_ns && e.backup_transfer_ns <= slo_ns;
+  });
+}
+
+}  // namespace hisparse::sim

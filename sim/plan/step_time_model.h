@@ -1,0 +1,85 @@
+// @brief StepTimeModel: the steady-state length of one decode step for a batch of equal requests, built from
+// DecodeCostModel's per-operation times and the same IO rules the serving engine applies (sim/serving_simulation).
+//
+// The planner asks thousands of "what if B requests of n tokens decode together?" questions; running the
+// discrete-event engine for each would be slow and noisy, so this is the engine's step in closed form for a
+// homogeneous batch: equal on one GPU with an uncontended link in `none` mode (tests/sim/test_plan_step.cpp),
+// and with every GPU of a NUMA node drawing its fair share of host-memory bandwidth.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "core/deployment_spec.h"
+#include "sim/cost_params.h"
+#include "sim/decode_cost_model.h"
+#include "sim/sim_time.h"
+#include "sim/step_cost.h"
+
+namespace hisparse::sim {
+
+/// Per-layer miss fraction of a slow-path step (n > H) of the K − 1 selections that can miss; a function of n.
+using MissFraction = std::function<double(int64_t n)>;
+
+/// One step of one data-parallel rank holding `batch` requests of `seq_len` tokens.
+struct StepEstimate {
+  int64_t batch = 0;             // requests per rank
+  int64_t seq_len = 0;
+  StepCost cost;                 // critical path of the step (sum = step_ns)
+  SimTime step_ns = 0;           // = TPOT
+  SimTime h2d_transfer_ns = 0;   // the miss copy alone (latency + bytes / rate), exposed or not
+  SimTime backup_transfer_ns = 0;
+  double misses = 0;             // rows loaded per step on one GPU, all layers
+  double h2d_bytes = 0;          // per GPU per step
+  double backup_bytes = 0;       // per GPU per step
+  double tokens_per_s = 0;       // per instance: batch × ranks / step
+};
+
+/// The rank view of an instance: attention data parallelism gives `ranks` independent request sets; under attention
+/// tensor parallelism (tp / dp_attention > 1) every GPU of a rank holds the whole latent of its requests and
+/// computes a share of the heads.
+struct RankLayout {
+  int ranks = 1;             // dp ranks per instance (dp_attention)
+  int attention_tp = 1;      // GPUs per rank
+  int gpus = 1;              // GPUs per instance
+  int gpus_per_numa = 1;     // GPUs sharing one NUMA node's host-memory bandwidth
+};
+RankLayout rank_layout(const Scenario& scenario);
+
+class StepTimeModel {
+ public:
+  /// `miss_fraction` is used in HiSparse mode only (null: no misses).
+  StepTimeModel(const Scenario& scenario, const CostParams& params, bool hisparse, MissFraction miss_fraction);
+
+  // DecodeCostModel keeps a reference to rank_scenario_: the model must stay where it was built.
+  StepTimeModel(const StepTimeModel&) = delete;
+  StepTimeModel& operator=(const StepTimeModel&) = delete;
+
+  StepEstimate step(int64_t batch, int64_t seq_len) const;
+
+  /// Rows one request loads per step: 0 on the fast path (n ≤ H), else (min(n, K) − 1) × layers × fraction(n).
+  double misses_per_request(int64_t seq_len) const;
+  /// Largest batch per rank in [0, cap] whose step fits `slo_ns` (0 if even one request misses it).
+  int64_t max_batch_within(int64_t seq_len, SimTime slo_ns, int64_t cap) const;
+  /// Largest batch per rank in [0, cap] whose miss copy alone (and backup alone) fits `slo_ns`; cap if unbounded.
+  int64_t max_batch_io_within(int64_t seq_len, SimTime slo_ns, int64_t cap) const;
+
+  /// Effective host→device rate of the miss copy: min(gathered-row rate, PCIe H2D, host DRAM share per GPU).
+  double h2d_rate() const { return h2d_rate_; }
+  double d2h_rate() const { return d2h_rate_; }
+  const RankLayout& layout() const { return layout_; }
+  bool hisparse() const { return hisparse_; }
+  const Scenario& rank_scenario() const { return rank_scenario_; }
+
+ private:
+  Scenario rank_scenario_;   // heads divided by attention TP (what one GPU computes)
+  CostParams params_;
+  bool hisparse_;
+  MissFraction miss_fraction_;
+  DecodeCostModel cost_;
+  RankLayout layout_;
+  double row_bytes_ = 0, h2d_rate_ = 0, d2h_rate_ = 0;
+  int64_t top_k_ = 0, H_ = 0;
+};
+
+}  // namespace hisparse::sim

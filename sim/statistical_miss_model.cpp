@@ -1,0 +1,68 @@
+// @brief Statistical miss model: expected misses from a fitted miss-fraction curve, rounded by carry (no RNG).
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "sim/miss_model.h"
+
+namespace hisparse::sim {
+namespace {
+
+class StatisticalMissModel final : public MissModel {
+ public:
+  explicit StatisticalMissModel(StatisticalMissParams p) : p_(std::move(p)) {
+    if (p_.by_ratio.empty()) throw_error("statistical miss model: by_ratio needs at least one (n/H, fraction) point");
+    for (size_t i = 0; i < p_.by_ratio.size(); ++i) {
+      const auto& [r, f] = p_.by_ratio[i];
+      if (!(f >= 0 && f <= 1)) throw_error("statistical miss model: fraction {} at n/H {} must be in [0, 1]", f, r);
+      if (i > 0 && !(r > p_.by_ratio[i - 1].first))
+        throw_error("statistical miss model: n/H points must ascend ({} after {})", r, p_.by_ratio[i - 1].first);
+    }
+    if (p_.H < p_.top_k) throw_error("statistical miss model: H ({}) must be >= top_k ({})", p_.H, p_.top_k);
+  }
+
+  MissResult step(const MissQuery& q, double& carry) const override {
+    MissResult out;
+    const int64_t per_layer = std::min<int64_t>(q.n, p_.top_k);
+    out.selected = per_layer * p_.layers;
+    if (q.n <= p_.H) return out;  // fast path: everything resident
+    double f;
+    if (q.step == 0 && q.empty_start) f = p_.first_step_fraction;
+    else f = fraction(static_cast<double>(q.n) / p_.H);
+    // The newest token never misses (reserved slot), so at most per_layer - 1 entries per layer can.
+    const double expected = static_cast<double>(per_layer - 1) * p_.layers * f + carry;
+    out.misses = static_cast<int64_t>(std::floor(expected));
+    carry = expected - static_cast<double>(out.misses);
+    return out;
+  }
+
+  std::string describe() const override {
+    std::string pts;
+    for (const auto& [r, f] : p_.by_ratio) pts += fmt::format("{}({:.3g}:{:.4g})", pts.empty() ? "" : " ", r, f);
+    return fmt::format("statistical miss model: layers {}, K {}, H {}, first step {:.3g}, miss fraction by n/H [{}]{}",
+                       p_.layers, p_.top_k, p_.H, p_.first_step_fraction, pts,
+                       p_.fitted_from.empty() ? "" : ", fitted to " + p_.fitted_from);
+  }
+
+ private:
+  double fraction(double ratio) const {
+    const auto& v = p_.by_ratio;
+    if (ratio <= v.front().first) return v.front().second;
+    if (ratio >= v.back().first) return v.back().second;
+    const auto hi = std::upper_bound(v.begin(), v.end(), ratio, [](double x, const auto& p) { return x < p.first; });
+    const auto lo = hi - 1;
+    const double t = (ratio - lo->first) / (hi->first - lo->first);
+    return lo->second + t * (hi->second - lo->second);
+  }
+  StatisticalMissParams p_;
+};
+
+}  // namespace
+
+std::unique_ptr<MissModel> make_statistical_miss_model(const StatisticalMissParams& params) {
+  return std::make_unique<StatisticalMissModel>(params);
+}
+
+}  // namespace hisparse::sim

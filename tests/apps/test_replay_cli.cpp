@@ -1,0 +1,132 @@
+// @brief `hisparse replay` end to end on a small generated native trace: table, replay.json, replay.csv, plots,
+// the per-step CSV, identical files for 1 and 3 threads, and a clear error for a bad buffer size.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "traces/trace_generator.h"
+#include "traces/trace_writer.h"
+
+namespace fs = std::filesystem;
+using namespace hisparse;
+
+namespace {
+
+std::string cli() {
+  const char* env = std::getenv("HISPARSE_CLI");
+  return env ? env : std::string(HISPARSE_BINARY_DIR) + "/apps/hisparse";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<std::vector<std::string>> read_csv(const fs::path& p) {
+  std::vector<std::vector<std::string>> rows;
+  std::ifstream in(p);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("hisparse replay end to end: table, JSON, CSV, plots, per-step CSV, thread-independent output") {
+  const fs::path dir = fs::path(HISPARSE_BINARY_DIR) / "test_scratch" / ("replay_cli_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  traces::GeneratorOptions g = traces::generator_preset("tiny");
+  g.requests = 2;
+  g.steps = 15;
+  g.layers = 3;
+  g.top_k = 16;
+  g.prompt_len = 40;
+  g.seed = 3;
+  auto gen = traces::make_generated_trace(g);
+  const fs::path trace = dir / "t.hst";
+  auto writer = traces::make_native_writer(trace.string(), gen->meta());
+  REQUIRE(traces::copy_trace(*gen, *writer) == 30);
+
+  const std::string base = cli() + " replay --trace " + trace.string() +
+                           " --buffer-sizes 32,16,24 --policy sglang-lru,belady,fifo --row-bytes 1000 "
+                           "--layer-time-us 0.4 --quiet";
+  const std::string run1 = base + " --threads 1 --out " + (dir / "out1").string() + " --per-step-csv " +
+                           (dir / "steps1.csv").string() + " > " + (dir / "table.txt").string();
+  const std::string run3 = base + " --threads 3 --no-plots --out " + (dir / "out3").string() + " --per-step-csv " +
+                           (dir / "steps3.csv").string() + " > /dev/null";
+  REQUIRE(std::system(run1.c_str()) == 0);
+  REQUIRE(std::system(run3.c_str()) == 0);
+
+  const std::string table = slurp(dir / "table.txt");
+  CHECK(table.find("2 requests, 30 decode steps, 3 layers, top_k 16") != std::string::npos);
+  // Budget: floor(50e9 B/s x 0.4 us / 1000 B) = 20 rows (h200 gather rate).
+  CHECK(table.find("= 20 rows per step-layer") != std::string::npos);
+  CHECK(table.find("recommendation sglang-lru:") != std::string::npos);
+
+  const std::string json = slurp(dir / "out1" / "replay.json");
+  CHECK(json == slurp(dir / "out3" / "replay.json"));
+  CHECK(slurp(dir / "out1" / "replay.csv") == slurp(dir / "out3" / "replay.csv"));
+  CHECK(slurp(dir / "steps1.csv") == slurp(dir / "steps3.csv"));
+  CHECK(json.find("\"recommendation\": {\"policy\": \"sglang-lru\"") != std::string::npos);
+  CHECK(json.find("\"rows\": 20") != std::string::npos);
+  CHECK(fs::file_size(dir / "out1" / "replay_hit_rate.png") > 1000);
+  CHECK(fs::file_size(dir / "out1" / "replay_misses.png") > 1000);
+  CHECK_FALSE(fs::exists(dir / "out1" / "replay.json.tmp"));
+
+  // replay.csv: 3 policies x 3 sizes, sizes sorted; per-step CSV: one row per (policy, size, request, layer, step).
+  const auto summary = read_csv(dir / "out1" / "replay.csv");
+  REQUIRE(summary.size() == 1 + 9);
+  CHECK(summary[1][0] == "sglang-lru");
+  CHECK(summary[1][1] == "16");
+  CHECK(summary[3][1] == "32");
+  const auto steps = read_csv(dir / "steps1.csv");
+  REQUIRE(steps.size() == 1 + 9 * 2 * 3 * 15);
+  CHECK(steps[0] == std::vector<std::string>{"policy", "buffer_size", "request", "layer", "step", "seq_len",
+                                             "selected", "hits", "newest_hits", "misses", "h2d_bytes"});
+  // Every summary row equals the sum of its per-step rows; counters add up on every row.
+  for (size_t s = 1; s < summary.size(); ++s) {
+    int64_t misses = 0, selected = 0, rows = 0;
+    for (size_t i = 1; i < steps.size(); ++i) {
+      const auto& r = steps[i];
+      if (r[0] != summary[s][0] || r[1] != summary[s][1]) continue;
+      ++rows;
+      misses += std::stoll(r[9]);
+      selected += std::stoll(r[6]);
+      CHECK(std::stoll(r[6]) == std::stoll(r[7]) + std::stoll(r[8]) + std::stoll(r[9]));
+      CHECK(std::stoll(r[10]) == 1000 * std::stoll(r[9]));
+    }
+    CHECK(rows == 2 * 3 * 15);
+    CHECK(std::to_string(misses) == summary[s][5]);
+    CHECK(std::to_string(selected) == summary[s][2]);
+  }
+  // First rows: request 0, layer 0, steps 0.. with seq_len = prompt_len + step.
+  CHECK(steps[1][2] == "0");
+  CHECK(steps[1][3] == "0");
+  CHECK(steps[1][4] == "0");
+  CHECK(steps[1][5] == "40");
+  CHECK(steps[2][4] == "1");
+
+  // A buffer size below top_k is refused with the flag named, and no output appears.
+  const std::string bad = cli() + " replay --trace " + trace.string() + " --buffer-sizes 8 --quiet --out " +
+                          (dir / "bad").string() + " > /dev/null 2> " + (dir / "err.txt").string();
+  CHECK(std::system(bad.c_str()) != 0);
+  CHECK(slurp(dir / "err.txt").find("buffer size 8 (--buffer-sizes) is smaller than the trace's top_k 16") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "bad" / "replay.json"));
+  fs::remove_all(dir);
+}

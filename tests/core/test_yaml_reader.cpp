@@ -1,0 +1,165 @@
+// @brief Strict YAML: quantities with units, and errors naming file, key path, value and expectation.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "core/scenario_loader.h"
+#include "core/yaml_reader.h"
+
+using namespace hisparse;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Writes `text` to a fresh file under the build tree and returns its path.
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::path(HISPARSE_BINARY_DIR) / "test_tmp" / "yaml_reader";
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kSource = HISPARSE_SOURCE_DIR;
+
+}  // namespace
+
+TEST_CASE("parse_quantity: plain numbers and unit suffixes") {
+  double v = 0;
+  CHECK(parse_quantity("1152", Unit::kBytes, &v));
+  CHECK(v == 1152);
+  CHECK(parse_quantity("141GB", Unit::kBytes, &v));
+  CHECK(v == 141e9);
+  CHECK(parse_quantity("143771MiB", Unit::kBytes, &v));
+  CHECK(v == 143771.0 * 1048576.0);  // 150,754,820,096
+  CHECK(parse_quantity("1TiB", Unit::kBytes, &v));
+  CHECK(v == 1099511627776.0);
+  CHECK(parse_quantity("55.3GB/s", Unit::kBytesPerSecond, &v));
+  CHECK(v == doctest::Approx(55.3e9));
+  CHECK(parse_quantity("400Gb/s", Unit::kBitsPerSecond, &v));
+  CHECK(v == 400e9);
+  CHECK(parse_quantity("148TFLOP/s", Unit::kFlopsPerSecond, &v));
+  CHECK(v == 148e12);
+  CHECK(parse_quantity("2us", Unit::kNanoseconds, &v));
+  CHECK(v == 2000);
+  CHECK(parse_quantity("1.5ms", Unit::kNanoseconds, &v));
+  CHECK(v == 1.5e6);
+  CHECK(parse_quantity("55.3e9", Unit::kBytesPerSecond, &v));
+  CHECK(v == doctest::Approx(55.3e9));
+  // A unit of the wrong kind, a bare unit, words and non-finite values are rejected.
+  CHECK_FALSE(parse_quantity("55.3GB", Unit::kBytesPerSecond, &v));
+  CHECK_FALSE(parse_quantity("400Gb/s", Unit::kBytesPerSecond, &v));
+  CHECK_FALSE(parse_quantity("GB", Unit::kBytes, &v));
+  CHECK_FALSE(parse_quantity("fast", Unit::kBytesPerSecond, &v));
+  CHECK_FALSE(parse_quantity("nan", Unit::kNone, &v));
+  CHECK_FALSE(parse_quantity("inf", Unit::kBytes, &v));
+  CHECK_FALSE(parse_quantity("12 apples", Unit::kBytes, &v));
+  CHECK_FALSE(parse_quantity("5GB", Unit::kNone, &v));
+}
+
+TEST_CASE("strict YAML: an unknown key names the file, the key path and the keys allowed") {
+  std::string text = read_file(kSource + "/scenarios/hardware/h200.yaml");
+  text += "\n";
+  const std::string pos = "  latency_ns:";
+  text.insert(text.find(pos), "  h2d_bulk_byte_per_s: 55.3GB/s\n");
+  const std::string path = write_temp("unknown_key.yaml", text);
+  const std::string e = error_of([&] { load_hardware_spec(path); });
+  CHECK(e.find(path) != std::string::npos);
+  CHECK(e.find("unknown key 'pcie.h2d_bulk_byte_per_s'") != std::string::npos);
+  CHECK(e.find("h2d_bulk_bytes_per_s") != std::string::npos);
+  CHECK(e.find("line ") != std::string::npos);
+
+  const std::string top = write_temp("unknown_top.yaml", read_file(kSource + "/scenarios/models/glm-5.yaml") + "layer: 3\n");
+  const std::string e2 = error_of([&] { load_model_spec(top); });
+  CHECK(e2.find("unknown key 'layer'") != std::string::npos);
+}
+
+TEST_CASE("strict YAML: a wrong type names file, key path, value and the expected form") {
+  std::string text = read_file(kSource + "/scenarios/hardware/h200.yaml");
+  const std::string key = "h2d_bulk_bytes_per_s: 55.3GB/s";
+  text.replace(text.find(key), key.size(), "h2d_bulk_bytes_per_s: fast");
+  const std::string path = write_temp("wrong_type.yaml", text);
+  const std::string e = error_of([&] { load_hardware_spec(path); });
+  CHECK(e.find(path) != std::string::npos);
+  CHECK(e.find("pcie.h2d_bulk_bytes_per_s") != std::string::npos);
+  CHECK(e.find("got 'fast'") != std::string::npos);
+  CHECK(e.find("bytes/s") != std::string::npos);
+
+  // A mapping where a number belongs, and an integer field given a fraction.
+  std::string dep = read_file(kSource + "/scenarios/deployments/dsv32-8xh200-1tb.yaml");
+  dep.replace(dep.find("page_size: 64"), 13, "page_size: 64.5");
+  const std::string dpath = write_temp("fraction.yaml", dep);
+  const std::string e2 = error_of([&] { load_deployment_spec(dpath); });
+  CHECK(e2.find("page_size") != std::string::npos);
+  CHECK(e2.find("'64.5'") != std::string::npos);
+  CHECK(e2.find("an integer") != std::string::npos);
+
+  std::string dep2 = read_file(kSource + "/scenarios/deployments/dsv32-8xh200-1tb.yaml");
+  dep2.replace(dep2.find("kv_dtype: bf16"), 14, "kv_dtype: fp16");
+  const std::string e3 = error_of([&] { load_deployment_spec(write_temp("dtype.yaml", dep2)); });
+  CHECK(e3.find("kv_dtype") != std::string::npos);
+  CHECK(e3.find("'fp16'") != std::string::npos);
+  CHECK(e3.find("one of: bf16, fp8") != std::string::npos);
+}
+
+TEST_CASE("strict YAML: out-of-range values name file, key path, value and the range") {
+  std::string dep = read_file(kSource + "/scenarios/deployments/dsv32-8xh200-1tb.yaml");
+  dep.replace(dep.find("mem_fraction_static: 0.85"), 25, "mem_fraction_static: 1.5");
+  const std::string path = write_temp("range.yaml", dep);
+  const std::string e = error_of([&] { load_deployment_spec(path); });
+  CHECK(e.find(path) != std::string::npos);
+  CHECK(e.find("mem_fraction_static") != std::string::npos);
+  CHECK(e.find("got '1.5'") != std::string::npos);
+  CHECK(e.find("[0.01, 1]") != std::string::npos);
+
+  // Nested: dp_attention may not exceed tp.
+  std::string dep2 = read_file(kSource + "/scenarios/deployments/dsv32-8xh200-1tb.yaml");
+  dep2.replace(dep2.find("dp_attention: 8"), 15, "dp_attention: 16");
+  const std::string e2 = error_of([&] { load_deployment_spec(write_temp("dp.yaml", dep2)); });
+  CHECK(e2.find("decode.dp_attention") != std::string::npos);
+  CHECK(e2.find("'16'") != std::string::npos);
+  CHECK(e2.find("[1, 8]") != std::string::npos);
+
+  // A HiSparse knob in the deployment gets SGLang's message, located in the file.
+  std::string dep3 = read_file(kSource + "/scenarios/deployments/dsv32-8xh200-1tb.yaml");
+  dep3.replace(dep3.find("device_buffer_size: 4096"), 24, "device_buffer_size: 1000");
+  const std::string p3 = write_temp("buffer.yaml", dep3);
+  const std::string e3 = error_of([&] { load_deployment_spec(p3); });
+  CHECK(e3 == p3 + ": hisparse: device_buffer_size (1000) must be no smaller than top_k (2048)");
+
+  // A cross-field check: the bf16 row must be (kv_lora_rank + rope) × 2.
+  std::string model = read_file(kSource + "/scenarios/models/deepseek-v3.2.yaml");
+  model.replace(model.find("latent_row_bytes: 1152"), 22, "latent_row_bytes: 1024");
+  const std::string e4 = error_of([&] { load_model_spec(write_temp("row.yaml", model)); });
+  CHECK(e4.find("latent_row_bytes: got 1024") != std::string::npos);
+  CHECK(e4.find("= 1152") != std::string::npos);
+}
+
+TEST_CASE("strict YAML: syntax errors and missing files name the file") {
+  const std::string path = write_temp("broken.yaml", "layers: [1, 2\n");
+  const std::string e = error_of([&] { load_model_spec(path); });
+  CHECK(e.find(path) != std::string::npos);
+  CHECK(e.find("not valid YAML") != std::string::npos);
+  CHECK(error_of([] { load_model_spec("/nonexistent/x.yaml"); }).find("/nonexistent/x.yaml: cannot open") !=
+        std::string::npos);
+  const std::string missing = write_temp("missing.yaml", "layers: 3\n");
+  CHECK(error_of([&] { load_model_spec(missing); }).find("missing required key 'kv_lora_rank'") != std::string::npos);
+}

@@ -1,0 +1,282 @@
+// @brief The replay engine against direct policy runs, for any thread count and batch size; its errors; the
+// report's quantiles, budget and recommendation.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "cpu_ref/policies/registry.h"
+#include "sim/replay/replay_engine.h"
+#include "sim/replay/replay_report.h"
+#include "traces/trace_generator.h"
+
+using namespace hisparse;
+
+namespace {
+
+/// An in-memory trace (records grouped by request).
+class VectorSource final : public traces::TraceSource {
+ public:
+  VectorSource(traces::TraceMeta meta, std::vector<traces::StepRecord> recs)
+      : meta_(std::move(meta)), recs_(std::move(recs)) {}
+  const traces::TraceMeta& meta() const override { return meta_; }
+  bool next(traces::StepRecord& out) override {
+    if (i_ >= recs_.size()) return false;
+    out = recs_[i_++];
+    return true;
+  }
+  std::vector<int64_t> request_ids() override {
+    std::vector<int64_t> ids;
+    for (const auto& r : recs_) {
+      if (ids.empty() || ids.back() != r.request_id) ids.push_back(r.request_id);
+    }
+    return ids;
+  }
+  void seek_request(int64_t id) override {
+    for (i_ = 0; i_ < recs_.size() && recs_[i_].request_id != id; ++i_) {
+    }
+  }
+
+ private:
+  traces::TraceMeta meta_;
+  std::vector<traces::StepRecord> recs_;
+  size_t i_ = 0;
+};
+
+/// A small generated trace, materialised (3 requests so request boundaries fall inside batches).
+VectorSource small_trace(InitialState initial = InitialState::kIdentity) {
+  traces::GeneratorOptions o = traces::generator_preset("tiny");
+  o.requests = 3;
+  o.steps = 20;
+  o.layers = 3;
+  o.top_k = 16;
+  o.prompt_len = 30;  // crosses n = H + 1 for H = 32 (fast path first)
+  o.initial_state = initial;
+  o.seed = 11;
+  auto gen = traces::make_generated_trace(o);
+  std::vector<traces::StepRecord> recs;
+  traces::StepRecord r;
+  while (gen->next(r)) recs.push_back(r);
+  traces::TraceMeta meta = gen->meta();
+  meta.source = "generated:tiny";
+  return VectorSource(meta, recs);
+}
+
+sim::ReplayOptions options(int threads, size_t batch_bytes = size_t{64} << 20) {
+  sim::ReplayOptions o;
+  o.policies = {"sglang-lru", "belady", "fifo", "topk-only"};
+  o.buffer_sizes = {16, 24, 32};
+  o.threads = threads;
+  o.row_bytes = 100;
+  o.batch_bytes = batch_bytes;
+  o.keep_step_rows = true;
+  return o;
+}
+
+struct Captured {
+  sim::ReplayResult result;
+  std::vector<sim::ReplayRequestRows> rows;
+};
+
+Captured replay(int threads, size_t batch_bytes, const std::vector<std::string>& policies) {
+  VectorSource src = small_trace();
+  auto o = options(threads, batch_bytes);
+  o.policies = policies;
+  Captured c;
+  c.result = sim::run_replay(src, o, [&](const sim::ReplayRequestRows& r) { c.rows.push_back(r); });
+  return c;
+}
+
+bool same_rows(const std::vector<sim::ReplayRequestRows>& a, const std::vector<sim::ReplayRequestRows>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].request_id != b[i].request_id || a[i].steps != b[i].steps) return false;
+    for (size_t c = 0; c < a[i].rows.size(); ++c) {
+      for (size_t l = 0; l < a[i].rows[c].size(); ++l) {
+        const auto& x = a[i].rows[c][l];
+        const auto& y = b[i].rows[c][l];
+        if (x.size() != y.size()) return false;
+        for (size_t j = 0; j < x.size(); ++j) {
+          if (x[j].misses != y[j].misses || x[j].hits != y[j].hits || x[j].selected != y[j].selected ||
+              x[j].newest_hits != y[j].newest_hits || x[j].seq_len != y[j].seq_len) {
+            return false;
+          }
+        }
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("replay equals running each policy directly on each (request, layer)") {
+  VectorSource src = small_trace();
+  const auto meta = src.meta();
+  std::vector<traces::StepRecord> recs;
+  {
+    traces::StepRecord r;
+    while (src.next(r)) recs.push_back(r);
+  }
+  const Captured got = replay(2, size_t{64} << 20, {"sglang-lru", "belady", "fifo", "topk-only"});
+  const auto o = options(1);
+  REQUIRE(got.result.configs.size() == o.policies.size() * o.buffer_sizes.size());
+  CHECK(got.result.requests == 3);
+  CHECK(got.result.decode_steps == 60);
+  size_t c = 0;
+  for (const auto& policy : o.policies) {
+    for (int32_t H : o.buffer_sizes) {
+      int64_t misses = 0, selected = 0, fast = 0;
+      for (int64_t req = 0; req < 3; ++req) {
+        std::vector<const traces::StepRecord*> steps;
+        for (const auto& r : recs) {
+          if (r.request_id == req) steps.push_back(&r);
+        }
+        for (int32_t l = 0; l < meta.layers; ++l) {
+          auto p = cpu_ref::make_policy(policy);
+          p->reset(H, meta.initial_state);
+          if (p->needs_future()) {
+            std::vector<const int32_t*> sel;
+            std::vector<int32_t> counts, ns;
+            for (auto* r : steps) {
+              sel.push_back(r->layer(l, meta.top_k));
+              counts.push_back(meta.top_k);
+              ns.push_back(r->seq_len);
+            }
+            p->set_future(std::make_shared<const cpu_ref::LayerFuture>(cpu_ref::build_layer_future(sel, counts, ns, H)));
+          }
+          cpu_ref::SwapInScratch scratch;
+          SwapInPlan plan;
+          for (size_t j = 0; j < steps.size(); ++j) {
+            p->step({steps[j]->layer(l, meta.top_k), meta.top_k, steps[j]->seq_len, meta.top_k, nullptr, 100}, {},
+                    plan, scratch);
+            misses += plan.counters.misses;
+            selected += plan.counters.selected;
+            fast += plan.counters.fast_path;
+            CHECK(got.rows[static_cast<size_t>(req)].rows[c][static_cast<size_t>(l)][j].misses == plan.counters.misses);
+          }
+        }
+      }
+      const auto& s = got.result.configs[c];
+      INFO(policy << " H " << H);
+      CHECK(s.policy == policy);
+      CHECK(s.buffer_size == H);
+      CHECK(s.misses == misses);
+      CHECK(s.selected == selected);
+      CHECK(s.fast_path_step_layers == fast);
+      CHECK(s.h2d_bytes == 100 * misses);
+      CHECK(s.step_layers == 60 * meta.layers);
+      int64_t hist_total = 0, hist_misses = 0;
+      for (size_t m = 0; m < s.miss_hist.size(); ++m) {
+        hist_total += s.miss_hist[m];
+        hist_misses += static_cast<int64_t>(m) * s.miss_hist[m];
+      }
+      CHECK(hist_total == s.step_layers);
+      CHECK(hist_misses == s.misses);
+      ++c;
+    }
+  }
+  // Belady is never worse than the others at the same buffer size.
+  for (size_t h = 0; h < o.buffer_sizes.size(); ++h) {
+    for (size_t p = 0; p < o.policies.size(); ++p) {
+      CHECK(got.result.configs[1 * o.buffer_sizes.size() + h].misses <=
+            got.result.configs[p * o.buffer_sizes.size() + h].misses);
+    }
+  }
+}
+
+TEST_CASE("replay output does not depend on thread count or batch size") {
+  const std::vector<std::string> online = {"sglang-lru", "fifo", "topk-only"};
+  const Captured a = replay(1, size_t{64} << 20, online);
+  const Captured b = replay(3, size_t{64} << 20, online);
+  const Captured one_step_batches = replay(2, 1, online);  // batch of one record: every boundary inside a request
+  const Captured with_belady = replay(3, 1, {"sglang-lru", "belady"});
+  const Captured with_belady_1 = replay(1, size_t{64} << 20, {"sglang-lru", "belady"});
+  const auto budget = sim::make_miss_budget(50e9, 10e-6, 100, "test");
+  CHECK(sim::replay_json(a.result, budget) == sim::replay_json(b.result, budget));
+  CHECK(sim::replay_json(a.result, budget) == sim::replay_json(one_step_batches.result, budget));
+  CHECK(sim::replay_csv(a.result) == sim::replay_csv(one_step_batches.result));
+  CHECK(same_rows(a.rows, b.rows));
+  CHECK(same_rows(a.rows, one_step_batches.rows));
+  CHECK(sim::replay_json(with_belady.result, budget) == sim::replay_json(with_belady_1.result, budget));
+  CHECK(same_rows(with_belady.rows, with_belady_1.rows));
+}
+
+TEST_CASE("replay rejects buffer sizes below top_k, unknown policies and bad records") {
+  {
+    VectorSource src = small_trace();
+    auto o = options(1);
+    o.buffer_sizes = {8};
+    CHECK_THROWS_WITH_AS(sim::run_replay(src, o), doctest::Contains("buffer size 8 (--buffer-sizes) is smaller"),
+                         Error);
+  }
+  {
+    VectorSource src = small_trace();
+    auto o = options(1);
+    o.policies = {"mru"};
+    CHECK_THROWS_WITH_AS(sim::run_replay(src, o), doctest::Contains("unknown swap-in policy 'mru'"), Error);
+  }
+  {
+    // A duplicate position deep in request 1, layer 2: the error names request, layer and step.
+    traces::TraceMeta meta;
+    meta.layers = 3;
+    meta.top_k = 2;
+    meta.source = "hand-made";
+    std::vector<traces::StepRecord> recs;
+    for (int64_t req = 0; req < 2; ++req) {
+      for (int64_t s = 0; s < 4; ++s) {
+        traces::StepRecord r;
+        r.request_id = req;
+        r.step = s;
+        r.seq_len = static_cast<int32_t>(10 + s);
+        r.positions = {0, 1, 2, 3, 4, 5};
+        if (req == 1 && s == 3) r.positions[4] = r.positions[5] = 7;
+        recs.push_back(r);
+      }
+    }
+    for (int threads : {1, 2}) {
+      VectorSource src(meta, recs);
+      auto o = options(threads);
+      o.buffer_sizes = {4};
+      CHECK_THROWS_WITH_AS(sim::run_replay(src, o),
+                           doctest::Contains("request 1, layer 2, step 3: position 7 is selected twice"), Error);
+    }
+  }
+}
+
+TEST_CASE("replay report: nearest-rank quantiles, budget formula, recommendation") {
+  // 100 values: 90 zeros, 9 fives, 1 nine -> p50 0, p90 0, p91 5, p99 5, p100 9.
+  std::vector<int64_t> h(10, 0);
+  h[0] = 90;
+  h[5] = 9;
+  h[9] = 1;
+  CHECK(sim::histogram_quantile(h, 0.5) == 0);
+  CHECK(sim::histogram_quantile(h, 0.90) == 0);
+  CHECK(sim::histogram_quantile(h, 0.91) == 5);
+  CHECK(sim::histogram_quantile(h, 0.99) == 5);
+  CHECK(sim::histogram_quantile(h, 1.0) == 9);
+  CHECK(sim::histogram_quantile(std::vector<int64_t>(3, 0), 0.99) == 0);
+  // 50 GB/s x 10 us / 1152 B = 434.03 -> 434 rows.
+  const auto b = sim::make_miss_budget(50e9, 10e-6, 1152, "test");
+  CHECK(b.rows == 434);
+  CHECK_THROWS_AS(sim::make_miss_budget(50e9, 0, 1152, "test"), Error);
+
+  sim::ReplayResult r;
+  for (int32_t H : {4096, 2048, 8192}) {
+    sim::ReplayConfigStats s;
+    s.policy = "sglang-lru";
+    s.buffer_size = H;
+    s.miss_hist.assign(1000, 0);
+    s.miss_hist[H == 2048 ? 900 : H == 4096 ? 400 : 100] = 100;  // p99 = 900, 400, 100
+    r.configs.push_back(s);
+  }
+  CHECK(sim::recommended_policy(r) == "sglang-lru");
+  CHECK(sim::recommend_buffer_size(r, "sglang-lru", b) == 4096);
+  const auto tight = sim::make_miss_budget(50e9, 1e-6, 1152, "test");  // 43 rows: nothing fits
+  CHECK_FALSE(sim::recommend_buffer_size(r, "sglang-lru", tight).has_value());
+  const std::string table = sim::format_replay_table(r, b);
+  CHECK(table.find("floor(5e+10 B/s x 10 us / 1152 B) = 434") != std::string::npos);
+  CHECK(table.find("device_buffer_size = 4096") != std::string::npos);
+}

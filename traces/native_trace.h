@@ -1,0 +1,14 @@
+// @brief The native trace format (traces/FORMAT.md): delta-coded, zstd-compressed, checksummed, indexed.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "traces/trace_source.h"
+
+namespace hisparse::traces {
+
+/// Streams a native trace: one chunk and one sorted set per layer in memory; seeks through the request index.
+std::unique_ptr<TraceSource> open_native_trace(const std::string& path, const TraceOpenOptions& options);
+
+}  // namespace hisparse::traces

@@ -1,0 +1,81 @@
+// @brief Format detection behind open_trace, the writer factory and the copy loop of `trace convert`.
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "traces/jsonl_trace.h"
+#include "traces/native_format.h"
+#include "traces/native_trace.h"
+#include "traces/npy_trace.h"
+#include "traces/trace_writer.h"
+
+namespace hisparse::traces {
+
+const char* to_string(InitialState state) { return state == InitialState::kEmpty ? "empty" : "identity"; }
+
+InitialState parse_initial_state(const std::string& text, const std::string& what) {
+  if (text == "identity") return InitialState::kIdentity;
+  if (text == "empty") return InitialState::kEmpty;
+  throw_error("{}: '{}' is not an initial state (expected identity or empty)", what, text);
+}
+
+TraceFormat parse_trace_format(const std::string& text, bool allow_jsonl) {
+  if (text == "native") return TraceFormat::kNative;
+  if (text == "npy") return TraceFormat::kNpy;
+  if (allow_jsonl && text == "jsonl") return TraceFormat::kJsonl;
+  throw_error("format '{}' unknown (expected native{})", text, allow_jsonl ? ", npy or jsonl" : " or npy");
+}
+
+TraceFormat detect_trace_format(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return TraceFormat::kNpy;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error("{}: cannot open trace (no such file or directory?)", path);
+  char head[sizeof(kNativeMagic)] = {};
+  in.read(head, sizeof head);
+  const auto got = static_cast<size_t>(in.gcount());
+  if (got == sizeof head && std::equal(head, head + sizeof head, kNativeMagic)) return TraceFormat::kNative;
+  for (size_t i = 0; i < got; ++i) {
+    const char c = head[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    if (c == '{') return TraceFormat::kJsonl;
+    break;
+  }
+  if (got >= 6 && std::equal(head, head + 6, "\x93NUMPY")) {
+    throw_error("{}: a single .npy file; pass the directory holding req_<id>_topk.npy and req_<id>_seq_lens.npy",
+                path);
+  }
+  throw_error("{}: not a trace: neither the native magic, nor JSON lines, nor an .npy directory", path);
+}
+
+std::unique_ptr<TraceSource> open_trace(const std::string& path, const TraceOpenOptions& options) {
+  switch (detect_trace_format(path)) {
+    case TraceFormat::kNative: return open_native_trace(path, options);
+    case TraceFormat::kNpy: return open_npy_trace(path, options);
+    case TraceFormat::kJsonl: return open_jsonl_trace(path, options);
+  }
+  throw_error("{}: unknown trace format", path);
+}
+
+std::unique_ptr<TraceWriter> make_trace_writer(const std::string& path, TraceFormat format, const TraceMeta& meta,
+                                               const TraceWriteOptions& options) {
+  switch (format) {
+    case TraceFormat::kNative: return make_native_writer(path, meta, options);
+    case TraceFormat::kNpy: return make_npy_writer(path, meta);
+    case TraceFormat::kJsonl: break;
+  }
+  throw_error("{}: writing JSON lines is not supported (use native or npy)", path);
+}
+
+int64_t copy_trace(TraceSource& in, TraceWriter& out) {
+  StepRecord rec;
+  int64_t steps = 0;
+  while (in.next(rec)) {
+    out.write(rec);
+    ++steps;
+  }
+  out.finish();
+  return steps;
+}
+
+}  // namespace hisparse::traces
