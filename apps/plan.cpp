@@ -242,20 +242,17 @@ int run_plan(int argc, char** argv) {
   hs.push_back(d.hisparse.device_buffer_size);
   std::sort(hs.begin(), hs.end());
   hs.erase(std::unique(hs.begin(), hs.end()), hs.end());
-  sim::MissCurves misses;
-  if (!trace_path.empty()) {
-    const int64_t row = latent_row_bytes(s.model, d.kv_dtype);
-    misses = sim::MissCurves::from_trace(trace_path, policy, hs, row, threads);
-  } else {
-    sim::StatisticalMissParams mp = sim::default_miss_params(s);
-    if (vm.count("miss-fraction")) {
-      const double f = vm["miss-fraction"].as<double>();
-      if (!(f >= 0 && f <= 1)) throw_error("plan: --miss-fraction {} (expected in [0, 1])", f);
-      mp.by_ratio = {{1.0, f}};
-      mp.fitted_from = fmt::format("--miss-fraction {}", f);
-    }
-    misses = sim::MissCurves::statistical(mp);
+  sim::StatisticalMissParams mp = sim::default_miss_params(s);
+  if (vm.count("miss-fraction")) {
+    const double f = vm["miss-fraction"].as<double>();
+    if (!(f >= 0 && f <= 1)) throw_error("plan: --miss-fraction {} (expected in [0, 1])", f);
+    mp.by_ratio = {{1.0, f}};
+    mp.fitted_from = fmt::format("--miss-fraction {}", f);
   }
+  const sim::MissCurves misses =
+      trace_path.empty() ? sim::MissCurves::statistical(mp)
+                         : sim::MissCurves::from_trace(trace_path, policy, hs, latent_row_bytes(s.model, d.kv_dtype),
+                                                       threads, mp);
   const sim::CapacityPlan plan = sim::compute_capacity_plan(s, opt, misses);
   info.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

@@ -60,9 +60,9 @@ class Events {
     cudaEventDestroy(a_);
     cudaEventDestroy(b_);
   }
-  void start() { HS_CUDA_CHECK(cudaEventRecord(a_)); }
-  double stop_us() {
-    HS_CUDA_CHECK(cudaEventRecord(b_));
+  void start(cudaStream_t s = nullptr) { HS_CUDA_CHECK(cudaEventRecord(a_, s)); }
+  double stop_us(cudaStream_t s = nullptr) {
+    HS_CUDA_CHECK(cudaEventRecord(b_, s));
     HS_CUDA_CHECK(cudaEventSynchronize(b_));
     float ms = 0;
     HS_CUDA_CHECK(cudaEventElapsedTime(&ms, a_, b_));
@@ -135,6 +135,8 @@ BenchRow make_row(std::string op, std::string config, std::string mode, double u
 }
 
 uint64_t below(std::mt19937_64& g, uint64_t n) { return g() % n; }
+
+__global__ void empty_kernel() {}
 
 /// A batch of swap-in rows on the device with a saved starting state, so every timed call sees the same work.
 struct SwapInBed {
@@ -248,6 +250,39 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
     for (int i = 0; i < kBack; ++i) swap_in_device(a, CopyMode::kFused);
     const double b2b = ev.stop_us() / kBack;
     rows.push_back(make_row("swap-in", "B=1 H=4096 K=2048 all hits", "back-to-back", b2b, 0, 0));
+    // The same launches replayed from a CUDA graph: no host launch cost, so this is the kernel's own time.
+    cudaStream_t st;
+    HS_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    HS_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kBack; ++i) swap_in_device(a, CopyMode::kFused, st);
+    HS_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
+    HS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    HS_CUDA_CHECK(cudaGraphLaunch(exec, st));
+    HS_CUDA_CHECK(cudaStreamSynchronize(st));
+    std::vector<double> g;
+    for (int r = 0; r < 5; ++r) {
+      ev.start(st);
+      HS_CUDA_CHECK(cudaGraphLaunch(exec, st));
+      g.push_back(ev.stop_us(st) / kBack);
+    }
+    rows.push_back(make_row("swap-in", "B=1 H=4096 K=2048 all hits", "graph", median(g), 0, 0));
+    HS_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    HS_CUDA_CHECK(cudaGraphDestroy(graph));
+    HS_CUDA_CHECK(cudaStreamDestroy(st));
+    // The floor every per-call figure includes: an empty kernel, timed the same two ways.
+    const double e1 = time_us(o.iters * 4, [] {}, [] { empty_kernel<<<1, 32>>>(); });
+    rows.push_back(make_row("launch", "empty kernel", "per-call", e1, 0, 0));
+    ev.start();
+    for (int i = 0; i < kBack; ++i) empty_kernel<<<1, 32>>>();
+    rows.push_back(make_row("launch", "empty kernel", "back-to-back", ev.stop_us() / kBack, 0, 0));
+  }
+  for (auto hk : {std::pair<int32_t, int32_t>{1024, 512}, {2048, 2048}, {8192, 2048}, {6144, 6144}}) {
+    SwapInBed bed(1, hk.first, hk.second, 0.0, o.seed + 7);
+    const SwapInDeviceArgs a = bed.args(false);
+    const double us = time_us(o.iters * 2, [] {}, [&] { swap_in_device(a, CopyMode::kFused); });
+    rows.push_back(make_row("swap-in", fmt::format("B=1 H={} K={} all hits", hk.first, hk.second), "per-call", us, 0, 0));
   }
   {
     // Copy rate: batch 100, 20% misses, 1152-byte rows, each copy mode.

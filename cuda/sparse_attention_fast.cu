@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_fast_kernel(Spar
         for (int e = 0; e < 4; ++e) s[i][n][e] = 0.0f;
     const int a_row0 = 32 * mg + (lane & 15);
     const int b_row = 16 * qq + (lane & 7) + ((lane >> 4) << 3);
-#pragma unroll 4
+#pragma unroll
     for (int ks = 0; ks < kMlaQkDim / 16; ++ks) {
       uint32_t af[2][4], bf[4];
 #pragma unroll

@@ -31,7 +31,7 @@ constexpr int kCopyWarpsPerBlock = 8;
 
 struct SmemLayout {
   int table_bits = 0;
-  size_t keys = 0, vals = 0, sel = 0, slot = 0, lru = 0, ev = 0, total = 0;
+  size_t keys = 0, vals = 0, sel = 0, slot = 0, lru = 0, ev = 0, aux = 0, total = 0;
 };
 
 size_t align16(size_t x) { return (x + 15) & ~size_t(15); }
@@ -49,7 +49,8 @@ SmemLayout smem_layout(int32_t H, int32_t K) {
   l.slot = align16(l.sel + size_t(K) * 4);
   l.lru = align16(l.slot + size_t(K) * 4);
   l.ev = align16(l.lru + size_t(H) * 4);
-  l.total = align16(l.ev + size_t(K) * 4);
+  l.aux = align16(l.ev + size_t(K) * 4);
+  l.total = align16(l.aux + size_t(H) * 4);
   return l;
 }
 
@@ -125,6 +126,9 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
   int32_t* lru_s = reinterpret_cast<int32_t*>(smem + l.lru);
   int32_t* ev = reinterpret_cast<int32_t*>(smem + l.ev);
   int64_t* host_s = reinterpret_cast<int64_t*>(smem + l.keys);  // reuses the hash once lookups are over
+  // [H] the old slot_token (phases 0-2), then the new LRU (phase 4): random-order global accesses go through
+  // shared memory so that global memory only sees coalesced ones.
+  int32_t* aux = reinterpret_cast<int32_t*>(smem + l.aux);
   __shared__ int scan_a[kWarps + 1], scan_b[kWarps + 1];
   __shared__ int s_err, s_valid, s_newest;
 
@@ -148,7 +152,10 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
   // Phase 0: the row's inputs into shared memory (all loads issued before any is used), hash cleared.
   const int ts = 1 << bits;
   load_ints(sel, a.selected + rowK, K);
-  if (!fast) load_ints(lru_s, a.lru + rowH, H);
+  if (!fast) {
+    load_ints(lru_s, a.lru + rowH, H);
+    load_ints(aux, a.slot_token + rowH, H);
+  }
   for (int i = tid; i < ts; i += kThreads) keys[i] = -1;
   if (tid == 0) {
     s_err = INT_MAX;
@@ -222,7 +229,7 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
     return;
   }
 
-  // Phase 2: walk the old LRU; 4 independent slot_token gathers in flight per thread. Bit 31 of lru_s marks a hit.
+  // Phase 2: walk the old LRU. Bit 31 of lru_s marks a hit.
   {
     constexpr int kUnroll = 4;
     for (int base = 0; base < H; base += kUnroll * kThreads) {
@@ -230,7 +237,7 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int j = base + u * kThreads + tid;
-        tok[u] = j < H ? a.slot_token[rowH + lru_s[j]] : -1;
+        tok[u] = j < H ? aux[lru_s[j]] : -1;
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -296,9 +303,10 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
       if (er < M) ev[er] = s;
       pos = er >= M ? er - M : (E - M) + er;
     }
-    a.lru[rowH + pos] = s;
+    aux[pos] = s;  // phase 2's reads of aux ended at the barriers of the two scans
   }
   __syncthreads();
+  for (int j = tid; j < H; j += kThreads) a.lru[rowH + j] = aux[j];
 
   // Phase 5: misses take the evictable slots in order.
   for (int i = tid; i < K; i += kThreads) {

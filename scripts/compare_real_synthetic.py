@@ -8,6 +8,8 @@
   compare  --trace DIR --synth DIR|--fit JSON --out JSON   replay a synthetic trace (a `.npy` dir written
                                            by `hisparse trace convert`, or the Python port with the fit)
   plot     --real JSON [--compare JSON ...] --png FILE
+  replay-diff --real replay.json --synth replay.json... --labels A,B --out JSON [--png FILE]
+                                           synthetic minus real, from `hisparse replay --out` results
 
 Hit rate = (hits + newest hits) / selected, summed over requests and layers (SWAP_IN.md counters).
 """
@@ -162,6 +164,66 @@ def cmd_plot(a):
     print("wrote", a.png)
 
 
+def load_replay(path):
+    """{policy: {H: result}} from a `hisparse replay --out` replay.json."""
+    with open(path) as f:
+        d = json.load(f)
+    out = {}
+    for r in d["results"]:
+        out.setdefault(r["policy"], {})[r["buffer_size"]] = r
+    return d["trace"], out
+
+
+def cmd_replay_diff(a):
+    """Synthetic minus real, per policy and buffer size, from two `hisparse replay` outputs."""
+    _, real = load_replay(a.real)
+    res = {"real": a.real, "synthetic": {}, "summary": {}}
+    for path, label in zip(a.synth, a.labels.split(",")):
+        _, syn = load_replay(path)
+        res["synthetic"][label] = path
+        for pol in real:
+            if pol not in syn:
+                continue
+            hs = sorted(set(real[pol]) & set(syn[pol]))
+            d = [syn[pol][h]["hit_rate"] - real[pol][h]["hit_rate"] for h in hs]
+            p99 = [syn[pol][h]["misses_per_step_layer"]["p99"] - real[pol][h]["misses_per_step_layer"]["p99"] for h in hs]
+            res["summary"].setdefault(label, {})[pol] = {
+                "mean_abs_hit_rate_diff": float(np.mean(np.abs(d))), "max_abs_hit_rate_diff": float(np.max(np.abs(d))),
+                "signed": {str(h): round(x, 5) for h, x in zip(hs, d)},
+                "p99_miss_diff": {str(h): x for h, x in zip(hs, p99)}}
+            print(f"{label:14s} {pol:11s} mean|d| {100 * np.mean(np.abs(d)):5.2f} pp  max|d| {100 * np.max(np.abs(d)):5.2f} pp"
+                  f"  signed(pp) {[round(100 * x, 2) for x in d]}  p99-miss diff {p99}")
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=1)
+    if a.png:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        pols = a.plot_policies.split(",")
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+        for i, pol in enumerate(pols):
+            hs = sorted(real[pol])
+            axes[0].plot(hs, [real[pol][h]["hit_rate"] for h in hs], "o-", color=f"C{i}", label=f"real {pol}")
+            axes[1].plot(hs, [real[pol][h]["misses_per_step_layer"]["p99"] for h in hs], "o-", color=f"C{i}",
+                         label=f"real {pol}")
+            for j, (path, label) in enumerate(zip(a.synth, a.labels.split(","))):
+                _, syn = load_replay(path)
+                st = ["x--", "+:", "s-."][j % 3]
+                axes[0].plot(hs, [syn[pol][h]["hit_rate"] for h in hs], st, color=f"C{i}", label=f"{label} {pol}")
+                axes[1].plot(hs, [syn[pol][h]["misses_per_step_layer"]["p99"] for h in hs], st, color=f"C{i}",
+                             label=f"{label} {pol}")
+        for ax, yl in zip(axes, ["hit rate", "p99 misses per step-layer"]):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("device_buffer_size H")
+            ax.set_ylabel(yl)
+            ax.grid(True, alpha=0.3)
+        axes[0].legend(fontsize=7)
+        fig.suptitle(a.title or "real vs synthetic")
+        fig.tight_layout()
+        fig.savefig(a.png, dpi=110)
+        print("wrote", a.png)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -188,8 +250,16 @@ def main():
     g.add_argument("--labels")
     g.add_argument("--title")
     g.add_argument("--png", required=True)
+    d = sub.add_parser("replay-diff")
+    d.add_argument("--real", required=True, help="replay.json of the real trace")
+    d.add_argument("--synth", nargs="+", required=True, help="replay.json of synthetic traces")
+    d.add_argument("--labels", required=True)
+    d.add_argument("--out", required=True)
+    d.add_argument("--png")
+    d.add_argument("--plot-policies", default="sglang-lru,belady")
+    d.add_argument("--title")
     a = p.parse_args()
-    {"real": cmd_real, "fit": cmd_fit, "compare": cmd_compare, "plot": cmd_plot}[a.cmd](a)
+    {"real": cmd_real, "fit": cmd_fit, "compare": cmd_compare, "plot": cmd_plot, "replay-diff": cmd_replay_diff}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -6,13 +6,21 @@ OUT=${OUT:-$PWD/out}
 CASES=${CASES:-10000}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
-B=build/gpu-attention
-cmake -S . -B $B -DHISPARSE_CUDA=ON -DHISPARSE_BENCH=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 \
-  || { tail -30 "$OUT/cmake.log"; exit 1; }
-cmake --build $B -j16 --target hisparse test_cuda > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; exit 1; }
-echo "== GPU tests"; $B/tests/test_cuda --test-case='*attention*,*indexer*,*topk*' 2>&1 | tail -5 | tee "$OUT/test_cuda.log"
-echo "== bench"; $B/apps/hisparse bench attention --iters 20 2>&1 | tee "$OUT/bench_attention.txt"
-$B/apps/hisparse bench topk --iters 50 2>&1 | tee "$OUT/bench_topk.txt"
+# PREBUILT=DIR (bin/, lib/, lib_std/ as scripts/gpu_bundle.sh packs them) skips the build on the device.
+if [ -n "${PREBUILT:-}" ]; then
+  BIN=$PREBUILT/bin
+  export LD_LIBRARY_PATH="$PREBUILT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  "$BIN/hisparse" --help >/dev/null 2>&1 || export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$PREBUILT/lib_std"
+else
+  B=build/gpu-attention
+  cmake -S . -B $B -DHISPARSE_CUDA=ON -DHISPARSE_BENCH=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 \
+    || { tail -30 "$OUT/cmake.log"; exit 1; }
+  cmake --build $B -j16 --target hisparse test_cuda > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; exit 1; }
+  BIN=$B/bin; mkdir -p $BIN; cp $B/apps/hisparse $B/tests/test_cuda $BIN/
+fi
+echo "== GPU tests"; $BIN/test_cuda --test-case='*attention*,*indexer*,*topk*' 2>&1 | tail -5 | tee "$OUT/test_cuda.log"
+echo "== bench"; $BIN/hisparse bench attention --iters 20 2>&1 | tee "$OUT/bench_attention.txt"
+$BIN/hisparse bench topk --iters 50 2>&1 | tee "$OUT/bench_topk.txt"
 PYTHONUNBUFFERED=1 python3 scripts/bench_attention_torch.py --iters 20 2>&1 | tee "$OUT/bench_torch.txt"
 python3 - "$OUT/bench_attention.txt" "$OUT/bench_torch.txt" <<'PY' | tee "$OUT/ratio.txt"
 import re, sys
@@ -31,4 +39,4 @@ for line in open(sys.argv[2]):
             print(f"batch {key[0]} heads {key[1]} K {key[2]}: torch {t:.1f} us / {kern} {ours[key + (kern,)]:.1f} us = {r:.2f}x{tgt}")
 PY
 echo "== validate ($CASES cases each)"
-$B/apps/hisparse validate --backend cuda --only attention indexer topk --cases "$CASES" 2>&1 | tee "$OUT/validate.txt" | tail -25
+timeout ${VALIDATE_TIMEOUT:-400} $BIN/hisparse validate --backend cuda --only attention indexer topk --cases "$CASES" 2>&1 | tee "$OUT/validate.txt" | tail -25

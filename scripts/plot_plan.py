@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 FULL, HS = "#8c8c8c", "#1f6fb4"
 MODE_COLOR = {"full": FULL, "hisparse": HS}
@@ -46,13 +47,13 @@ def plot_memory(plan, out_dir):
             ax.bar(i, v / 1e9, bottom=bottom / 1e9, color=color, edgecolor="white", linewidth=0.5,
                    label=name if i == 0 else None)
             bottom += v
-        ax.text(i, bottom / 1e9 + 0.5, f"{d['max_per_rank']}/GPU", ha="center", va="bottom", fontsize=8)
+        ax.text(i, bottom / 1e9 + 0.5, f"{d['max_per_rank']}", ha="center", va="bottom", fontsize=8)
         labels.append(f"{seq_name(d['seq_len'])}\n{MODE_NAME[d['mode']]}")
         x.append(i)
     ax.axhline(hbm["hbm"] / 1e9, color="black", lw=0.8, ls="--")
     ax.set_xticks(x, labels, fontsize=8)
     ax.set_ylabel("GB per GPU")
-    ax.set_title("HBM per GPU at each mode's maximum concurrency (requests per GPU on top)")
+    ax.set_title("HBM per GPU at each mode's maximum concurrency (requests per rank on top)", fontsize=11)
     ax.legend(fontsize=8, ncol=3, loc="lower center", bbox_to_anchor=(0.5, -0.32))
     ax.set_ylim(0, hbm["hbm"] / 1e9 * 1.12)
 
@@ -71,7 +72,8 @@ def plot_memory(plan, out_dir):
     ax2.set_xticks(xs, [seq_name(d["seq_len"]) for d in hs], fontsize=8)
     ax2.set_ylabel("GB per decode node")
     ax2.set_title("Host DRAM per node (HiSparse)")
-    ax2.legend(fontsize=8, loc="lower right")
+    ax2.set_ylim(0, max(dram, per_node) / 1e9 * 1.12)
+    ax2.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=1)
     save(fig, out_dir, "plan_memory.png")
 
 
@@ -81,43 +83,59 @@ def plot_throughput(plan, out_dir):
     rows = {(r["seq_len"], r["mode"]): r for r in plan["rows"]}
     slo = plan["scenario"]["tpot_slo_ms"]
     n = len(lens)
-    cols = min(4, n)
+    cols = 2 if n in (2, 4) else min(3, n)
     nrows = math.ceil(n / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.3 * cols, 3.6 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, cols, figsize=(6.2 * cols, 3.9 * nrows), squeeze=False)
     for k, L in enumerate(lens):
         ax = axes[k // cols][k % cols]
-        tax = ax.twinx()
+        top = 1
+        marks = []
         for c in curves:
             if c["seq_len"] != L:
                 continue
             col = MODE_COLOR[c["mode"]]
             pts = c["points"]
             xs = [p["batch"] for p in pts]
+            top = max([top] + xs)
             ok = [p["tokens_per_s"] if p["within_slo"] else math.nan for p in pts]
-            ax.plot(xs, [p["tokens_per_s"] for p in pts], color=col, lw=1, ls=":", alpha=0.7)
-            ax.plot(xs, ok, color=col, lw=2, label=MODE_NAME[c["mode"]])
-            tax.plot(xs, [p["tpot_ms"] for p in pts], color=col, lw=0.8, ls="--", alpha=0.5)
+            ax.plot(xs, [p["tokens_per_s"] for p in pts], color=col, lw=1.2, ls=":", alpha=0.8)
+            ax.plot(xs, ok, color=col, lw=2.2, label=MODE_NAME[c["mode"]])
             r = rows[(L, c["mode"])]
             if r["max_concurrency"] > 0:
-                ax.plot([r["max_concurrency"]], [r["decode_tokens_per_s"]], marker="*", ms=13, color=col, mec="black",
-                        mew=0.6)
-                ax.annotate(f"{r['max_concurrency']} ({r['binding_limit']})", (r["max_concurrency"], r["decode_tokens_per_s"]),
-                            textcoords="offset points", xytext=(-6, 8), ha="right", fontsize=7.5, color=col)
-        tax.axhline(slo, color="#d62728", lw=0.8, ls="--")
-        tax.set_ylabel("TPOT ms (dashed)", fontsize=8, color="#666")
-        tax.tick_params(labelsize=7, colors="#666")
-        ax.set_xscale("log")
+                d = next(x for x in plan["details"] if x["seq_len"] == L and x["mode"] == c["mode"])
+                ax.plot([r["max_concurrency"]], [r["decode_tokens_per_s"]], marker="*", ms=14, color=col, mec="black",
+                        mew=0.6, zorder=5)
+                marks.append((r["max_concurrency"], r["decode_tokens_per_s"], col,
+                              f"{r['max_concurrency']} req · {r['binding_limit']} · {d['tpot_ms']:.1f} ms"))
+        if top > 64:
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        else:
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        lo = min([1] + [p["batch"] for c in curves if c["seq_len"] == L for p in c["points"]])
+        for x, y, col, text in marks:
+            # Labels point inwards so they stay inside the axes.
+            if top > 64:
+                frac = math.log(x / lo) / math.log(top / lo) if top > lo else 0
+            else:
+                frac = (x - lo) / (top - lo) if top > lo else 0
+            left = frac > 0.5
+            ax.annotate(text, (x, y), textcoords="offset points", xytext=(-9 if left else 9, 6),
+                        ha="right" if left else "left", fontsize=8, color=col)
+        ymax = max([1.0] + [p["tokens_per_s"] for c in curves if c["seq_len"] == L for p in c["points"]])
+        ax.set_ylim(0, ymax * 1.12)
         ax.set_title(f"seq_len {seq_name(L)}", fontsize=10)
-        ax.set_xlabel("concurrent requests per instance", fontsize=8)
-        ax.set_ylabel("decode tokens/s per instance", fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.set_xlabel("concurrent requests per instance", fontsize=8.5)
+        ax.set_ylabel("decode tokens/s per instance", fontsize=8.5)
+        ax.tick_params(labelsize=8)
         ax.grid(alpha=0.3)
         if k == 0:
-            ax.legend(fontsize=8, loc="upper left")
+            ax.legend(fontsize=8.5, loc="lower right")
     for k in range(n, nrows * cols):
         axes[k // cols][k % cols].axis("off")
-    fig.suptitle(f"Throughput vs batch (solid: within the {slo:g} ms TPOT SLO; dotted: past it; ★ maximum concurrency)",
-                 fontsize=10)
+    fig.suptitle(f"Decode throughput vs concurrency — solid: TPOT within the {slo:g} ms SLO, dotted: past it; "
+                 "★ each mode's maximum (requests · binding limit · TPOT)", fontsize=10)
     fig.tight_layout()
     save(fig, out_dir, "plan_throughput.png")
 

@@ -26,7 +26,8 @@ MissCurves MissCurves::statistical(const StatisticalMissParams& p) {
 }
 
 MissCurves MissCurves::from_trace(const std::string& trace_path, const std::string& policy,
-                                  const std::vector<int32_t>& buffer_sizes, int64_t row_bytes, int threads) {
+                                  const std::vector<int32_t>& buffer_sizes, int64_t row_bytes, int threads,
+                                  const StatisticalMissParams& fallback) {
   auto src = traces::open_trace(trace_path);
   const traces::TraceMeta meta = src->meta();
   for (int32_t H : buffer_sizes)
@@ -88,11 +89,21 @@ MissCurves MissCurves::from_trace(const std::string& trace_path, const std::stri
     mc.ratio_min = a.samples > 0 ? a.rmin : 0;
     mc.ratio_max = a.rmax;
     if (c < res.configs.size()) mc.hit_rate = res.configs[c].hit_rate();
+    if (mc.by_ratio.empty()) {
+      // Charging zero misses past an H the trace never reached would flatter large buffers.
+      mc.by_ratio = fallback.by_ratio;
+      out.unmeasured_.push_back(buffer_sizes[c]);
+    }
     out.by_h_[buffer_sizes[c]] = std::move(mc);
   }
   out.description_ = fmt::format("replayed top-k trace {} with policy {} ({} requests, {} decode steps, {} layers, "
                                  "top_k {}); miss fraction binned by n/H, flat beyond the measured range",
                                  trace_path, policy, res.requests, res.decode_steps, meta.layers, meta.top_k);
+  if (!out.unmeasured_.empty()) {
+    std::string hs;
+    for (int32_t H : out.unmeasured_) hs += fmt::format("{}{}", hs.empty() ? "" : ", ", H);
+    out.description_ += fmt::format("; the trace never exceeds H = {}: there the statistical fraction applies", hs);
+  }
   return out;
 }
 
@@ -105,8 +116,8 @@ const MissCurve& MissCurves::curve(int32_t H) const {
 
 double MissCurves::fraction(int32_t H, int64_t n) const {
   const auto& v = curve(H).by_ratio;
-  if (v.empty()) return 0;  // the trace never went past this H: nothing measured to charge
   const double ratio = static_cast<double>(n) / H;
+  if (v.empty()) return 0;
   if (ratio <= v.front().first) return v.front().second;
   if (ratio >= v.back().first) return v.back().second;
   const auto hi = std::upper_bound(v.begin(), v.end(), ratio, [](double x, const auto& p) { return x < p.first; });

@@ -25,8 +25,10 @@ class MissCurves {
   /// The same curve at every H (the statistical model's by_ratio).
   static MissCurves statistical(const StatisticalMissParams& params);
   /// Replays `trace_path` with `policy` at every H in `buffer_sizes` (each >= the trace's top_k), in one pass.
+  /// An H the trace never exceeds (no slow-path step) has nothing measured: it falls back to `fallback`.
   static MissCurves from_trace(const std::string& trace_path, const std::string& policy,
-                               const std::vector<int32_t>& buffer_sizes, int64_t row_bytes, int threads);
+                               const std::vector<int32_t>& buffer_sizes, int64_t row_bytes, int threads,
+                               const StatisticalMissParams& fallback);
 
   /// Fraction at sequence length n for buffer size H (interpolated in n/H).
   double fraction(int32_t H, int64_t n) const;
@@ -34,12 +36,15 @@ class MissCurves {
   bool from_trace() const { return from_trace_; }
   /// One line naming the source (for reports).
   const std::string& description() const { return description_; }
+  /// Buffer sizes whose curve is the fallback because the trace never went past them.
+  const std::vector<int32_t>& unmeasured() const { return unmeasured_; }
 
  private:
   bool from_trace_ = false;
   std::string description_;
   MissCurve shared_;                  // statistical: one curve for all H
   std::map<int32_t, MissCurve> by_h_; // trace: one per replayed H
+  std::vector<int32_t> unmeasured_;
 };
 
 }  // namespace hisparse::sim
