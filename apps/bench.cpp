@@ -1,5 +1,5 @@
 // @brief `hisparse bench swap-in|gather|backup|all`: GPU kernel timings (CUDA events, medians) beside bulk-copy
-// ceilings measured in the same run; a table on stdout, optionally a CSV.
+// ceilings measured in the same run; a table on stdout, optionally a CSV. `--calibrate`: apps/bench_calibrate.cpp.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -7,6 +7,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/core.h>
 
+#include "apps/bench_calibrate.h"
 #include "apps/command.h"
 #include "core/error.h"
 #include "cuda/bench.h"
@@ -27,7 +28,9 @@ void print_rows(const std::vector<cuda::BenchRow>& rows) {
   std::fflush(stdout);
 }
 
-void write_csv(const std::string& path, const std::string& device, const std::vector<cuda::BenchRow>& rows) {
+}  // namespace
+
+void write_bench_csv(const std::string& path, const std::string& device, const std::vector<cuda::BenchRow>& rows) {
   std::ostringstream os;
   os << "device,op,config,mode,median_us,bytes,gbps,ceiling_gbps,batch,miss_rate,rows,target,verdict\n";
   for (const auto& r : rows)
@@ -44,21 +47,28 @@ void write_csv(const std::string& path, const std::string& device, const std::ve
   if (std::rename(tmp.c_str(), path.c_str()) != 0) throw_error("bench: cannot rename {} to {}", tmp, path);
 }
 
-}  // namespace
-
 int run_bench(int argc, char** argv) {
   if (argc >= 2 && (std::string(argv[1]) == "attention" || std::string(argv[1]) == "topk"))
     return run_bench_ops(argc, argv);  // apps/bench_attention.cpp
   namespace po = boost::program_options;
   std::string what = "all", csv;
   cuda::BenchOptions opt;
-  bool no_sweep = false;
+  bool no_sweep = false, calibrate = false;
+  CalibrateOptions cal;
   po::options_description desc("hisparse bench swap-in|gather|backup|all: GPU kernels vs bulk cudaMemcpy. Options");
   desc.add_options()("help,h", "this help")("what", po::value(&what), "swap-in | gather | backup | all")(
       "iters", po::value(&opt.iters)->default_value(30), "timed repetitions per configuration (median)")(
       "seed", po::value(&opt.seed)->default_value(1), "seed of the random rows and states")(
       "no-sweep", po::bool_switch(&no_sweep), "swap-in: skip the batch x miss-rate sweep")(
-      "csv", po::value(&csv), "also write every row to this CSV file");
+      "csv", po::value(&csv), "also write every row to this CSV file")(
+      "calibrate", po::bool_switch(&calibrate), "run the calibration sweep and write a calibration YAML for the simulator")(
+      "out", po::value(&cal.out), "calibrate: the calibration YAML (default calibration-<device>-<date>.yaml)")(
+      "from-csv", po::value(&cal.from_csv), "calibrate: fit a stored `--csv` sweep instead of measuring (no GPU needed)")(
+      "date", po::value(&cal.date), "calibrate: date written into the file, YYYY-MM-DD (default today, UTC)")(
+      "copy-mode", po::value(&cal.copy_mode)->default_value(cal.copy_mode), "calibrate: swap-in copy the simulator charges: fused | separate")(
+      "fit-batches", po::value(&cal.fit_batches)->default_value(cal.fit_batches), "calibrate: batch sizes fitted (others held out)")(
+      "fit-miss-rates", po::value(&cal.fit_miss_rates)->default_value(cal.fit_miss_rates), "calibrate: miss rates fitted (others held out)")(
+      "max-error", po::value(&cal.max_error_pct)->default_value(cal.max_error_pct), "calibrate: exit 1 when a held-out error exceeds this, %");
   po::positional_options_description pos;
   pos.add("what", 1);
   po::variables_map vm;
@@ -70,6 +80,15 @@ int run_bench(int argc, char** argv) {
     return 0;
   }
   po::notify(vm);
+  if (opt.iters < 1) throw_error("--iters {}: expected >= 1", opt.iters);
+  if (calibrate) {
+    if (vm.count("what")) throw_error("bench --calibrate runs its own set of benchmarks; drop '{}'", what);
+    cal.bench = opt;
+    cal.csv = csv;
+    return run_calibrate(cal);
+  }
+  for (const char* only : {"out", "from-csv", "date"})
+    if (vm.count(only)) throw_error("bench: --{} needs --calibrate", only);
   if (what != "swap-in" && what != "gather" && what != "backup" && what != "all")
     throw_error("bench: unknown benchmark '{}', expected swap-in, gather, backup or all", what);
   if (opt.iters < 1) throw_error("--iters {}: expected >= 1", opt.iters);
@@ -88,7 +107,7 @@ int run_bench(int argc, char** argv) {
   if (what == "swap-in" || what == "all") add(cuda::bench_swap_in(opt));
   if (what == "gather" || what == "all") add(cuda::bench_gather(opt));
   if (what == "backup" || what == "all") add(cuda::bench_backup(opt));
-  if (!csv.empty()) write_csv(csv, device, rows);
+  if (!csv.empty()) write_bench_csv(csv, device, rows);
   int missed = 0;
   for (const auto& r : rows) missed += r.verdict == "MISS";
   fmt::print("bench: {} rows, {} targets missed\n", rows.size(), missed);

@@ -13,6 +13,7 @@
 #include "apps/command.h"
 #include "core/error.h"
 #include "core/scenario_loader.h"
+#include "sim/calibration.h"
 #include "sim/chrome_trace.h"
 #include "sim/cost_params.h"
 #include "sim/link_model.h"
@@ -36,7 +37,7 @@ SimTime seconds_flag(double s, const char* name) {
 }  // namespace
 
 int run_simulate(int argc, char** argv) {
-  std::string scenario_name, workload_name, mode = "both", overlap, link_model, out_dir = "simulate_out", cost_file;
+  std::string scenario_name, workload_name, mode = "both", overlap, link_model, out_dir = "simulate_out", cost_file, calibration_file;
   std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru";
   int prefill_instances = 0;
   double duration = 0, miss_fraction = -1, timeline_start = -1, timeline_length = 1.0;
@@ -51,6 +52,8 @@ int run_simulate(int argc, char** argv) {
       ("overlap", po::value(&overlap), "none | two-batch | both (default: the cost file's, else none)")
       ("link-model", po::value(&link_model), "maxmin | constant (default: maxmin)")
       ("cost", po::value(&cost_file), "cost-parameter YAML (efficiencies, latencies) over the defaults")
+      ("calibration", po::value(&calibration_file), "calibration YAML from `hisparse bench --calibrate` (scenarios/calibration/): "
+                                                   "measured PCIe rates and swap-in + copy cost in place of the hardware defaults")
       ("miss-model", po::value(&miss_kind)->default_value(miss_kind), "statistical | trace (replay --miss-trace with --policy)")
       ("miss-fraction", po::value(&miss_fraction), "statistical model: constant per-layer miss fraction of K once n > H")
       ("miss-trace", po::value(&miss_trace), "top-k trace: fits the statistical model, or is replayed with --miss-model trace")
@@ -77,6 +80,11 @@ int run_simulate(int argc, char** argv) {
     sc.deployment.prefill.count = prefill_instances;
   }
   CostParams base = cost_file.empty() ? CostParams{} : load_cost_params(cost_file);
+  if (!calibration_file.empty()) {
+    const Calibration cal = load_calibration(calibration_file);
+    apply_calibration(cal, &sc, &base);
+    fmt::print("calibration {}: {} ({}), swap-in copy {}\n", calibration_file, cal.device, cal.date, cal.copy_mode);
+  }
   if (!link_model.empty()) {
     make_link_model(link_model);  // validates the name
     base.link_model = link_model;

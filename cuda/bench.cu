@@ -407,4 +407,15 @@ std::vector<BenchRow> bench_backup(const BenchOptions& o) {
   return rows;
 }
 
+std::vector<BenchRow> bench_bulk(const BenchOptions& o) {
+  std::vector<BenchRow> rows;
+  constexpr int64_t kBytes = int64_t(256) << 20;  // large enough that the fixed cost is < 0.1 %
+  for (bool h2d : {true, false}) {
+    const double gbps = bulk_gbps(kBytes, h2d, std::max(3, o.iters / 4));
+    const double us = double(kBytes) / (gbps * 1e9) * 1e6;
+    rows.push_back(make_row("bulk", "256 MiB pinned cudaMemcpy", h2d ? "h2d" : "d2h", us, double(kBytes), gbps));
+  }
+  return rows;
+}
+
 }  // namespace hisparse::cuda

@@ -33,5 +33,7 @@ struct BenchRow {
 std::vector<BenchRow> bench_swap_in(const BenchOptions& options);
 std::vector<BenchRow> bench_gather(const BenchOptions& options);
 std::vector<BenchRow> bench_backup(const BenchOptions& options);
+/// Bulk pinned cudaMemcpy host->device and device->host of 256 MiB (op "bulk", mode h2d|d2h): the link's ceiling.
+std::vector<BenchRow> bench_bulk(const BenchOptions& options);
 
 }  // namespace hisparse::cuda

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# @brief Configures and builds one flavour into build/<flavour>: release (default), asan, cpu, fuzz.
+# @brief Configures and builds one flavour into build/<flavour>: release (default), asan, cpu, fuzz [targets...].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
+shift || true
+# Any further arguments name targets to build (default: everything).
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
 jobs=${HISPARSE_JOBS:-2}
 case "$flavour" in
   release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
@@ -14,4 +18,4 @@ case "$flavour" in
   *) echo "build.sh: unknown flavour '$flavour' (expected release, cpu, asan or fuzz)" >&2; exit 2 ;;
 esac
 cmake -S . -B "build/$flavour" "${args[@]}" >/dev/null
-cmake --build "build/$flavour" -j "$jobs"
+cmake --build "build/$flavour" -j "$jobs" "${targets[@]}"

@@ -9,7 +9,7 @@ seconds=${HISPARSE_FUZZ_SECONDS:-60}
 build=${HISPARSE_FUZZ_BUILD_DIR:-build/fuzz}
 targets=${HISPARSE_FUZZ_TARGETS:-native npy jsonl}
 if [ -z "${HISPARSE_FUZZ_NO_BUILD:-}" ]; then
-  ./scripts/build.sh fuzz
+  ./scripts/build.sh fuzz fuzz_native fuzz_npy fuzz_jsonl
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/hisparse_fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -166,6 +166,8 @@ def plot_limits(plan, out_dir):
         ax.set_xlabel("sequence length")
         ax.set_title(f"{MODE_NAME[mode]}: requests per instance under each limit (binding: solid, outlined)", fontsize=9.5)
         ax.grid(axis="y", alpha=0.3)
+    vmax = max([1] + [l["per_rank"] * d["ranks"] for d in details for l in d["limits"] if l["per_rank"] is not None])
+    axes[0].set_ylim(0.6, vmax * 2.0)
     axes[0].set_ylabel("requests per instance (log)")
     handles, labels = [], []
     for ax in axes:

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/sim_time.h"
+#include "sim/swap_in_cost.h"
 
 namespace hisparse::sim {
 
@@ -33,6 +34,7 @@ struct CostParams {
   OverlapMode overlap = OverlapMode::kNone;
   std::string link_model = "maxmin";     // "maxmin" | "constant" (sim/link_model.h)
   int prefill_chunk_tokens = 16384;      // prefill runs in chunks; each chunk re-reads the weights
+  SwapInCopyCost swap_in_cost;           // measured swap-in plan + miss copy (set by apply_calibration, sim/calibration.h)
 };
 
 /// Reads `path` (keys as in CostParams; unknown keys are errors) over the defaults.

@@ -54,7 +54,10 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   out.indexer = idx * selecting_layers_;
   // Top-k: reads the fp32 scores, writes K indices per request.
   out.topk = roofline(0, b.sum_n * 4.0 + B * K * 4.0, fp8, e.topk, 1) * selecting_layers_;
-  if (hisparse_) {
+  if (hisparse_ && p_.swap_in_cost.calibrated) {
+    // Measured on this device (one call per layer); the slow path walks the H slots of the LRU.
+    out.swap_in = p_.swap_in_cost.plan_ns(b.requests, b.slow_path > 0 ? static_cast<int64_t>(H) : 0) * layers_;
+  } else if (hisparse_) {
     // Hit detection: read the K selections and write slot ids; the slow path also walks slot_token and lru.
     const double bytes = B * K * 8.0 + static_cast<double>(b.slow_path) * H * 8.0;
     out.swap_in = roofline(0, bytes, fp8, e.swap_in, 1) * layers_;

@@ -465,6 +465,11 @@ class Engine final : public EventHandler, public FlowListener {
       // One swap-in kernel per layer, each paying the per-operation latency; rows move at the gather rate.
       f.latency = static_cast<SimTime>(cost_.layers()) * sc_.hardware.pcie.latency_ns;
       f.max_rate = sc_.hardware.pcie.gather_row_bytes_per_s;
+      if (const SwapInCopyCost& c = opt_.cost.swap_in_cost; c.calibrated) {
+        // Measured: a fixed cost per copying call, rows at the small-row rate, few requests bound by their own rate.
+        f.latency = static_cast<SimTime>(cost_.layers()) * static_cast<SimTime>(std::ceil(std::max(0.0, c.copy_fixed_ns)));
+        f.max_rate = c.copy_rate(static_cast<int64_t>(g.running.size()));
+      }
       f.add_link(g.h2d);
       f.add_link(g.dram);
       net_.start(f, this, cookie(kMissFlow, gi));

@@ -12,5 +12,6 @@ namespace {
 std::vector<BenchRow> bench_swap_in(const BenchOptions&) { no_cuda(); }
 std::vector<BenchRow> bench_gather(const BenchOptions&) { no_cuda(); }
 std::vector<BenchRow> bench_backup(const BenchOptions&) { no_cuda(); }
+std::vector<BenchRow> bench_bulk(const BenchOptions&) { no_cuda(); }
 
 }  // namespace hisparse::cuda

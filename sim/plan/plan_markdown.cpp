@@ -75,7 +75,12 @@ std::string plan_to_markdown(const CapacityPlan& plan, const PlanRunInfo& info, 
         o += "|";
         for (const auto& h : b.headers) o += " " + h + " |";
         o += "\n|";
-        for (size_t i = 0; i < b.headers.size(); ++i) o += i < 2 ? " --- |" : " ---: |";
+        // Numbers align right; labels and formulas (any formula cell in the column) align left.
+        for (size_t i = 0; i < b.headers.size(); ++i) {
+          bool text = i < 2;
+          for (const auto& r : b.rows) text = text || (i < r.size() && r[i].formula);
+          o += text ? " --- |" : " ---: |";
+        }
         o += "\n";
         for (const auto& r : b.rows) {
           o += "|";

@@ -1,0 +1,122 @@
+// @brief `hisparse bench --calibrate [--from-csv CSV]`: the sweep (or a stored one) → fitted calibration file,
+// with the held-out accuracy table on stdout.
+#include "apps/bench_calibrate.h"
+
+#include <cctype>
+#include <ctime>
+
+#include <fmt/core.h>
+
+#include "core/error.h"
+#include "cuda/runtime.h"
+#include "sim/calibration.h"
+#include "sim/calibration_fit.h"
+#include "sim/output_file.h"
+
+namespace hisparse::apps {
+namespace {
+
+std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : text + ",") {
+    if (ch == ',') {
+      if (cur.empty()) throw_error("{} '{}': expected a comma-separated list of numbers", flag, text);
+      out.push_back(cur);
+      cur.clear();
+    } else if (ch != ' ') {
+      cur += ch;
+    }
+  }
+  return out;
+}
+
+double parse_number(const std::string& s, const std::string& flag) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw_error("{}: '{}' is not a number", flag, s);
+}
+
+std::string today_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04d}-{:02d}-{:02d}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+/// "NVIDIA H200" -> "nvidia-h200".
+std::string slug(const std::string& name) {
+  std::string s;
+  for (char ch : name) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    else if (!s.empty() && s.back() != '-') s += '-';
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s.empty() ? "device" : s;
+}
+
+}  // namespace
+
+int run_calibrate(const CalibrateOptions& o) {
+  sim::FitOptions fit;
+  fit.date = o.date.empty() ? today_utc() : o.date;
+  if (fit.date.size() != 10 || fit.date[4] != '-' || fit.date[7] != '-')
+    throw_error("--date '{}': expected YYYY-MM-DD", fit.date);
+  if (o.copy_mode != "fused" && o.copy_mode != "separate")
+    throw_error("--copy-mode '{}': expected fused or separate", o.copy_mode);
+  fit.copy_mode = o.copy_mode;
+  fit.fit_batches.clear();
+  for (const auto& s : split_list(o.fit_batches, "--fit-batches")) {
+    const double b = parse_number(s, "--fit-batches");
+    if (!(b >= 1) || b != static_cast<int32_t>(b)) throw_error("--fit-batches: '{}' is not a batch size >= 1", s);
+    fit.fit_batches.push_back(static_cast<int32_t>(b));
+  }
+  fit.fit_miss_rates.clear();
+  for (const auto& s : split_list(o.fit_miss_rates, "--fit-miss-rates")) {
+    const double m = parse_number(s, "--fit-miss-rates");
+    if (!(m >= 0 && m <= 1)) throw_error("--fit-miss-rates: '{}' is not a fraction in [0, 1]", s);
+    fit.fit_miss_rates.push_back(m);
+  }
+  std::string csv = o.from_csv;
+  if (csv.empty()) {
+    std::string why;
+    if (!cuda::cuda_available(&why)) throw_error("bench --calibrate needs a CUDA device ({}); or fit a stored sweep with --from-csv", why);
+    const std::string device = cuda::device_name();
+    fmt::print("calibrating on {}: swap-in sweep (fused, separate), gather, backup, bulk copies\n", device);
+    std::fflush(stdout);
+    cuda::BenchOptions b = o.bench;
+    b.sweep = true;
+    std::vector<cuda::BenchRow> rows;
+    for (auto part : {cuda::bench_bulk(b), cuda::bench_swap_in(b), cuda::bench_gather(b), cuda::bench_backup(b)})
+      rows.insert(rows.end(), part.begin(), part.end());
+    csv = o.csv;
+    if (csv.empty()) {
+      const std::string out = o.out.empty() ? fmt::format("calibration-{}-{}.yaml", slug(device), fit.date) : o.out;
+      csv = (out.size() > 5 && out.substr(out.size() - 5) == ".yaml" ? out.substr(0, out.size() - 5) : out) + ".csv";
+    }
+    write_bench_csv(csv, device, rows);
+    fit.made_from = fmt::format("hisparse bench --calibrate on {} (rows in {})", device, csv);
+  } else {
+    fit.made_from = o.from_csv;
+  }
+  const sim::CalibrationInput input = sim::read_bench_csv(csv);
+  const sim::Calibration c = sim::fit_calibration(input, fit);
+  const std::string out = o.out.empty() ? fmt::format("calibration-{}-{}.yaml", slug(c.device), fit.date) : o.out;
+  sim::write_file_atomically(out, sim::calibration_yaml(c));
+  fmt::print("{}", sim::calibration_table(c));
+  const double held = 100 * sim::max_relative_error(c, "held-out");
+  fmt::print("calibration of {} written to {} (fit on batches {} x miss rates {}); held-out max |error| {:.1f}% "
+             "(limit {:.0f}%)\n",
+             c.device, out, o.fit_batches, o.fit_miss_rates, held, o.max_error_pct);
+  if (held > o.max_error_pct) {
+    fmt::print("calibration: held-out error {:.1f}% exceeds {:.0f}%\n", held, o.max_error_pct);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace hisparse::apps

@@ -1,0 +1,191 @@
+// @brief Calibration files: strict YAML reading, writing, and applying the measured figures over the defaults.
+#include "sim/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/yaml_reader.h"
+
+namespace hisparse::sim {
+namespace {
+
+constexpr double kMaxRate = 1e13;   // bytes/s: far above any PCIe link, catches unit slips (GB/s given as B/s * 1e9)
+constexpr double kMaxNs = 1e9;
+
+void read_swap_in(StrictMap m, double h2d_bulk, SwapInCopyCost* c) {
+  m.require("plan_fixed_ns");
+  m.require("small_row_efficiency");
+  m.get("plan_fixed_ns", &c->plan_fixed_ns, 0, kMaxNs, Unit::kNanoseconds);
+  m.get("plan_per_request_ns", &c->plan_per_request_ns, 0, kMaxNs, Unit::kNanoseconds);
+  m.get("plan_per_slot_ns", &c->plan_per_slot_ns, 0, kMaxNs, Unit::kNanoseconds);
+  m.get("copy_fixed_ns", &c->copy_fixed_ns, 0, kMaxNs, Unit::kNanoseconds);
+  double eff = 0;
+  m.get("small_row_efficiency", &eff, 1e-4, 1.5);
+  c->row_bytes_per_s = eff * h2d_bulk;
+  m.get("per_request_row_bytes_per_s", &c->per_request_row_bytes_per_s, 0, kMaxRate, Unit::kBytesPerSecond);
+  m.finish();
+  c->calibrated = true;
+}
+
+void read_row_rate(StrictMap m, RowRateCost* c) {
+  m.require("row_bytes_per_s");
+  m.get("fixed_ns", &c->fixed_ns, 0, kMaxNs, Unit::kNanoseconds);
+  m.get("row_bytes_per_s", &c->row_bytes_per_s, 1, kMaxRate, Unit::kBytesPerSecond);
+  m.finish();
+}
+
+/// A copy of map `node` without `keys` (sequences StrictMap cannot hand out; the caller reads them itself).
+YAML::Node without(const YAML::Node& node, std::initializer_list<const char*> keys) {
+  YAML::Node copy = YAML::Clone(node);
+  if (copy.IsMap())
+    for (const char* k : keys) copy.remove(k);
+  return copy;
+}
+
+YAML::Node sequence(const YAML::Node& node, const std::string& where) {
+  if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Sequence);
+  if (!node.IsSequence()) throw_error("{}: got {}, expected a list", where, describe_node(node));
+  return node;
+}
+
+std::string swap_in_yaml(const char* name, const SwapInCopyCost& c, double h2d_bulk, int64_t row_bytes) {
+  const double eff = h2d_bulk > 0 ? c.row_bytes_per_s / h2d_bulk : 0;
+  std::string s = fmt::format("  {}:\n", name);
+  s += fmt::format("    plan_fixed_ns: {:.1f}\n", c.plan_fixed_ns);
+  s += fmt::format("    plan_per_request_ns: {:.3f}\n", c.plan_per_request_ns);
+  s += fmt::format("    plan_per_slot_ns: {:.4f}\n", c.plan_per_slot_ns);
+  s += fmt::format("    copy_fixed_ns: {:.1f}\n", c.copy_fixed_ns);
+  s += fmt::format("    small_row_efficiency: {:.5f}   # rows at {:.2f} GB/s = {:.2f} ns per {}-B row\n", eff,
+                   c.row_bytes_per_s / 1e9, c.row_bytes_per_s > 0 ? double(row_bytes) / c.row_bytes_per_s * 1e9 : 0.0,
+                   row_bytes);
+  s += fmt::format("    per_request_row_bytes_per_s: {:.4e}{}\n", c.per_request_row_bytes_per_s,
+                   c.per_request_row_bytes_per_s > 0 ? "" : "   # 0: no per-request bound seen");
+  return s;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Calibration load_calibration(const std::string& path) {
+  const YAML::Node doc = load_yaml_file(path);
+  Calibration c;
+  c.source = path;
+  StrictMap root(without(doc, {"points"}), path, "");
+  for (const char* k : {"device", "date", "bulk", "swap_in"}) root.require(k);
+  root.get("device", &c.device);
+  root.get("date", &c.date);
+  root.get("made_from", &c.made_from);
+  root.get_integral("row_bytes", &c.row_bytes, 1, 1 << 20, Unit::kBytes);
+  root.get_choice("copy_mode", &c.copy_mode, {"fused", "separate"});
+  {
+    StrictMap b = root.child("bulk");
+    b.require("h2d_bytes_per_s");
+    b.require("d2h_bytes_per_s");
+    b.get("h2d_bytes_per_s", &c.h2d_bulk_bytes_per_s, 1, kMaxRate, Unit::kBytesPerSecond);
+    b.get("d2h_bytes_per_s", &c.d2h_bulk_bytes_per_s, 1, kMaxRate, Unit::kBytesPerSecond);
+    b.finish();
+  }
+  root.get("timing_overhead_ns", &c.timing_overhead_ns, 0, kMaxNs, Unit::kNanoseconds);
+  {
+    StrictMap s = root.child("swap_in");
+    if (s.has("fused")) read_swap_in(s.child("fused"), c.h2d_bulk_bytes_per_s, &c.fused);
+    if (s.has("separate")) read_swap_in(s.child("separate"), c.h2d_bulk_bytes_per_s, &c.separate);
+    s.finish();
+    if (!c.swap_in().calibrated)
+      throw_error("{}: copy_mode is {} but swap_in.{} is missing", path, c.copy_mode, c.copy_mode);
+  }
+  if (root.has("gather")) read_row_rate(root.child("gather"), &c.gather);
+  if (root.has("backup")) read_row_rate(root.child("backup"), &c.backup);
+  if (root.has("fit")) {
+    const YAML::Node fit = doc["fit"];
+    StrictMap f(without(fit, {"batches", "miss_rates"}), path, "fit");
+    f.finish();
+    const YAML::Node b = sequence(fit["batches"], path + ": fit.batches");
+    for (size_t i = 0; i < b.size(); ++i) c.fit_batches.push_back(b[i].as<int32_t>());
+    const YAML::Node m = sequence(fit["miss_rates"], path + ": fit.miss_rates");
+    for (size_t i = 0; i < m.size(); ++i) c.fit_miss_rates.push_back(m[i].as<double>());
+    root.child("fit");  // marks the key as read
+  }
+  root.finish();
+  const YAML::Node pts = sequence(doc["points"], path + ": points");
+  for (size_t i = 0; i < pts.size(); ++i) {
+    StrictMap p(pts[i], path, fmt::format("points[{}]", i));
+    CalibrationPoint q;
+    p.require("op");
+    p.require("measured_us");
+    p.get_choice("op", &q.op, {"swap-in", "gather", "backup"});
+    p.get("mode", &q.mode);
+    p.get("batch", &q.batch, 0, 1 << 24);
+    p.get("H", &q.H, 0, 1 << 24);
+    p.get("K", &q.K, 0, 1 << 24);
+    p.get("miss_rate", &q.miss_rate, 0, 1);
+    p.get("rows", &q.rows, 0, int64_t(1) << 40);
+    p.get("measured_us", &q.measured_us, 0, 1e9);
+    p.get("predicted_us", &q.predicted_us, 0, 1e9);
+    if (p.has("set")) p.get_choice("set", &q.set, {"fit", "held-out", ""});
+    p.finish();
+    c.points.push_back(q);
+  }
+  return c;
+}
+
+std::string calibration_yaml(const Calibration& c) {
+  std::string s;
+  s += fmt::format("# Calibration of {} for the HiSparse simulator (sim/calibration.h), written by `hisparse bench "
+                   "--calibrate`.\n# Load with `hisparse simulate --calibration FILE`; every time is one call (one layer) "
+                   "as CUDA events measure it.\n",
+                   c.device);
+  s += fmt::format("device: {}\ndate: {}\nmade_from: {}\nrow_bytes: {}\ncopy_mode: {}\n", quoted(c.device), quoted(c.date),
+                   quoted(c.made_from), c.row_bytes, c.copy_mode);
+  s += fmt::format("bulk:   # pinned cudaMemcpy, largest size measured\n  h2d_bytes_per_s: {:.4e}\n  d2h_bytes_per_s: {:.4e}\n",
+                   c.h2d_bulk_bytes_per_s, c.d2h_bulk_bytes_per_s);
+  s += fmt::format("timing_overhead_ns: {:.1f}   # an empty kernel timed the same way (inside every fixed cost)\n",
+                   c.timing_overhead_ns);
+  s += "swap_in:   # plan = fixed + per_request*B + per_slot*H; copy = copy_fixed + bytes / min(efficiency*bulk, B*per_request)\n";
+  if (c.fused.calibrated) s += swap_in_yaml("fused", c.fused, c.h2d_bulk_bytes_per_s, c.row_bytes);
+  if (c.separate.calibrated) s += swap_in_yaml("separate", c.separate, c.h2d_bulk_bytes_per_s, c.row_bytes);
+  for (auto [name, r] : {std::pair<const char*, const RowRateCost*>{"gather", &c.gather}, {"backup", &c.backup}})
+    if (r->present())
+      s += fmt::format("{}:\n  fixed_ns: {:.1f}\n  row_bytes_per_s: {:.4e}\n", name, r->fixed_ns, r->row_bytes_per_s);
+  std::vector<std::string> b, m;
+  for (int32_t x : c.fit_batches) b.push_back(std::to_string(x));
+  for (double x : c.fit_miss_rates) m.push_back(fmt::format("{:g}", x));
+  s += fmt::format("fit:   # swap-in points with both batch and miss rate in these lists were fitted; the rest are held out\n"
+                   "  batches: [{}]\n  miss_rates: [{}]\n",
+                   fmt::join(b, ", "), fmt::join(m, ", "));
+  s += "points:\n";
+  for (const CalibrationPoint& p : c.points)
+    s += fmt::format("  - {{op: {}, mode: {}, batch: {}, H: {}, K: {}, miss_rate: {:g}, rows: {}, measured_us: {:.3f}, "
+                     "predicted_us: {:.3f}, set: {}}}\n",
+                     p.op, p.mode, p.batch, p.H, p.K, p.miss_rate, p.rows, p.measured_us, p.predicted_us, quoted(p.set));
+  return s;
+}
+
+void apply_calibration(const Calibration& c, Scenario* sc, CostParams* params) {
+  PcieSpec& pcie = sc->hardware.pcie;
+  pcie.h2d_bulk_bytes_per_s = c.h2d_bulk_bytes_per_s;
+  pcie.d2h_bulk_bytes_per_s = c.d2h_bulk_bytes_per_s;
+  const SwapInCopyCost& s = c.swap_in();
+  pcie.gather_row_bytes_per_s = c.gather.present() ? c.gather.row_bytes_per_s : s.row_bytes_per_s;
+  if (c.backup.present()) pcie.latency_ns = static_cast<int64_t>(std::llround(c.backup.fixed_ns));
+  params->swap_in_cost = s;
+}
+
+SimTime predict_swap_in_copy_ns(const SwapInCopyCost& cost, double h2d_link_bytes_per_s, int64_t row_bytes,
+                                int64_t batch, int64_t H, int64_t rows) {
+  return cost.plan_ns(batch, H) + cost.copy_ns(batch, static_cast<double>(rows) * static_cast<double>(row_bytes),
+                                               h2d_link_bytes_per_s);
+}
+
+}  // namespace hisparse::sim

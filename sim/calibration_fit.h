@@ -1,0 +1,45 @@
+// @brief Fitting a Calibration to measured points (a bench CSV or a live `hisparse bench --calibrate` run), with a
+// held-out check: fit on some (batch, miss-rate) pairs, report the error on the others.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/calibration.h"
+
+namespace hisparse::sim {
+
+struct CalibrationInput {
+  std::string device;
+  std::vector<CalibrationPoint> points;    // swap-in (fused/separate), gather, backup
+  double h2d_bulk_bytes_per_s = 0;         // largest bulk ceiling seen host→device
+  double d2h_bulk_bytes_per_s = 0;         // device→host
+  double timing_overhead_ns = 0;           // empty kernel, per call (0 = unknown)
+};
+
+/// Reads a `hisparse bench --csv` file (columns device, op, config, mode, median_us, ..., batch, miss_rate, rows).
+/// Rows of op swap-in-sweep become swap-in points (H and K from the config text); gather/backup zero-copy rows
+/// become gather/backup points; bulk ceilings and the empty-kernel row fill the rest.
+CalibrationInput read_bench_csv(const std::string& path);
+
+struct FitOptions {
+  std::vector<int32_t> fit_batches = {1, 16, 128};
+  std::vector<double> fit_miss_rates = {0.0, 0.2, 0.5};
+  int64_t row_bytes = 1152;
+  std::string copy_mode = "fused";
+  std::string date;        // YYYY-MM-DD
+  std::string made_from;
+};
+
+/// Fits every part; swap-in points whose batch and miss rate are both in the fit lists are "fit", the rest
+/// "held-out". Throws when a swap-in mode has fewer than 3 fit points or the bulk rates are missing.
+Calibration fit_calibration(const CalibrationInput& input, const FitOptions& options);
+
+/// Largest |predicted - measured| / measured over the points of `set` ("fit" or "held-out") and `mode`
+/// ("" = every swap-in mode); 0 when there are none.
+double max_relative_error(const Calibration& c, const std::string& set, const std::string& mode = "");
+
+/// The accuracy table (one line per swap-in point, then gather/backup), for stdout and reports.
+std::string calibration_table(const Calibration& c);
+
+}  // namespace hisparse::sim
