@@ -19,6 +19,7 @@
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
+#include "sim/calibration.h"
 #include "sim/output_file.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/plan/plan_report.h"
@@ -106,7 +107,7 @@ int64_t quantile(std::vector<int64_t> v, double q) {
 
 int run_plan(int argc, char** argv) {
   std::string scenario_name, seq_text, workload_name, trace_path, policy = "sglang-lru", out_dir = "plan_out";
-  std::string sweep_h_text, sweep_r_text, cost_path, overlap_text;
+  std::string sweep_h_text, sweep_r_text, cost_path, overlap_text, calibration_path;
   std::string host_dram_text, host_reserve_text, hbm_text, weight_text, weights_gpu_text, kv_budget_text, reserve_text;
   int threads = 1;
   po::options_description desc(
@@ -143,7 +144,8 @@ int run_plan(int argc, char** argv) {
       "full-pool-tokens", po::value<int64_t>(), "override: max_total_num_tokens without HiSparse (from a server log)")(
       "device-pool-tokens", po::value<int64_t>(), "override: max_total_num_tokens with HiSparse (from a server log)")(
       "host-pool-tokens", po::value<int64_t>(), "override: host pool tokens per GPU")(
-      "cost-params", po::value(&cost_path), "cost-model parameters YAML (e.g. a `hisparse bench` calibration)")(
+      "cost-params", po::value(&cost_path), "cost-model parameters YAML (sim/cost_params.h keys)")(
+      "calibration", po::value(&calibration_path), "calibration YAML from `hisparse bench --calibrate` (measured swap-in costs)")(
       "overlap", po::value(&overlap_text), "none | two-batch (default: the cost parameters')")(
       "miss-fraction", po::value<double>(), "statistical model: per-layer miss fraction of slow-path steps")(
       "sweep-buffer-sizes", po::value(&sweep_h_text), "device_buffer_size sweep (default top_k × 1, 1.5, 2, 3, 4, 6, 8)")(
@@ -203,6 +205,10 @@ int run_plan(int argc, char** argv) {
 
   sim::PlanOptions opt;
   if (!cost_path.empty()) opt.cost = sim::load_cost_params(cost_path);
+  if (!calibration_path.empty()) {
+    const sim::Calibration cal = sim::load_calibration(calibration_path);
+    sim::apply_calibration(cal, &s, &opt.cost);
+  }
   if (!overlap_text.empty()) opt.cost.overlap = sim::parse_overlap_mode(overlap_text, "--overlap");
   if (!host_reserve_text.empty()) opt.host_reserve_bytes = parse_bytes(host_reserve_text, "--host-reserve-bytes");
   if (vm.count("batch-cap")) opt.batch_cap = vm["batch-cap"].as<int64_t>();

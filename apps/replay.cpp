@@ -204,7 +204,8 @@ int run_replay(int argc, char** argv) {
                                           shell_quote(out_dir));
       if (std::system(cmd.c_str()) != 0) throw_error("replay: plotting failed: {}", cmd);
     }
-    fmt::print("wrote {}/replay.json, replay.csv{}\n", out_dir, vm.count("no-plots") ? "" : ", replay_hit_rate.png, replay_misses.png");
+    fmt::print("wrote {}/replay.json, replay.csv{}\n", out_dir,
+               vm.count("no-plots") ? "" : ", replay_hit_rate.png, replay_misses.png");
   }
   if (!csv_path.empty()) fmt::print("wrote {}\n", csv_path);
   return 0;

@@ -13,6 +13,7 @@
 #include "apps/command.h"
 #include "core/error.h"
 #include "core/scenario_loader.h"
+#include "sim/buffer_miss_curve.h"
 #include "sim/calibration.h"
 #include "sim/chrome_trace.h"
 #include "sim/cost_params.h"
@@ -38,7 +39,7 @@ SimTime seconds_flag(double s, const char* name) {
 
 int run_simulate(int argc, char** argv) {
   std::string scenario_name, workload_name, mode = "both", overlap, link_model, out_dir = "simulate_out", cost_file, calibration_file;
-  std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru";
+  std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru", miss_curve = kDefaultMissCurve;
   int prefill_instances = 0;
   double duration = 0, miss_fraction = -1, timeline_start = -1, timeline_length = 1.0;
   po::options_description desc("hisparse simulate options");
@@ -54,7 +55,8 @@ int run_simulate(int argc, char** argv) {
       ("cost", po::value(&cost_file), "cost-parameter YAML (efficiencies, latencies) over the defaults")
       ("calibration", po::value(&calibration_file), "calibration YAML from `hisparse bench --calibrate` (scenarios/calibration/): "
                                                    "measured PCIe rates and swap-in + copy cost in place of the hardware defaults")
-      ("miss-model", po::value(&miss_kind)->default_value(miss_kind), "statistical | trace (replay --miss-trace with --policy)")
+      ("miss-model", po::value(&miss_kind)->default_value(miss_kind), "statistical (measured curve --miss-curve at the deployment's H/K, or fitted to --miss-trace) | trace (replay --miss-trace with --policy) | placeholder (10 % once n > H, no data)")
+      ("miss-curve", po::value(&miss_curve)->default_value(miss_curve), "statistical model: scenarios/miss_models/<name>.yaml or a .yaml path; its --policy curve is used")
       ("miss-fraction", po::value(&miss_fraction), "statistical model: constant per-layer miss fraction of K once n > H")
       ("miss-trace", po::value(&miss_trace), "top-k trace: fits the statistical model, or is replayed with --miss-model trace")
       ("policy", po::value(&policy)->default_value(policy), "swap-in policy for trace replay and fitting (cpu_ref/policies)")
@@ -107,14 +109,23 @@ int run_simulate(int argc, char** argv) {
     miss = make_trace_miss_model(miss_trace, policy, sc.deployment.hisparse.device_buffer_size, sc.model.layers,
                                  sc.model.latent_row_bytes);
   } else if (miss_kind == "statistical") {
-    StatisticalMissParams p = default_miss_params(sc);
+    StatisticalMissParams p;
     if (!miss_trace.empty())
       p = fit_statistical_miss_model(miss_trace, policy, sc.deployment.hisparse.device_buffer_size, sc.model.layers,
                                      sc.model.latent_row_bytes);
+    else if (miss_fraction >= 0) p = placeholder_miss_params(sc);  // only layers, K, H matter: the fraction is given
+    else p = miss_params_from_curve(sc, load_buffer_miss_curve(miss_curve), policy);
+    if (miss_fraction >= 0) {
+      p.by_ratio = {{1.0, miss_fraction}};
+      p.fitted_from = fmt::format("--miss-fraction {}", miss_fraction);
+    }
+    miss = make_statistical_miss_model(p);
+  } else if (miss_kind == "placeholder") {
+    StatisticalMissParams p = placeholder_miss_params(sc);
     if (miss_fraction >= 0) p.by_ratio = {{1.0, miss_fraction}};
     miss = make_statistical_miss_model(p);
   } else {
-    throw_error("--miss-model '{}' is unknown (expected statistical or trace)", miss_kind);
+    throw_error("--miss-model '{}' is unknown (expected statistical, trace or placeholder)", miss_kind);
   }
 
   std::filesystem::create_directories(out_dir);

@@ -1,5 +1,6 @@
 // @brief `hisparse validate` operations "indexer" (lightning-indexer scores, bit for bit) and "topk" (selected
-// positions, exactly), cpu_ref against the CUDA kernels on fresh random cases.
+// positions, exactly): the reference backend against the device backend, through the Backend interface, on fresh
+// random cases.
 #include <algorithm>
 #include <atomic>
 #include <thread>
@@ -8,11 +9,7 @@
 
 #include "apps/validate.h"
 #include "apps/validate_random_values.h"
-#include "cpu_ref/indexer.h"
 #include "cpu_ref/sparse_attention_compare.h"
-#include "cpu_ref/topk.h"
-#include "cuda/indexer.h"
-#include "cuda/topk.h"
 
 namespace hisparse::apps {
 namespace {
@@ -47,7 +44,7 @@ void run_parallel(const ValidateContext& ctx, const char* op, OpReport& report, 
   }
 }
 
-std::pair<std::string, int64_t> indexer_case(uint64_t seed, std::string& context, bool on_cuda) {
+std::pair<std::string, int64_t> indexer_case(uint64_t seed, std::string& context, Backend& ref_be, Backend& dut_be) {
   Rng rng(seed);
   IndexerArgs a;
   a.tokens = int32_t(rng.range(1, 2));
@@ -83,12 +80,9 @@ std::pair<std::string, int64_t> indexer_case(uint64_t seed, std::string& context
   const size_t ns = size_t(a.tokens) * size_t(a.max_len);
   std::vector<float> ref(ns, num::canonical_nan_f32()), dut(ns, num::canonical_nan_f32());
   a.scores = ref.data();
-  cpu_ref::indexer_scores(a);
+  ref_be.indexer_scores(a);
   a.scores = dut.data();
-  if (on_cuda)
-    cuda::indexer_scores_host(a);
-  else
-    cpu_ref::indexer_scores(a);
+  dut_be.indexer_scores(a);
   const int64_t i = cpu_ref::first_bits_mismatch(ref.data(), dut.data(), int64_t(ns));
   if (i < 0) return {"", int64_t(ns)};
   return {fmt::format("scores[token {}][pos {}]: {}", i / a.max_len, i % a.max_len,
@@ -96,7 +90,7 @@ std::pair<std::string, int64_t> indexer_case(uint64_t seed, std::string& context
           int64_t(ns)};
 }
 
-std::pair<std::string, int64_t> topk_case(uint64_t seed, std::string& context, bool on_cuda) {
+std::pair<std::string, int64_t> topk_case(uint64_t seed, std::string& context, Backend& ref_be, Backend& dut_be) {
   Rng rng(seed);
   TopkArgs a;
   a.rows = int32_t(rng.range(1, 4));
@@ -127,12 +121,9 @@ std::pair<std::string, int64_t> topk_case(uint64_t seed, std::string& context, b
   const size_t no = size_t(a.rows) * size_t(a.k);
   std::vector<int32_t> ref(no, -7), dut(no, -7);
   a.out = ref.data();
-  cpu_ref::topk(a);
+  ref_be.topk(a);
   a.out = dut.data();
-  if (on_cuda)
-    cuda::topk_host(a);
-  else
-    cpu_ref::topk(a);
+  dut_be.topk(a);
   const int64_t i = cpu_ref::first_mismatch(ref.data(), dut.data(), int64_t(no));
   if (i < 0) return {"", int64_t(no)};
   return {fmt::format("out[row {}][{}]: reference {}, device {}", i / a.k, i % a.k, ref[size_t(i)], dut[size_t(i)]),
@@ -142,16 +133,14 @@ std::pair<std::string, int64_t> topk_case(uint64_t seed, std::string& context, b
 }  // namespace
 
 void validate_indexer(const ValidateContext& ctx, std::vector<OpReport>& out) {
-  const bool on_cuda = ctx.dut.name() == "cuda";
   OpReport r("indexer", "exact");
-  run_parallel(ctx, "indexer", r, [&](uint64_t seed, std::string& c) { return indexer_case(seed, c, on_cuda); });
+  run_parallel(ctx, "indexer", r, [&](uint64_t seed, std::string& c) { return indexer_case(seed, c, ctx.ref, ctx.dut); });
   out.push_back(r);
 }
 
 void validate_topk(const ValidateContext& ctx, std::vector<OpReport>& out) {
-  const bool on_cuda = ctx.dut.name() == "cuda";
   OpReport r("topk", "exact");
-  run_parallel(ctx, "topk", r, [&](uint64_t seed, std::string& c) { return topk_case(seed, c, on_cuda); });
+  run_parallel(ctx, "topk", r, [&](uint64_t seed, std::string& c) { return topk_case(seed, c, ctx.ref, ctx.dut); });
   out.push_back(r);
 }
 

@@ -14,6 +14,10 @@ const char* copy_mode_name(CopyMode mode) {
   return "?";
 }
 
+const char* attention_variant_name(AttentionVariant variant) {
+  return variant == AttentionVariant::kExact ? "exact" : "fast";
+}
+
 void check_swap_in_batch(const SwapInBatchView& b) {
   if (b.batch < 0) throw_error("swap_in: batch = {}, expected >= 0", b.batch);
   if (b.H < 1) throw_error("swap_in: device_buffer_size H = {}, expected >= 1", b.H);

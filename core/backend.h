@@ -1,13 +1,16 @@
 // @brief Backend: the one interface the CPU reference and the CUDA kernels both implement (same data, same results).
 // All views hold HOST pointers; a device backend uploads, runs and downloads, so `hisparse validate` can hand the
-// same arrays to both and compare them byte for byte. Operations added by later issues (sparse_attention, topk)
-// get their own view struct and virtual below the existing ones.
+// same arrays to both and compare them byte for byte. The attention, indexer and top-k operations take the plain
+// views of core/numerics/ (the same structs the kernels take with device pointers).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/numerics/indexer_args.h"
+#include "core/numerics/sparse_attention_args.h"
+#include "core/numerics/topk_args.h"
 #include "core/swap_in_types.h"
 
 namespace hisparse {
@@ -66,6 +69,14 @@ enum class CopyMode {
 };
 const char* copy_mode_name(CopyMode mode);
 
+/// Which sparse-attention implementation a backend runs (NUMERICS.md: "two kinds of GPU kernel").
+enum class AttentionVariant {
+  kExact,  // the fixed fp32 order of core/numerics/online_softmax.h: identical bits on every backend
+  kFast,   // the backend's fastest path (tensor cores on CUDA): within the stated tolerance only; the CPU
+           // reference has no faster path and runs the exact order (which meets any tolerance the fast one does)
+};
+const char* attention_variant_name(AttentionVariant variant);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -81,6 +92,19 @@ class Backend {
 
   /// device → host scattered copy (eager backup of the newest token: all requests × all layers at once).
   virtual void backup(const RowCopyView& rows) = 0;
+
+  /// Sparse MLA decode attention (SparseAttentionArgs, host pointers): checks shapes and indices (hisparse::Error
+  /// naming the field), writes out and lse. A row whose entries are all -1 gives o = 0 and lse = -inf.
+  /// Thread-safe: `hisparse validate` calls it from several threads at once.
+  virtual void sparse_attention(const SparseAttentionArgs& args, AttentionVariant variant) = 0;
+
+  /// Lightning-indexer scores (IndexerArgs, host pointers), the fixed order of core/numerics/indexer_args.h.
+  /// Thread-safe.
+  virtual void indexer_scores(const IndexerArgs& args) = 0;
+
+  /// Top-k positions (TopkArgs, host pointers): K largest keys, ties to the smaller position, ascending output,
+  /// rows shorter than K padded with -1. Thread-safe.
+  virtual void topk(const TopkArgs& args) = 0;
 
   /// Device backends honour it; the CPU reference accepts any mode.
   virtual void set_copy_mode(CopyMode mode) { copy_mode_ = mode; }

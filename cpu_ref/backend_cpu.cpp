@@ -5,7 +5,10 @@
 #include <optional>
 
 #include "core/error.h"
+#include "cpu_ref/indexer.h"
+#include "cpu_ref/sparse_attention.h"
 #include "cpu_ref/swap_in.h"
+#include "cpu_ref/topk.h"
 
 namespace hisparse::cpu_ref {
 
@@ -67,5 +70,13 @@ void CpuBackend::backup(const RowCopyView& r) {
     std::memcpy(r.host_pool + r.host_row[i] * r.row_bytes, r.device_pool + r.device_row[i] * r.row_bytes,
                 static_cast<size_t>(r.row_bytes));
 }
+
+void CpuBackend::sparse_attention(const SparseAttentionArgs& args, AttentionVariant) {
+  cpu_ref::sparse_attention(args);
+}
+
+void CpuBackend::indexer_scores(const IndexerArgs& args) { cpu_ref::indexer_scores(args); }
+
+void CpuBackend::topk(const TopkArgs& args) { cpu_ref::topk(args); }
 
 }  // namespace hisparse::cpu_ref

@@ -11,6 +11,10 @@ class CpuBackend final : public Backend {
   void swap_in(const SwapInBatchView& batch, SwapInBatchResult& out) override;
   void gather(const RowCopyView& rows) override;
   void backup(const RowCopyView& rows) override;
+  /// Both variants run the bit-exact reference (there is no faster CPU path; see AttentionVariant).
+  void sparse_attention(const SparseAttentionArgs& args, AttentionVariant variant) override;
+  void indexer_scores(const IndexerArgs& args) override;
+  void topk(const TopkArgs& args) override;
 };
 
 }  // namespace hisparse::cpu_ref

@@ -24,7 +24,6 @@ uint32_t SwapInScratch::begin(int32_t n, int32_t H) {
     miss_entry.resize(H);
     victims.resize(H);
     slot_mark.resize(H, 0);
-    lru_mark.resize(H);
   }
   if (++epoch == 0) {
     // 2^32 steps on one scratch: old stamps could alias the new epoch, so forget them all once.
@@ -74,8 +73,13 @@ uint32_t validate_and_mark(const int32_t* selected, int32_t count, int32_t n, in
   int64_t valid = 0;
   for (int32_t i = 0; i < count; ++i) {
     const int32_t t = selected[i];
-    if (t < 0) {
+    // One unsigned compare covers both padding (-1) and out-of-range positions; both are rare on the hot path.
+    if (static_cast<uint32_t>(t) >= static_cast<uint32_t>(n)) {
       if (t != -1) {
+        if (t >= n) {
+          throw_error("swap-in: request {}, layer {}, step {}: position {} (entry {}) is >= sequence length {}",
+                      where.request, where.layer, where.step, t, i, n);
+        }
         throw_error("swap-in: request {}, layer {}, step {}: entry {} is {}, expected a position in [0, {}) or -1 "
                     "(padding)",
                     where.request, where.layer, where.step, i, t, n);
@@ -83,13 +87,10 @@ uint32_t validate_and_mark(const int32_t* selected, int32_t count, int32_t n, in
       slot_of[i] = -1;
       continue;
     }
-    if (t >= n) {
-      throw_error("swap-in: request {}, layer {}, step {}: position {} (entry {}) is >= sequence length {}",
-                  where.request, where.layer, where.step, t, i, n);
-    }
-    if ((mark[t] >> 32) == epoch) {
+    const uint64_t m = mark[t];
+    if ((m >> 32) == epoch) {
       throw_error("swap-in: request {}, layer {}, step {}: position {} is selected twice (entries {} and {})",
-                  where.request, where.layer, where.step, t, static_cast<uint32_t>(mark[t]), i);
+                  where.request, where.layer, where.step, t, static_cast<uint32_t>(m), i);
     }
     mark[t] = stamp | static_cast<uint32_t>(i);
     slot_of[i] = kUnassigned;
@@ -133,29 +134,26 @@ void swap_in(SwapInStateView state, const int32_t* selected, int32_t count, int3
   int32_t* evictable = scratch.evictable.data();
   int32_t nh = 0;
   int32_t ne = 0;
-  // One branch-free pass (hits among the previous selection are ~85/15 random, so branches would mispredict),
-  // with as few stores as possible, since they bound this loop: EVICTABLE grows from the front of one array and
-  // HITS from its back (reversed), and the slot of each hit entry is written directly; non-hits (and the
-  // newest token, whose entry keeps slot H) write to a dummy entry past the end.
-  plan.slot_of.resize(static_cast<size_t>(count) + 1);
-  slot_of = plan.slot_of.data();
-  const uint32_t dummy = static_cast<uint32_t>(count);
-  int32_t* part = evictable;  // [0, ne) EVICTABLE; [H - nh, H) HITS in reverse LRU order
-  const uint64_t newest_mark = c.newest_hits ? mark[newest] : ~uint64_t{0};
+  // One pass partitions the LRU with a single store per slot (measured: extra stores here cost more than the
+  // hit/evictable branch the compiler emits; hits come in long runs at the MRU end). EVICTABLE grows from the
+  // front of one array and HITS from its back (reversed). A second, shorter pass over HITS gives each hit entry
+  // its slot; the newest token's entry keeps slot H even if a slot holds that token.
+  int32_t* part = evictable;  // [0, ne) EVICTABLE; [ne, H) HITS in reverse LRU order
   int32_t back = H - 1;
   for (int32_t j = 0; j < H; ++j) {
     const int32_t s = lru[j];
     const uint32_t t = static_cast<uint32_t>(slot_token[s]);
-    const uint64_t m = mark[t < cap ? t : cap];
-    const bool hit = (m >> 32) == epoch;
+    const bool hit = (mark[t < cap ? t : cap] >> 32) == epoch;
     part[hit ? back : ne] = s;
     back -= hit;
     ne += !hit;
-    const uint32_t take = 0u - static_cast<uint32_t>(hit & (m != newest_mark));
-    slot_of[(static_cast<uint32_t>(m) & take) | (dummy & ~take)] = s;
   }
   nh = H - ne;
-  plan.slot_of.resize(static_cast<size_t>(count));
+  for (int32_t k = ne; k < H; ++k) {
+    const int32_t s = part[k];
+    const int32_t t = slot_token[s];
+    if (t != newest) slot_of[static_cast<uint32_t>(mark[t])] = s;
+  }
 
   // Misses in increasing entry index take EVICTABLE in order. Check every host copy before touching state.
   int32_t* miss_entry = scratch.miss_entry.data();

@@ -24,10 +24,9 @@ class SwapInScratch {
   uint32_t begin(int32_t n, int32_t H);
 
   std::vector<uint64_t> mark;       // [capacity + 1] (epoch << 32) | entry index; the last one is never stamped
-  std::vector<int32_t> hits;        // [H] hit slots, old LRU order
-  std::vector<int32_t> evictable;   // [H] evictable slots, old LRU order
+  std::vector<int32_t> hits;        // [H] hit slots (policies: ascending slot index)
+  std::vector<int32_t> evictable;   // [H] EVICTABLE from the front, HITS reversed from the back (swap_in)
   std::vector<int32_t> miss_entry;  // [H] entry index of each miss, in miss order
-  std::vector<uint64_t> lru_mark;   // [H] mark of the token held by the slot at LRU index j
   std::vector<int32_t> victims;     // [H] slot of each miss, in miss order (policies other than the contract)
   std::vector<uint32_t> slot_mark;  // [H] == epoch when the slot is hit at this step (policies)
   uint32_t capacity = 0;            // positions 0..capacity-1 can be marked

@@ -9,8 +9,11 @@
 #include "cuda/backend_cuda.h"
 #include "cuda/copy_rows.h"
 #include "cuda/detail/cuda_check.cuh"
+#include "cuda/indexer.h"
 #include "cuda/runtime.h"
+#include "cuda/sparse_attention.h"
 #include "cuda/swap_in.h"
+#include "cuda/topk.h"
 
 namespace hisparse::cuda {
 namespace {
@@ -213,5 +216,14 @@ void row_copy(CudaBackend::Scratch& s, const RowCopyView& r, CopyMode mode, bool
     std::memcpy(r.host_pool, pinned, host_bytes);
 }
 }  // namespace
+
+// The host entry points check, upload into per-call arrays, poison the outputs, run and download.
+void CudaBackend::sparse_attention(const SparseAttentionArgs& args, AttentionVariant variant) {
+  sparse_attention_host(args, variant == AttentionVariant::kExact ? AttentionKernel::kExact : AttentionKernel::kFast);
+}
+
+void CudaBackend::indexer_scores(const IndexerArgs& args) { indexer_scores_host(args); }
+
+void CudaBackend::topk(const TopkArgs& args) { topk_host(args); }
 
 }  // namespace hisparse::cuda

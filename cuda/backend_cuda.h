@@ -16,6 +16,10 @@ class CudaBackend final : public Backend {
   void swap_in(const SwapInBatchView& batch, SwapInBatchResult& out) override;
   void gather(const RowCopyView& rows) override;
   void backup(const RowCopyView& rows) override;
+  /// These three allocate their device arrays per call (no shared scratch), so they are thread-safe.
+  void sparse_attention(const SparseAttentionArgs& args, AttentionVariant variant) override;
+  void indexer_scores(const IndexerArgs& args) override;
+  void topk(const TopkArgs& args) override;
 
   struct Scratch;  // device and pinned buffers reused across calls (defined in the .cu)
 

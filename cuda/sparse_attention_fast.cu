@@ -5,6 +5,13 @@
 // in shared memory by cp.async (skipped entries zero-filled). Warp w owns heads 32*(w&1)..+31; for S = Q K^T it
 // takes keys 16*(w>>1)..+15 of the tile, for O += P V the columns 128*(w>>1)..+127. Row maxima and P cross warps
 // through shared memory. All shared tiles are 16-byte-chunk XOR-swizzled so ldmatrix is conflict-free.
+//
+// Accuracy: P is split into two bf16 terms, hi = bf16(p) and lo = bf16(p - hi) (p - hi is exact in fp32), and
+// O += P V runs as two MMAs (hi, then lo), so the weights carry ~16 significant bits instead of 8. Rounding P to a
+// single bf16 (2^-9 relative per weight) put 0.0086% of "standard" outputs outside FlashMLA's bar (max abs 7.3e-3
+// on H200) where outputs cancel. The lo tile lives in the rope columns 512..575 of the current K/V buffer, which
+// nothing reads after S is computed (one 128-byte row per head: exactly a head's 64 bf16 weights), so shared
+// memory does not grow (it is at the 227 KB limit).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -21,6 +28,9 @@ constexpr int kTile = 64;       // keys per tile (a free choice here: the fast k
 constexpr int kThreads = 256;
 constexpr int kRowChunks = kMlaQkDim / 8;  // 72 chunks of 16 bytes per 576-wide row
 constexpr int kRowBytes = kMlaQkDim * 2;   // 1152
+constexpr int kLoOffset = kMlaVDim * 2;    // byte 1024 of a K/V row: the rope part, free once S is computed
+static_assert(kTile * 2 == kRowBytes - kLoOffset, "a head's lo weights must fill exactly one row's rope part");
+static_assert(kTile == kHeads, "the lo tile borrows one K/V row per head");
 
 struct __align__(128) FastSmem {
   Bf16Bits q[kHeads * kMlaQkDim];        // [head][576] swizzled
@@ -203,8 +213,12 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_fast_kernel(Spar
           const float p0 = m_new[r] == neg_inf ? 0.0f : exp2f(s[mt][nt][2 * half] - m_new[r]);
           const float p1 = m_new[r] == neg_inf ? 0.0f : exp2f(s[mt][nt][2 * half + 1] - m_new[r]);
           l_part[r] += p0 + p1;
-          const uint32_t off = row * (kTile * 2) + swz(row, 2 * qq + nt) + 4 * l4;
-          *reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(sm.p) + off) = pack_bf16(p0, p1);
+          const uint32_t hi = pack_bf16(p0, p1);
+          const uint32_t lo = pack_bf16(p0 - __uint_as_float(hi << 16), p1 - __uint_as_float(hi & 0xffff0000u));
+          const uint32_t off = swz(row, 2 * qq + nt) + 4 * l4;
+          *reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(sm.p) + row * (kTile * 2) + off) = hi;
+          *reinterpret_cast<uint32_t*>(reinterpret_cast<unsigned char*>(sm.kv[buf]) + row * kRowBytes + kLoOffset +
+                                       off) = lo;
         }
 #pragma unroll
         for (int n = 0; n < 16; ++n) {
@@ -218,11 +232,12 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_fast_kernel(Spar
     // ---- O += P V for 32 heads x 128 columns ----
 #pragma unroll
     for (int kstep = 0; kstep < kTile / 16; ++kstep) {
-      uint32_t af[2][4];
+      uint32_t af[2][4], af_lo[2][4];
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
         const int row = a_row0 + 16 * mt;
         ldsm_x4(p_base + row * (kTile * 2) + swz(row, 2 * kstep + (lane >> 4)), af[mt]);
+        ldsm_x4(kv_base + row * kRowBytes + kLoOffset + swz(row, 2 * kstep + (lane >> 4)), af_lo[mt]);
       }
       const int v_row = 16 * kstep + (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
@@ -233,6 +248,8 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_fast_kernel(Spar
         for (int mt = 0; mt < 2; ++mt) {
           mma_bf16(acc[mt][2 * np], af[mt], bf[0], bf[1]);
           mma_bf16(acc[mt][2 * np + 1], af[mt], bf[2], bf[3]);
+          mma_bf16(acc[mt][2 * np], af_lo[mt], bf[0], bf[1]);
+          mma_bf16(acc[mt][2 * np + 1], af_lo[mt], bf[2], bf[3]);
         }
       }
     }

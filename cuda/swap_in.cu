@@ -137,6 +137,14 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
   const int n = a.seq_len[b];
   const int64_t rowK = int64_t(b) * K, rowH = int64_t(b) * H;
   const bool fast = n <= H;
+  const int ts = 1 << bits;
+
+  // Phase 0: the row's inputs into shared memory, issued together with the seq_len read instead of after it (one
+  // global round trip less on a one-row call); the fast path and padded rows ignore what they did not need.
+  load_ints(sel, a.selected + rowK, K);
+  load_ints(lru_s, a.lru + rowH, H);
+  load_ints(aux, a.slot_token + rowH, H);
+  for (int i = tid; i < ts; i += kThreads) keys[i] = -1;
 
   if (n <= 0) {  // padded batch row: outputs say "nothing", state is not touched
     for (int i = tid; i < K; i += kThreads) a.slot_of[rowK + i] = -1;
@@ -149,14 +157,6 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
     return;
   }
 
-  // Phase 0: the row's inputs into shared memory (all loads issued before any is used), hash cleared.
-  const int ts = 1 << bits;
-  load_ints(sel, a.selected + rowK, K);
-  if (!fast) {
-    load_ints(lru_s, a.lru + rowH, H);
-    load_ints(aux, a.slot_token + rowH, H);
-  }
-  for (int i = tid; i < ts; i += kThreads) keys[i] = -1;
   if (tid == 0) {
     s_err = INT_MAX;
     s_valid = 0;
@@ -292,6 +292,7 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
     }
     return;
   }
+  int in_place = 1;  // every slot of this chunk keeps its LRU position
   for (int j = j0; j < j1; ++j) {
     const unsigned v = static_cast<unsigned>(lru_s[j]);
     const int s = static_cast<int>(v & 0x7fffffffu);
@@ -303,10 +304,13 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
       if (er < M) ev[er] = s;
       pos = er >= M ? er - M : (E - M) + er;
     }
+    in_place &= pos == j;
     aux[pos] = s;  // phase 2's reads of aux ended at the barriers of the two scans
   }
-  __syncthreads();
-  for (int j = tid; j < H; j += kThreads) a.lru[rowH + j] = aux[j];
+  // Steady state of repeated selections: the hits already form the LRU's tail in order, so the new order is
+  // the old one and the O(H) write-back is skipped (global memory already holds exactly these values).
+  if (!__syncthreads_and(in_place))
+    for (int j = tid; j < H; j += kThreads) a.lru[rowH + j] = aux[j];
 
   // Phase 5: misses take the evictable slots in order.
   for (int i = tid; i < K; i += kThreads) {

@@ -1,8 +1,25 @@
-// @brief Top-k on the GPU, integer-exact with cpu_ref::topk: radix select of the threshold key over three digit
-// passes (11, 11, 10 bits), then one pass in position order that keeps every key above the threshold and the
-// first (smallest-position) keys equal to it, writing them by ascending position through a block-wide scan.
+// @brief Top-k on the GPU, integer-exact with cpu_ref::topk, split over several blocks per row so that one row
+// (batch 1) uses many multiprocessors. The threshold key T (the K-th largest key) is found by radix select on
+// the 32-bit key in three digits (12, 12, 8 bits); the winners are every key > T and the first `take_eq` keys == T
+// by position, written by ascending position.
+//
+// Each row is cut into G chunks of consecutive positions (G from the row count and the SM count); five steps on
+// one stream:
+//   0 memset   hist1[row] = 0
+//   1 hist     block (row, g): histogram of digit 1 (key bits 31..20) over its chunk, added into hist1[row]
+//   2 compact  block (row, g): digit b1 holding the K-th key (from hist1); counts keys with digit 1 > b1 in its
+//              chunk (gt1) and copies the keys with digit 1 == b1 (the candidates) to its own region of `cand`
+//   3 select   block row: digits 2 and 3 over the candidates only -> T, take_eq; per chunk, the number of keys
+//              > T and == T in the chunks before it (gt_before, eq_before)
+//   4 output   block (row, g): one ordered pass over its chunk with a block-wide scan, starting from gt_before[g]
+//              and eq_before[g], writes key > T at gt_before + min(eq_before, take_eq) and the first take_eq keys
+//              == T at gt_before + eq_before (the positions a single sequential pass would give them)
+// Rows with length <= K skip 1-3; step 4 writes 0..n-1 then -1. The candidate count is small for spread-out
+// scores (a few thousand of 131,072 for uniform scores) and at most the row (all scores equal): still correct.
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include "core/numerics/topk_args.h"
 #include "cuda/detail/cuda_check.cuh"
@@ -12,111 +29,295 @@
 namespace hisparse::cuda {
 namespace {
 
-constexpr int kThreads = 1024;
-constexpr int kBins = 2048;
-constexpr int kItems = 8;  // consecutive positions per thread in the ordered pass
+constexpr int kChunkThreads = 512;    // steps 1, 2, 4
+constexpr int kSelectThreads = 1024;  // step 3
+constexpr int kItems = 8;             // consecutive positions per thread in the ordered pass
+constexpr int kBins1 = 4096;          // digit 1: bits 31..20
+constexpr int kBins2 = 4096;          // digit 2: bits 19..8
+constexpr int kBins3 = 256;           // digit 3: bits 7..0
+constexpr int64_t kMinChunk = 2048;   // positions per block at least (below, launch cost beats parallelism)
+constexpr int kMaxBlocksPerRow = 256;
 
-struct SelectState {
-  uint32_t prefix;   // key bits fixed so far
-  uint32_t mask;     // which bits are fixed
-  int32_t need;      // winners still to find among keys matching the prefix
+/// The split of a call: G chunks of `chunk` positions per row, and where each array lies in the workspace.
+struct TopkPlan {
+  int blocks_per_row = 1;
+  int64_t chunk = 1;
+  size_t hist1 = 0, cand = 0, cand_count = 0, gt1 = 0, gt_before = 0, eq_before = 0, stage = 0, bytes = 0;
 };
 
-__global__ void __launch_bounds__(kThreads) topk_kernel(TopkArgs a) {
-  using Scan = cub::BlockScan<int, kThreads>;
-  __shared__ typename Scan::TempStorage scan_tmp;
-  __shared__ int hist[kBins];
-  __shared__ SelectState st;
-  __shared__ int run_gt, run_eq;
-  const int r = blockIdx.x, tid = threadIdx.x;
-  const float* s = a.scores + int64_t(r) * a.stride;
-  int32_t* out = a.out + int64_t(r) * a.k;
-  const int n = a.length[r];
-  if (n <= a.k) {
-    for (int i = tid; i < a.k; i += kThreads) out[i] = i < n ? i : -1;
-    return;
-  }
-  if (tid == 0) st = SelectState{0u, 0u, a.k};
+int device_sm_count() {
+  int dev = 0, sms = 0;
+  HS_CUDA_CHECK(cudaGetDevice(&dev));
+  HS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return std::max(sms, 1);
+}
 
-  // Three digit passes from the most significant bits.
-  const int shifts[3] = {21, 10, 0};
-  const int widths[3] = {11, 11, 10};
-  for (int pass = 0; pass < 3; ++pass) {
-    const int shift = shifts[pass], bins = 1 << widths[pass];
-    for (int i = tid; i < bins; i += kThreads) hist[i] = 0;
-    __syncthreads();
-    const uint32_t prefix = st.prefix, mask = st.mask;
-#pragma unroll 4
-    for (int i = tid; i < n; i += kThreads) {
-      const uint32_t key = num::topk_key(__ldg(s + i));
-      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & uint32_t(bins - 1)], 1);
-    }
-    __syncthreads();
-    // Warp 0 finds the digit b with count(> b) < need <= count(>= b), scanning from the top bin down.
-    if (tid < 32) {
-      const int per = bins / 32, lo = tid * per;
-      int sum = 0;
-      for (int i = 0; i < per; ++i) sum += hist[lo + i];
-      // inclusive suffix sum over lanes: lane L gets the total of lanes L..31
-      int suffix = sum;
-#pragma unroll
-      for (int off = 1; off < 32; off <<= 1) {
-        const int v = __shfl_down_sync(0xffffffffu, suffix, off);
-        if (tid + off < 32) suffix += v;
-      }
-      const int above = suffix - sum;  // keys in bins of higher lanes
-      const int need = st.need;
-      const bool mine = above < need && need <= suffix;
-      if (mine) {
-        int acc = above;
-        for (int i = per - 1; i >= 0; --i) {
-          const int c = hist[lo + i];
-          if (acc + c >= need) {
-            st.prefix = prefix | (uint32_t(lo + i) << shift);
-            st.mask = mask | (uint32_t(bins - 1) << shift);
-            st.need = need - acc;
-            break;
-          }
-          acc += c;
-        }
-      }
-    }
-    __syncthreads();
-  }
+TopkPlan make_plan(const TopkArgs& a) {
+  TopkPlan p;
+  const int64_t rows = std::max<int64_t>(a.rows, 1);
+  int64_t g = std::max<int64_t>(1, (2 * int64_t(device_sm_count()) + rows - 1) / rows);
+  g = std::min<int64_t>(g, kMaxBlocksPerRow);
+  g = std::min<int64_t>(g, std::max<int64_t>(1, (a.stride + kMinChunk - 1) / kMinChunk));
+  p.chunk = std::max<int64_t>(1, (a.stride + g - 1) / g);
+  p.blocks_per_row = int(std::max<int64_t>(1, (a.stride + p.chunk - 1) / p.chunk));
+  const size_t R = size_t(rows), G = size_t(p.blocks_per_row);
+  auto take = [&](size_t bytes) {
+    const size_t at = p.bytes;
+    p.bytes += (bytes + 255) / 256 * 256;
+    return at;
+  };
+  p.hist1 = take(R * kBins1 * 4);
+  p.cand = take(R * G * size_t(p.chunk) * 4);
+  p.cand_count = take(R * G * 4);
+  p.gt1 = take(R * G * 4);
+  p.gt_before = take(R * G * 4);
+  p.eq_before = take(R * G * 4);
+  p.stage = take(R * 4 * 4);  // b1, need1, T, take_eq
+  return p;
+}
 
-  // Ordered pass: threshold key T = st.prefix; take all keys > T and the first st.need keys == T.
-  const uint32_t T = st.prefix;
-  const int take_eq = st.need;
-  if (tid == 0) {
-    run_gt = 0;
-    run_eq = 0;
+/// Device view of the workspace.
+struct Work {
+  int blocks_per_row;
+  int64_t chunk;
+  int* hist1;            // [R][kBins1]
+  uint32_t* cand;        // [R][G][chunk] candidate keys, per chunk in any order
+  int* cand_count;       // [R][G]
+  int* gt1;              // [R][G]
+  int* gt_before;        // [R][G]
+  int* eq_before;        // [R][G]
+  uint32_t* stage;       // [R][4] b1, need1, T, take_eq
+};
+
+Work work_view(const TopkPlan& p, void* ws) {
+  auto* b = static_cast<unsigned char*>(ws);
+  return Work{p.blocks_per_row,
+              p.chunk,
+              reinterpret_cast<int*>(b + p.hist1),
+              reinterpret_cast<uint32_t*>(b + p.cand),
+              reinterpret_cast<int*>(b + p.cand_count),
+              reinterpret_cast<int*>(b + p.gt1),
+              reinterpret_cast<int*>(b + p.gt_before),
+              reinterpret_cast<int*>(b + p.eq_before),
+              reinterpret_cast<uint32_t*>(b + p.stage)};
+}
+
+/// Block-wide: the digit d with count(digits > d) < need <= count(digits >= d) of histogram `h` (shared), and the
+/// winners still needed inside d. Thread t owns a run of bins counted from the top, so an exclusive scan gives the
+/// count above each run and exactly one thread's run holds the crossing.
+template <int kThreads>
+__device__ void select_digit(const int* h, int bins, int need, int* digit, int* need_in_digit,
+                             typename cub::BlockScan<int, kThreads>::TempStorage& tmp) {
+  const int per = bins >= kThreads ? bins / kThreads : 1;
+  const int t = threadIdx.x;
+  const int hi = bins - t * per;  // this thread's run is [hi - per, hi)
+  const bool owns = hi - per >= 0;
+  int sum = 0;
+  if (owns)
+    for (int b = hi - 1; b >= hi - per; --b) sum += h[b];
+  int above = 0;
+  cub::BlockScan<int, kThreads>(tmp).ExclusiveSum(sum, above);
+  if (owns && above < need && need <= above + sum) {
+    int acc = above;
+    for (int b = hi - 1; b >= hi - per; --b) {
+      if (acc + h[b] >= need) {
+        *digit = b;
+        *need_in_digit = need - acc;
+        break;
+      }
+      acc += h[b];
+    }
   }
   __syncthreads();
-  for (int base = 0; base < n; base += kThreads * kItems) {
+}
+
+struct ChunkRange {
+  int row, g;
+  int64_t begin, end;
+};
+__device__ ChunkRange chunk_range(const TopkArgs& a, const Work& w) {
+  ChunkRange c;
+  c.row = int(blockIdx.x / unsigned(w.blocks_per_row));
+  c.g = int(blockIdx.x % unsigned(w.blocks_per_row));
+  const int64_t n = a.length[c.row];
+  c.begin = int64_t(c.g) * w.chunk;
+  c.end = c.begin + w.chunk < n ? c.begin + w.chunk : n;
+  return c;
+}
+
+__global__ void __launch_bounds__(kChunkThreads) topk_hist_kernel(TopkArgs a, Work w) {
+  __shared__ int h[kBins1];
+  const ChunkRange c = chunk_range(a, w);
+  if (a.length[c.row] <= a.k || c.begin >= c.end) return;
+  for (int i = threadIdx.x; i < kBins1; i += kChunkThreads) h[i] = 0;
+  __syncthreads();
+  const float* s = a.scores + int64_t(c.row) * a.stride;
+  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kChunkThreads)
+    atomicAdd(&h[num::topk_key(__ldg(s + i)) >> 20], 1);
+  __syncthreads();
+  int* gh = w.hist1 + int64_t(c.row) * kBins1;
+  for (int i = threadIdx.x; i < kBins1; i += kChunkThreads)
+    if (h[i]) atomicAdd(gh + i, h[i]);
+}
+
+__global__ void __launch_bounds__(kChunkThreads) topk_compact_kernel(TopkArgs a, Work w) {
+  using Scan = cub::BlockScan<int, kChunkThreads>;
+  __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ int h[kBins1];
+  __shared__ int digit, need, count, gt;
+  const ChunkRange c = chunk_range(a, w);
+  if (a.length[c.row] <= a.k) return;
+  const int* gh = w.hist1 + int64_t(c.row) * kBins1;
+  for (int i = threadIdx.x; i < kBins1; i += kChunkThreads) h[i] = gh[i];
+  if (threadIdx.x == 0) {
+    count = 0;
+    gt = 0;
+  }
+  __syncthreads();
+  select_digit<kChunkThreads>(h, kBins1, a.k, &digit, &need, scan_tmp);
+  const uint32_t b1 = uint32_t(digit);
+  const int64_t slot = int64_t(c.row) * w.blocks_per_row + c.g;
+  if (c.g == 0 && threadIdx.x == 0) {
+    w.stage[int64_t(c.row) * 4] = b1;
+    w.stage[int64_t(c.row) * 4 + 1] = uint32_t(need);
+  }
+  const float* s = a.scores + int64_t(c.row) * a.stride;
+  uint32_t* cand = w.cand + slot * w.chunk;
+  const int lane = threadIdx.x & 31;
+  // Warp-uniform trip count so the ballots see every lane.
+  for (int64_t base = c.begin; base < c.end; base += kChunkThreads) {
+    const int64_t i = base + threadIdx.x;
+    const uint32_t key = i < c.end ? num::topk_key(__ldg(s + i)) : 0u;
+    const uint32_t d = key >> 20;
+    const bool is_cand = i < c.end && d == b1, is_gt = i < c.end && d > b1;
+    const unsigned cm = __ballot_sync(0xffffffffu, is_cand), gm = __ballot_sync(0xffffffffu, is_gt);
+    int at = 0;
+    if (lane == 0 && cm) at = atomicAdd(&count, __popc(cm));
+    if (lane == 0 && gm) atomicAdd(&gt, __popc(gm));
+    at = __shfl_sync(0xffffffffu, at, 0);
+    if (is_cand) cand[at + __popc(cm & ((1u << lane) - 1u))] = key;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    w.cand_count[slot] = count;
+    w.gt1[slot] = gt;
+  }
+}
+
+__global__ void __launch_bounds__(kSelectThreads) topk_select_kernel(TopkArgs a, Work w) {
+  using Scan = cub::BlockScan<int, kSelectThreads>;
+  __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ int h[kBins2];
+  __shared__ int cnt[kMaxBlocksPerRow], cgt[kMaxBlocksPerRow], ceq[kMaxBlocksPerRow];
+  __shared__ int digit, need;
+  const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, G = w.blocks_per_row;
+  if (a.length[row] <= a.k) return;
+  const uint32_t b1 = w.stage[int64_t(row) * 4];
+  const int need1 = int(w.stage[int64_t(row) * 4 + 1]);
+  const uint32_t* cand = w.cand + int64_t(row) * G * w.chunk;
+  for (int g = tid; g < G; g += kSelectThreads) {
+    cnt[g] = w.cand_count[int64_t(row) * G + g];
+    cgt[g] = 0;
+    ceq[g] = 0;
+  }
+  // Digit 2 over every candidate (all have digit 1 == b1).
+  for (int i = tid; i < kBins2; i += kSelectThreads) h[i] = 0;
+  __syncthreads();
+  for (int g = 0; g < G; ++g)
+    for (int i = tid; i < cnt[g]; i += kSelectThreads) atomicAdd(&h[(cand[int64_t(g) * w.chunk + i] >> 8) & 0xfffu], 1);
+  __syncthreads();
+  select_digit<kSelectThreads>(h, kBins2, need1, &digit, &need, scan_tmp);
+  const uint32_t prefix = (b1 << 12) | uint32_t(digit);
+  const int need2 = need;
+  // Digit 3 over the candidates that match the 24-bit prefix.
+  for (int i = tid; i < kBins3; i += kSelectThreads) h[i] = 0;
+  __syncthreads();
+  for (int g = 0; g < G; ++g)
+    for (int i = tid; i < cnt[g]; i += kSelectThreads) {
+      const uint32_t key = cand[int64_t(g) * w.chunk + i];
+      if ((key >> 8) == prefix) atomicAdd(&h[key & 0xffu], 1);
+    }
+  __syncthreads();
+  select_digit<kSelectThreads>(h, kBins3, need2, &digit, &need, scan_tmp);
+  const uint32_t T = (prefix << 8) | uint32_t(digit);
+  // Per chunk: candidates > T and == T (keys outside the candidates are all > T or all < T by digit 1).
+  for (int g = 0; g < G; ++g)
+    for (int base = 0; base < cnt[g]; base += kSelectThreads) {
+      const int i = base + tid;
+      const uint32_t key = i < cnt[g] ? cand[int64_t(g) * w.chunk + i] : 0u;
+      const unsigned gm = __ballot_sync(0xffffffffu, i < cnt[g] && key > T);
+      const unsigned em = __ballot_sync(0xffffffffu, i < cnt[g] && key == T);
+      if (lane == 0 && gm) atomicAdd(&cgt[g], __popc(gm));
+      if (lane == 0 && em) atomicAdd(&ceq[g], __popc(em));
+    }
+  __syncthreads();
+  int gt_here = 0, eq_here = 0, gt_prev = 0, eq_prev = 0;
+  if (tid < G) {
+    gt_here = w.gt1[int64_t(row) * G + tid] + cgt[tid];
+    eq_here = ceq[tid];
+  }
+  Scan(scan_tmp).ExclusiveSum(gt_here, gt_prev);
+  __syncthreads();
+  Scan(scan_tmp).ExclusiveSum(eq_here, eq_prev);
+  if (tid < G) {
+    w.gt_before[int64_t(row) * G + tid] = gt_prev;
+    w.eq_before[int64_t(row) * G + tid] = eq_prev;
+  }
+  if (tid == 0) {
+    w.stage[int64_t(row) * 4 + 2] = T;
+    w.stage[int64_t(row) * 4 + 3] = uint32_t(need);
+  }
+}
+
+__global__ void __launch_bounds__(kChunkThreads) topk_output_kernel(TopkArgs a, Work w) {
+  using Scan = cub::BlockScan<int, kChunkThreads>;
+  __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ int run_gt, run_eq;
+  const ChunkRange c = chunk_range(a, w);
+  const int tid = threadIdx.x;
+  const int n = a.length[c.row];
+  int32_t* out = a.out + int64_t(c.row) * a.k;
+  if (n <= a.k) {
+    if (c.g == 0)
+      for (int i = tid; i < a.k; i += kChunkThreads) out[i] = i < n ? i : -1;
+    return;
+  }
+  if (c.begin >= c.end) return;
+  const int64_t slot = int64_t(c.row) * w.blocks_per_row + c.g;
+  const uint32_t T = w.stage[int64_t(c.row) * 4 + 2];
+  const int take_eq = int(w.stage[int64_t(c.row) * 4 + 3]);
+  if (tid == 0) {
+    run_gt = w.gt_before[slot];
+    run_eq = w.eq_before[slot];
+  }
+  __syncthreads();
+  const float* s = a.scores + int64_t(c.row) * a.stride;
+  for (int64_t base = c.begin; base < c.end; base += kChunkThreads * kItems) {
     uint32_t keys[kItems];
-    int gt = 0, eq = 0;
-    const int first = base + tid * kItems;
+    int gtc = 0, eqc = 0;
+    const int64_t first = base + int64_t(tid) * kItems;
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
-      const int i = first + e;
-      keys[e] = i < n ? num::topk_key(__ldg(s + i)) : 0u;
-      if (i < n) {
-        gt += keys[e] > T;
-        eq += keys[e] == T;
+      const int64_t i = first + e;
+      keys[e] = i < c.end ? num::topk_key(__ldg(s + i)) : 0u;
+      if (i < c.end) {
+        gtc += keys[e] > T;
+        eqc += keys[e] == T;
       }
     }
-    int packed = (gt << 16) | eq, before = 0, total = 0;
-    Scan(scan_tmp).ExclusiveSum(packed, before, total);
+    // Both counts fit 16 bits: at most kChunkThreads * kItems = 4096 per round.
+    int before = 0, total = 0;
+    Scan(scan_tmp).ExclusiveSum((gtc << 16) | eqc, before, total);
     int g_before = run_gt + (before >> 16), e_before = run_eq + (before & 0xffff);
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
-      const int i = first + e;
-      if (i >= n) break;
+      const int64_t i = first + e;
+      if (i >= c.end) break;
       if (keys[e] > T) {
-        out[g_before + min(e_before, take_eq)] = i;
+        out[g_before + min(e_before, take_eq)] = int32_t(i);
         ++g_before;
       } else if (keys[e] == T) {
-        if (e_before < take_eq) out[g_before + e_before] = i;
+        if (e_before < take_eq) out[g_before + e_before] = int32_t(i);
         ++e_before;
       }
     }
@@ -131,11 +332,40 @@ __global__ void __launch_bounds__(kThreads) topk_kernel(TopkArgs a) {
 
 }  // namespace
 
+size_t topk_workspace_bytes(const TopkArgs& args) {
+  check_topk_args(args);
+  return make_plan(args).bytes;
+}
+
+void topk_device(const TopkArgs& args, void* workspace, size_t workspace_bytes, StreamHandle stream) {
+  check_topk_args(args);
+  if (args.rows == 0) return;
+  const TopkPlan plan = make_plan(args);
+  if (workspace_bytes < plan.bytes || !workspace)
+    throw_error("topk: workspace of {} bytes given, {} needed (topk_workspace_bytes)", workspace_bytes, plan.bytes);
+  const auto s = static_cast<cudaStream_t>(stream);
+  const Work w = work_view(plan, workspace);
+  const unsigned blocks = unsigned(int64_t(args.rows) * plan.blocks_per_row);
+  HS_CUDA_CHECK(cudaMemsetAsync(w.hist1, 0, size_t(args.rows) * kBins1 * 4, s));
+  topk_hist_kernel<<<blocks, kChunkThreads, 0, s>>>(args, w);
+  HS_CUDA_CHECK_LAUNCH();
+  topk_compact_kernel<<<blocks, kChunkThreads, 0, s>>>(args, w);
+  HS_CUDA_CHECK_LAUNCH();
+  topk_select_kernel<<<unsigned(args.rows), kSelectThreads, 0, s>>>(args, w);
+  HS_CUDA_CHECK_LAUNCH();
+  topk_output_kernel<<<blocks, kChunkThreads, 0, s>>>(args, w);
+  HS_CUDA_CHECK_LAUNCH();
+}
+
 void topk_device(const TopkArgs& args, StreamHandle stream) {
   check_topk_args(args);
   if (args.rows == 0) return;
-  topk_kernel<<<unsigned(args.rows), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args);
-  HS_CUDA_CHECK_LAUNCH();
+  const size_t bytes = topk_workspace_bytes(args);
+  const auto s = static_cast<cudaStream_t>(stream);
+  void* ws = nullptr;
+  HS_CUDA_CHECK(cudaMallocAsync(&ws, bytes, s));
+  topk_device(args, ws, bytes, stream);
+  HS_CUDA_CHECK(cudaFreeAsync(ws, s));
 }
 
 void topk_host(const TopkArgs& args) {
@@ -144,13 +374,16 @@ void topk_host(const TopkArgs& args) {
   check_topk_lengths(args);
   detail::OpDeviceArray<float> scores;
   detail::OpDeviceArray<int32_t> len, out;
+  detail::OpDeviceArray<unsigned char> ws;
   TopkArgs d = args;
   d.scores = scores.upload(args.scores, size_t(args.rows) * size_t(args.stride));
   d.length = len.upload(args.length, size_t(args.rows));
   out.resize(size_t(args.rows) * size_t(args.k));
   out.poison(0x7f);
   d.out = out.get();
-  topk_device(d, nullptr);
+  ws.resize(topk_workspace_bytes(d));
+  ws.poison(0x5a);  // every workspace word the kernels read must have been written in this call
+  topk_device(d, ws.get(), ws.size(), nullptr);
   HS_CUDA_CHECK(cudaDeviceSynchronize());
   out.download(args.out, size_t(args.rows) * size_t(args.k));
 }

@@ -1,13 +1,22 @@
 // @brief Host-callable launchers of top-k selection (integer-exact with cpu_ref::topk).
 #pragma once
 
+#include <cstddef>
+
 #include "core/numerics/topk_args.h"
 #include "cuda/swap_in.h"  // StreamHandle
 
 namespace hisparse::cuda {
 
-/// Device pointers; asynchronous. One block per row: radix select on the 32-bit score key (11+11+10 bits), then
-/// one ordered pass that writes the winners by ascending position.
+/// Device bytes of scratch that topk_device needs for this shape (rows, stride; the split depends on the SM count).
+size_t topk_workspace_bytes(const TopkArgs& args);
+
+/// Device pointers; asynchronous. Several blocks per row at small batch (see topk.cu): radix select of the
+/// threshold key on a 12/12/8-bit split, then one ordered pass that writes the winners by ascending position.
+/// `workspace` (device, >= topk_workspace_bytes) is used by this call only until it completes on `stream`.
+void topk_device(const TopkArgs& args, void* workspace, size_t workspace_bytes, StreamHandle stream = nullptr);
+
+/// The same with a stream-ordered workspace (cudaMallocAsync / cudaFreeAsync on `stream`).
 void topk_device(const TopkArgs& args, StreamHandle stream = nullptr);
 
 /// Host pointers: checks, uploads, runs, downloads (output poisoned on the device first).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # @brief Device run for issue 8: build (CUDA), GPU tests, `hisparse validate` of attention/indexer/topk over
-# CASES random cases each, the benchmarks, and the PyTorch baseline in the same run; logs under $OUT (or ./out).
+# CASES random cases each, the benchmarks, the PyTorch baseline in the same run, and compute-sanitizer memcheck
+# and racecheck over SAN_CASES cases of each operation; logs under $OUT (or ./out).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 CASES=${CASES:-10000}
@@ -40,3 +41,16 @@ for line in open(sys.argv[2]):
 PY
 echo "== validate ($CASES cases each)"
 timeout ${VALIDATE_TIMEOUT:-400} $BIN/hisparse validate --backend cuda --only attention indexer topk --cases "$CASES" 2>&1 | tee "$OUT/validate.txt" | tail -25
+echo "== compute-sanitizer (${SAN_CASES:=8} cases per operation)"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  for tool in memcheck racecheck; do
+    timeout ${SANITIZER_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 99 --print-limit 20 \
+      $BIN/hisparse validate --backend cuda --only attention indexer topk --cases "$SAN_CASES" \
+      > "$OUT/sanitizer_$tool.txt" 2>&1
+    rc=$?
+    echo "$tool: exit $rc (0 = no errors; 99 = errors found; 124 = timed out)"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|mismatched|Error" "$OUT/sanitizer_$tool.txt" | head -8
+  done
+else
+  echo "compute-sanitizer not found on this machine"
+fi

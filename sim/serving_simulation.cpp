@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "sim/buffer_miss_curve.h"
 #include "sim/decode_cost_model.h"
 #include "sim/link_model.h"
 #include "sim/network_resource.h"
@@ -20,14 +21,8 @@ namespace hisparse::sim {
 const char* to_string(KvMode mode) { return mode == KvMode::kFull ? "full" : "hisparse"; }
 
 StatisticalMissParams default_miss_params(const Scenario& s) {
-  StatisticalMissParams p;
-  p.layers = s.model.layers;
-  p.top_k = s.deployment.hisparse.top_k;
-  p.H = s.deployment.hisparse.device_buffer_size;
-  // Placeholder until fitted to a recorded trace (`--miss-trace`): a tenth of the selections leave the buffer
-  // each step once n > H. Reports name the model in use.
-  p.by_ratio = {{1.0, 0.10}};
-  return p;
+  // Measured on real top-k traces (scenarios/miss_models/smollm2-real.yaml), sglang-lru at the scenario's H/K.
+  return miss_params_from_curve(s, load_buffer_miss_curve(kDefaultMissCurve), "sglang-lru");
 }
 
 namespace {

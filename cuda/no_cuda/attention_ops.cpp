@@ -21,6 +21,8 @@ void sparse_attention_device(const SparseAttentionArgs&, AttentionKernel, Stream
 void sparse_attention_host(const SparseAttentionArgs&, AttentionKernel) { no_cuda("cuda sparse_attention"); }
 void indexer_scores_device(const IndexerArgs&, StreamHandle) { no_cuda("cuda indexer"); }
 void indexer_scores_host(const IndexerArgs&) { no_cuda("cuda indexer"); }
+size_t topk_workspace_bytes(const TopkArgs&) { no_cuda("cuda topk"); }
+void topk_device(const TopkArgs&, void*, size_t, StreamHandle) { no_cuda("cuda topk"); }
 void topk_device(const TopkArgs&, StreamHandle) { no_cuda("cuda topk"); }
 void topk_host(const TopkArgs&) { no_cuda("cuda topk"); }
 std::vector<OpBenchRow> bench_attention(const OpBenchOptions&) { no_cuda("bench attention"); }

@@ -14,5 +14,8 @@ CudaBackend::~CudaBackend() = default;
 void CudaBackend::swap_in(const SwapInBatchView&, SwapInBatchResult&) {}
 void CudaBackend::gather(const RowCopyView&) {}
 void CudaBackend::backup(const RowCopyView&) {}
+void CudaBackend::sparse_attention(const SparseAttentionArgs&, AttentionVariant) {}
+void CudaBackend::indexer_scores(const IndexerArgs&) {}
+void CudaBackend::topk(const TopkArgs&) {}
 
 }  // namespace hisparse::cuda

@@ -116,10 +116,10 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
     if (r.misses_per_request_step > 0) {
       lim("pcie").per_rank = model.max_batch_io_within(n, slo, c.o.batch_cap);
       lim("pcie").formula = fmt::format(
-          "largest B with layers × latency + B × misses_per_request × row / rate ≤ SLO and the backup ≤ SLO: "
-          "{} × {} ns + B × {:.0f} × {} B / {} ≤ {} ms",
-          model.rank_scenario().model.layers, c.s.hardware.pcie.latency_ns, r.misses_per_request_step, num(row),
-          gbs(model.h2d_rate()), num(d.tpot_slo_ms));
+          "largest B with fixed + B × misses_per_request × row / rate ≤ SLO and the backup ≤ SLO: "
+          "{} + B × {:.0f} × {} B / {}{} ≤ {} ms",
+          ms(model.h2d_fixed_ns()), r.misses_per_request_step, num(row), gbs(model.h2d_rate()),
+          c.o.cost.swap_in_cost.calibrated ? " (calibrated: rate depends on B)" : "", num(d.tpot_slo_ms));
     } else {
       lim("pcie").formula = fmt::format("unbounded: n = {} ≤ H = {}, every selection stays resident", n, H);
     }

@@ -2,6 +2,7 @@
 #include "sim/plan/step_time_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/error.h"
@@ -52,9 +53,23 @@ StepTimeModel::StepTimeModel(const Scenario& scenario, const CostParams& params,
     const double dram = hw.host_dram_bytes_per_s_per_numa > 0 ? hw.host_dram_bytes_per_s_per_numa / layout_.gpus_per_numa
                                                               : hw.pcie.h2d_bulk_bytes_per_s;
     const double gather = hw.pcie.gather_row_bytes_per_s > 0 ? hw.pcie.gather_row_bytes_per_s : hw.pcie.h2d_bulk_bytes_per_s;
-    h2d_rate_ = std::min({gather, hw.pcie.h2d_bulk_bytes_per_s, dram});
+    h2d_link_ = std::min(hw.pcie.h2d_bulk_bytes_per_s, dram);
+    h2d_rate_ = std::min(gather, h2d_link_);
     d2h_rate_ = std::min(hw.pcie.d2h_bulk_bytes_per_s, dram);
   }
+}
+
+double StepTimeModel::h2d_rate(int64_t batch) const {
+  const SwapInCopyCost& c = params_.swap_in_cost;
+  if (!c.calibrated) return h2d_rate_;
+  return std::min(c.copy_rate(batch), h2d_link_);
+}
+
+SimTime StepTimeModel::h2d_fixed_ns() const {
+  const SwapInCopyCost& c = params_.swap_in_cost;
+  const SimTime per_call = c.calibrated ? static_cast<SimTime>(std::ceil(std::max(0.0, c.copy_fixed_ns)))
+                                        : rank_scenario_.hardware.pcie.latency_ns;
+  return static_cast<SimTime>(cost_.layers()) * per_call;
 }
 
 double StepTimeModel::misses_per_request(int64_t n) const {
@@ -81,7 +96,7 @@ StepEstimate StepTimeModel::step(int64_t B, int64_t n) const {
     e.misses = static_cast<double>(B) * misses_per_request(n);
     e.h2d_bytes = e.misses * row_bytes_;
     // One swap-in kernel per layer pays the per-operation latency (as the engine charges it).
-    if (e.h2d_bytes > 0) e.h2d_transfer_ns = static_cast<SimTime>(cost_.layers()) * latency + transfer_ns(e.h2d_bytes, h2d_rate_);
+    if (e.h2d_bytes > 0) e.h2d_transfer_ns = h2d_fixed_ns() + transfer_ns(e.h2d_bytes, h2d_rate(B));
     // Steady state: every request backs up its previous token's row of every KV layer.
     e.backup_bytes = static_cast<double>(B) * cost_.kv_layers() * row_bytes_;
     e.backup_transfer_ns = latency + transfer_ns(e.backup_bytes, d2h_rate_);

@@ -64,8 +64,12 @@ class StepTimeModel {
   /// Largest batch per rank in [0, cap] whose miss copy alone (and backup alone) fits `slo_ns`; cap if unbounded.
   int64_t max_batch_io_within(int64_t seq_len, SimTime slo_ns, int64_t cap) const;
 
-  /// Effective host→device rate of the miss copy: min(gathered-row rate, PCIe H2D, host DRAM share per GPU).
-  double h2d_rate() const { return h2d_rate_; }
+  /// Effective host→device rate of the miss copy: min(gathered-row rate, PCIe H2D, host DRAM share per GPU); with a
+  /// calibrated swap-in copy (CostParams::swap_in_cost) the measured small-row rate of `batch` requests replaces the
+  /// gathered-row rate, as the serving engine does.
+  double h2d_rate(int64_t batch = 0) const;
+  /// Fixed time of one step's miss copy: one call per layer, each paying the per-operation cost.
+  SimTime h2d_fixed_ns() const;
   double d2h_rate() const { return d2h_rate_; }
   const RankLayout& layout() const { return layout_; }
   bool hisparse() const { return hisparse_; }
@@ -78,7 +82,7 @@ class StepTimeModel {
   MissFraction miss_fraction_;
   DecodeCostModel cost_;
   RankLayout layout_;
-  double row_bytes_ = 0, h2d_rate_ = 0, d2h_rate_ = 0;
+  double row_bytes_ = 0, h2d_rate_ = 0, h2d_link_ = 0, d2h_rate_ = 0;
   int64_t top_k_ = 0, H_ = 0;
 };
 

@@ -234,12 +234,15 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
       // The first error in layer order would need all layers to finish; any error is reported, naming its place.
       if (error) std::rethrow_exception(error);
 
+      auto row_at = [&](size_t c, int32_t l, size_t j) -> const ReplayStepRow& {
+        return batch_rows[(c * static_cast<size_t>(L) + static_cast<size_t>(l)) * nb + j];
+      };
       // Per decode step: misses summed over layers (host->device traffic of one step of one request).
       for (size_t c = 0; c < C; ++c) {
         auto& s = result.configs[c];
         for (size_t j = 0; j < nb; ++j) {
           int64_t m = 0;
-          for (int32_t l = 0; l < L; ++l) m += batch_rows[(c * static_cast<size_t>(L) + static_cast<size_t>(l)) * nb + j].misses;
+          for (int32_t l = 0; l < L; ++l) m += row_at(c, l, j).misses;
           s.step_miss_hist[static_cast<size_t>(m)] += 1;
           s.decode_steps += 1;
         }
@@ -259,7 +262,7 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
       for (size_t j = 0; j < nb; ++j) {
         for (int32_t l = 0; l < L; ++l) {
           for (size_t c = 0; c < C; ++c) {
-            progress.entries_done += batch_rows[(c * static_cast<size_t>(L) + static_cast<size_t>(l)) * nb + j].selected;
+            progress.entries_done += row_at(c, l, j).selected;
           }
         }
       }

@@ -54,7 +54,9 @@ RandomTrace make_trace(uint64_t seed, int32_t top_k, int32_t steps, int32_t firs
     }
     // Shuffle with our own mapping (order within a step matters: misses are assigned in list order).
     for (size_t i = sel.size(); i > 1; --i) std::swap(sel[i - 1], sel[rng() % i]);
-    if (rng() % 4 == 0 && static_cast<int32_t>(sel.size()) < top_k) sel.insert(sel.begin() + rng() % (sel.size() + 1), -1);
+    if (rng() % 4 == 0 && static_cast<int32_t>(sel.size()) < top_k) {
+      sel.insert(sel.begin() + static_cast<long>(rng() % (sel.size() + 1)), -1);
+    }
     prev.clear();
     for (int32_t p : sel) if (p >= 0) prev.push_back(p);
     tr.steps.push_back(sel);

@@ -1,5 +1,5 @@
-// @brief CUDA attention (exact: bits; fast: tolerance), indexer and top-k against cpu_ref on fresh random inputs.
-// Without a GPU (CI) each test says it is skipped and returns.
+// @brief CUDA attention (exact: bits; fast: tolerance), indexer and top-k against cpu_ref on fresh random inputs,
+// called through the Backend interface (CudaBackend). Without a GPU (CI) each test says it is skipped and returns.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -10,10 +10,8 @@
 #include "cpu_ref/sparse_attention.h"
 #include "cpu_ref/sparse_attention_compare.h"
 #include "cpu_ref/topk.h"
-#include "cuda/indexer.h"
+#include "cuda/backend_cuda.h"
 #include "cuda/runtime.h"
-#include "cuda/sparse_attention.h"
-#include "cuda/topk.h"
 
 using namespace hisparse;
 
@@ -30,12 +28,10 @@ float u_pm1(std::mt19937_64& g) { return float(int64_t(g() >> 40) - (int64_t(1) 
 
 }  // namespace
 
-// The fast kernel rounds P to bf16 (2^-9 relative per weight). With short index lists and unit-scale V, outputs
-// that cancel can miss out abs 1e-3 + 2.01/128 rel by a few 1e-3 (seen on H200: 0.0086% of elements, max abs
-// 7.3e-3, in 12,687 standard-regime cases of `hisparse validate`). Known and reported, not hidden: may_fail.
-TEST_CASE("cuda attention: exact kernel equals cpu_ref bit for bit; fast kernel within tolerance" *
-          doctest::may_fail()) {
+// The fast kernel splits P into bf16 hi + lo terms; on unit-scale inputs it must meet FlashMLA's bar.
+TEST_CASE("cuda attention: exact kernel equals cpu_ref bit for bit; fast kernel within tolerance") {
   if (!attention_gpu_or_skip()) return;
+  cuda::CudaBackend be;
   std::mt19937_64 g(21);
   const int ks[] = {1, 7, 64, 65, 200};
   for (int c = 0; c < 10; ++c) {
@@ -65,7 +61,7 @@ TEST_CASE("cuda attention: exact kernel equals cpu_ref bit for bit; fast kernel 
     cpu_ref::sparse_attention_f64(a, o64, l64);
     a.out = ex_o.data();
     a.lse = ex_l.data();
-    cuda::sparse_attention_host(a, cuda::AttentionKernel::kExact);
+    be.sparse_attention(a, AttentionVariant::kExact);
     const int64_t io = cpu_ref::first_bits_mismatch(ref_o.data(), ex_o.data(), int64_t(no));
     const int64_t il = cpu_ref::first_bits_mismatch(ref_l.data(), ex_l.data(), int64_t(nl));
     CHECK_MESSAGE(io == -1, "case " << c << " out[" << io << "] "
@@ -74,7 +70,7 @@ TEST_CASE("cuda attention: exact kernel equals cpu_ref bit for bit; fast kernel 
                                     << (il >= 0 ? cpu_ref::describe_f32_pair(ref_l[il], ex_l[il]) : ""));
     a.out = fast_o.data();
     a.lse = fast_l.data();
-    cuda::sparse_attention_host(a, cuda::AttentionKernel::kFast);
+    be.sparse_attention(a, AttentionVariant::kFast);
     const auto so = cpu_ref::compare_values(cpu_ref::bf16_to_double(fast_o.data(), int64_t(no)), o64,
                                             cpu_ref::kAttentionOutTol);
     const auto sl = cpu_ref::compare_values(cpu_ref::f32_to_double(fast_l.data(), int64_t(nl)), l64,
@@ -86,6 +82,7 @@ TEST_CASE("cuda attention: exact kernel equals cpu_ref bit for bit; fast kernel 
 
 TEST_CASE("cuda indexer and topk: identical to cpu_ref") {
   if (!attention_gpu_or_skip()) return;
+  cuda::CudaBackend be;
   std::mt19937_64 g(22);
   // indexer
   IndexerArgs ia;
@@ -107,15 +104,16 @@ TEST_CASE("cuda indexer and topk: identical to cpu_ref") {
   ia.scores = r1.data();
   cpu_ref::indexer_scores(ia);
   ia.scores = r2.data();
-  cuda::indexer_scores_host(ia);
+  be.indexer_scores(ia);
   CHECK(cpu_ref::first_bits_mismatch(r1.data(), r2.data(), 600) == -1);
-  // top-k on the indexer's rows, and on a tie-heavy long row
+  // top-k: a tie-heavy long row, random rows, a short row; one row alone (many blocks per row) and 3 rows
+  for (int rows : {1, 3})
   for (int k : {1, 64, 2048}) {
     std::vector<float> s(size_t(3) * 131072);
     for (size_t i = 0; i < s.size(); ++i) s[i] = i < 131072 ? float(g() % 5) : u_pm1(g);
-    std::vector<int32_t> lens{131072, 1000, 17}, o1(size_t(3) * k), o2(size_t(3) * k);
+    std::vector<int32_t> lens{131072, 1000, 17}, o1(size_t(3) * k, -9), o2(size_t(3) * k, -9);
     TopkArgs ta;
-    ta.rows = 3;
+    ta.rows = rows;
     ta.stride = 131072;
     ta.k = k;
     ta.scores = s.data();
@@ -123,7 +121,7 @@ TEST_CASE("cuda indexer and topk: identical to cpu_ref") {
     ta.out = o1.data();
     cpu_ref::topk(ta);
     ta.out = o2.data();
-    cuda::topk_host(ta);
-    CHECK_MESSAGE(o1 == o2, "k=" << k);
+    be.topk(ta);
+    CHECK_MESSAGE(o1 == o2, "rows=" << rows << " k=" << k);
   }
 }

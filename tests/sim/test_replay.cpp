@@ -145,7 +145,8 @@ TEST_CASE("replay equals running each policy directly on each (request, layer)")
               counts.push_back(meta.top_k);
               ns.push_back(r->seq_len);
             }
-            p->set_future(std::make_shared<const cpu_ref::LayerFuture>(cpu_ref::build_layer_future(sel, counts, ns, H)));
+            p->set_future(
+                std::make_shared<const cpu_ref::LayerFuture>(cpu_ref::build_layer_future(sel, counts, ns, H)));
           }
           cpu_ref::SwapInScratch scratch;
           SwapInPlan plan;
