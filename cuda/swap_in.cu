@@ -4,9 +4,10 @@
 // Phases of one block (each ends at a block barrier):
 //   0./1. load T and the LRU into shared memory, validate T (range, duplicates), hash every valid token → entry;
 //   2. walk the old LRU: a slot whose token is in the hash is a hit (entry → slot), the rest are evictable;
-//   3. rank the misses in entry order (one block scan over per-thread chunks), look up their host rows, reject a
-//      miss without a host copy;
-//   4. rank hits and evictable slots in LRU order (one scan), write the new LRU, keep EVICTABLE[0..M-1];
+//   3. rank the misses in entry order (warp ballots over per-warp ranges + one block scan), look up their host rows,
+//      reject a miss without a host copy;
+//   4. rank hits and evictable slots in LRU order (the same way), write the new LRU unless it is unchanged, keep
+//      EVICTABLE[0..M-1];
 //   5. miss m takes EVICTABLE[m]: slot_of, slot_token and the load lists;
 //   6. (fused copy) the block's warps copy its M rows from pinned host memory, a warp per row.
 // A row with invalid input writes only its error word; its state stays as it was.
@@ -28,6 +29,7 @@ constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxTopK = 32767;  // entry indices live in int16 hash values
 constexpr int kCopyWarpsPerBlock = 8;
+constexpr unsigned kFullMask = 0xffffffffu;
 
 struct SmemLayout {
   int table_bits = 0;
@@ -133,6 +135,8 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
   __shared__ int s_err, s_valid, s_newest;
 
   const int b = blockIdx.x, tid = threadIdx.x;
+  const int lane = tid & 31, warp = tid >> 5;
+  const unsigned lanes_below = (1u << lane) - 1u;
   const int H = a.H, K = a.top_k, bits = l.table_bits;
   const int n = a.seq_len[b];
   const int64_t rowK = int64_t(b) * K, rowH = int64_t(b) * H;
@@ -252,32 +256,39 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
   }
   __syncthreads();
 
-  // Phase 3: misses ranked in entry order; each thread owns a contiguous chunk of entries, so one scan suffices.
-  const int ck = (K + kThreads - 1) / kThreads;
-  const int k0 = min(K, tid * ck), k1 = min(K, k0 + ck);
+  // Phase 3: misses ranked in entry order. Each warp owns a contiguous range of entries and its lanes stride through
+  // it, so consecutive lanes touch consecutive words (no shared-memory bank conflicts, unlike a contiguous chunk
+  // per thread); a ballot ranks within the warp and one block scan ranks the warps.
+  const int kw = (K + kWarps - 1) / kWarps;
+  const int k0 = min(K, warp * kw), k1 = min(K, k0 + kw);
   int my_misses = 0;
-  for (int i = k0; i < k1; ++i) my_misses += sel[i] >= 0 && slot_s[i] == -1;
+  for (int i = k0 + lane; i < k1; i += 32) my_misses += sel[i] >= 0 && slot_s[i] == -1;
   int M = 0;
-  int rank = block_scan(my_misses, scan_a, &M);
-  for (int i = k0; i < k1; ++i) {
-    if (sel[i] < 0 || slot_s[i] != -1) continue;
-    const int t = sel[i];
-    const int64_t hl = host_loc ? host_loc[t] : int64_t(t);
-    if (hl < 0)
-      flag_error(&s_err, i, kSwapInNoHostCopy);
-    else if (a.host_pool && hl >= a.host_rows)
-      flag_error(&s_err, i, kSwapInHostRowOutOfPool);
-    slot_s[i] = -2 - rank;
-    host_s[rank] = hl;
-    ++rank;
+  int rank = __shfl_sync(kFullMask, block_scan(my_misses, scan_a, &M), 0);  // misses of the warps before
+  for (int base = k0; base < k1; base += 32) {  // warp-uniform bounds: every lane reaches each ballot
+    const int i = base + lane;
+    const bool miss = i < k1 && sel[i] >= 0 && slot_s[i] == -1;
+    const unsigned mask = __ballot_sync(kFullMask, miss);
+    if (miss) {
+      const int r = rank + __popc(mask & lanes_below);
+      const int t = sel[i];
+      const int64_t hl = host_loc ? host_loc[t] : int64_t(t);
+      if (hl < 0)
+        flag_error(&s_err, i, kSwapInNoHostCopy);
+      else if (a.host_pool && hl >= a.host_rows)
+        flag_error(&s_err, i, kSwapInHostRowOutOfPool);
+      slot_s[i] = -2 - r;
+      host_s[r] = hl;
+    }
+    rank += __popc(mask);
   }
-  // Phase 4: hits ranked in LRU order (contiguous chunks again); new LRU = EVICTABLE[M:] ++ EVICTABLE[:M] ++ HITS.
-  const int chh = (H + kThreads - 1) / kThreads;
-  const int j0 = min(H, tid * chh), j1 = min(H, j0 + chh);
+  // Phase 4: hits ranked in LRU order (warp ranges and ballots again); new LRU = EVICTABLE[M:] ++ EVICTABLE[:M] ++ HITS.
+  const int hw = (H + kWarps - 1) / kWarps;
+  const int j0 = min(H, warp * hw), j1 = min(H, j0 + hw);
   int my_hits = 0;
-  for (int j = j0; j < j1; ++j) my_hits += static_cast<int>(static_cast<unsigned>(lru_s[j]) >> 31);
+  for (int j = j0 + lane; j < j1; j += 32) my_hits += static_cast<int>(static_cast<unsigned>(lru_s[j]) >> 31);
   int n_hits = 0;
-  int hr = block_scan(my_hits, scan_b, &n_hits);  // its barriers also publish s_err and host_s of phase 3
+  int hr = __shfl_sync(kFullMask, block_scan(my_hits, scan_b, &n_hits), 0);  // its barriers also publish phase 3
   if (s_err != INT_MAX) {
     write_error();
     return;
@@ -292,20 +303,27 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
     }
     return;
   }
-  int in_place = 1;  // every slot of this chunk keeps its LRU position
-  for (int j = j0; j < j1; ++j) {
-    const unsigned v = static_cast<unsigned>(lru_s[j]);
-    const int s = static_cast<int>(v & 0x7fffffffu);
-    int pos;
-    if (v >> 31) {
-      pos = E + hr++;
-    } else {
-      const int er = j - hr;
-      if (er < M) ev[er] = s;
-      pos = er >= M ? er - M : (E - M) + er;
+  int in_place = 1;  // every slot this thread placed keeps its LRU position
+  for (int base = j0; base < j1; base += 32) {
+    const int j = base + lane;
+    const unsigned v = j < j1 ? static_cast<unsigned>(lru_s[j]) : 0u;
+    const bool hit = (v >> 31) != 0;
+    const unsigned mask = __ballot_sync(kFullMask, hit);
+    if (j < j1) {
+      const int s = static_cast<int>(v & 0x7fffffffu);
+      const int hits_before = hr + __popc(mask & lanes_below);
+      int pos;
+      if (hit) {
+        pos = E + hits_before;
+      } else {
+        const int er = j - hits_before;  // evictable slots before j
+        if (er < M) ev[er] = s;
+        pos = er >= M ? er - M : (E - M) + er;
+      }
+      in_place &= pos == j;
+      aux[pos] = s;  // phase 2's reads of aux ended at the barriers of the two scans
     }
-    in_place &= pos == j;
-    aux[pos] = s;  // phase 2's reads of aux ended at the barriers of the two scans
+    hr += __popc(mask);
   }
   // Steady state of repeated selections: the hits already form the LRU's tail in order, so the new order is
   // the old one and the O(H) write-back is skipped (global memory already holds exactly these values).
@@ -338,7 +356,6 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
   if (!fused_copy || a.host_pool == nullptr) return;
 
   // Phase 6: the block copies its own misses, a warp per row (ev and host_s are still in shared memory).
-  const int lane = tid & 31, warp = tid >> 5;
   const int vecs = static_cast<int>(a.row_bytes / 16);
   for (int m = warp; m < M; m += kWarps) {
     const uint4* src = reinterpret_cast<const uint4*>(a.host_pool + host_s[m] * a.row_bytes);

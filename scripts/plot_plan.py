@@ -121,8 +121,9 @@ def plot_throughput(plan, out_dir):
             else:
                 frac = (x - lo) / (top - lo) if top > lo else 0
             left = frac > 0.5
-            ax.annotate(text, (x, y), textcoords="offset points", xytext=(-9 if left else 9, 6),
-                        ha="right" if left else "left", fontsize=8, color=col)
+            below = col == FULL  # full KV's label under its star, HiSparse's above: they never collide
+            ax.annotate(text, (x, y), textcoords="offset points", xytext=(-9 if left else 9, -8 if below else 6),
+                        ha="right" if left else "left", va="top" if below else "bottom", fontsize=8, color=col)
         ymax = max([1.0] + [p["tokens_per_s"] for c in curves if c["seq_len"] == L for p in c["points"]])
         ax.set_ylim(0, ymax * 1.12)
         ax.set_title(f"seq_len {seq_name(L)}", fontsize=10)

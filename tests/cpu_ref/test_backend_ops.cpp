@@ -175,6 +175,7 @@ TEST_CASE("Backend topk (cpu): worked example, ties to the smaller position, NaN
   CHECK(out == std::vector<int32_t>{1, 2, 2, 3, 0, -1});
   a.k = 4;
   out.assign(12, -7);
+  a.out = out.data();
   be.topk(a);
   CHECK(out == std::vector<int32_t>{1, 2, 3, 4, 0, 1, 2, 3, 0, -1, -1, -1});  // row 1: NaN at 0 beats NaN at 4
   a.k = 0;

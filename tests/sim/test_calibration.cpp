@@ -188,3 +188,24 @@ TEST_CASE("the simulator charges the calibrated swap-in + copy time per layer") 
   const SimTime charged = r.steps[0].slowest.swap_in + r.steps[0].slowest.h2d;
   CHECK(std::llabs(charged - L * per_layer) <= L);
 }
+
+TEST_CASE("the committed calibration predicts a later sweep on the same device within 10 %") {
+  // Expected: the 2026-11-21 fit (older kernel build, another process) still predicts every swap-in point that
+  // `hisparse bench --calibrate` measured on 2026-11-22 within 10 %; both committed files load.
+  const Calibration c = load_calibration(kCommitted);
+  const std::string later = std::string(HISPARSE_SOURCE_DIR) + "/bench/results/calibration_h200_2026-11-22.csv";
+  const CalibrationInput in = read_bench_csv(later);
+  CHECK(load_calibration(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/calibration/h200-2026-11-22.yaml").device == c.device);
+  int n = 0;
+  double worst = 0;
+  for (const auto& p : in.points) {
+    if (p.op != "swap-in") continue;
+    const SwapInCopyCost& s = p.mode == "separate" ? c.separate : c.fused;
+    const double pred = static_cast<double>(predict_swap_in_copy_ns(s, c.h2d_bulk_bytes_per_s, c.row_bytes, p.batch, p.H, p.rows)) * 1e-3;
+    worst = std::max(worst, std::fabs(pred - p.measured_us) / p.measured_us);
+    ++n;
+  }
+  MESSAGE("2026-11-21 calibration on the 2026-11-22 sweep: " << n << " points, max |error| " << 100 * worst << " %");
+  CHECK(n >= 30);
+  CHECK(worst <= 0.10);
+}

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/scenario_loader.h"
+#include "sim/calibration.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/serving_simulation.h"
 
@@ -96,8 +97,8 @@ TEST_CASE("step model: the SLO and PCIe searches return the last fitting batch")
 
 TEST_CASE("step model agrees with the serving engine on a homogeneous batch") {
   // One decode GPU (so the engine's batch is the rank's batch), requests of 9,000 prompt tokens joining one by one as
-  // prefill finishes them. Steps without a newcomer (no first-step burst of misses) hold B requests of n within ±48
-  // tokens of each other; the closed form step(B, 9,024) must match the engine's step within 0.1 %.
+  // prefill finishes them, then leaving one by one. Steps without a newcomer (no first-step burst of misses) hold B
+  // requests of n within ±48 tokens of each other; the closed form step(B, 9,024) must match the engine's step within 0.1 %.
   Scenario s = load_scenario("dsv32-8xh200-1tb");
   s.deployment.decode = InstanceSpec{1, 1, 1, 1, 1};
   s.deployment.memory.kv_budget_bytes = 29e9;  // one GPU cannot hold all weights; pin the KV budget instead
@@ -106,13 +107,26 @@ TEST_CASE("step model agrees with the serving engine on a homogeneous batch") {
   for (int64_t i = 0; i < 12; ++i) w.requests.push_back(RequestSpec{i, 0, 9000, 48});
   ServingOptions opt;
   opt.mode = KvMode::kHiSparse;
+  bool calibrated = false;
+  SUBCASE("roofline defaults") {}
+  SUBCASE("measured swap-in costs (scenarios/calibration)") {
+    // The calibrated copy moves rows at a batch-dependent rate with a measured fixed cost per call.
+    apply_calibration(load_calibration(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/calibration/h200-2026-11-21.yaml"),
+                      &s, &opt.cost);
+    calibrated = true;
+  }
+  CHECK(opt.cost.swap_in_cost.calibrated == calibrated);
   const ServingResult r = run_serving(s, w, opt);
   const double f = default_miss_params(s).by_ratio.front().second;
   const StepTimeModel hs(s, opt.cost, true, flat(f));
   int compared = 0;
+  // Prefill writes arriving KV into the host pool by RDMA, which shares host DRAM with the miss copy (not in the
+  // closed form): compare only steps after the last request became ready.
+  SimTime last_ready = 0;
+  for (const auto& o : r.requests) last_ready = std::max(last_ready, o.ready);
   for (size_t k = 1; k < r.steps.size(); ++k) {
     const int32_t B = r.steps[k].requests;
-    if (B != r.steps[k - 1].requests) continue;
+    if (B != r.steps[k - 1].requests || r.steps[k].start < last_ready) continue;
     // Steady misses: B × 2,047 × 61 × f rows (± rounding carry); a newcomer's empty start would add ~K × 61.
     if (std::abs(static_cast<double>(r.steps[k].misses) - B * 2047.0 * 61 * f) > B + 1) continue;
     const double engine = static_cast<double>(r.steps[k].end - r.steps[k].start);
@@ -122,7 +136,7 @@ TEST_CASE("step model agrees with the serving engine on a homogeneous batch") {
     CHECK(model == doctest::Approx(engine).epsilon(0.001));
     ++compared;
   }
-  CHECK(compared > 20);
+  CHECK(compared > 10);
 }
 
 TEST_CASE("plan: HiSparse SLO row, gain and sweeps are consistent") {
