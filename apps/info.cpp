@@ -12,22 +12,13 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
+#include "core/text_format.h"
 
 namespace hisparse::apps {
 
 namespace {
 
 namespace po = boost::program_options;
-
-std::string group_digits(int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
 
 /// Bytes in decimal units with two decimals, as SGLang logs them ("Allocating 93.45 GB host memory").
 std::string human_bytes(double b) {

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "apps/command.h"
+#include "apps/plot_script.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
@@ -70,25 +71,6 @@ double parse_bytes(const std::string& text, const char* flag) {
   if (!parse_quantity(text, Unit::kBytes, &v) || v < 0)
     throw_error("plan: {} '{}' is not a byte size (expected e.g. 1TiB, 141e9, 93.5GB)", flag, text);
   return v;
-}
-
-std::string find_plot_script() {
-  if (const char* env = std::getenv("HISPARSE_SCRIPTS_DIR")) {
-    const fs::path p = fs::path(env) / "plot_plan.py";
-    if (fs::exists(p)) return p.string();
-  }
-  for (const auto& dir : scenario_dirs()) {
-    const fs::path p = fs::path(dir).parent_path() / "scripts" / "plot_plan.py";
-    if (fs::exists(p)) return p.string();
-  }
-  if (fs::exists("scripts/plot_plan.py")) return "scripts/plot_plan.py";
-  throw_error("plan: scripts/plot_plan.py not found (set HISPARSE_SCRIPTS_DIR, or pass --no-plots)");
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
 }
 
 std::string read_file(const fs::path& p) {
@@ -267,8 +249,7 @@ int run_plan(int argc, char** argv) {
   sim::write_file_atomically((dir / "plan.json").string(), sim::plan_to_json(plan, info));
   std::vector<sim::PlanPlot> plots = sim::plan_plot_list();
   if (!vm.count("no-plots")) {
-    const std::string cmd = fmt::format("/usr/bin/python3 {} {}", shell_quote(find_plot_script()), shell_quote(out_dir));
-    if (std::system(cmd.c_str()) != 0) throw_error("plan: plotting failed: {}", cmd);
+    run_plot_script("plot_plan.py", out_dir, "plan");
     for (auto& p : plots) p.png = read_file(dir / p.file);
   } else {
     // Stale plots of an earlier run must not be mistaken for this one's.

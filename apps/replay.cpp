@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "apps/command.h"
+#include "apps/plot_script.h"
 #include "core/error.h"
 #include "core/scenario_loader.h"
 #include "sim/output_file.h"
@@ -91,25 +92,6 @@ sim::MissBudget budget_from(const std::string& scenario, double layer_time_us, i
   }
   return sim::make_miss_budget(50e9, layer_time_us * 1e-6, row_bytes,
                                "built-in 50 GB/s (H200 host, gathered 1152-B rows; no scenarios/hardware/h200.yaml)");
-}
-
-std::string find_plot_script() {
-  if (const char* env = std::getenv("HISPARSE_SCRIPTS_DIR")) {
-    const fs::path p = fs::path(env) / "plot_replay.py";
-    if (fs::exists(p)) return p.string();
-  }
-  for (const auto& dir : scenario_dirs()) {
-    const fs::path p = fs::path(dir).parent_path() / "scripts" / "plot_replay.py";
-    if (fs::exists(p)) return p.string();
-  }
-  if (fs::exists("scripts/plot_replay.py")) return "scripts/plot_replay.py";
-  throw_error("replay: scripts/plot_replay.py not found (set HISPARSE_SCRIPTS_DIR, or pass --no-plots)");
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
 }
 
 }  // namespace
@@ -200,9 +182,7 @@ int run_replay(int argc, char** argv) {
     sim::write_file_atomically((fs::path(out_dir) / "replay.json").string(), sim::replay_json(result, budget));
     sim::write_file_atomically((fs::path(out_dir) / "replay.csv").string(), sim::replay_csv(result));
     if (!vm.count("no-plots")) {
-      const std::string cmd = fmt::format("/usr/bin/python3 {} {}", shell_quote(find_plot_script()),
-                                          shell_quote(out_dir));
-      if (std::system(cmd.c_str()) != 0) throw_error("replay: plotting failed: {}", cmd);
+      run_plot_script("plot_replay.py", out_dir, "replay");
     }
     fmt::print("wrote {}/replay.json, replay.csv{}\n", out_dir,
                vm.count("no-plots") ? "" : ", replay_hit_rate.png, replay_misses.png");

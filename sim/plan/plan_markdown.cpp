@@ -3,19 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "core/text_format.h"
 #include "sim/plan/plan_document.h"
 
 namespace hisparse::sim {
 
-std::string plan_int(int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
+std::string plan_int(int64_t v) { return group_digits(v); }
 
 std::string plan_bytes(double b) {
   const double a = std::fabs(b);
