@@ -11,9 +11,12 @@
 // single bf16 (2^-9 relative per weight) put 0.0086% of "standard" outputs outside FlashMLA's bar (max abs 7.3e-3
 // on H200) where outputs cancel. The lo tile lives in the rope columns 512..575 of the current K/V buffer, which
 // nothing reads after S is computed (one 128-byte row per head: exactly a head's 64 bf16 weights), so shared
-// memory does not grow (it is at the 227 KB limit).
+// memory does not grow (it is at the 227 KB limit). Scores: see fast_score_promote() below.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include "core/numerics/online_softmax.h"
 #include "cuda/detail/cuda_check.cuh"
@@ -95,6 +98,7 @@ __device__ __forceinline__ void issue_tile(FastSmem& sm, const SparseAttentionAr
   }
 }
 
+template <bool kPromote>
 __global__ void __launch_bounds__(kThreads, 1) sparse_attention_fast_kernel(SparseAttentionArgs a) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   FastSmem& sm = *reinterpret_cast<FastSmem*>(smem_raw);
@@ -160,10 +164,26 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_fast_kernel(Spar
         ldsm_x4(q_base + row * kRowBytes + swz(row, 2 * ks + (lane >> 4)), af[mt]);
       }
       ldsm_x4(kv_base + b_row * kRowBytes + swz(b_row, 2 * ks + ((lane >> 3) & 1)), bf);
+      if constexpr (kPromote) {
+        // Each 16-dim step's products summed from zero by the MMA, then added to s with an IEEE fp32 add.
+        float t[2][2][4] = {};
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        mma_bf16(s[mt][0], af[mt], bf[0], bf[1]);
-        mma_bf16(s[mt][1], af[mt], bf[2], bf[3]);
+        for (int mt = 0; mt < 2; ++mt) {
+          mma_bf16(t[mt][0], af[mt], bf[0], bf[1]);
+          mma_bf16(t[mt][1], af[mt], bf[2], bf[3]);
+        }
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[mt][nt][e] += t[mt][nt][e];
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          mma_bf16(s[mt][0], af[mt], bf[0], bf[1]);
+          mma_bf16(s[mt][1], af[mt], bf[2], bf[3]);
+        }
       }
     }
 
@@ -280,20 +300,43 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_fast_kernel(Spar
   }
 }
 
+/// Score accumulation: "promote" (default) sums each 16-dim MMA step from zero and adds it to the fp32 scores with
+/// an IEEE add, as FlashAttention-3 does for fp8; "mma" lets the tensor core accumulate all 36 steps. The tensor
+/// core's fp32 accumulation is not IEEE round-to-nearest, and its error in the scores reached the lse bar (abs 1e-6)
+/// on "standard" inputs whose lse is near 0. Measured on H200 over 10,000 validate cases: standard-regime lse max abs
+/// error vs float64 8.4e-6 (mma, one element outside the bar) -> 2.4e-6 (promote, none outside), for ~4% of speed
+/// (147.8 -> 141.8 TFLOP/s at batch 64 x 128 heads x K 2048). HISPARSE_FAST_SCORE_ACCUM=mma selects the other one,
+/// to measure what the promotion costs.
+bool fast_score_promote() {
+  static const bool promote = [] {
+    const char* v = std::getenv("HISPARSE_FAST_SCORE_ACCUM");
+    return !(v && std::strcmp(v, "mma") == 0);
+  }();
+  return promote;
+}
+
+template <bool kPromote>
+void launch_fast(const SparseAttentionArgs& args, cudaStream_t stream) {
+  const size_t smem = sizeof(FastSmem);
+  static const bool configured = [&] {
+    HS_CUDA_CHECK(cudaFuncSetAttribute(sparse_attention_fast_kernel<kPromote>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid(unsigned(args.heads / kHeads), unsigned(args.tokens));
+  sparse_attention_fast_kernel<kPromote><<<grid, kThreads, smem, stream>>>(args);
+  HS_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void launch_sparse_attention_fast(const SparseAttentionArgs& args, cudaStream_t stream) {
   if (args.tokens == 0) return;
-  const size_t smem = sizeof(FastSmem);
-  static bool configured = false;
-  if (!configured) {
-    HS_CUDA_CHECK(cudaFuncSetAttribute(sparse_attention_fast_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(smem)));
-    configured = true;
-  }
-  const dim3 grid(unsigned(args.heads / kHeads), unsigned(args.tokens));
-  sparse_attention_fast_kernel<<<grid, kThreads, smem, stream>>>(args);
-  HS_CUDA_CHECK_LAUNCH();
+  if (fast_score_promote())
+    launch_fast<true>(args, stream);
+  else
+    launch_fast<false>(args, stream);
 }
 
 }  // namespace hisparse::cuda

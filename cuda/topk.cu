@@ -9,8 +9,9 @@
 //   1 hist     block (row, g): histogram of digit 1 (key bits 31..20) over its chunk, added into hist1[row]
 //   2 compact  block (row, g): digit b1 holding the K-th key (from hist1); counts keys with digit 1 > b1 in its
 //              chunk (gt1) and copies the keys with digit 1 == b1 (the candidates) to its own region of `cand`
-//   3 select   block row: digits 2 and 3 over the candidates only -> T, take_eq; per chunk, the number of keys
-//              > T and == T in the chunks before it (gt_before, eq_before)
+//   3 select   block row: digits 2 and 3 over the candidates only (numbered flat across chunks, held in shared
+//              memory when they fit) -> T, take_eq; per chunk, the number of keys > T and == T in the chunks
+//              before it (gt_before, eq_before)
 //   4 output   block (row, g): one ordered pass over its chunk with a block-wide scan, starting from gt_before[g]
 //              and eq_before[g], writes key > T at gt_before + min(eq_before, take_eq) and the first take_eq keys
 //              == T at gt_before + eq_before (the positions a single sequential pass would give them)
@@ -37,6 +38,7 @@ constexpr int kBins2 = 4096;          // digit 2: bits 19..8
 constexpr int kBins3 = 256;           // digit 3: bits 7..0
 constexpr int64_t kMinChunk = 2048;   // positions per block at least (below, launch cost beats parallelism)
 constexpr int kMaxBlocksPerRow = 256;
+constexpr int kSharedCandidates = 6144;  // step 3 keeps up to this many candidate keys in shared memory
 
 /// The split of a call: G chunks of `chunk` positions per row, and where each array lies in the workspace.
 struct TopkPlan {
@@ -152,8 +154,18 @@ __global__ void __launch_bounds__(kChunkThreads) topk_hist_kernel(TopkArgs a, Wo
   for (int i = threadIdx.x; i < kBins1; i += kChunkThreads) h[i] = 0;
   __syncthreads();
   const float* s = a.scores + int64_t(c.row) * a.stride;
-  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += kChunkThreads)
-    atomicAdd(&h[num::topk_key(__ldg(s + i)) >> 20], 1);
+  // kItems loads in flight per thread before the first atomic: one load at a time leaves HBM mostly idle.
+  for (int64_t base = c.begin; base < c.end; base += int64_t(kChunkThreads) * kItems) {
+    float v[kItems];
+#pragma unroll
+    for (int e = 0; e < kItems; ++e) {
+      const int64_t i = base + int64_t(e) * kChunkThreads + threadIdx.x;
+      v[e] = i < c.end ? __ldg(s + i) : 0.0f;
+    }
+#pragma unroll
+    for (int e = 0; e < kItems; ++e)
+      if (base + int64_t(e) * kChunkThreads + threadIdx.x < c.end) atomicAdd(&h[num::topk_key(v[e]) >> 20], 1);
+  }
   __syncthreads();
   int* gh = w.hist1 + int64_t(c.row) * kBins1;
   for (int i = threadIdx.x; i < kBins1; i += kChunkThreads)
@@ -184,19 +196,30 @@ __global__ void __launch_bounds__(kChunkThreads) topk_compact_kernel(TopkArgs a,
   const float* s = a.scores + int64_t(c.row) * a.stride;
   uint32_t* cand = w.cand + slot * w.chunk;
   const int lane = threadIdx.x & 31;
-  // Warp-uniform trip count so the ballots see every lane.
-  for (int64_t base = c.begin; base < c.end; base += kChunkThreads) {
-    const int64_t i = base + threadIdx.x;
-    const uint32_t key = i < c.end ? num::topk_key(__ldg(s + i)) : 0u;
-    const uint32_t d = key >> 20;
-    const bool is_cand = i < c.end && d == b1, is_gt = i < c.end && d > b1;
-    const unsigned cm = __ballot_sync(0xffffffffu, is_cand), gm = __ballot_sync(0xffffffffu, is_gt);
-    int at = 0;
-    if (lane == 0 && cm) at = atomicAdd(&count, __popc(cm));
-    if (lane == 0 && gm) atomicAdd(&gt, __popc(gm));
-    at = __shfl_sync(0xffffffffu, at, 0);
-    if (is_cand) cand[at + __popc(cm & ((1u << lane) - 1u))] = key;
+  int my_gt = 0;
+  // Warp-uniform trip counts so the ballots see every lane; kItems loads in flight per thread.
+  for (int64_t base = c.begin; base < c.end; base += int64_t(kChunkThreads) * kItems) {
+    uint32_t keys[kItems];
+#pragma unroll
+    for (int e = 0; e < kItems; ++e) {
+      const int64_t i = base + int64_t(e) * kChunkThreads + threadIdx.x;
+      keys[e] = i < c.end ? num::topk_key(__ldg(s + i)) : 0u;
+    }
+#pragma unroll
+    for (int e = 0; e < kItems; ++e) {
+      const bool in = base + int64_t(e) * kChunkThreads + threadIdx.x < c.end;
+      const uint32_t d = keys[e] >> 20;
+      my_gt += in && d > b1;
+      const bool is_cand = in && d == b1;
+      const unsigned cm = __ballot_sync(0xffffffffu, is_cand);
+      int at = 0;
+      if (lane == 0 && cm) at = atomicAdd(&count, __popc(cm));
+      at = __shfl_sync(0xffffffffu, at, 0);
+      if (is_cand) cand[at + __popc(cm & ((1u << lane) - 1u))] = keys[e];
+    }
   }
+  for (int off = 16; off > 0; off >>= 1) my_gt += __shfl_xor_sync(0xffffffffu, my_gt, off);
+  if (lane == 0 && my_gt) atomicAdd(&gt, my_gt);
   __syncthreads();
   if (threadIdx.x == 0) {
     w.cand_count[slot] = count;
@@ -204,52 +227,82 @@ __global__ void __launch_bounds__(kChunkThreads) topk_compact_kernel(TopkArgs a,
   }
 }
 
+/// Largest g with pre[g] <= i (so chunk g holds flat candidate i; empty chunks are skipped).
+__device__ __forceinline__ int chunk_of(const int* pre, int G, int i) {
+  int lo = 0, hi = G - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (pre[mid] <= i) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
 __global__ void __launch_bounds__(kSelectThreads) topk_select_kernel(TopkArgs a, Work w) {
   using Scan = cub::BlockScan<int, kSelectThreads>;
   __shared__ typename Scan::TempStorage scan_tmp;
   __shared__ int h[kBins2];
-  __shared__ int cnt[kMaxBlocksPerRow], cgt[kMaxBlocksPerRow], ceq[kMaxBlocksPerRow];
+  __shared__ uint32_t skeys[kSharedCandidates];
+  __shared__ int pre[kMaxBlocksPerRow + 1], cgt[kMaxBlocksPerRow], ceq[kMaxBlocksPerRow];
   __shared__ int digit, need;
-  const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, G = w.blocks_per_row;
+  const int row = blockIdx.x, tid = threadIdx.x, G = w.blocks_per_row;
   if (a.length[row] <= a.k) return;
   const uint32_t b1 = w.stage[int64_t(row) * 4];
   const int need1 = int(w.stage[int64_t(row) * 4 + 1]);
   const uint32_t* cand = w.cand + int64_t(row) * G * w.chunk;
-  for (int g = tid; g < G; g += kSelectThreads) {
-    cnt[g] = w.cand_count[int64_t(row) * G + g];
-    cgt[g] = 0;
-    ceq[g] = 0;
+  // Flat numbering of the candidates: chunk g's lie at [pre[g], pre[g+1]).
+  int my_cnt = 0, my_pre = 0, total = 0;
+  if (tid < G) {
+    my_cnt = w.cand_count[int64_t(row) * G + tid];
+    cgt[tid] = 0;
+    ceq[tid] = 0;
   }
-  // Digit 2 over every candidate (all have digit 1 == b1).
+  Scan(scan_tmp).ExclusiveSum(my_cnt, my_pre, total);
+  if (tid < G) pre[tid] = my_pre;
+  if (tid == 0) pre[G] = total;
   for (int i = tid; i < kBins2; i += kSelectThreads) h[i] = 0;
   __syncthreads();
-  for (int g = 0; g < G; ++g)
-    for (int i = tid; i < cnt[g]; i += kSelectThreads) atomicAdd(&h[(cand[int64_t(g) * w.chunk + i] >> 8) & 0xfffu], 1);
+  const bool in_smem = total <= kSharedCandidates;
+  auto load = [&](int i) {
+    const int g = chunk_of(pre, G, i);
+    return cand[int64_t(g) * w.chunk + (i - pre[g])];
+  };
+  // Digit 2 over every candidate (all have digit 1 == b1); the candidates are kept in shared memory if they fit.
+  for (int i0 = 0; i0 < total; i0 += kSelectThreads * 4) {
+    uint32_t k4[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = i0 + e * kSelectThreads + tid;
+      k4[e] = i < total ? load(i) : 0u;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = i0 + e * kSelectThreads + tid;
+      if (i >= total) continue;
+      if (in_smem) skeys[i] = k4[e];
+      atomicAdd(&h[(k4[e] >> 8) & 0xfffu], 1);
+    }
+  }
   __syncthreads();
+  auto key_at = [&](int i) { return in_smem ? skeys[i] : load(i); };
   select_digit<kSelectThreads>(h, kBins2, need1, &digit, &need, scan_tmp);
   const uint32_t prefix = (b1 << 12) | uint32_t(digit);
   const int need2 = need;
   // Digit 3 over the candidates that match the 24-bit prefix.
   for (int i = tid; i < kBins3; i += kSelectThreads) h[i] = 0;
   __syncthreads();
-  for (int g = 0; g < G; ++g)
-    for (int i = tid; i < cnt[g]; i += kSelectThreads) {
-      const uint32_t key = cand[int64_t(g) * w.chunk + i];
-      if ((key >> 8) == prefix) atomicAdd(&h[key & 0xffu], 1);
-    }
+  for (int i = tid; i < total; i += kSelectThreads) {
+    const uint32_t key = key_at(i);
+    if ((key >> 8) == prefix) atomicAdd(&h[key & 0xffu], 1);
+  }
   __syncthreads();
   select_digit<kSelectThreads>(h, kBins3, need2, &digit, &need, scan_tmp);
   const uint32_t T = (prefix << 8) | uint32_t(digit);
   // Per chunk: candidates > T and == T (keys outside the candidates are all > T or all < T by digit 1).
-  for (int g = 0; g < G; ++g)
-    for (int base = 0; base < cnt[g]; base += kSelectThreads) {
-      const int i = base + tid;
-      const uint32_t key = i < cnt[g] ? cand[int64_t(g) * w.chunk + i] : 0u;
-      const unsigned gm = __ballot_sync(0xffffffffu, i < cnt[g] && key > T);
-      const unsigned em = __ballot_sync(0xffffffffu, i < cnt[g] && key == T);
-      if (lane == 0 && gm) atomicAdd(&cgt[g], __popc(gm));
-      if (lane == 0 && em) atomicAdd(&ceq[g], __popc(em));
-    }
+  for (int i = tid; i < total; i += kSelectThreads) {
+    const uint32_t key = key_at(i);
+    if (key > T) atomicAdd(&cgt[chunk_of(pre, G, i)], 1);
+    else if (key == T) atomicAdd(&ceq[chunk_of(pre, G, i)], 1);
+  }
   __syncthreads();
   int gt_here = 0, eq_here = 0, gt_prev = 0, eq_prev = 0;
   if (tid < G) {
