@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "sim/buffer_miss_curve.h"
 #include "sim/miss_model.h"
 
 namespace hisparse::sim {
@@ -47,15 +48,7 @@ class StatisticalMissModel final : public MissModel {
   }
 
  private:
-  double fraction(double ratio) const {
-    const auto& v = p_.by_ratio;
-    if (ratio <= v.front().first) return v.front().second;
-    if (ratio >= v.back().first) return v.back().second;
-    const auto hi = std::upper_bound(v.begin(), v.end(), ratio, [](double x, const auto& p) { return x < p.first; });
-    const auto lo = hi - 1;
-    const double t = (ratio - lo->first) / (hi->first - lo->first);
-    return lo->second + t * (hi->second - lo->second);
-  }
+  double fraction(double ratio) const { return interpolate_ratio_curve(p_.by_ratio, ratio); }
   StatisticalMissParams p_;
 };
 

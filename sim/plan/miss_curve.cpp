@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "sim/buffer_miss_curve.h"
 #include "sim/replay/replay_engine.h"
 #include "traces/trace_source.h"
 
@@ -116,14 +117,7 @@ const MissCurve& MissCurves::curve(int32_t H) const {
 
 double MissCurves::fraction(int32_t H, int64_t n) const {
   const auto& v = curve(H).by_ratio;
-  const double ratio = static_cast<double>(n) / H;
-  if (v.empty()) return 0;
-  if (ratio <= v.front().first) return v.front().second;
-  if (ratio >= v.back().first) return v.back().second;
-  const auto hi = std::upper_bound(v.begin(), v.end(), ratio, [](double x, const auto& p) { return x < p.first; });
-  const auto lo = hi - 1;
-  const double t = (ratio - lo->first) / (hi->first - lo->first);
-  return lo->second + t * (hi->second - lo->second);
+  return v.empty() ? 0.0 : interpolate_ratio_curve(v, static_cast<double>(n) / H);
 }
 
 }  // namespace hisparse::sim
