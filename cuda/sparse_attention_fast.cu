@@ -331,7 +331,7 @@ void launch_fast(const SparseAttentionArgs& args, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_sparse_attention_fast(const SparseAttentionArgs& args, cudaStream_t stream) {
+void launch_sparse_attention_fast_mma(const SparseAttentionArgs& args, cudaStream_t stream) {
   if (args.tokens == 0) return;
   if (fast_score_promote())
     launch_fast<true>(args, stream);

@@ -50,7 +50,7 @@ if [ -n "$prebuilt" ]; then
   "$bin/hisparse" --help >/dev/null 2>&1; record build $? "prebuilt bundle $prebuilt"
 else
   step build 900 bash -c "cmake -S '$root' -B '$root/build/gpu' -DHISPARSE_CUDA=ON -DHISPARSE_BENCH=OFF \
-      -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build '$root/build/gpu' -j$(nproc) --target hisparse test_cuda"
+      -DCMAKE_CUDA_ARCHITECTURES=90a && cmake --build '$root/build/gpu' -j$(nproc) --target hisparse test_cuda"
   record build $? "sm_90, build/gpu"
   bin=$root/build/gpu/bin
   mkdir -p "$bin"

@@ -8,6 +8,12 @@
 namespace hisparse::cuda {
 
 void launch_sparse_attention_exact(const SparseAttentionArgs& args, cudaStream_t stream);
+/// The fast kernel: wgmma on sm_90a builds, else (or with HISPARSE_FAST_KERNEL=mma) the mma.sync one.
 void launch_sparse_attention_fast(const SparseAttentionArgs& args, cudaStream_t stream);
+void launch_sparse_attention_fast_mma(const SparseAttentionArgs& args, cudaStream_t stream);
+void launch_sparse_attention_wgmma(const SparseAttentionArgs& args, cudaStream_t stream);
+bool sparse_attention_wgmma_built();
+/// "wgmma" or "mma": the kernel launch_sparse_attention_fast() runs.
+const char* fast_attention_variant();
 
 }  // namespace hisparse::cuda
