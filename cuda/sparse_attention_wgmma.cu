@@ -56,7 +56,7 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool v
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait0() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&v);
@@ -67,24 +67,35 @@ struct VLayout {
 };
 
 #ifdef HISPARSE_SM90A_DEVICE
-/// Queues the gather of tile `tile` (index entries j0..j0+63) into the K/V buffer at shared address `dst`.
+/// Queues the gather of tile `tile` (index entries j0..j0+63) into the K/V buffer at shared address `dst`. Warp w
+/// copies rows w, w+8, ..., w+56, so a row's swizzle phase (row & 7) is the warp's and each lane's three chunk
+/// offsets are fixed: per row only the source moves (one index per row, read once by lane i and shuffled).
 __device__ __forceinline__ void issue_tile(const SparseAttentionArgs& a, const int32_t* idx, int tile, uint32_t dst,
                                            int32_t* slot, int tid) {
-  const int j0 = tile * kTile;
+  const int j0 = tile * kTile, warp = tid >> 5, lane = tid & 31;
   if (tid < kTile) {
     const int j = j0 + tid;
     const int32_t s = j < a.top_k ? idx[j] : -1;
     slot[tid] = (s >= 0 && s < a.slots) ? s : -1;
   }
-#pragma unroll 3
-  for (int u = 0; u < kTile * kRowChunks / kThreads; ++u) {
-    const int ch = tid + kThreads * u, row = ch / kRowChunks, c = ch % kRowChunks;
-    const int j = j0 + row;
-    const int32_t s = j < a.top_k ? __ldg(idx + j) : -1;
+  int32_t my_slot = -1;
+  if (lane < kTile / 8) {
+    const int j = j0 + warp + 8 * lane;
+    my_slot = j < a.top_k ? __ldg(idx + j) : -1;
+  }
+  const bool third = lane < kRowChunks - 64;  // chunks 64..71 go to lanes 0..7
+  const uint32_t d0 = dst + detail::sw128_offset(kTile, warp, lane);
+  const uint32_t d1 = dst + detail::sw128_offset(kTile, warp, lane + 32);
+  const uint32_t d2 = dst + detail::sw128_offset(kTile, warp, third ? lane + 64 : 0);
+#pragma unroll
+  for (int i = 0; i < kTile / 8; ++i) {
+    const int32_t s = __shfl_sync(0xffffffffu, my_slot, i);
     const bool valid = s >= 0 && s < a.slots;
-    const void* src = valid ? static_cast<const void*>(a.kv + int64_t(s) * kMlaQkDim + c * 8)
-                            : static_cast<const void*>(idx);
-    cp_async16(dst + detail::sw128_offset(kTile, row, c), src, valid);
+    const Bf16Bits* src = a.kv + (valid ? int64_t(s) * kMlaQkDim : 0) + lane * 8;
+    const uint32_t row_off = uint32_t(i) * 8u * 128u;
+    cp_async16(d0 + row_off, src, valid);
+    cp_async16(d1 + row_off, src + 256, valid);
+    if (third) cp_async16(d2 + row_off, src + 512, valid);
   }
 }
 #endif
@@ -109,7 +120,7 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_wgmma_kernel(Spa
   const uint32_t q_s = base + kOffQ, p_s = base + kOffP;
   const uint32_t kv_s[2] = {base + kOffKv0, base + kOffKv1};
 
-  // Prologue: Q with tile 0 (group 0), tile 1 (group 1).
+  // Prologue: Q and tile 0 (one cp.async group); each tile then prefetches the next.
   {
     const Bf16Bits* qsrc = a.q + (int64_t(token) * a.heads + head0) * kMlaQkDim;
     for (int u = 0; u < kHeads * kRowChunks / kThreads; ++u) {
@@ -119,13 +130,12 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_wgmma_kernel(Spa
   }
   issue_tile(a, idx, 0, kv_s[0], slot, tid);
   cp_async_commit();
-  if (tiles > 1) issue_tile(a, idx, 1, kv_s[1], slot + kTile, tid);
-  cp_async_commit();
 
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   float m_run[2] = {neg_inf, neg_inf}, l_part[2] = {0.0f, 0.0f};
+  const uint64_t q_desc = detail::sw128_desc(q_s, 16, 1024), p_desc = detail::sw128_desc(p_s, 16, 1024);
   float t[2][16];  // score chunks in flight (each chunk's first MMA ignores the old contents)
 #pragma unroll
   for (int e = 0; e < 16; ++e) t[0][e] = t[1][e] = 0.0f;
@@ -133,20 +143,25 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_wgmma_kernel(Spa
   for (int tile = 0; tile < tiles; ++tile) {
     const int buf = tile & 1;
     const uint32_t kv = kv_s[buf];
-    cp_async_wait1();
+    cp_async_wait0();
     detail::fence_proxy_async_shared();
     __syncthreads();
+    // Every thread is past its PV of the previous tile, so the other buffer is free: prefetch the next tile into it
+    // now (it lands while this tile computes).
+    if (tile + 1 < tiles) issue_tile(a, idx, tile + 1, kv_s[buf ^ 1], slot + (buf ^ 1) * kTile, tid);
+    cp_async_commit();
 
     // ---- S = Q K^T: 64 heads x this warpgroup's 32 keys ----
     float s[16];
+    // Descriptors move with the address field (bits 0..13, 16-byte units): offsets are added, not rebuilt.
+    const uint64_t k_desc = detail::sw128_desc(kv + uint32_t(wg) * 32u * 128u, 16, 1024);
 #pragma unroll
     for (int ch = 0; ch < kScoreChunks; ++ch) {
       detail::wgmma_fence();
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const uint32_t col = uint32_t(ch) * kColBlockBytes + uint32_t(k) * 32u;
-        detail::wgmma_m64n32k16_ss(t[ch & 1], detail::sw128_desc(q_s + col, 16, 1024),
-                                   detail::sw128_desc(kv + col + uint32_t(wg) * 32u * 128u, 16, 1024), k > 0);
+        const uint64_t col = (uint64_t(ch) * kColBlockBytes + uint64_t(k) * 32u) >> 4;
+        detail::wgmma_m64n32k16_ss(t[ch & 1], q_desc + col, k_desc + col, k > 0);
       }
       detail::wgmma_commit();
       if (ch > 0) {
@@ -210,6 +225,7 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_wgmma_kernel(Spa
         *reinterpret_cast<uint32_t*>(p_lo + off) = lo;
       }
     }
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f))  // the row maxima rarely move late on
 #pragma unroll
     for (int n = 0; n < 32; ++n) {
       acc[4 * n + 0] *= alpha[0];
@@ -222,19 +238,16 @@ __global__ void __launch_bounds__(kThreads, 1) sparse_attention_wgmma_kernel(Spa
 
     // ---- O += P V: 64 heads x this warpgroup's 256 columns, hi then lo ----
     detail::wgmma_fence();
-    const uint32_t lo_s = kv + kRopeBlock * kColBlockBytes;
-    const uint32_t v_s = kv + uint32_t(wg) * 4u * kColBlockBytes;
+    const uint64_t lo_desc = detail::sw128_desc(kv + kRopeBlock * kColBlockBytes, 16, 1024);
+    const uint64_t v_desc = detail::sw128_desc(kv + uint32_t(wg) * 4u * kColBlockBytes, vl.lbo, vl.sbo);
 #pragma unroll
     for (int ks = 0; ks < kTile / 16; ++ks) {
-      const uint64_t vd = detail::sw128_desc(v_s + uint32_t(ks) * 16u * 128u, vl.lbo, vl.sbo);
-      detail::wgmma_m64n256k16_ss_tb(acc, detail::sw128_desc(p_s + uint32_t(ks) * 32u, 16, 1024), vd, 1);
-      detail::wgmma_m64n256k16_ss_tb(acc, detail::sw128_desc(lo_s + uint32_t(ks) * 32u, 16, 1024), vd, 1);
+      const uint64_t vd = v_desc + ((uint64_t(ks) * 16u * 128u) >> 4), pk = (uint64_t(ks) * 32u) >> 4;
+      detail::wgmma_m64n256k16_ss_tb(acc, p_desc + pk, vd, 1);
+      detail::wgmma_m64n256k16_ss_tb(acc, lo_desc + pk, vd, 1);
     }
     detail::wgmma_commit();
     detail::wgmma_wait<0>();
-    __syncthreads();
-    if (tile + 2 < tiles) issue_tile(a, idx, tile + 2, kv, slot + buf * kTile, tid);
-    cp_async_commit();
   }
 
   // ---- Epilogue: row sums of both warpgroups, o = acc / l, lse ----
