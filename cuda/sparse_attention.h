@@ -9,7 +9,7 @@ namespace hisparse::cuda {
 
 enum class AttentionKernel {
   kExact,  // CUDA cores, fp32 fma in the order of core/numerics/online_softmax.h: same bits as cpu_ref
-  kFast,   // tensor cores (bf16 mma.sync, fp32 accumulate): within tolerance of float64, NOT bit-exact
+  kFast,   // tensor cores (bf16 wgmma, or mma.sync; fp32 accumulate): within tolerance of float64, NOT bit-exact
 };
 const char* attention_kernel_name(AttentionKernel kernel);
 
