@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "cuda/bench_ops.h"
 #include "cuda/runtime.h"
+#include "cuda/sparse_attention.h"
 
 namespace hisparse::apps {
 
@@ -37,6 +38,7 @@ int run_bench_ops(int argc, char** argv) {
   if (!cuda::cuda_available(&why)) throw_error("bench needs a CUDA device: {}", why);
   fmt::print("bench {} on {} (CUDA-event medians of {} repetitions after 3 warm-ups)\n", what, cuda::device_name(),
              opt.iters);
+  if (what == "attention") fmt::print("fast kernel: {}\n", cuda::fast_attention_variant());
   const auto rows = what == "attention" ? cuda::bench_attention(opt) : cuda::bench_topk(opt);
   fmt::print("{:<10} {:<28} {:<7} {:>11} {:>11} {:>9}  {:<22} {}\n", "op", "config", "kernel", "median_us",
              "us_per_row", "TFLOP/s", "target", "verdict");

@@ -12,6 +12,9 @@ enum class AttentionKernel {
   kFast,   // tensor cores (bf16 wgmma, or mma.sync; fp32 accumulate): within tolerance of float64, NOT bit-exact
 };
 const char* attention_kernel_name(AttentionKernel kernel);
+/// The implementation behind kFast on this build and device: "wgmma" (sm_90a) or "mma" (mma.sync, or forced by
+/// HISPARSE_FAST_KERNEL=mma).
+const char* fast_attention_variant();
 
 /// Device pointers in `args`. Asynchronous on `stream`. Indices outside [0, slots) are treated as -1 (the
 /// host-pointer entry point below rejects them instead). Shape errors throw hisparse::Error.

@@ -13,7 +13,5 @@ void launch_sparse_attention_fast(const SparseAttentionArgs& args, cudaStream_t 
 void launch_sparse_attention_fast_mma(const SparseAttentionArgs& args, cudaStream_t stream);
 void launch_sparse_attention_wgmma(const SparseAttentionArgs& args, cudaStream_t stream);
 bool sparse_attention_wgmma_built();
-/// "wgmma" or "mma": the kernel launch_sparse_attention_fast() runs.
-const char* fast_attention_variant();
 
 }  // namespace hisparse::cuda

@@ -12,6 +12,8 @@ namespace {
 }
 }  // namespace
 
+const char* fast_attention_variant() { return "none (built without CUDA)"; }
+
 const char* attention_kernel_name(AttentionKernel kernel) {
   return kernel == AttentionKernel::kExact ? "exact" : "fast";
 }
