@@ -15,109 +15,50 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "core/error.h"
 #include "cuda/detail/cuda_check.cuh"
 #include "cuda/detail/row_copy.cuh"
+#include "cuda/detail/swap_in_cluster.cuh"
+#include "cuda/detail/swap_in_common.cuh"
 #include "cuda/swap_in.h"
 
 namespace hisparse::cuda {
 namespace {
 
-constexpr int kThreads = 1024;
-constexpr int kWarps = kThreads / 32;
-constexpr int kMaxTopK = 32767;  // entry indices live in int16 hash values
+constexpr int kThreads = detail::kSwapInThreads;
+constexpr int kWarps = detail::kSwapInWarps;
+constexpr int kMaxTopK = detail::kSwapInMaxTopK;
 constexpr int kCopyWarpsPerBlock = 8;
-constexpr unsigned kFullMask = 0xffffffffu;
+constexpr unsigned kFullMask = detail::kSwapInFullMask;
+using detail::swap_in_align16;
 
 struct SmemLayout {
   int table_bits = 0;
   size_t keys = 0, vals = 0, sel = 0, slot = 0, lru = 0, ev = 0, aux = 0, total = 0;
 };
 
-size_t align16(size_t x) { return (x + 15) & ~size_t(15); }
-
 SmemLayout smem_layout(int32_t H, int32_t K) {
   SmemLayout l;
-  // Load factor <= 1/2 keeps linear probes short; at least 64 entries.
-  int bits = 6;
-  while ((1 << bits) < 2 * K) ++bits;
-  l.table_bits = bits;
-  const size_t ts = size_t(1) << bits;
+  l.table_bits = detail::swap_in_table_bits(K);
+  const size_t ts = size_t(1) << l.table_bits;
   l.keys = 0;
-  l.vals = align16(l.keys + ts * 4);
-  l.sel = align16(l.vals + ts * 2);
-  l.slot = align16(l.sel + size_t(K) * 4);
-  l.lru = align16(l.slot + size_t(K) * 4);
-  l.ev = align16(l.lru + size_t(H) * 4);
-  l.aux = align16(l.ev + size_t(K) * 4);
-  l.total = align16(l.aux + size_t(H) * 4);
+  l.vals = swap_in_align16(l.keys + ts * 4);
+  l.sel = swap_in_align16(l.vals + ts * 2);
+  l.slot = swap_in_align16(l.sel + size_t(K) * 4);
+  l.lru = swap_in_align16(l.slot + size_t(K) * 4);
+  l.ev = swap_in_align16(l.lru + size_t(H) * 4);
+  l.aux = swap_in_align16(l.ev + size_t(K) * 4);
+  l.total = swap_in_align16(l.aux + size_t(H) * 4);
   return l;
 }
 
-__device__ __forceinline__ uint32_t hash_of(int32_t key, int bits) {
-  return (static_cast<uint32_t>(key) * 2654435761u) >> (32 - bits);
-}
-
-/// Exclusive prefix sum of one int per thread over the block (thread order); *total = the block's sum.
-/// Every thread of the block must call it (it holds barriers).
-__device__ __forceinline__ int block_scan(int v, int* buf, int* total) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int x = v;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const int t = __shfl_up_sync(0xffffffffu, x, d);
-    if (lane >= d) x += t;
-  }
-  if (lane == 31) buf[warp] = x;
-  __syncthreads();
-  if (warp == 0) {
-    const int own = buf[lane];
-    int w = own;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int t = __shfl_up_sync(0xffffffffu, w, d);
-      if (lane >= d) w += t;
-    }
-    buf[lane] = w - own;
-    if (lane == 31) buf[32] = w;
-  }
-  __syncthreads();
-  *total = buf[32];
-  return buf[warp] + x - v;
-}
+__device__ __forceinline__ int block_scan(int v, int* buf, int* total) { return detail::swap_in_block_scan(v, buf, total); }
 
 __device__ __forceinline__ void flag_error(int* s_err, int entry, int code) { atomicMin(s_err, entry * 8 + code); }
-
-/// Coalesced copy of `count` ints from global to shared memory, kUnroll independent loads in flight per thread.
-__device__ __forceinline__ void load_ints(int32_t* dst, const int32_t* __restrict__ src, int count) {
-  constexpr int kUnroll = 4;
-  for (int base = 0; base < count; base += kUnroll * kThreads) {
-    int32_t r[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int i = base + u * kThreads + threadIdx.x;
-      if (i < count) r[u] = src[i];
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int i = base + u * kThreads + threadIdx.x;
-      if (i < count) dst[i] = r[u];
-    }
-  }
-}
-
-__device__ __forceinline__ int lookup(const int32_t* keys, const int16_t* vals, int32_t tok, int bits) {
-  const int mask = (1 << bits) - 1;
-  uint32_t h = hash_of(tok, bits);
-  while (true) {
-    const int k = keys[h];
-    if (k == tok) return vals[h];
-    if (k == -1) return -1;
-    h = (h + 1) & mask;
-  }
-}
 
 __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a, SmemLayout l, bool fused_copy) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -145,10 +86,10 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
 
   // Phase 0: the row's inputs into shared memory, issued together with the seq_len read instead of after it (one
   // global round trip less on a one-row call); the fast path and padded rows ignore what they did not need.
-  load_ints(sel, a.selected + rowK, K);
-  load_ints(lru_s, a.lru + rowH, H);
-  load_ints(aux, a.slot_token + rowH, H);
-  for (int i = tid; i < ts; i += kThreads) keys[i] = -1;
+  detail::swap_in_load_ints(sel, a.selected + rowK, K);
+  detail::swap_in_load_ints(lru_s, a.lru + rowH, H);
+  detail::swap_in_load_ints(aux, a.slot_token + rowH, H);
+  detail::swap_in_fill_minus_one(keys, ts);
 
   if (n <= 0) {  // padded batch row: outputs say "nothing", state is not touched
     for (int i = tid; i < K; i += kThreads) a.slot_of[rowK + i] = -1;
@@ -185,22 +126,16 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
       // the newest token then joins HITS, as the contract's literal rule says, and duplicates are caught.
       if (!fast) slot_s[i] = H;
     }
-    uint32_t h = hash_of(t, bits);
-    while (true) {
-      const int prev = atomicCAS(&keys[h], -1, t);
-      if (prev == -1) {
-        vals[h] = static_cast<int16_t>(i);
-        break;
-      }
-      if (prev == t) {
-        flag_error(&s_err, i, kSwapInDuplicate);
-        break;
-      }
-      h = (h + 1) & (ts - 1);
-    }
+    if (!detail::swap_in_insert(keys, vals, t, i, bits)) flag_error(&s_err, i, kSwapInDuplicate);
   }
-  if (my_valid) atomicAdd(&s_valid, my_valid);
-  if (my_newest) atomicAdd(&s_newest, my_newest);
+  // One shared atomic per warp, not per thread: 1024 same-address atomics serialise.
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    my_valid += __shfl_xor_sync(kFullMask, my_valid, d);
+    my_newest += __shfl_xor_sync(kFullMask, my_newest, d);
+  }
+  if (lane == 0 && my_valid) atomicAdd(&s_valid, my_valid);
+  if (lane == 0 && my_newest) atomicAdd(&s_newest, my_newest);
   __syncthreads();
   const int64_t* host_loc = a.host_loc ? a.host_loc + int64_t(b) * a.host_loc_stride : nullptr;
   auto write_error = [&]() {
@@ -247,7 +182,7 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
       for (int u = 0; u < kUnroll; ++u) {
         const int j = base + u * kThreads + tid;
         if (j >= H || tok[u] < 0) continue;
-        const int e = lookup(keys, vals, tok[u], bits);
+        const int e = detail::swap_in_lookup(keys, vals, tok[u], bits);
         if (e < 0) continue;
         if (tok[u] != n - 1) slot_s[e] = lru_s[j];
         lru_s[j] = static_cast<int>(static_cast<unsigned>(lru_s[j]) | 0x80000000u);
@@ -405,20 +340,75 @@ void check_swap_in_fits(int32_t H, int32_t top_k) {
                 top_k, need, max_smem);
 }
 
+namespace {
+
+/// Kernel choice, read once per process from the environment (so one binary can sweep them):
+///   HISPARSE_SWAP_IN_CLUSTER=C            blocks per row for small batches: 2, 4, 8 (default), 16 = the cluster
+///                                          kernel (cuda/swap_in_cluster.cu); 1 = that kernel, one block per row;
+///                                          0 = the one-block kernel of this file for every batch.
+///   HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH=N  batches of at most N rows count as small (default: as many rows as
+///                                          the GPU runs at once, cudaOccupancyMaxActiveClusters: one wave).
+///   HISPARSE_SWAP_IN_LARGE=0|1            larger batches: 0 (default) = the one-block kernel of this file,
+///                                          1 = the cluster kernel with one block per row.
+/// A cluster size that cannot run on this device (shared memory, co-residency) falls back to the one-block kernel.
+struct KernelChoice {
+  int cluster = 8;
+  int max_batch = -1;  // -1: one wave of clusters
+  bool large_cluster_kernel = false;
+};
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < lo || x > hi) throw_error("{} = '{}': expected an integer in [{}, {}]", name, v, lo, hi);
+  return static_cast<int>(x);
+}
+
+KernelChoice read_kernel_choice() {
+  KernelChoice k;
+  k.cluster = env_int("HISPARSE_SWAP_IN_CLUSTER", 8, 0, 16);
+  if (k.cluster != 0 && k.cluster != 1 && k.cluster != 2 && k.cluster != 4 && k.cluster != 8 && k.cluster != 16)
+    throw_error("HISPARSE_SWAP_IN_CLUSTER = {}: expected 0, 1, 2, 4, 8 or 16", k.cluster);
+  k.max_batch = env_int("HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH", -1, 0, INT_MAX);
+  k.large_cluster_kernel = env_int("HISPARSE_SWAP_IN_LARGE", 0, 0, 1) == 1;
+  if (std::getenv("HISPARSE_SWAP_IN_CLUSTER") || std::getenv("HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH") ||
+      std::getenv("HISPARSE_SWAP_IN_LARGE"))
+    std::fprintf(stderr, "swap-in kernel: cluster %d for batches <= %d (-1: one wave), larger batches: %s\n",
+                 k.cluster, k.max_batch,
+                 k.large_cluster_kernel ? "cluster kernel, 1 block per row" : "one-block kernel");
+  return k;
+}
+
+const KernelChoice& kernel_choice() {
+  static const KernelChoice k = read_kernel_choice();
+  return k;
+}
+
+}  // namespace
+
 void swap_in_device(const SwapInDeviceArgs& a, CopyMode mode, StreamHandle stream_handle) {
   if (a.batch == 0) return;
   auto stream = static_cast<cudaStream_t>(stream_handle);
-  const SmemLayout l = smem_layout(a.H, a.top_k);
-  static size_t configured_smem = 0;  // raise the opt-in limit once per size class
-  if (l.total > 48 * 1024 && l.total > configured_smem) {
-    check_swap_in_fits(a.H, a.top_k);
-    HS_CUDA_CHECK(cudaFuncSetAttribute(swap_in_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(l.total)));
-    configured_smem = l.total;
-  }
   const bool copy = a.host_pool != nullptr && a.device_kv != nullptr;
-  swap_in_kernel<<<a.batch, kThreads, l.total, stream>>>(a, l, copy && mode == CopyMode::kFused);
-  HS_CUDA_CHECK_LAUNCH();
+  const bool fused = copy && mode == CopyMode::kFused;
+  const KernelChoice& k = kernel_choice();
+  bool launched = false;
+  if (k.cluster > 0) launched = detail::swap_in_cluster_launch(a, fused, k.cluster, k.max_batch, stream);
+  if (!launched && k.large_cluster_kernel) launched = detail::swap_in_cluster_launch(a, fused, 1, INT_MAX, stream);
+  if (!launched) {
+    const SmemLayout l = smem_layout(a.H, a.top_k);
+    static size_t configured_smem = 0;  // raise the opt-in limit once per size class
+    if (l.total > 48 * 1024 && l.total > configured_smem) {
+      check_swap_in_fits(a.H, a.top_k);
+      HS_CUDA_CHECK(cudaFuncSetAttribute(swap_in_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(l.total)));
+      configured_smem = l.total;
+    }
+    swap_in_kernel<<<a.batch, kThreads, l.total, stream>>>(a, l, fused);
+    HS_CUDA_CHECK_LAUNCH();
+  }
   if (!copy || mode == CopyMode::kFused) return;
   if (mode == CopyMode::kSeparate) {
     const int chunks = std::max(1, (a.top_k + 2 * kCopyWarpsPerBlock - 1) / (2 * kCopyWarpsPerBlock));
