@@ -19,6 +19,7 @@
 #include "cuda/copy_rows.h"
 #include "cuda/detail/cuda_check.cuh"
 #include "cuda/detail/env_knob.h"
+#include "cuda/detail/swap_in_cluster.cuh"
 #include "cuda/swap_in.h"
 
 namespace hisparse::cuda {
@@ -304,6 +305,77 @@ struct SwapInBed {
   }
 };
 
+/// HISPARSE_SWAP_IN_PHASES=1: `calls` back-to-back calls of the phase-timed cluster kernel, then per phase and
+/// block the median over calls of the time since the previous mark (%globaltimer ns, and SM cycles), printed as a
+/// table; the phase rows (max over blocks of the medians) and the launch gaps are returned for the CSV.
+template <typename Call>
+void swap_in_phase_table(int calls, Call call, std::vector<BenchRow>& rows, const std::string& config) {
+  using detail::kSwapInPhaseBlocks;
+  using detail::kSwapInPhaseCap;
+  using detail::kSwapInPhaseMarks;
+  call();
+  HS_CUDA_CHECK(cudaDeviceSynchronize());
+  detail::swap_in_phases_reset();
+  for (int i = 0; i < calls; ++i) call();
+  const detail::SwapInPhaseRecords r = detail::swap_in_phases_read();
+  int blocks = 0;
+  while (blocks < kSwapInPhaseBlocks && r.count[size_t(blocks)] > 0) ++blocks;
+  uint32_t n = UINT32_MAX;
+  for (int c = 0; c < blocks; ++c) n = std::min(n, r.count[size_t(c)]);
+  if (blocks == 0 || n < 2 || n > uint32_t(kSwapInPhaseCap)) {
+    fmt::print("swap-in phases: no usable records (blocks {}, calls {}): did the cluster kernel run?\n", blocks,
+               blocks ? n : 0);
+    return;
+  }
+  auto at = [&](uint32_t k, int c, int p) { return (size_t(k) * kSwapInPhaseBlocks + size_t(c)) * kSwapInPhaseMarks + size_t(p); };
+  fmt::print("swap-in phases, {} ({} calls back to back, {} blocks of row 0; median over calls of the time since the "
+             "previous mark: ns by %globaltimer / SM cycles by clock64)\n",
+             config, n, blocks);
+  fmt::print("{:<16}", "phase");
+  for (int c = 0; c < blocks; ++c) fmt::print(" {:>13}", fmt::format("block {}", c));
+  fmt::print("\n");
+  for (int p = 1; p < kSwapInPhaseMarks; ++p) {
+    fmt::print("{:<16}", detail::swap_in_phase_name(p));
+    double worst = 0;
+    for (int c = 0; c < blocks; ++c) {
+      std::vector<double> ns, cyc;
+      for (uint32_t k = 0; k < n; ++k) {
+        ns.push_back(double(r.gt[at(k, c, p)] - r.gt[at(k, c, p - 1)]));
+        cyc.push_back(double(r.clk[at(k, c, p)] - r.clk[at(k, c, p - 1)]));
+      }
+      const double mns = median(ns);
+      worst = std::max(worst, mns);
+      fmt::print(" {:>13}", fmt::format("{:.0f}/{:.0f}", mns, median(cyc)));
+    }
+    fmt::print("\n");
+    rows.push_back(make_row("swap-in-phase", config + ", " + detail::swap_in_phase_name(p), "phases", worst * 1e-3, 0, 0));
+  }
+  // Across blocks and calls (%globaltimer only): a block's whole call, the spread of the blocks' starts, and the
+  // gap from the previous call's last block end to this call's first block start (launch cost left exposed).
+  std::vector<double> span, skew, gap;
+  for (uint32_t k = 0; k < n; ++k) {
+    unsigned long long s0 = ~0ull, s1 = 0, e1 = 0;
+    for (int c = 0; c < blocks; ++c) {
+      s0 = std::min(s0, r.gt[at(k, c, 0)]);
+      s1 = std::max(s1, r.gt[at(k, c, 0)]);
+      e1 = std::max(e1, r.gt[at(k, c, kSwapInPhaseMarks - 1)]);
+    }
+    span.push_back(double(e1 - s0));
+    skew.push_back(double(s1 - s0));
+    if (k > 0) {
+      unsigned long long prev_end = 0;
+      for (int c = 0; c < blocks; ++c) prev_end = std::max(prev_end, r.gt[at(k - 1, c, kSwapInPhaseMarks - 1)]);
+      gap.push_back(double(static_cast<long long>(s0 - prev_end)));  // negative: overlapped (PDL)
+    }
+  }
+  fmt::print("first start -> last end {:.0f} ns, block start skew {:.0f} ns, previous call's end -> next start {:.0f} "
+             "ns (medians)\n",
+             median(span), median(skew), median(gap));
+  rows.push_back(make_row("swap-in-phase", config + ", first start -> last end", "phases", median(span) * 1e-3, 0, 0));
+  rows.push_back(make_row("swap-in-phase", config + ", block start skew", "phases", median(skew) * 1e-3, 0, 0));
+  rows.push_back(make_row("swap-in-phase", config + ", previous end -> next start", "phases", median(gap) * 1e-3, 0, 0));
+}
+
 }  // namespace
 
 std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
@@ -351,6 +423,8 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
     HS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     const double g = back_to_back_us(1, repeats, [&] { HS_CUDA_CHECK(cudaGraphLaunch(exec, st)); }, st) / kBack;
     rows.push_back(make_row("swap-in", "B=1 H=4096 K=2048 all hits", "graph", g, 0, 0));
+    if (detail::swap_in_cluster_options().phases)
+      swap_in_phase_table(64, [&] { swap_in_device(a, CopyMode::kFused); }, rows, "B=1 H=4096 K=2048 all hits");
     HS_CUDA_CHECK(cudaGraphExecDestroy(exec));
     HS_CUDA_CHECK(cudaGraphDestroy(graph));
     HS_CUDA_CHECK(cudaStreamDestroy(st));
@@ -359,6 +433,8 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
     rows.push_back(make_row("launch", "empty kernel", "per-call", e1, 0, 0));
     rows.push_back(make_row("launch", "empty kernel", "back-to-back",
                             back_to_back_us(kBack, repeats, [] { empty_kernel<<<1, 32>>>(); }), 0, 0));
+    rows.push_back(make_row("launch", "empty kernel", "graph",
+                            graph_us(kBack, repeats, [](cudaStream_t s) { empty_kernel<<<1, 32, 0, s>>>(); }), 0, 0));
   }
   for (auto hk : {std::pair<int32_t, int32_t>{1024, 512}, {2048, 2048}, {8192, 2048}, {6144, 6144}}) {
     SwapInBed bed(1, hk.first, hk.second, 0.0, o.seed + 7);

@@ -58,7 +58,7 @@ SmemLayout smem_layout(int32_t H, int32_t K) {
 
 __device__ __forceinline__ int block_scan(int v, int* buf, int* total) { return detail::swap_in_block_scan(v, buf, total); }
 
-__device__ __forceinline__ void flag_error(int* s_err, int entry, int code) { atomicMin(s_err, entry * 8 + code); }
+using detail::swap_in_flag_error;
 
 __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a, SmemLayout l, bool fused_copy) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -79,6 +79,8 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
   const int lane = tid & 31, warp = tid >> 5;
   const unsigned lanes_below = (1u << lane) - 1u;
   const int H = a.H, K = a.top_k, bits = l.table_bits;
+  detail::pdl_wait();  // before any global access: the previous kernel may write every input
+  detail::pdl_trigger();
   const int n = a.seq_len[b];
   const int64_t rowK = int64_t(b) * K, rowH = int64_t(b) * H;
   const bool fast = n <= H;
@@ -116,7 +118,7 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
     slot_s[i] = -1;
     if (t == -1) continue;
     if (t < -1 || t >= n) {
-      flag_error(&s_err, i, kSwapInOutOfRange);
+      swap_in_flag_error(&s_err, i, kSwapInOutOfRange);
       continue;
     }
     ++my_valid;
@@ -126,7 +128,7 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
       // the newest token then joins HITS, as the contract's literal rule says, and duplicates are caught.
       if (!fast) slot_s[i] = H;
     }
-    if (!detail::swap_in_insert(keys, vals, t, i, bits)) flag_error(&s_err, i, kSwapInDuplicate);
+    if (!detail::swap_in_insert(keys, vals, t, i, bits)) swap_in_flag_error(&s_err, i, kSwapInDuplicate);
   }
   // One shared atomic per warp, not per thread: 1024 same-address atomics serialise.
 #pragma unroll
@@ -209,9 +211,9 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
       const int t = sel[i];
       const int64_t hl = host_loc ? host_loc[t] : int64_t(t);
       if (hl < 0)
-        flag_error(&s_err, i, kSwapInNoHostCopy);
+        swap_in_flag_error(&s_err, i, kSwapInNoHostCopy);
       else if (a.host_pool && hl >= a.host_rows)
-        flag_error(&s_err, i, kSwapInHostRowOutOfPool);
+        swap_in_flag_error(&s_err, i, kSwapInHostRowOutOfPool);
       slot_s[i] = -2 - r;
       host_s[r] = hl;
     }
@@ -342,7 +344,8 @@ void check_swap_in_fits(int32_t H, int32_t top_k) {
 
 namespace {
 
-/// Kernel choice, read once per process from the environment (so one binary can sweep them):
+/// Kernel choice, read once per process from the environment (so one binary can sweep them; a value outside the
+/// listed ones is an error):
 ///   HISPARSE_SWAP_IN_CLUSTER=C            blocks per row for small batches: 2, 4, 8 (default), 16 = the cluster
 ///                                          kernel (cuda/swap_in_cluster.cu); 1 = that kernel, one block per row;
 ///                                          0 = the one-block kernel of this file for every batch.
@@ -350,9 +353,17 @@ namespace {
 ///                                          the GPU runs at once, cudaOccupancyMaxActiveClusters: one wave).
 ///   HISPARSE_SWAP_IN_LARGE=0|1            larger batches: 0 (default) = the one-block kernel of this file,
 ///                                          1 = the cluster kernel with one block per row.
+///   HISPARSE_SWAP_IN_TABLE_BITS=0..2      cluster kernel: hash table 2^x times this file's (load <= 1/2 at 0);
+///                                          default 1 (load <= 1/4). Shrunk, down to 0, for a shape where it does
+///                                          not fit in shared memory (the one-block kernel keeps load <= 1/2).
+///   HISPARSE_SWAP_IN_PDL=0|1              programmatic dependent launch of both swap-in kernels (default 1): the
+///                                          launch overlaps the previous kernel's tail; the kernels wait for it
+///                                          (griddepcontrol.wait) before their first global access.
+///   HISPARSE_SWAP_IN_PHASES=0|1           cluster kernel: 1 = the phase-timed instance (bench swap-in prints the
+///                                          table); default 0 (a separate template instance, no cost when off).
 /// A cluster size that cannot run on this device (shared memory, co-residency) falls back to the one-block kernel.
 struct KernelChoice {
-  int cluster = 8;
+  detail::SwapInClusterOptions cluster;  // cluster.cluster == 0: the one-block kernel for every batch
   int max_batch = -1;  // -1: one wave of clusters
   bool large_cluster_kernel = false;
 };
@@ -368,16 +379,25 @@ int env_int(const char* name, int fallback, int lo, int hi) {
 
 KernelChoice read_kernel_choice() {
   KernelChoice k;
-  k.cluster = env_int("HISPARSE_SWAP_IN_CLUSTER", 8, 0, 16);
-  if (k.cluster != 0 && k.cluster != 1 && k.cluster != 2 && k.cluster != 4 && k.cluster != 8 && k.cluster != 16)
-    throw_error("HISPARSE_SWAP_IN_CLUSTER = {}: expected 0, 1, 2, 4, 8 or 16", k.cluster);
+  const int c = env_int("HISPARSE_SWAP_IN_CLUSTER", 8, 0, 16);
+  if (c != 0 && c != 1 && c != 2 && c != 4 && c != 8 && c != 16)
+    throw_error("HISPARSE_SWAP_IN_CLUSTER = {}: expected 0, 1, 2, 4, 8 or 16", c);
+  k.cluster.cluster = c;
   k.max_batch = env_int("HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH", -1, 0, INT_MAX);
   k.large_cluster_kernel = env_int("HISPARSE_SWAP_IN_LARGE", 0, 0, 1) == 1;
-  if (std::getenv("HISPARSE_SWAP_IN_CLUSTER") || std::getenv("HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH") ||
-      std::getenv("HISPARSE_SWAP_IN_LARGE"))
-    std::fprintf(stderr, "swap-in kernel: cluster %d for batches <= %d (-1: one wave), larger batches: %s\n",
-                 k.cluster, k.max_batch,
-                 k.large_cluster_kernel ? "cluster kernel, 1 block per row" : "one-block kernel");
+  k.cluster.table_extra_bits = env_int("HISPARSE_SWAP_IN_TABLE_BITS", 1, 0, 2);
+  k.cluster.pdl = env_int("HISPARSE_SWAP_IN_PDL", 1, 0, 1) == 1;
+  k.cluster.phases = env_int("HISPARSE_SWAP_IN_PHASES", 0, 0, 1) == 1;
+  bool any = false;
+  for (const char* name : {"HISPARSE_SWAP_IN_CLUSTER", "HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH", "HISPARSE_SWAP_IN_LARGE",
+                           "HISPARSE_SWAP_IN_TABLE_BITS", "HISPARSE_SWAP_IN_PDL", "HISPARSE_SWAP_IN_PHASES"})
+    any = any || std::getenv(name) != nullptr;
+  if (any)
+    std::fprintf(stderr,
+                 "swap-in kernel: cluster %d for batches <= %d (-1: one wave), larger batches: %s; table bits +%d, "
+                 "pdl %d, phase timer %d\n",
+                 c, k.max_batch, k.large_cluster_kernel ? "cluster kernel, 1 block per row" : "one-block kernel",
+                 k.cluster.table_extra_bits, int(k.cluster.pdl), int(k.cluster.phases));
   return k;
 }
 
@@ -388,6 +408,10 @@ const KernelChoice& kernel_choice() {
 
 }  // namespace
 
+namespace detail {
+const SwapInClusterOptions& swap_in_cluster_options() { return kernel_choice().cluster; }
+}  // namespace detail
+
 void swap_in_device(const SwapInDeviceArgs& a, CopyMode mode, StreamHandle stream_handle) {
   if (a.batch == 0) return;
   auto stream = static_cast<cudaStream_t>(stream_handle);
@@ -395,8 +419,12 @@ void swap_in_device(const SwapInDeviceArgs& a, CopyMode mode, StreamHandle strea
   const bool fused = copy && mode == CopyMode::kFused;
   const KernelChoice& k = kernel_choice();
   bool launched = false;
-  if (k.cluster > 0) launched = detail::swap_in_cluster_launch(a, fused, k.cluster, k.max_batch, stream);
-  if (!launched && k.large_cluster_kernel) launched = detail::swap_in_cluster_launch(a, fused, 1, INT_MAX, stream);
+  if (k.cluster.cluster > 0) launched = detail::swap_in_cluster_launch(a, fused, k.cluster, k.max_batch, stream);
+  if (!launched && k.large_cluster_kernel) {
+    detail::SwapInClusterOptions one = k.cluster;
+    one.cluster = 1;
+    launched = detail::swap_in_cluster_launch(a, fused, one, INT_MAX, stream);
+  }
   if (!launched) {
     const SmemLayout l = smem_layout(a.H, a.top_k);
     static size_t configured_smem = 0;  // raise the opt-in limit once per size class
@@ -406,7 +434,8 @@ void swap_in_device(const SwapInDeviceArgs& a, CopyMode mode, StreamHandle strea
                                          static_cast<int>(l.total)));
       configured_smem = l.total;
     }
-    swap_in_kernel<<<a.batch, kThreads, l.total, stream>>>(a, l, fused);
+    const detail::SwapInLaunchConfig lc(1, a.batch, l.total, k.cluster.pdl, stream);
+    HS_CUDA_CHECK(cudaLaunchKernelEx(&lc.cfg, swap_in_kernel, a, l, fused));
     HS_CUDA_CHECK_LAUNCH();
   }
   if (!copy || mode == CopyMode::kFused) return;

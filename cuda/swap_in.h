@@ -43,7 +43,9 @@ struct SwapInDeviceArgs {
 };
 constexpr int kCounterWords = 6;
 
-/// Largest H and K the one-block-per-row kernel supports on this device (shared memory bound); throws if none.
+/// Throws unless the one-block-per-row kernel fits H and top_k in this device's shared memory. That kernel is the
+/// fallback of every launch, so a shape that passes always runs: the cluster kernel shrinks its larger hash table,
+/// then falls back to the one-block kernel, where its own layout does not fit.
 void check_swap_in_fits(int32_t H, int32_t top_k);
 
 /// Launches the swap-in (and, per mode, the copy of its misses). Asynchronous on `stream` except kCopyEngine,

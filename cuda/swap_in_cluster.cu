@@ -1,13 +1,15 @@
-// @brief Swap-in (SWAP_IN.md) with a thread-block cluster of C blocks per row: the one-block kernel is bound by the
-// instruction/latency chain of a single SM at small batches, so the LRU walk, the new-LRU write and the miss copy are
-// split over C SMs. Results equal the one-block kernel's (and cpu_ref's) bit for bit.
+// @brief Swap-in (SWAP_IN.md) with a thread-block cluster of C blocks per row (default 8): the one-block kernel is
+// bound by the instruction/latency chain of a single SM at small batches, so the LRU walk, the new-LRU write and the
+// miss copy are split over C SMs. Results equal the one-block kernel's (and cpu_ref's) bit for bit.
 //
 // Block `rank` of a row's cluster owns LRU positions [rank*L, rank*L + L) and entries [rank*KE, rank*KE + KE):
 //   0. loads the whole selection T and the whole slot_token (replicated, so every lookup stays local), its LRU slice;
-//   1. validates T and hashes it (token -> entry); a bitmap of the entries that can miss (valid, not the newest);
-//      invalid input and the fast path end here, before any distributed shared memory access;
-//   2. walks its LRU slice: hits set bits in its entry bitmap; a block scan ranks them in LRU order;
-//      then every block sends its bitmap and hit count to every other block (one cluster barrier);
+//   1. validates T and hashes all of it (token -> entry, a replicated table at load <= 1/4 by default); a bitmap of
+//      the entries that can miss (valid, not the newest); every block reaches the same verdict, so invalid input and
+//      the fast path end here in every block, before any distributed shared memory (DSMEM) access;
+//   2. walks its LRU slice: hits set bits in its entry bitmap; a block scan ranks them in LRU order; then every
+//      block sends its bitmap and hit count to every other block (one cluster barrier; a relaxed arrive issued
+//      after phase 1 only makes sure every block runs before the first remote store);
 //   3. (replicated) miss bitmap = valid & ~(OR of all bitmaps); a scan over its words ranks misses in entry order;
 //      every block checks every miss's host row, so error decisions agree without a second exchange;
 //   4. its slice's slots get their new LRU positions from the cluster-wide ranks and are written to global memory
@@ -15,6 +17,21 @@
 //      the m-th miss (slot_of, slot_token, load lists); hit slots write their entry's slot_of;
 //   5. (fused copy) its warps copy the rows of the misses its slice served.
 // All reads of global state happen in phase 0, before the cluster barrier; all writes after it.
+//
+// Programmatic dependent launch (PDL, default on): only the shared-memory set-up (table fill, bitmap zeroing) runs
+// before griddepcontrol.wait; every input and state read waits for the preceding kernel to complete, so PDL
+// overlaps only the launch and block scheduling with that kernel's tail, never work on its data.
+//
+// Measured on an NVIDIA H200 (one run; bench swap-in, B=1 H=4096 K=2048 all hits, back-to-back / CUDA graph, us):
+// PDL off 11.07 / 10.18; PDL on 9.71 / 9.47; PDL + table twice as large (HISPARSE_SWAP_IN_TABLE_BITS=1, now the
+// default) 7.97 / 7.71. A variant that split the table by owner block (lookups over DSMEM, one more cluster
+// barrier) ran 8.24 / 7.99 at C=8, slower at C=4 and 16, and compute-sanitizer racecheck flagged it: removed.
+// Phase timer (HISPARSE_SWAP_IN_PHASES=1, load <= 1/2 table, PDL off; %globaltimer ns): load inputs 990,
+// validate+hash 2980, lru walk+scan 2020, bitmap exchange 1440, miss ranks 510, state writes 740, previous call's
+// end -> next start 2270 (with PDL on, the next call's blocks start ~8.7 us before that end and wait). %globaltimer
+// ticks coarsely; clock64 is finer: a since-removed empty mark read 910 ns but 87 cycles, and validate+hash is
+// ~7,250 cycles (~3.7 us at 1.98 GHz), the largest phase and, with the walk's lookups, what the larger table's
+// shorter probe chains aim at (no phase table was taken with it).
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -28,6 +45,12 @@
 #include "cuda/detail/swap_in_common.cuh"
 
 namespace hisparse::cuda::detail {
+
+// Phase timer records (see swap_in_cluster.cuh): written only by the kPhases instances.
+__device__ unsigned int g_swap_in_phase_count[kSwapInPhaseBlocks];
+__device__ unsigned long long g_swap_in_phase_gt[kSwapInPhaseCap * kSwapInPhaseBlocks * kSwapInPhaseMarks];
+__device__ long long g_swap_in_phase_clk[kSwapInPhaseCap * kSwapInPhaseBlocks * kSwapInPhaseMarks];
+
 namespace {
 
 namespace cg = cooperative_groups;
@@ -41,9 +64,9 @@ struct ClusterLayout {
   size_t keys = 0, vals = 0, sel = 0, stok = 0, lru = 0, hit_e = 0, bits = 0, missw = 0, mpre = 0, total = 0;
 };
 
-ClusterLayout cluster_layout(int32_t H, int32_t K, int C) {
+ClusterLayout cluster_layout(int32_t H, int32_t K, int C, int extra_bits) {
   ClusterLayout l;
-  l.table_bits = swap_in_table_bits(K);
+  l.table_bits = swap_in_table_bits(K) + extra_bits;
   l.W = (K + 31) / 32;
   l.L = ((H + C - 1) / C + 3) & ~3;
   const size_t ts = size_t(1) << l.table_bits;
@@ -62,15 +85,7 @@ ClusterLayout cluster_layout(int32_t H, int32_t K, int C) {
   return l;
 }
 
-__device__ __forceinline__ void flag_error(int* s_err, int entry, int code) { atomicMin(s_err, entry * 8 + code); }
-
-// Split cluster barrier: arrive early, wait late. The first one only guarantees that every block of the cluster
-// runs (its shared memory exists) before the first remote store, so it needs no memory ordering.
-__device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
-
-template <int C>
+template <int C, bool kPhases>
 __global__ void __launch_bounds__(kThreads, 1)
     swap_in_cluster_kernel(SwapInDeviceArgs a, ClusterLayout l, bool fused_copy) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -94,18 +109,56 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int lane = tid & 31, warp = tid >> 5;
   const unsigned lanes_below = (1u << lane) - 1u;
   const int H = a.H, K = a.top_k, bits_n = l.table_bits, W = l.W;
-  const int n = a.seq_len[b];
-  const int64_t rowK = int64_t(b) * K, rowH = int64_t(b) * H;
   const int J0 = min(H, rank * l.L), J1 = min(H, J0 + l.L), nl = J1 - J0;
   const int KE = (K + C - 1) / C, E0 = min(K, rank * KE), E1 = min(K, E0 + KE);
   uint32_t* mybits = bits + rank * W;
 
+  // Phase timer (kPhases only): thread 0's stamps (in shared memory: registers are at the 64 limit), stored at the
+  // end of a recorded call.
+  __shared__ unsigned long long pg[kPhases ? kSwapInPhaseMarks : 1];
+  __shared__ long long pc[kPhases ? kSwapInPhaseMarks : 1];
+  auto mark = [&](int p) {
+    if constexpr (kPhases) {
+      if (tid == 0) {
+        pg[p] = global_timer_ns();
+        pc[p] = clock64();
+      }
+    }
+  };
+  auto store_marks = [&]() {
+    if constexpr (kPhases) {
+      mark(kSwapInPhaseMarks - 1);
+      if (tid == 0 && b == 0 && rank < kSwapInPhaseBlocks) {
+        const unsigned k = atomicAdd(&g_swap_in_phase_count[rank], 1u) % kSwapInPhaseCap;
+        const size_t at = (size_t(k) * kSwapInPhaseBlocks + rank) * kSwapInPhaseMarks;
+#pragma unroll
+        for (int p = 0; p < kSwapInPhaseMarks; ++p) {
+          g_swap_in_phase_gt[at + p] = pg[p];
+          g_swap_in_phase_clk[at + p] = pc[p];
+        }
+      }
+    }
+  };
+  mark(0);
+
+  // Shared-memory set-up reads no global memory, so under PDL it overlaps the previous kernel's tail.
+  swap_in_fill_minus_one(keys, 1 << bits_n);
+  for (int w = tid; w < W; w += kThreads) mybits[w] = 0;
+  if (tid == 0) {
+    s_err = INT_MAX;
+    s_valid = 0;
+    s_newest = 0;
+  }
+  pdl_wait();  // every input and state word may have been written by the previous kernel
+  pdl_trigger();
+  mark(1);
+
   // Phase 0 (issued with the seq_len read: one global round trip on a one-row call).
+  const int n = a.seq_len[b];
+  const int64_t rowK = int64_t(b) * K, rowH = int64_t(b) * H;
   swap_in_load_ints(sel, a.selected + rowK, K);
   swap_in_load_ints(stok, a.slot_token + rowH, H);
   swap_in_load_ints(lru_s, a.lru + rowH + J0, nl);
-  swap_in_fill_minus_one(keys, 1 << bits_n);
-  for (int w = tid; w < W; w += kThreads) mybits[w] = 0;
 
   if (n <= 0) {  // padded batch row: outputs say "nothing", state is not touched
     for (int i = E0 + tid; i < E1; i += kThreads) a.slot_of[rowK + i] = -1;
@@ -119,12 +172,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  if (tid == 0) {
-    s_err = INT_MAX;
-    s_valid = 0;
-    s_newest = 0;
-  }
   __syncthreads();
+  mark(2);
 
   // Phase 1: validate and hash; warp w of round r covers entries [r*1024 + 32w, +32) = bitmap word r*32 + w.
   int warp_valid = 0;
@@ -134,7 +183,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     bool valid = false;
     if (t != -1) {
       if (t < -1 || t >= n)
-        flag_error(&s_err, i, kSwapInOutOfRange);
+        swap_in_flag_error(&s_err, i, kSwapInOutOfRange);
       else
         valid = true;
     }
@@ -149,15 +198,18 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (newest) atomicOr(&s_newest, 1);  // (twice only with a duplicate, which is rejected)
     // The newest token still goes into the hash: a slot holding it (against the usual flow) then joins HITS, as
     // the contract's literal rule says, and duplicates are caught.
-    if (valid && !swap_in_insert(keys, vals, t, i, bits_n)) flag_error(&s_err, i, kSwapInDuplicate);
+    if (valid && !swap_in_insert(keys, vals, t, i, bits_n)) swap_in_flag_error(&s_err, i, kSwapInDuplicate);
   }
   if (lane == 0 && warp_valid) atomicAdd(&s_valid, warp_valid);
   __syncthreads();
-  // Every block hashed the whole row, so all agree on errors and the fast path; none has touched another's memory.
-  if (s_err != INT_MAX) {
+  mark(3);
+  const int err = s_err;
+  // Every block validated the whole selection, so all agree on errors and the fast path, and all return here
+  // before any distributed shared memory access or cluster barrier.
+  if (err != INT_MAX) {
     if (rank == 0 && tid == 0) {
-      a.error[2 * b] = s_err & 7;
-      a.error[2 * b + 1] = s_err >> 3;
+      a.error[2 * b] = err & 7;
+      a.error[2 * b + 1] = err >> 3;
       a.load_count[b] = 0;
     }
     return;
@@ -188,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   {
     constexpr int kUnroll = 4;
     for (int base = j0; base < j1; base += 32 * kUnroll) {
-      int s[kUnroll], tok[kUnroll];
+      int s[kUnroll], tok[kUnroll], e[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int jj = base + u * 32 + lane;
@@ -200,13 +252,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         tok[u] = jj < j1 ? stok[s[u]] : -1;
       }
 #pragma unroll
+      for (int u = 0; u < kUnroll; ++u) e[u] = tok[u] >= 0 ? swap_in_lookup(keys, vals, tok[u], bits_n) : -1;
+#pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int jj = base + u * 32 + lane;
         if (jj >= j1) continue;
-        const int e = tok[u] >= 0 ? swap_in_lookup(keys, vals, tok[u], bits_n) : -1;
-        hit_e[jj] = e >= 0 && tok[u] != n - 1 ? e : -1;
-        if (e < 0) continue;
-        atomicOr(&mybits[e >> 5], 1u << (e & 31));
+        hit_e[jj] = e[u] >= 0 && tok[u] != n - 1 ? e[u] : -1;
+        if (e[u] < 0) continue;
+        atomicOr(&mybits[e[u] >> 5], 1u << (e[u] & 31));
         lru_s[jj] = static_cast<int>(static_cast<unsigned>(s[u]) | 0x80000000u);
         ++my_hits;
       }
@@ -214,19 +267,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   int hc = 0;  // hits of this block's slice
   const int hr = __shfl_sync(kFull, swap_in_block_scan(my_hits, scan_a, &hc), 0);  // of the warps before, in slice
+  mark(4);
 
   int hb_cta = 0, NH = hc;  // hits in the slices before this block's; hits in the whole LRU
   if constexpr (C > 1) {
     cg::cluster_group cluster = cg::this_cluster();
-    cluster_wait();  // every block runs
+    cluster_wait();  // every block runs (its shared memory exists)
     for (int idx = tid; idx < (C - 1) * W; idx += kThreads) {
       const int d = idx / W, w = idx - d * W;
       uint32_t* remote = cluster.map_shared_rank(bits, d >= rank ? d + 1 : d);
       remote[rank * W + w] = mybits[w];
     }
     if (tid < C) cluster.map_shared_rank(s_hits_of, tid)[rank] = hc;
+    // Release/acquire: every block's bitmap and count are here; no remote access after this.
     cluster_arrive();
-    cluster_wait();  // release/acquire: every block's bitmap and count are here; no remote access after this
+    cluster_wait();
     NH = 0;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
@@ -236,6 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
   const int E = H - NH;
+  mark(5);
 
   // Phase 3 (replicated): misses = valid non-newest entries that no slot holds; ranked in entry order.
   uint32_t mw = 0;
@@ -273,15 +329,17 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (r[u] < 0) continue;
         const int i = base + u * kThreads + tid;
         if (hl[u] < 0)
-          flag_error(&s_err, i, kSwapInNoHostCopy);
+          swap_in_flag_error(&s_err, i, kSwapInNoHostCopy);
         else if (a.host_pool && hl[u] >= a.host_rows)
-          flag_error(&s_err, i, kSwapInHostRowOutOfPool);
+          swap_in_flag_error(&s_err, i, kSwapInHostRowOutOfPool);
         miss_s[r[u]] = i;
         host_s[r[u]] = hl[u];
       }
     }
     __syncthreads();  // (M is the same for the whole block)
   }
+  if constexpr (kPhases) __syncthreads();
+  mark(6);
   if (s_err != INT_MAX) {
     if (rank == 0 && tid == 0) {
       a.error[2 * b] = s_err & 7;
@@ -353,61 +411,68 @@ __global__ void __launch_bounds__(kThreads, 1)
     a.error[2 * b] = kSwapInOk;
     a.error[2 * b + 1] = -1;
   }
-  if (!fused_copy || a.host_pool == nullptr) return;
+  if constexpr (kPhases) __syncthreads();
+  mark(7);
 
   // Phase 5: the misses this block's slice served, a warp per row.
-  const int m0 = max(0, min(M, evb)), m1 = max(m0, min(M, evb + (nl - hc)));
-  if (m0 == m1) return;
-  __syncthreads();
-  const int vecs = static_cast<int>(a.row_bytes / 16);
-  for (int m = m0 + warp; m < m1; m += kWarps) {
-    const uint4* src = reinterpret_cast<const uint4*>(a.host_pool + host_s[m] * a.row_bytes);
-    uint4* dst = reinterpret_cast<uint4*>(a.device_kv + (int64_t(b) * (H + 1) + miss_s[m]) * a.row_bytes);
-    copy_row_warp(src, dst, vecs, lane);
+  if (fused_copy && a.host_pool != nullptr) {
+    const int m0 = max(0, min(M, evb)), m1 = max(m0, min(M, evb + (nl - hc)));
+    if (m0 < m1) {
+      __syncthreads();
+      const int vecs = static_cast<int>(a.row_bytes / 16);
+      for (int m = m0 + warp; m < m1; m += kWarps) {
+        const uint4* src = reinterpret_cast<const uint4*>(a.host_pool + host_s[m] * a.row_bytes);
+        uint4* dst = reinterpret_cast<uint4*>(a.device_kv + (int64_t(b) * (H + 1) + miss_s[m]) * a.row_bytes);
+        copy_row_warp(src, dst, vecs, lane);
+      }
+    }
   }
+  if constexpr (kPhases) __syncthreads();
+  store_marks();
 }
 
-/// What one cluster size needs set up once: the opt-in shared memory it was raised to, whether it can run.
+/// What one kernel instance needs set up once: the device's limits, the opt-in shared memory it was raised to,
+/// whether the last size class checked can run.
 struct SizeState {
+  size_t max_smem = 0;      // dynamic shared memory a block may use (opt-in limit less the static arrays' slack)
+  int sms = 0;
   size_t configured_smem = 0;
   size_t checked_smem = 0;  // the size whose co-residency was checked
   bool runs = false;
   int resident_rows = 0;    // rows (clusters) the whole GPU runs at once
 };
 
-template <int C>
-bool launch(const SwapInDeviceArgs& a, bool fused_copy, int max_batch, cudaStream_t stream) {
+template <int C, bool kPhases>
+bool launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInClusterOptions& o, int max_batch,
+            cudaStream_t stream) {
   static SizeState state;
-  const ClusterLayout l = cluster_layout(a.H, a.top_k, C);
-  auto kernel = swap_in_cluster_kernel<C>;
-  if (l.total != state.checked_smem) {
-    int dev = 0, max_smem = 0;
+  auto kernel = swap_in_cluster_kernel<C, kPhases>;
+  if (state.max_smem == 0) {
+    int dev = 0, opt_in = 0;
     HS_CUDA_CHECK(cudaGetDevice(&dev));
-    HS_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    HS_CUDA_CHECK(cudaDeviceGetAttribute(&opt_in, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    HS_CUDA_CHECK(cudaDeviceGetAttribute(&state.sms, cudaDevAttrMultiProcessorCount, dev));
+    state.max_smem = static_cast<size_t>(opt_in) - 1024;  // the kernel's static __shared__ arrays (< 1 KiB)
+  }
+  // The larger table only shortens probe chains (results do not depend on its size): where it does not fit (H and
+  // K near 6144), a smaller one, down to the default load <= 1/2, runs instead of the slower one-block kernel.
+  ClusterLayout l = cluster_layout(a.H, a.top_k, C, o.table_extra_bits);
+  for (int x = o.table_extra_bits - 1; x >= 0 && l.total > state.max_smem; --x)
+    l = cluster_layout(a.H, a.top_k, C, x);
+  if (l.total != state.checked_smem) {
     state.checked_smem = l.total;
-    state.runs = l.total + 1024 <= static_cast<size_t>(max_smem);
-    int sms = 0;
-    HS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    state.resident_rows = sms;  // one 1024-thread block per SM
+    state.runs = l.total <= state.max_smem;
+    state.resident_rows = state.sms;  // one 1024-thread block per SM
     if (state.runs && l.total > state.configured_smem) {
-      HS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.total)));
+      HS_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(l.total)));
       state.configured_smem = l.total;
     }
     if (state.runs && C > 1) {
       if (C > 8) HS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(C);
-      cfg.blockDim = dim3(kThreads);
-      cfg.dynamicSmemBytes = l.total;
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = C;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
+      const SwapInLaunchConfig one(C, 1, l.total, false, nullptr);
       int clusters = 0;
-      const cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+      const cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &one.cfg);
       if (e != cudaSuccess) (void)cudaGetLastError();  // treated as "cannot run": the caller falls back
       state.runs = e == cudaSuccess && clusters > 0;
       state.resident_rows = clusters;
@@ -417,40 +482,57 @@ bool launch(const SwapInDeviceArgs& a, bool fused_copy, int max_batch, cudaStrea
                    "the one-block kernel runs instead\n", C, l.total);
   }
   if (!state.runs || a.batch > (max_batch >= 0 ? max_batch : state.resident_rows)) return false;
-  if constexpr (C == 1) {
-    kernel<<<a.batch, kThreads, l.total, stream>>>(a, l, fused_copy);
-  } else {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(a.batch) * C);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = l.total;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = C;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    HS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a, l, fused_copy));
-  }
+  const SwapInLaunchConfig lc(C, a.batch, l.total, o.pdl, stream);
+  HS_CUDA_CHECK(cudaLaunchKernelEx(&lc.cfg, kernel, a, l, fused_copy));
   HS_CUDA_CHECK_LAUNCH();
   return true;
 }
 
+template <int C>
+bool launch_size(const SwapInDeviceArgs& a, bool fused_copy, const SwapInClusterOptions& o, int max_batch,
+                 cudaStream_t stream) {
+  return o.phases ? launch<C, true>(a, fused_copy, o, max_batch, stream)
+                  : launch<C, false>(a, fused_copy, o, max_batch, stream);
+}
+
 }  // namespace
 
-bool swap_in_cluster_launch(const SwapInDeviceArgs& a, bool fused_copy, int cluster, int max_batch,
+bool swap_in_cluster_launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInClusterOptions& o, int max_batch,
                             cudaStream_t stream) {
   if (a.top_k > kSwapInMaxTopK) return false;
-  switch (cluster) {
-    case 1: return launch<1>(a, fused_copy, max_batch, stream);
-    case 2: return launch<2>(a, fused_copy, max_batch, stream);
-    case 4: return launch<4>(a, fused_copy, max_batch, stream);
-    case 8: return launch<8>(a, fused_copy, max_batch, stream);
-    case 16: return launch<16>(a, fused_copy, max_batch, stream);
-    default: throw_error("cuda swap_in: cluster size {} is not one of 1, 2, 4, 8, 16", cluster);
+  switch (o.cluster) {
+    case 1: return launch_size<1>(a, fused_copy, o, max_batch, stream);
+    case 2: return launch_size<2>(a, fused_copy, o, max_batch, stream);
+    case 4: return launch_size<4>(a, fused_copy, o, max_batch, stream);
+    case 8: return launch_size<8>(a, fused_copy, o, max_batch, stream);
+    case 16: return launch_size<16>(a, fused_copy, o, max_batch, stream);
+    default: throw_error("cuda swap_in: cluster size {} is not one of 1, 2, 4, 8, 16", o.cluster);
   }
+}
+
+const char* swap_in_phase_name(int p) {
+  static const char* const kNames[kSwapInPhaseMarks] = {
+      "start",           "pdl wait",   "load inputs",  "validate+hash", "lru walk+scan",
+      "bitmap exchange", "miss ranks", "state writes", "copy+end"};
+  return p >= 0 && p < kSwapInPhaseMarks ? kNames[p] : "?";
+}
+
+void swap_in_phases_reset() {
+  const unsigned int zero[kSwapInPhaseBlocks] = {};
+  HS_CUDA_CHECK(cudaMemcpyToSymbol(g_swap_in_phase_count, zero, sizeof(zero)));
+}
+
+SwapInPhaseRecords swap_in_phases_read() {
+  SwapInPhaseRecords r;
+  const size_t n = size_t(kSwapInPhaseCap) * kSwapInPhaseBlocks * kSwapInPhaseMarks;
+  r.count.resize(kSwapInPhaseBlocks);
+  r.gt.resize(n);
+  r.clk.resize(n);
+  HS_CUDA_CHECK(cudaDeviceSynchronize());
+  HS_CUDA_CHECK(cudaMemcpyFromSymbol(r.count.data(), g_swap_in_phase_count, r.count.size() * sizeof(unsigned int)));
+  HS_CUDA_CHECK(cudaMemcpyFromSymbol(r.gt.data(), g_swap_in_phase_gt, n * sizeof(unsigned long long)));
+  HS_CUDA_CHECK(cudaMemcpyFromSymbol(r.clk.data(), g_swap_in_phase_clk, n * sizeof(long long)));
+  return r;
 }
 
 }  // namespace hisparse::cuda::detail

@@ -1,5 +1,6 @@
-// @brief Device helpers shared by the swap-in kernels (cuda/swap_in.cu, cuda/swap_in_cluster.cu): the token hash,
-// block-wide scan and coalesced shared-memory loads of a 1024-thread block.
+// @brief Helpers shared by the swap-in kernels (cuda/swap_in.cu, cuda/swap_in_cluster.cu): the token hash,
+// block-wide scan and coalesced shared-memory loads of a 1024-thread block, PDL and cluster barriers, the launch
+// configuration.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -129,5 +130,65 @@ __device__ __forceinline__ bool swap_in_insert(int32_t* keys, int16_t* vals, int
     h = (h + 1) & mask;
   }
 }
+
+/// Lowest (entry, code) wins, so the reported error does not depend on thread timing.
+__device__ __forceinline__ void swap_in_flag_error(int* s_err, int entry, int code) {
+  atomicMin(s_err, entry * 8 + code);
+}
+
+// Programmatic dependent launch: no-ops without the launch attribute (or without a PDL predecessor). The wait
+// returns once the previous kernel of the stream has completed and its memory is visible; the trigger lets the next
+// kernel (if launched with PDL) start its own launch, which still waits for this grid's completion.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// Split cluster barrier: arrive early, wait late. A relaxed arrive only guarantees that every block of the cluster
+// runs (its shared memory exists) before the first remote store, so it needs no memory ordering.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
+
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+/// Launch of `rows` rows of 1024-thread blocks: clusters of C blocks per row (C > 1), PDL when asked.
+struct SwapInLaunchConfig {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[2] = {};
+  SwapInLaunchConfig(int C, int rows, size_t smem, bool pdl, cudaStream_t stream) {
+    cfg.gridDim = dim3(static_cast<unsigned>(rows) * static_cast<unsigned>(C));
+    cfg.blockDim = dim3(kSwapInThreads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    if (C > 1) {
+      attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+      attr[cfg.numAttrs].val.clusterDim.x = static_cast<unsigned>(C);
+      attr[cfg.numAttrs].val.clusterDim.y = 1;
+      attr[cfg.numAttrs].val.clusterDim.z = 1;
+      ++cfg.numAttrs;
+    }
+    if (pdl) {
+      attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+      ++cfg.numAttrs;
+    }
+    cfg.attrs = cfg.numAttrs > 0 ? attr : nullptr;
+  }
+  SwapInLaunchConfig(const SwapInLaunchConfig&) = delete;  // cfg.attrs points into this object
+  SwapInLaunchConfig& operator=(const SwapInLaunchConfig&) = delete;
+};
 
 }  // namespace hisparse::cuda::detail
