@@ -52,4 +52,8 @@ void check_swap_in_fits(int32_t H, int32_t top_k);
 /// which waits for the plan to read the load lists back and then queues cudaMemcpyAsync per row.
 void swap_in_device(const SwapInDeviceArgs& args, CopyMode mode, StreamHandle stream = nullptr);
 
+/// Largest batch the thread-block-cluster swap-in kernel takes (larger ones run the one-block-per-row kernel; 0 =
+/// no cluster kernel). The two kernels' costs differ by a step, so the calibration fits them separately.
+int swap_in_cluster_max_batch();
+
 }  // namespace hisparse::cuda
