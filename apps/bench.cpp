@@ -66,7 +66,12 @@ int run_bench(int argc, char** argv) {
       "from-csv", po::value(&cal.from_csv), "calibrate: fit a stored `--csv` sweep instead of measuring (no GPU needed)")(
       "date", po::value(&cal.date), "calibrate: date written into the file, YYYY-MM-DD (default today, UTC)")(
       "copy-mode", po::value(&cal.copy_mode)->default_value(cal.copy_mode), "calibrate: swap-in copy the simulator charges: fused | separate")(
-      "fit-batches", po::value(&cal.fit_batches)->default_value(cal.fit_batches), "calibrate: batch sizes fitted (others held out)")(
+      "fit-batches", po::value(&cal.fit_batches)->default_value(cal.fit_batches),
+      "calibrate: batch sizes fitted, others held out (auto: each kernel regime's smallest and largest measured batch, "
+      "e.g. 1,4,16,128 for Bc = 8 or 1,16,64,128 for Bc = 16; one regime: 1,4,16,128)")(
+      "small-batch-max", po::value(&cal.small_batch_max),
+      "calibrate: Bc, largest batch of the small-batch (cluster) swap-in kernel, fitted apart (0 = one regime; default: "
+      "the CSV's swap-in-kernel row, or the device's)")(
       "fit-miss-rates", po::value(&cal.fit_miss_rates)->default_value(cal.fit_miss_rates), "calibrate: miss rates fitted (others held out)")(
       "max-error", po::value(&cal.max_error_pct)->default_value(cal.max_error_pct), "calibrate: exit 1 when a held-out error exceeds this, %");
   po::positional_options_description pos;

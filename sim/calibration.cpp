@@ -14,8 +14,9 @@ namespace {
 
 constexpr double kMaxRate = 1e13;   // bytes/s: far above any PCIe link, catches unit slips (GB/s given as B/s * 1e9)
 constexpr double kMaxNs = 1e9;
+constexpr int64_t kMaxSmallBatch = 1 << 20;  // swap_in.small_batch_max: a batch size, far above any real one
 
-void read_swap_in(StrictMap m, double h2d_bulk, SwapInCopyCost* c) {
+void read_regime(StrictMap& m, double h2d_bulk, SwapInRegimeCost* c) {
   m.require("plan_fixed_ns");
   m.require("small_row_efficiency");
   m.get("plan_fixed_ns", &c->plan_fixed_ns, 0, kMaxNs, Unit::kNanoseconds);
@@ -26,7 +27,24 @@ void read_swap_in(StrictMap m, double h2d_bulk, SwapInCopyCost* c) {
   m.get("small_row_efficiency", &eff, 1e-4, 1.5);
   c->row_bytes_per_s = eff * h2d_bulk;
   m.get("per_request_row_bytes_per_s", &c->per_request_row_bytes_per_s, 0, kMaxRate, Unit::kBytesPerSecond);
+}
+
+/// One copy mode: the large-batch (or only) terms, and under `small_batch` those of batches 1..small_batch_max.
+void read_swap_in(StrictMap m, double h2d_bulk, int64_t small_batch_max, SwapInCopyCost* c) {
+  read_regime(m, h2d_bulk, &c->large());
+  if (small_batch_max > 0) {
+    if (!m.has("small_batch"))
+      throw_error("{} is missing (swap_in.small_batch_max is {}: batches 1..{} need their own terms)", m.where("small_batch"),
+                  small_batch_max, small_batch_max);
+    StrictMap s = m.child("small_batch");
+    read_regime(s, h2d_bulk, &c->small);
+    s.finish();
+  } else if (m.has("small_batch")) {
+    throw_error("{} is given but swap_in.small_batch_max is 0 or absent (set it to the largest batch the "
+                "small-batch kernel runs)", m.where("small_batch"));
+  }
   m.finish();
+  c->small_batch_max = small_batch_max;
   c->calibrated = true;
 }
 
@@ -51,18 +69,28 @@ YAML::Node sequence(const YAML::Node& node, const std::string& where) {
   return node;
 }
 
-std::string swap_in_yaml(const char* name, const SwapInCopyCost& c, double h2d_bulk, int64_t row_bytes) {
+std::string regime_yaml(const SwapInRegimeCost& c, double h2d_bulk, int64_t row_bytes, const std::string& indent) {
   const double eff = h2d_bulk > 0 ? c.row_bytes_per_s / h2d_bulk : 0;
-  std::string s = fmt::format("  {}:\n", name);
-  s += fmt::format("    plan_fixed_ns: {:.1f}\n", c.plan_fixed_ns);
-  s += fmt::format("    plan_per_request_ns: {:.3f}\n", c.plan_per_request_ns);
-  s += fmt::format("    plan_per_slot_ns: {:.4f}\n", c.plan_per_slot_ns);
-  s += fmt::format("    copy_fixed_ns: {:.1f}\n", c.copy_fixed_ns);
-  s += fmt::format("    small_row_efficiency: {:.5f}   # rows at {:.2f} GB/s = {:.2f} ns per {}-B row\n", eff,
+  std::string s;
+  s += fmt::format("{}plan_fixed_ns: {:.1f}\n", indent, c.plan_fixed_ns);
+  s += fmt::format("{}plan_per_request_ns: {:.3f}\n", indent, c.plan_per_request_ns);
+  s += fmt::format("{}plan_per_slot_ns: {:.4f}\n", indent, c.plan_per_slot_ns);
+  s += fmt::format("{}copy_fixed_ns: {:.1f}\n", indent, c.copy_fixed_ns);
+  s += fmt::format("{}small_row_efficiency: {:.5f}   # rows at {:.2f} GB/s = {:.2f} ns per {}-B row\n", indent, eff,
                    c.row_bytes_per_s / 1e9, c.row_bytes_per_s > 0 ? double(row_bytes) / c.row_bytes_per_s * 1e9 : 0.0,
                    row_bytes);
-  s += fmt::format("    per_request_row_bytes_per_s: {:.4e}{}\n", c.per_request_row_bytes_per_s,
+  s += fmt::format("{}per_request_row_bytes_per_s: {:.4e}{}\n", indent, c.per_request_row_bytes_per_s,
                    c.per_request_row_bytes_per_s > 0 ? "" : "   # 0: no per-request bound seen");
+  return s;
+}
+
+std::string swap_in_yaml(const char* name, const SwapInCopyCost& c, double h2d_bulk, int64_t row_bytes) {
+  std::string s = fmt::format("  {}:{}\n", name, c.small_batch_max > 0 ? "   # batches above small_batch_max" : "");
+  s += regime_yaml(c.large(), h2d_bulk, row_bytes, "    ");
+  if (c.small_batch_max > 0) {
+    s += fmt::format("    small_batch:   # batches 1..{} (the small-batch kernel)\n", c.small_batch_max);
+    s += regime_yaml(c.small, h2d_bulk, row_bytes, "      ");
+  }
   return s;
 }
 
@@ -99,8 +127,10 @@ Calibration load_calibration(const std::string& path) {
   root.get("timing_overhead_ns", &c.timing_overhead_ns, 0, kMaxNs, Unit::kNanoseconds);
   {
     StrictMap s = root.child("swap_in");
-    if (s.has("fused")) read_swap_in(s.child("fused"), c.h2d_bulk_bytes_per_s, &c.fused);
-    if (s.has("separate")) read_swap_in(s.child("separate"), c.h2d_bulk_bytes_per_s, &c.separate);
+    int64_t small_batch_max = 0;
+    s.get("small_batch_max", &small_batch_max, 0, kMaxSmallBatch);
+    if (s.has("fused")) read_swap_in(s.child("fused"), c.h2d_bulk_bytes_per_s, small_batch_max, &c.fused);
+    if (s.has("separate")) read_swap_in(s.child("separate"), c.h2d_bulk_bytes_per_s, small_batch_max, &c.separate);
     s.finish();
     if (!c.swap_in().calibrated)
       throw_error("{}: copy_mode is {} but swap_in.{} is missing", path, c.copy_mode, c.copy_mode);
@@ -153,6 +183,10 @@ std::string calibration_yaml(const Calibration& c) {
   s += fmt::format("timing_overhead_ns: {:.1f}   # an empty kernel timed the same way (inside every fixed cost)\n",
                    c.timing_overhead_ns);
   s += "swap_in:   # plan = fixed + per_request*B + per_slot*H; copy = copy_fixed + bytes / min(efficiency*bulk, B*per_request)\n";
+  const int64_t bc = c.swap_in().small_batch_max;
+  if (bc > 0)
+    s += fmt::format("  small_batch_max: {}   # batches 1..{} run the small-batch (cluster) kernel: each mode's small_batch "
+                     "terms\n", bc, bc);
   if (c.fused.calibrated) s += swap_in_yaml("fused", c.fused, c.h2d_bulk_bytes_per_s, c.row_bytes);
   if (c.separate.calibrated) s += swap_in_yaml("separate", c.separate, c.h2d_bulk_bytes_per_s, c.row_bytes);
   for (auto [name, r] : {std::pair<const char*, const RowRateCost*>{"gather", &c.gather}, {"backup", &c.backup}})

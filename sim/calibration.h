@@ -42,7 +42,7 @@ struct Calibration {
   std::string copy_mode = "fused";  // which swap_in entry the simulator charges
   double h2d_bulk_bytes_per_s = 0;  // pinned bulk cudaMemcpy, largest size measured
   double d2h_bulk_bytes_per_s = 0;
-  SwapInCopyCost fused, separate;
+  SwapInCopyCost fused, separate;  // each: the large-batch terms, and with small_batch_max > 0 those of batches 1..Bc
   RowRateCost gather, backup;
   double timing_overhead_ns = 0;    // an empty kernel timed the same way (0 = not measured); part of every fixed cost
   std::vector<int32_t> fit_batches;
@@ -52,7 +52,9 @@ struct Calibration {
   const SwapInCopyCost& swap_in() const { return copy_mode == "separate" ? separate : fused; }
 };
 
-/// Strict reading (unknown keys and out-of-range values are errors naming the file and key).
+/// Strict reading (unknown keys and out-of-range values are errors naming the file and key). swap_in.small_batch_max
+/// (optional, 0 when absent: one regime) and swap_in.<mode>.small_batch (required exactly when it is > 0) carry the
+/// small-batch kernel's terms; files without them mean what they always meant.
 Calibration load_calibration(const std::string& path);
 /// YAML text of `c` (read back by load_calibration to the same values up to the printed precision).
 std::string calibration_yaml(const Calibration& c);

@@ -119,12 +119,17 @@ bool in_list(double v, const std::vector<double>& list) {
 
 bool in_list(int32_t v, const std::vector<int32_t>& list) { return std::find(list.begin(), list.end(), v) != list.end(); }
 
-/// Swap-in model of one mode, fitted to `train` (rows = 0 points fix the plan; the rest the copy):
+/// Swap-in model of one mode and regime, fitted to `train` (rows = 0 points fix the plan; the rest the copy):
 ///   T = p0 + p1*B + p2*H + c0*[rows > 0] + rows * row_bytes / min(R, B * R_req)
-SwapInCopyCost fit_swap_in(const std::vector<CalibrationPoint>& train, double h2d_bulk, int64_t row_bytes) {
+/// `fixed_per_request_ns` >= 0 fixes p1 instead of fitting it and turns the per-request rate off (R_req = 0): with
+/// one batch size p1 and R_req are not identifiable (they trade against p0 and R).
+SwapInRegimeCost fit_swap_in(const std::vector<CalibrationPoint>& train, double h2d_bulk, int64_t row_bytes,
+                             double fixed_per_request_ns = -1) {
   std::set<int32_t> hs;
   for (const auto& p : train) hs.insert(p.H);
   const bool per_slot = hs.size() > 1;  // one H: the walk is inside the fixed term
+  const bool fixed = fixed_per_request_ns >= 0;
+  const double p1_us = fixed ? fixed_per_request_ns * 1e-3 : 0.0;
   const double rb = static_cast<double>(row_bytes);
   auto evaluate = [&](double rate, double req_rate, std::array<double, 4>* x) {
     std::vector<std::array<double, 4>> A;
@@ -134,8 +139,8 @@ SwapInCopyCost fit_swap_in(const std::vector<CalibrationPoint>& train, double h2
       double r = rate;
       if (req_rate > 0) r = std::min(r, req_rate * B);
       const double copy_us = rows * rb / r * 1e6;
-      A.push_back({1.0, B, per_slot ? double(p.H) : 0.0, p.rows > 0 ? 1.0 : 0.0});
-      y.push_back(p.measured_us - copy_us);
+      A.push_back({1.0, fixed ? 0.0 : B, per_slot ? double(p.H) : 0.0, p.rows > 0 ? 1.0 : 0.0});
+      y.push_back(p.measured_us - copy_us - p1_us * B);
       w.push_back(1.0 / p.measured_us);
     }
     return nonneg_least_squares(A, y, w, 4, x);
@@ -149,7 +154,7 @@ SwapInCopyCost fit_swap_in(const std::vector<CalibrationPoint>& train, double h2
     constexpr int kN = 48;
     for (int i = 0; i <= kN; ++i) {
       const double rate = std::exp(lo + (hi - lo) * i / kN);
-      for (int j = -1; j <= kN; ++j) {
+      for (int j = -1; j <= (fixed ? -1 : kN); ++j) {
         const double req = j < 0 ? 0.0 : std::exp(rlo + (rhi - rlo) * j / kN);
         std::array<double, 4> x{};
         const double e = evaluate(rate, req, &x);
@@ -161,10 +166,9 @@ SwapInCopyCost fit_swap_in(const std::vector<CalibrationPoint>& train, double h2
     hi = std::min(std::log(h2d_bulk), std::log(best_rate) + span);
     if (best_req > 0) { rlo = std::log(best_req) - rspan; rhi = std::log(best_req) + rspan; }
   }
-  SwapInCopyCost c;
-  c.calibrated = true;
+  SwapInRegimeCost c;
   c.plan_fixed_ns = best_x[0] * 1e3;
-  c.plan_per_request_ns = best_x[1] * 1e3;
+  c.plan_per_request_ns = fixed ? fixed_per_request_ns : best_x[1] * 1e3;
   c.plan_per_slot_ns = best_x[2] * 1e3;
   c.copy_fixed_ns = best_x[3] * 1e3;
   c.row_bytes_per_s = best_rate;
@@ -204,6 +208,22 @@ double predict_us(const Calibration& c, const CalibrationPoint& p) {
 
 }  // namespace
 
+std::vector<int32_t> default_fit_batches(const std::vector<CalibrationPoint>& points, int32_t small_batch_max) {
+  if (small_batch_max <= 0) return {1, 4, 16, 128};
+  // Each regime's smallest and largest measured size: two per regime (its per-request terms are identifiable) and
+  // the sizes between them held out, which tests interpolation inside each kernel's range.
+  std::set<int32_t> regime[2];
+  for (const auto& p : points)
+    if (p.op == "swap-in" && p.batch >= 1) regime[p.batch <= small_batch_max ? 1 : 0].insert(p.batch);
+  std::set<int32_t> out;
+  for (const auto& r : regime)
+    if (!r.empty()) {
+      out.insert(*r.begin());
+      out.insert(*r.rbegin());
+    }
+  return {out.begin(), out.end()};
+}
+
 CalibrationInput read_bench_csv(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw_error("{}: cannot open the bench CSV", path);
@@ -226,6 +246,15 @@ CalibrationInput read_bench_csv(const std::string& path) {
     auto num = [&](const char* name) { return to_double(v[col[name]], where + " column " + name); };
     const std::string op = v[col["op"]], mode = v[col["mode"]], config = v[col["config"]];
     if (in.device.empty()) in.device = v[col["device"]];
+    if (op == "swap-in-kernel") {
+      // Not a timing: where the cluster kernel hands over to the one-block kernel (median_us is 0 here).
+      if (mode != "cluster") continue;
+      const double bc = num("batch");
+      if (!(bc >= 0 && bc <= (1 << 20)) || bc != std::floor(bc))
+        throw_error("{}: swap-in-kernel batch {} is not a batch size >= 0", where, v[col["batch"]]);
+      in.small_batch_max = static_cast<int32_t>(bc);
+      continue;
+    }
     const double us = num("median_us"), ceiling = num("ceiling_gbps") * 1e9;
     if (!(us > 0)) throw_error("{}: median_us {} must be > 0", where, us);
     CalibrationPoint p;
@@ -267,20 +296,46 @@ Calibration fit_calibration(const CalibrationInput& in, const FitOptions& o) {
   c.h2d_bulk_bytes_per_s = in.h2d_bulk_bytes_per_s;
   c.d2h_bulk_bytes_per_s = in.d2h_bulk_bytes_per_s > 0 ? in.d2h_bulk_bytes_per_s : in.h2d_bulk_bytes_per_s;
   c.timing_overhead_ns = in.timing_overhead_ns;
-  c.fit_batches = o.fit_batches;
+  const int32_t bc = o.small_batch_max >= 0 ? o.small_batch_max : in.small_batch_max;
+  auto small = [bc](int32_t batch) { return bc > 0 && batch >= 1 && batch <= bc; };
+  c.fit_batches = o.fit_batches.empty() ? default_fit_batches(in.points, bc) : o.fit_batches;
   c.fit_miss_rates = o.fit_miss_rates;
   c.points = in.points;
   for (auto& p : c.points)
-    p.set = p.op != "swap-in" ? "" : in_list(p.batch, o.fit_batches) && in_list(p.miss_rate, o.fit_miss_rates) ? "fit" : "held-out";
+    p.set = p.op != "swap-in" ? "" : in_list(p.batch, c.fit_batches) && in_list(p.miss_rate, o.fit_miss_rates) ? "fit" : "held-out";
   for (const char* mode : {"fused", "separate"}) {
     // Calls that copy nothing time the plan alone, whatever the copy mode: both modes fit them.
-    std::vector<CalibrationPoint> train;
+    std::vector<CalibrationPoint> train[2];  // [0] batches above Bc (or all), [1] batches 1..Bc
     for (const auto& p : c.points)
-      if (p.op == "swap-in" && p.set == "fit" && (p.mode == mode || p.rows == 0)) train.push_back(p);
-    const bool copies = std::any_of(train.begin(), train.end(), [&](const auto& p) { return p.mode == mode && p.rows > 0; });
-    if (!copies) continue;
-    if (train.size() < 3) throw_error("calibration: swap-in {} has {} fit points, need >= 3", mode, train.size());
-    (std::string(mode) == "fused" ? c.fused : c.separate) = fit_swap_in(train, c.h2d_bulk_bytes_per_s, o.row_bytes);
+      if (p.op == "swap-in" && p.set == "fit" && (p.mode == mode || p.rows == 0)) train[small(p.batch) ? 1 : 0].push_back(p);
+    auto copies = [&](const std::vector<CalibrationPoint>& t) {
+      return std::any_of(t.begin(), t.end(), [&](const auto& p) { return p.mode == mode && p.rows > 0; });
+    };
+    if (!copies(train[0]) && !copies(train[1])) continue;
+    const int regimes = bc > 0 ? 2 : 1;
+    const char* names[2] = {bc > 0 ? "large-batch" : "", "small-batch"};
+    std::set<int32_t> batches[2];
+    for (int r = 0; r < regimes; ++r) {
+      const std::string what = fmt::format("swap-in {}{}{}", mode, bc > 0 ? " " : "",
+                                           bc > 0 ? fmt::format("{} (batches {})", names[r], r ? fmt::format("1..{}", bc)
+                                                                                               : fmt::format("> {}", bc))
+                                                  : "");
+      if (!copies(train[r]))
+        throw_error("calibration: {} has no fit points with misses (Bc = {}: put batch sizes on both sides of it in "
+                    "the fit batches)", what, bc);
+      if (train[r].size() < 3) throw_error("calibration: {} has {} fit points, need >= 3", what, train[r].size());
+      for (const auto& p : train[r]) batches[r].insert(p.batch);
+    }
+    SwapInCopyCost& out = std::string(mode) == "fused" ? c.fused : c.separate;
+    out.calibrated = true;
+    out.small_batch_max = bc;
+    SwapInRegimeCost* dest[2] = {&out.large(), &out.small};
+    // A regime fitted at one batch size cannot tell its per-request terms from its fixed ones: both are set to 0
+    // (plan flat over the regime, no per-request copy bound: the rate seen at that batch is its row rate). Not shared
+    // from the other kernel: on the H200 the cluster kernel's plan grows ~0.5 us per request up to B = 16 (8 SMs per
+    // request), the one-block kernel's by ~0.03 us, so a shared slope is far worse than none.
+    for (int r = 0; r < regimes; ++r)
+      *dest[r] = fit_swap_in(train[r], c.h2d_bulk_bytes_per_s, o.row_bytes, batches[r].size() < 2 ? 0.0 : -1.0);
   }
   if (!c.swap_in().calibrated) throw_error("calibration: no swap-in {} points with misses to fit", o.copy_mode);
   std::vector<CalibrationPoint> g, b;
@@ -322,14 +377,21 @@ std::string calibration_table(const Calibration& c) {
                      p->miss_rate * 100, p->rows, p->set.empty() ? "-" : p->set, p->measured_us, p->predicted_us, err);
   }
   for (const char* mode : {"fused", "separate"}) {
-    const SwapInCopyCost& m = std::string(mode) == "fused" ? c.fused : c.separate;
-    if (!m.calibrated) continue;
-    s += fmt::format("swap-in {:<8}: plan {:.0f} ns + {:.1f} ns/request + {:.3f} ns/slot; copy +{:.0f} ns, rows at {:.2f} GB/s "
-                     "({:.1f}% of bulk {:.2f}), per request {}; max |error| fit {:.1f}%, held-out {:.1f}%\n",
-                     mode, m.plan_fixed_ns, m.plan_per_request_ns, m.plan_per_slot_ns, m.copy_fixed_ns,
-                     m.row_bytes_per_s / 1e9, 100 * m.row_bytes_per_s / c.h2d_bulk_bytes_per_s, c.h2d_bulk_bytes_per_s / 1e9,
-                     m.per_request_row_bytes_per_s > 0 ? fmt::format("{:.2f} GB/s", m.per_request_row_bytes_per_s / 1e9) : "unbounded",
-                     100 * max_relative_error(c, "fit", mode), 100 * max_relative_error(c, "held-out", mode));
+    const SwapInCopyCost& cost = std::string(mode) == "fused" ? c.fused : c.separate;
+    if (!cost.calibrated) continue;
+    const int64_t bc = cost.small_batch_max;
+    for (int r = bc > 0 ? 1 : 0; r >= 0; --r) {
+      const SwapInRegimeCost& m = r ? cost.small : cost.large();
+      const std::string batches = bc == 0 ? "" : r ? fmt::format(" B<={}", bc) : fmt::format(" B>{}", bc);
+      s += fmt::format("swap-in {:<8}{}: plan {:.0f} ns + {:.1f} ns/request + {:.3f} ns/slot; copy +{:.0f} ns, rows at {:.2f} "
+                       "GB/s ({:.1f}% of bulk {:.2f}), per request {}\n",
+                       mode, batches, m.plan_fixed_ns, m.plan_per_request_ns, m.plan_per_slot_ns, m.copy_fixed_ns,
+                       m.row_bytes_per_s / 1e9, 100 * m.row_bytes_per_s / c.h2d_bulk_bytes_per_s, c.h2d_bulk_bytes_per_s / 1e9,
+                       m.per_request_row_bytes_per_s > 0 ? fmt::format("{:.2f} GB/s", m.per_request_row_bytes_per_s / 1e9)
+                                                         : "unbounded");
+    }
+    s += fmt::format("swap-in {:<8}: max |error| fit {:.1f}%, held-out {:.1f}%\n", mode, 100 * max_relative_error(c, "fit", mode),
+                     100 * max_relative_error(c, "held-out", mode));
   }
   return s;
 }

@@ -15,24 +15,33 @@ struct CalibrationInput {
   double h2d_bulk_bytes_per_s = 0;         // largest bulk ceiling seen host→device
   double d2h_bulk_bytes_per_s = 0;         // device→host
   double timing_overhead_ns = 0;           // empty kernel, per call (0 = unknown)
+  int32_t small_batch_max = 0;             // Bc of the small-batch swap-in kernel (0 = one kernel for every batch)
 };
 
 /// Reads a `hisparse bench --csv` file (columns device, op, config, mode, median_us, ..., batch, miss_rate, rows).
 /// Rows of op swap-in-sweep become swap-in points (H and K from the config text); gather/backup zero-copy rows
-/// become gather/backup points; bulk ceilings and the empty-kernel row fill the rest.
+/// become gather/backup points; bulk ceilings and the empty-kernel row fill the rest. The row of op swap-in-kernel,
+/// mode cluster carries Bc (the largest batch of the cluster kernel) in its batch column; without it, one regime.
 CalibrationInput read_bench_csv(const std::string& path);
 
+/// The batch sizes fitted when none are given: with Bc > 0, each regime's smallest and largest measured batch size
+/// (the usual sweep 1, 4, 16, 64, 128 (+100): Bc = 8 -> 1, 4 | 16, 128; Bc = 16 -> 1, 16 | 64, 128); with one regime
+/// 1, 4, 16, 128. The rest (and every miss rate outside the fit list) is held out.
+std::vector<int32_t> default_fit_batches(const std::vector<CalibrationPoint>& points, int32_t small_batch_max);
+
 struct FitOptions {
-  std::vector<int32_t> fit_batches = {1, 16, 128};
+  std::vector<int32_t> fit_batches;  // empty: default_fit_batches()
   std::vector<double> fit_miss_rates = {0.0, 0.2, 0.5};
   int64_t row_bytes = 1152;
   std::string copy_mode = "fused";
   std::string date;        // YYYY-MM-DD
   std::string made_from;
+  int32_t small_batch_max = -1;  // Bc; -1 = the input's (CalibrationInput::small_batch_max), 0 = one regime
 };
 
 /// Fits every part; swap-in points whose batch and miss rate are both in the fit lists are "fit", the rest
-/// "held-out". Throws when a swap-in mode has fewer than 3 fit points or the bulk rates are missing.
+/// "held-out". With Bc > 0 each swap-in mode has two regimes, batches 1..Bc and above, each fitted on its own points.
+/// Throws when a swap-in regime has fewer than 3 fit points (or none that copy), or the bulk rates are missing.
 Calibration fit_calibration(const CalibrationInput& input, const FitOptions& options);
 
 /// Largest |predicted - measured| / measured over the points of `set` ("fit" or "held-out") and `mode`

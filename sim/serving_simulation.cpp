@@ -462,8 +462,9 @@ class Engine final : public EventHandler, public FlowListener {
       f.max_rate = sc_.hardware.pcie.gather_row_bytes_per_s;
       if (const SwapInCopyCost& c = opt_.cost.swap_in_cost; c.calibrated) {
         // Measured: a fixed cost per copying call, rows at the small-row rate, few requests bound by their own rate.
-        f.latency = static_cast<SimTime>(cost_.layers()) * static_cast<SimTime>(std::ceil(std::max(0.0, c.copy_fixed_ns)));
-        f.max_rate = c.copy_rate(static_cast<int64_t>(g.running.size()));
+        const auto requests = static_cast<int64_t>(g.running.size());  // picks the kernel regime (small/large batch)
+        f.latency = static_cast<SimTime>(cost_.layers()) * c.copy_latency_ns(requests);
+        f.max_rate = c.copy_rate(requests);
       }
       f.add_link(g.h2d);
       f.add_link(g.dram);

@@ -6,26 +6,33 @@
 
 namespace hisparse::sim {
 
-SimTime SwapInCopyCost::plan_ns(int64_t requests, int64_t walked_slots) const {
+SimTime SwapInRegimeCost::plan_ns(int64_t requests, int64_t walked_slots) const {
   if (requests <= 0) return 0;
   const double t = plan_fixed_ns + plan_per_request_ns * static_cast<double>(requests) +
                    plan_per_slot_ns * static_cast<double>(walked_slots);
   return static_cast<SimTime>(std::ceil(std::max(0.0, t)));
 }
 
-double SwapInCopyCost::copy_rate(int64_t requests) const {
+double SwapInRegimeCost::copy_rate(int64_t requests) const {
   double r = row_bytes_per_s;
   if (per_request_row_bytes_per_s > 0 && requests > 0)
     r = std::min(r, per_request_row_bytes_per_s * static_cast<double>(requests));
   return r;
 }
 
-SimTime SwapInCopyCost::copy_ns(int64_t requests, double bytes, double link_bytes_per_s) const {
+SimTime SwapInRegimeCost::copy_latency_ns() const { return static_cast<SimTime>(std::ceil(std::max(0.0, copy_fixed_ns))); }
+
+SimTime SwapInRegimeCost::copy_ns(int64_t requests, double bytes, double link_bytes_per_s) const {
   if (!(bytes > 0)) return 0;
   double rate = copy_rate(requests);
   if (link_bytes_per_s > 0) rate = std::min(rate, link_bytes_per_s);
   // The simulator charges the fixed part as the flow's latency and the rest at the flow's rate: same sum here.
-  return static_cast<SimTime>(std::ceil(std::max(0.0, copy_fixed_ns))) + transfer_ns(bytes, rate);
+  return copy_latency_ns() + transfer_ns(bytes, rate);
+}
+
+const SwapInRegimeCost& SwapInCopyCost::regime(int64_t requests) const {
+  if (small_batch_max > 0 && requests >= 1 && requests <= small_batch_max) return small;
+  return *this;
 }
 
 }  // namespace hisparse::sim

@@ -65,9 +65,9 @@ double StepTimeModel::h2d_rate(int64_t batch) const {
   return std::min(c.copy_rate(batch), h2d_link_);
 }
 
-SimTime StepTimeModel::h2d_fixed_ns() const {
+SimTime StepTimeModel::h2d_fixed_ns(int64_t batch) const {
   const SwapInCopyCost& c = params_.swap_in_cost;
-  const SimTime per_call = c.calibrated ? static_cast<SimTime>(std::ceil(std::max(0.0, c.copy_fixed_ns)))
+  const SimTime per_call = c.calibrated ? c.copy_latency_ns(batch)
                                         : rank_scenario_.hardware.pcie.latency_ns;
   return static_cast<SimTime>(cost_.layers()) * per_call;
 }
@@ -96,7 +96,7 @@ StepEstimate StepTimeModel::step(int64_t B, int64_t n) const {
     e.misses = static_cast<double>(B) * misses_per_request(n);
     e.h2d_bytes = e.misses * row_bytes_;
     // One swap-in kernel per layer pays the per-operation latency (as the engine charges it).
-    if (e.h2d_bytes > 0) e.h2d_transfer_ns = h2d_fixed_ns() + transfer_ns(e.h2d_bytes, h2d_rate(B));
+    if (e.h2d_bytes > 0) e.h2d_transfer_ns = h2d_fixed_ns(B) + transfer_ns(e.h2d_bytes, h2d_rate(B));
     // Steady state: every request backs up its previous token's row of every KV layer.
     e.backup_bytes = static_cast<double>(B) * cost_.kv_layers() * row_bytes_;
     e.backup_transfer_ns = latency + transfer_ns(e.backup_bytes, d2h_rate_);

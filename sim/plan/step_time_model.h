@@ -68,8 +68,9 @@ class StepTimeModel {
   /// calibrated swap-in copy (CostParams::swap_in_cost) the measured small-row rate of `batch` requests replaces the
   /// gathered-row rate, as the serving engine does.
   double h2d_rate(int64_t batch = 0) const;
-  /// Fixed time of one step's miss copy: one call per layer, each paying the per-operation cost.
-  SimTime h2d_fixed_ns() const;
+  /// Fixed time of one step's miss copy: one call per layer, each paying the per-operation cost (calibrated: that of
+  /// the swap-in kernel `batch` requests run; 0 = not known, the large-batch kernel).
+  SimTime h2d_fixed_ns(int64_t batch = 0) const;
   double d2h_rate() const { return d2h_rate_; }
   const RankLayout& layout() const { return layout_; }
   bool hisparse() const { return hisparse_; }
