@@ -151,22 +151,11 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
     write_error();
     return;
   }
-  int64_t* counters = a.counters + int64_t(b) * kCounterWords;
 
   if (fast) {
     // Fast path: slot i holds token i; nothing changes, nothing loads.
     for (int i = tid; i < K; i += kThreads) a.slot_of[rowK + i] = sel[i];
-    if (tid == 0) {
-      counters[0] = s_valid;
-      counters[1] = s_valid - s_newest;
-      counters[2] = s_newest;
-      counters[3] = 0;
-      counters[4] = 0;
-      counters[5] = 1;
-      a.load_count[b] = 0;
-      a.error[2 * b] = kSwapInOk;
-      a.error[2 * b + 1] = -1;
-    }
+    if (tid == 0) detail::swap_in_write_row_ok(a, b, s_valid, s_newest, 0, true);
     return;
   }
 
@@ -279,17 +268,7 @@ __global__ void __launch_bounds__(kThreads, 1) swap_in_kernel(SwapInDeviceArgs a
     }
     a.slot_of[rowK + i] = s;
   }
-  if (tid == 0) {
-    counters[0] = s_valid;
-    counters[1] = s_valid - s_newest - M;
-    counters[2] = s_newest;
-    counters[3] = M;
-    counters[4] = int64_t(M) * a.row_bytes;
-    counters[5] = 0;
-    a.load_count[b] = M;
-    a.error[2 * b] = kSwapInOk;
-    a.error[2 * b + 1] = -1;
-  }
+  if (tid == 0) detail::swap_in_write_row_ok(a, b, s_valid, s_newest, M, false);
   if (!fused_copy || a.host_pool == nullptr) return;
 
   // Phase 6: the block copies its own misses, a warp per row (ev and host_s are still in shared memory).

@@ -214,21 +214,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  int64_t* counters = a.counters + int64_t(b) * kCounterWords;
   if (n <= H) {
     // Fast path: slot i holds token i; nothing changes, nothing loads.
     for (int i = E0 + tid; i < E1; i += kThreads) a.slot_of[rowK + i] = sel[i];
-    if (rank == 0 && tid == 0) {
-      counters[0] = s_valid;
-      counters[1] = s_valid - s_newest;
-      counters[2] = s_newest;
-      counters[3] = 0;
-      counters[4] = 0;
-      counters[5] = 1;
-      a.load_count[b] = 0;
-      a.error[2 * b] = kSwapInOk;
-      a.error[2 * b + 1] = -1;
-    }
+    if (rank == 0 && tid == 0) detail::swap_in_write_row_ok(a, b, s_valid, s_newest, 0, true);
     return;
   }
   if constexpr (C > 1) cluster_arrive_relaxed();
@@ -400,17 +389,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     else if (t == n - 1)
       a.slot_of[rowK + i] = H;  // the reserved slot
   }
-  if (rank == 0 && tid == 0) {
-    counters[0] = s_valid;
-    counters[1] = s_valid - s_newest - M;
-    counters[2] = s_newest;
-    counters[3] = M;
-    counters[4] = int64_t(M) * a.row_bytes;
-    counters[5] = 0;
-    a.load_count[b] = M;
-    a.error[2 * b] = kSwapInOk;
-    a.error[2 * b + 1] = -1;
-  }
+  if (rank == 0 && tid == 0) detail::swap_in_write_row_ok(a, b, s_valid, s_newest, M, false);
   if constexpr (kPhases) __syncthreads();
   mark(7);
 

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuda/swap_in.h"
+
 namespace hisparse::cuda::detail {
 
 constexpr int kSwapInThreads = 1024;
@@ -22,6 +24,21 @@ inline int swap_in_table_bits(int32_t K) {
   int bits = 6;
   while ((1 << bits) < 2 * K) ++bits;
   return bits;
+}
+
+/// The result words of a row that succeeded (one thread per row writes them): counters, load count, error = ok.
+__device__ __forceinline__ void swap_in_write_row_ok(const SwapInDeviceArgs& a, int b, int selected, int newest,
+                                                     int misses, bool fast_path) {
+  int64_t* counters = a.counters + int64_t(b) * kCounterWords;
+  counters[0] = selected;
+  counters[1] = selected - newest - misses;
+  counters[2] = newest;
+  counters[3] = misses;
+  counters[4] = int64_t(misses) * a.row_bytes;
+  counters[5] = fast_path ? 1 : 0;
+  a.load_count[b] = misses;
+  a.error[2 * b] = kSwapInOk;
+  a.error[2 * b + 1] = -1;
 }
 
 __device__ __forceinline__ uint32_t swap_in_hash(int32_t key, int bits) {
