@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "cuda/detail/cuda_check.cuh"
+#include "cuda/detail/env_knob.h"
 #include "cuda/detail/row_copy.cuh"
 #include "cuda/detail/swap_in_cluster.cuh"
 #include "cuda/detail/swap_in_common.cuh"
@@ -350,12 +351,7 @@ struct KernelChoice {
 };
 
 int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < lo || x > hi) throw_error("{} = '{}': expected an integer in [{}, {}]", name, v, lo, hi);
-  return static_cast<int>(x);
+  return static_cast<int>(detail::env_knob(name, fallback, lo, hi));
 }
 
 KernelChoice read_kernel_choice() {
