@@ -191,6 +191,15 @@ double graph_minus_restore_us(int repeats, Restore restore, Call call) {
   return std::max(0.0, pair - alone);
 }
 
+/// Same-size bulk pinned cudaMemcpy replayed from a CUDA graph of `calls` copies (the ceiling of a graph-timed row
+/// copy), GB/s. The buffers are made before the capture, which must not allocate.
+double bulk_graph_gbps(int64_t bytes, bool to_device, int calls, int repeats) {
+  bulk_device_buffer(bytes);
+  host_pool();
+  const double us = graph_us(calls, repeats, [&](cudaStream_t st) { bulk_copy(bytes, to_device, st); });
+  return double(bytes) / (us * 1e-6) / 1e9;
+}
+
 /// HISPARSE_BENCH_NO_COPY_ENGINE=1 leaves out the gather/backup copy-engine rows (seconds each: a memcpy per
 /// row), so a sweep of the zero-copy kernel variants stays short.
 bool skip_copy_engine() {
@@ -491,14 +500,8 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
       for (double miss : {0.0, 0.05, 0.2, 0.5}) {
         SwapInBed bed(B, H, K, miss, o.seed + 100 + B);
         const double bytes = double(bed.misses) * kRowBytes;
-        // The ceiling timed the same way: same-size bulk copies replayed from a graph (buffers made before capture).
-        if (bytes > 0) {
-          bulk_device_buffer(int64_t(bytes));
-          host_pool();
-        }
-        const double ceiling =
-            bytes > 0 ? bytes / (graph_us(8, 5, [&](cudaStream_t st) { bulk_copy(int64_t(bytes), true, st); }) * 1e3)
-                      : 0;
+        // The ceiling timed the same way: same-size bulk copies replayed from a graph.
+        const double ceiling = bytes > 0 ? bulk_graph_gbps(int64_t(bytes), true, 8, 5) : 0;
         for (CopyMode m : {CopyMode::kFused, CopyMode::kSeparate}) {
           if (miss == 0.0 && m == CopyMode::kSeparate) continue;
           const double us = graph_minus_restore_us(
@@ -549,9 +552,7 @@ std::vector<BenchRow> bench_gather(const BenchOptions& o) {
     rows.back().rows = N;
     // The target's rows: kernel and same-size bulk cudaMemcpy both replayed from a CUDA graph.
     const int calls = graph_calls(bytes);
-    const double g_ceiling = bytes / (graph_us(calls, o.iters, [&](cudaStream_t st) {
-                                        bulk_copy(int64_t(bytes), true, st);
-                                      }) * 1e-6) / 1e9;
+    const double g_ceiling = bulk_graph_gbps(int64_t(bytes), true, calls, o.iters);
     const double g_us = graph_us(calls, o.iters, [&](cudaStream_t st) { gather_device(a, CopyMode::kFused, st); });
     rows.push_back(make_row("gather", cfg, "graph", g_us, bytes, g_ceiling, ">= 92% of bulk H2D (graph)", 0.92));
     rows.back().rows = N;
@@ -599,9 +600,7 @@ std::vector<BenchRow> bench_backup(const BenchOptions& o) {
     rows.back().batch = int32_t(R);
     // The target's rows: kernel and same-size bulk cudaMemcpy both replayed from a CUDA graph.
     const int calls = graph_calls(bytes);
-    const double g_ceiling = bytes / (graph_us(calls, o.iters, [&](cudaStream_t st) {
-                                        bulk_copy(int64_t(bytes), false, st);
-                                      }) * 1e-6) / 1e9;
+    const double g_ceiling = bulk_graph_gbps(int64_t(bytes), false, calls, o.iters);
     const double g_us = graph_us(calls, o.iters, [&](cudaStream_t st) { backup_device(a, CopyMode::kFused, st); });
     rows.push_back(make_row("backup", cfg, "graph", g_us, bytes, g_ceiling, ">= 90% of bulk D2H (graph)", 0.9));
     rows.back().rows = N;
