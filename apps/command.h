@@ -27,5 +27,7 @@ int run_trace(int argc, char** argv);
 int run_simulate(int argc, char** argv);
 int run_replay(int argc, char** argv);
 int run_plan(int argc, char** argv);
+int run_fit_miss_model(int argc, char** argv);
+int run_advise(int argc, char** argv);
 
 }  // namespace hisparse::apps

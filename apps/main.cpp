@@ -19,6 +19,10 @@ const std::vector<Command>& commands() {
        run_replay},
       {"plan", "capacity plan: full KV vs HiSparse concurrency, binding limit, throughput, sweeps (JSON/MD/HTML)",
        run_plan},
+      {"advise", "the SGLang settings (HiSparse on/off, buffer, ratio, max running requests) that maximise goodput",
+       run_advise},
+      {"fit-miss-model", "fit a miss surface (miss fraction by H/K, n/H, warm-up) to top-k traces, with provenance",
+       run_fit_miss_model},
       {"simulate", "discrete-event serving simulation (full-KV vs HiSparse): TTFT, TPOT, breakdown, timeline", run_simulate},
       {"bench", "GPU kernel benchmarks (swap-in, gather, backup) against bulk-copy ceilings", run_bench},
   };

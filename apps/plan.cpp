@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,12 +16,14 @@
 #include <fmt/format.h>
 
 #include "apps/command.h"
+#include "apps/list_args.h"
 #include "apps/plot_script.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
 #include "sim/calibration.h"
+#include "sim/miss_surface.h"
 #include "sim/output_file.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/plan/plan_report.h"
@@ -32,29 +35,6 @@ namespace {
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
-
-std::vector<int64_t> parse_int_list(const std::string& text, const char* flag, int64_t lo) {
-  std::vector<int64_t> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (item.empty()) continue;
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || v < lo || v > (1LL << 34))
-      throw_error("plan: {}: '{}' is not an integer >= {} (expected e.g. 16384,32768)", flag, item, lo);
-    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-  }
-  if (out.empty()) throw_error("plan: {} '{}' names no value", flag, text);
-  return out;
-}
 
 std::vector<int32_t> to_i32(const std::vector<int64_t>& v, const char* flag) {
   std::vector<int32_t> out;
@@ -89,6 +69,7 @@ int64_t quantile(std::vector<int64_t> v, double q) {
 
 int run_plan(int argc, char** argv) {
   std::string scenario_name, seq_text, workload_name, trace_path, policy = "sglang-lru", out_dir = "plan_out";
+  std::string miss_curve = sim::kDefaultMissSurface;
   std::string sweep_h_text, sweep_r_text, cost_path, overlap_text, calibration_path;
   std::string host_dram_text, host_reserve_text, hbm_text, weight_text, weights_gpu_text, kv_budget_text, reserve_text;
   int threads = 1;
@@ -103,8 +84,13 @@ int run_plan(int argc, char** argv) {
       "seq-lens", po::value(&seq_text), "sequence lengths, comma-separated (default 16384,32768,65536,131072, or the "
       "workload's p50,p90,p99,max of input + output with --workload)")(
       "workload", po::value(&workload_name), "workload name / YAML / trace file whose request lengths set the sequence lengths")(
-      "trace", po::value(&trace_path), "top-k trace: misses come from replaying it (else the statistical miss model)")(
-      "policy", po::value(&policy)->default_value(policy), "swap-in policy for --trace replay")(
+      "trace", po::value(&trace_path), "top-k trace: misses come from replaying it at every buffer size (else the "
+      "miss surface --miss-curve)")(
+      "rescale-trace-top-k", "--trace recorded at another top_k: replay it at the same H/K and apply its fractions by "
+      "n/H (else that is an error)")(
+      "miss-curve", po::value(&miss_curve)->default_value(miss_curve), "miss surface: scenarios/miss_models/<name>.yaml "
+      "or a .yaml path (written by `hisparse fit-miss-model`); evaluated at every buffer size")(
+      "policy", po::value(&policy)->default_value(policy), "swap-in policy for --trace replay and the miss surface")(
       "threads", po::value(&threads)->default_value(1), "replay threads for --trace")(
       "out,o", po::value(&out_dir)->default_value(out_dir), "output directory")(
       "no-plots", "skip scripts/plot_plan.py (the reports say the plots are missing)")(
@@ -129,10 +115,13 @@ int run_plan(int argc, char** argv) {
       "cost-params", po::value(&cost_path), "cost-model parameters YAML (sim/cost_params.h keys)")(
       "calibration", po::value(&calibration_path), "calibration YAML from `hisparse bench --calibrate` (measured swap-in costs)")(
       "overlap", po::value(&overlap_text), "none | two-batch (default: the cost parameters')")(
-      "miss-fraction", po::value<double>(), "statistical model: per-layer miss fraction of slow-path steps")(
+      "miss-fraction", po::value<double>(), "constant per-layer miss fraction of slow-path steps at every buffer size")(
       "sweep-buffer-sizes", po::value(&sweep_h_text), "device_buffer_size sweep (default top_k × 1, 1.5, 2, 3, 4, 6, 8)")(
       "sweep-ratios", po::value(&sweep_r_text), "host_to_device_ratio sweep (default 1,2,3,4,5,6,8,10,12,16,20)")(
-      "batch-cap", po::value<int64_t>(), "largest batch per rank considered (default 65536)");
+      "batch-cap", po::value<int64_t>(), "largest batch per rank considered (default 65536)")(
+      "limits", po::value<std::string>()->default_value("all"),
+      "all | memory: with memory, only the max_running_requests cap and memory (HBM, pools, host DRAM) limit "
+      "concurrency — the memory-only capacity question; PCIe and the TPOT SLO are reported, not applied");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -194,12 +183,19 @@ int run_plan(int argc, char** argv) {
   if (!overlap_text.empty()) opt.cost.overlap = sim::parse_overlap_mode(overlap_text, "--overlap");
   if (!host_reserve_text.empty()) opt.host_reserve_bytes = parse_bytes(host_reserve_text, "--host-reserve-bytes");
   if (vm.count("batch-cap")) opt.batch_cap = vm["batch-cap"].as<int64_t>();
-  if (!sweep_h_text.empty()) opt.sweep_buffer_sizes = to_i32(parse_int_list(sweep_h_text, "--sweep-buffer-sizes", 1), "--sweep-buffer-sizes");
-  if (!sweep_r_text.empty()) opt.sweep_ratios = to_i32(parse_int_list(sweep_r_text, "--sweep-ratios", 1), "--sweep-ratios");
+  const std::string limits = vm["limits"].as<std::string>();
+  if (limits != "all" && limits != "memory") throw_error("plan: --limits '{}' (expected all or memory)", limits);
+  opt.memory_only = limits == "memory";
+  if (!sweep_h_text.empty())
+    opt.sweep_buffer_sizes = to_i32(parse_count_list(sweep_h_text, "plan", "--sweep-buffer-sizes", 1, int64_t{1} << 30,
+                                                     "2048,4096,8K"), "--sweep-buffer-sizes");
+  if (!sweep_r_text.empty())
+    opt.sweep_ratios = to_i32(parse_count_list(sweep_r_text, "plan", "--sweep-ratios", 1, 1 << 20, "2,5,10"), "--sweep-ratios");
 
   sim::PlanRunInfo info;
   info.command_line = command_line;
-  if (!seq_text.empty()) opt.seq_lens = parse_int_list(seq_text, "--seq-lens", 1);
+  if (!seq_text.empty())
+    opt.seq_lens = parse_count_list(seq_text, "plan", "--seq-lens", 1, int64_t{1} << 30, "16K,32K,131072");
   if (!workload_name.empty()) {
     const sim::Workload w = sim::load_workload(workload_name);
     if (w.requests.empty()) throw_error("plan: workload {} holds no request", workload_name);
@@ -230,17 +226,24 @@ int run_plan(int argc, char** argv) {
   hs.push_back(d.hisparse.device_buffer_size);
   std::sort(hs.begin(), hs.end());
   hs.erase(std::unique(hs.begin(), hs.end()), hs.end());
-  sim::StatisticalMissParams mp = sim::default_miss_params(s);
+  // The surface varies with H/K and n/H, so the buffer sweep differs per H even without a trace.
+  std::unique_ptr<sim::MissCurves> fallback;
   if (vm.count("miss-fraction")) {
     const double f = vm["miss-fraction"].as<double>();
     if (!(f >= 0 && f <= 1)) throw_error("plan: --miss-fraction {} (expected in [0, 1])", f);
-    mp.by_ratio = {{1.0, f}};
-    mp.fitted_from = fmt::format("--miss-fraction {}", f);
+    fallback = std::make_unique<sim::MissCurves>(sim::MissCurves::constant(f, fmt::format("--miss-fraction {}", f)));
+  } else {
+    const sim::MissSurface surface = sim::load_miss_surface(miss_curve);
+    // A trace replayed with a policy the surface lacks needs the surface only where the trace has no data.
+    const std::string surface_policy = surface.has_policy(policy) || trace_path.empty() ? policy : "sglang-lru";
+    fallback = std::make_unique<sim::MissCurves>(
+        sim::MissCurves::from_surface(surface, surface_policy, d.hisparse.top_k));
   }
   const sim::MissCurves misses =
-      trace_path.empty() ? sim::MissCurves::statistical(mp)
+      trace_path.empty() ? *fallback
                          : sim::MissCurves::from_trace(trace_path, policy, hs, latent_row_bytes(s.model, d.kv_dtype),
-                                                       threads, mp);
+                                                       threads, *fallback, d.hisparse.top_k,
+                                                       vm.count("rescale-trace-top-k") > 0);
   const sim::CapacityPlan plan = sim::compute_capacity_plan(s, opt, misses);
   info.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

@@ -1,5 +1,5 @@
-// @brief `hisparse replay`: replay a top-k trace through swap-in policies and buffer sizes, print the table and
-// the buffer-size recommendation, and write replay.json / replay.csv / plots / the per-step CSV.
+// @brief `hisparse replay`: replay a top-k trace through swap-in policies and buffer sizes, print the table (and, with
+// a deployment, the advice), and write replay.json / replay.csv / plots / the per-step CSV.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,10 +14,15 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "apps/advise_setup.h"
 #include "apps/command.h"
+#include "apps/list_args.h"
 #include "apps/plot_script.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "core/scenario_loader.h"
+#include "sim/advise/advice_report.h"
+#include "sim/advise/advisor.h"
 #include "sim/output_file.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
@@ -30,104 +35,114 @@ namespace {
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 std::vector<int32_t> parse_sizes(const std::string& text) {
   std::vector<int32_t> out;
-  for (const auto& item : split_list(text)) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || v < 1 || v > (1LL << 30)) {
-      throw_error("replay: --buffer-sizes: '{}' is not a positive integer (expected e.g. 2048,4096,8192)", item);
-    }
-    if (std::find(out.begin(), out.end(), static_cast<int32_t>(v)) == out.end()) out.push_back(static_cast<int32_t>(v));
-  }
-  if (out.empty()) throw_error("replay: --buffer-sizes '{}' names no size", text);
+  for (int64_t v : parse_count_list(text, "replay", "--buffer-sizes", 1, int64_t{1} << 24, "2048,4096,8K"))
+    out.push_back(static_cast<int32_t>(v));
   std::sort(out.begin(), out.end());
   return out;
 }
 
-/// The scattered-row PCIe rate: pcie.gather_row_bytes_per_s (misses are single rows gathered by a kernel), or
-/// the bulk rate when a scenario does not give it.
-double link_rate(const HardwareSpec& hw, std::string& which) {
-  if (hw.pcie.gather_row_bytes_per_s > 0) {
-    which = "pcie.gather_row_bytes_per_s";
-    return hw.pcie.gather_row_bytes_per_s;
+/// The replayed sizes in the scenario's units: the same H/K when the trace is applied at another top_k.
+std::vector<int32_t> rescaled_sizes(const std::vector<int32_t>& sizes, int32_t trace_k, const std::string& scenario) {
+  if (scenario.empty()) return sizes;
+  const int32_t K = load_scenario(scenario).deployment.hisparse.top_k;
+  std::vector<int32_t> out;
+  for (int32_t h : sizes) {
+    const auto v = static_cast<int32_t>(std::llround(static_cast<double>(h) * K / trace_k));
+    if (v >= K && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
-  which = "pcie.h2d_bulk_bytes_per_s";
-  return hw.pcie.h2d_bulk_bytes_per_s;
+  return out;
 }
 
-sim::MissBudget budget_from(const std::string& scenario, double layer_time_us, int64_t row_bytes) {
-  std::string field;
-  if (!scenario.empty()) {
-    const Scenario s = load_scenario(scenario);
-    const double rate = link_rate(s.hardware, field);
-    return sim::make_miss_budget(rate, layer_time_us * 1e-6, row_bytes,
-                                 fmt::format("scenario {} (hardware {}): {}", scenario, s.hardware.name, field));
+/// The replay's recommendation: the advice for the trace's own context mix (or --seq-lens) on the deployment,
+/// with the replayed trace as the miss model over the replayed buffer sizes.
+std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, const sim::ReplayResult& result,
+                        const std::vector<int32_t>& sizes, const std::string& trace_path,
+                        const traces::TraceOpenOptions& open_opts) {
+  if (args.scenario.empty())
+    return "{\"device_buffer_size\": null, \"reason\": \"no deployment given: a device_buffer_size recommendation "
+           "weighs HBM, PCIe shared by the batch and the TPOT SLO of a deployment; pass --scenario S, or run hisparse "
+           "advise\"}";
+  AdviseArgs a = args;
+  a.trace = trace_path;
+  a.policy = sim::recommended_policy(result);
+  a.buffer_sizes.clear();
+  for (int32_t h : sizes) a.buffer_sizes += fmt::format("{}{}", a.buffer_sizes.empty() ? "" : ",", h);
+  AdviseSetup setup = make_advise_setup(a, vm, "replay");
+  std::vector<sim::ContextMix> mixes;
+  if (!a.seq_lens.empty() || !a.workload.empty()) {
+    mixes = advise_mixes(a, setup.scenario, "replay");
+  } else {
+    // Every step record is one decode step of one request: the trace's own decode-time-weighted mix.
+    std::vector<std::pair<double, double>> samples;
+    auto src = traces::open_trace(trace_path, open_opts);
+    traces::StepRecord rec;
+    while (src->next(rec)) samples.emplace_back(static_cast<double>(rec.seq_len), 1.0);
+    mixes.push_back(sim::context_mix_from_samples(std::move(samples), a.mix_classes,
+                                                  fmt::format("the trace's {} decode steps", result.decode_steps)));
   }
-  for (const auto& dir : scenario_dirs()) {
-    const fs::path p = fs::path(dir) / "hardware" / "h200.yaml";
-    if (fs::exists(p)) {
-      const HardwareSpec hw = load_hardware_spec(p.string());
-      const double rate = link_rate(hw, field);
-      return sim::make_miss_budget(rate, layer_time_us * 1e-6, row_bytes,
-                                   fmt::format("hardware h200 ({}): {}", p.string(), field));
-    }
-  }
-  return sim::make_miss_budget(50e9, layer_time_us * 1e-6, row_bytes,
-                               "built-in 50 GB/s (H200 host, gathered 1152-B rows; no scenarios/hardware/h200.yaml)");
+  std::vector<sim::Advice> advices;
+  for (const auto& m : mixes) advices.push_back(sim::advise(setup.scenario, m, *setup.misses, setup.options));
+  add_extrapolation_warnings(setup, advices);
+  fmt::print("\nadvice for {} (device_buffer_size swept over the replayed sizes; misses from this replay, policy {}):\n{}",
+             setup.scenario.deployment.name, a.policy, sim::advice_to_text(setup.scenario, advices, setup.info));
+  const sim::Candidate* rec = advices.front().recommended();
+  if (!rec) return "{\"device_buffer_size\": null, \"reason\": \"no setting fits one request within the SLO\"}";
+  return fmt::format("{{\"policy\": {}, \"context\": {}, \"setting\": {}, \"device_buffer_size\": {}, "
+                     "\"host_to_device_ratio\": {}, \"max_running_requests\": {}, \"goodput_tokens_per_s\": {:.3f}, "
+                     "\"sglang_flags\": {}, \"scenario\": {}}}",
+                     sim::json_quote(a.policy), sim::json_quote(advices.front().mix.label), sim::json_quote(rec->name()),
+                     rec->buffer_size, rec->ratio, rec->per_rank * sim::rank_layout(setup.scenario).ranks, rec->goodput,
+                     sim::json_quote(sim::sglang_flags(*rec, setup.scenario)),
+                     sim::json_quote(setup.scenario.deployment.name));
 }
 
 }  // namespace
 
 int run_replay(int argc, char** argv) {
-  std::string trace_path, sizes_text, policies_text, initial_text, csv_path, out_dir, scenario;
+  std::string trace_path, sizes_text, policies_text, initial_text, csv_path, out_dir;
   int32_t top_k = 0;
   int64_t row_bytes = 1152;
   int threads = 0;
-  double layer_time_us = 10.0;
+  AdviseArgs advise_args;
   po::options_description desc(
       "hisparse replay --trace T [options]\n\n"
       "Replays a top-k trace (native file, .npy directory or JSON lines) through swap-in policies and device buffer "
-      "sizes;\nprints hit rate, misses per step-layer, H2D bytes per step, and the smallest buffer size whose p99 "
-      "misses fit\nwhat one PCIe link moves in --layer-time-us.\n\noptions");
+      "sizes;\nprints hit rate, misses per step-layer and H2D bytes per step. A device_buffer_size recommendation "
+      "needs a\ndeployment: with --scenario S the replayed misses feed `hisparse advise` over the replayed sizes, "
+      "for the trace's\nown context lengths (or --seq-lens / --workload), and the advice is printed and stored in "
+      "replay.json.\n\noptions");
   desc.add_options()("help,h", "show this help")(
       "trace", po::value(&trace_path)->required(), "trace path (native file, .npy directory, .jsonl)")(
       "buffer-sizes", po::value(&sizes_text)->default_value("2048,3072,4096,6144,8192"),
-      "device_buffer_size values H, comma-separated, each >= top_k")(
+      "device_buffer_size values H, comma-separated (K = 1024), each >= top_k")(
       "policy", po::value(&policies_text)->default_value("sglang-lru,belady"),
       "policies, comma-separated: sglang-lru, belady, topk-only, fifo, lfu, clock")(
       "initial-state", po::value(&initial_text), "identity | empty (overrides the trace's)")(
       "top-k", po::value(&top_k), "top_k (overrides the trace's)")(
-      "row-bytes", po::value(&row_bytes)->default_value(1152), "bytes of one KV row of one layer")(
+      "row-bytes", po::value(&row_bytes)->default_value(1152),
+      "bytes of one KV row of one layer (with --scenario: the model's in its kv_dtype unless given)")(
       "per-step-csv", po::value(&csv_path), "write one row per (policy, buffer, request, layer, step) to this file")(
       "out", po::value(&out_dir), "write replay.json, replay.csv and PNG plots into this directory")(
-      "no-plots", "with --out: skip the PNG plots")(
-      "scenario", po::value(&scenario), "deployment whose hardware gives the PCIe rate (default: hardware h200)")(
-      "layer-time-us", po::value(&layer_time_us)->default_value(10.0),
-      "time the loads of one layer of one request may take, microseconds")(
+      "no-plots", "with --out: skip the PNG plots (stale ones are removed)")(
       "threads", po::value(&threads), "worker threads (default: hardware threads); output is identical for any")(
       "quiet", "no progress on stderr");
+  po::options_description advice_desc("advice (with --scenario)");
+  add_advise_options(advice_desc, advise_args, /*with_trace=*/false);
+  // --scenario is what asks for advice here, so it is optional.
+  po::options_description all;
+  all.add(desc);
+  for (const auto& opt : advice_desc.options())
+    if (opt->long_name() == "buffer-sizes") continue;  // replay's own sizes are the advice's sweep
+    else if (opt->long_name() == "scenario")
+      all.add_options()("scenario", po::value(&advise_args.scenario), "deployment to advise for (scenarios/deployments)");
+    else
+      all.add(opt);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+  po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
   if (vm.count("help")) {
-    std::cout << desc << "\n";
+    std::cout << all << "\n";
     return 0;
   }
   po::notify(vm);
@@ -139,7 +154,17 @@ int run_replay(int argc, char** argv) {
     open_opts.top_k = top_k;
   }
   if (!vm.count("threads")) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const sim::MissBudget budget = budget_from(scenario, layer_time_us, row_bytes);
+  advise_args.threads = threads;
+  if (!advise_args.scenario.empty()) {
+    const Scenario s = load_scenario(advise_args.scenario);
+    if (vm["row-bytes"].defaulted()) row_bytes = latent_row_bytes(s.model, s.deployment.kv_dtype);
+    const int32_t K = traces::open_trace(trace_path, open_opts)->meta().top_k;
+    if (K != s.deployment.hisparse.top_k && !vm.count("rescale-trace-top-k"))
+      throw_error("replay: trace {} has top_k {} but scenario {} runs top_k {}: its misses would not describe that "
+                  "deployment; replay a trace recorded at top_k {}, or pass --rescale-trace-top-k to apply it at the "
+                  "same H/K",
+                  trace_path, K, s.deployment.name, s.deployment.hisparse.top_k, s.deployment.hisparse.top_k);
+  }
 
   auto source = traces::open_trace(trace_path, open_opts);
   sim::ReplayOptions opt;
@@ -177,10 +202,19 @@ int run_replay(int argc, char** argv) {
   });
   if (csv) csv->finish();
 
-  fmt::print("{}", sim::format_replay_table(result, budget));
+  fmt::print("{}", sim::format_replay_table(result, row_bytes));
+  const std::string recommendation =
+      advice_json(advise_args, vm, result, rescaled_sizes(opt.buffer_sizes, result.meta.top_k, advise_args.scenario),
+                  trace_path, open_opts);
+  if (advise_args.scenario.empty())
+    fmt::print("\nno recommendation: choosing device_buffer_size needs a deployment (HBM per request, PCIe shared by "
+               "the batch, the TPOT SLO); pass --scenario S, or run `hisparse advise --scenario S --trace {}`\n",
+               trace_path);
   if (!out_dir.empty()) {
-    sim::write_file_atomically((fs::path(out_dir) / "replay.json").string(), sim::replay_json(result, budget));
+    sim::write_file_atomically((fs::path(out_dir) / "replay.json").string(),
+                               sim::replay_json(result, row_bytes, recommendation));
     sim::write_file_atomically((fs::path(out_dir) / "replay.csv").string(), sim::replay_csv(result));
+    for (const char* png : {"replay_hit_rate.png", "replay_misses.png"}) fs::remove(fs::path(out_dir) / png);
     if (!vm.count("no-plots")) {
       run_plot_script("plot_replay.py", out_dir, "replay");
     }

@@ -13,12 +13,12 @@
 #include "apps/command.h"
 #include "core/error.h"
 #include "core/scenario_loader.h"
-#include "sim/buffer_miss_curve.h"
 #include "sim/calibration.h"
 #include "sim/chrome_trace.h"
 #include "sim/cost_params.h"
 #include "sim/link_model.h"
 #include "sim/miss_model.h"
+#include "sim/miss_surface.h"
 #include "sim/output_file.h"
 #include "sim/serving_report.h"
 #include "sim/serving_simulation.h"
@@ -39,7 +39,7 @@ SimTime seconds_flag(double s, const char* name) {
 
 int run_simulate(int argc, char** argv) {
   std::string scenario_name, workload_name, mode = "both", overlap, link_model, out_dir = "simulate_out", cost_file, calibration_file;
-  std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru", miss_curve = kDefaultMissCurve;
+  std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru", miss_curve = kDefaultMissSurface;
   int prefill_instances = 0;
   double duration = 0, miss_fraction = -1, timeline_start = -1, timeline_length = 1.0;
   po::options_description desc("hisparse simulate options");
@@ -55,8 +55,8 @@ int run_simulate(int argc, char** argv) {
       ("cost", po::value(&cost_file), "cost-parameter YAML (efficiencies, latencies) over the defaults")
       ("calibration", po::value(&calibration_file), "calibration YAML from `hisparse bench --calibrate` (scenarios/calibration/): "
                                                    "measured PCIe rates and swap-in + copy cost in place of the hardware defaults")
-      ("miss-model", po::value(&miss_kind)->default_value(miss_kind), "statistical (measured curve --miss-curve at the deployment's H/K, or fitted to --miss-trace) | trace (replay --miss-trace with --policy) | placeholder (10 % once n > H, no data)")
-      ("miss-curve", po::value(&miss_curve)->default_value(miss_curve), "statistical model: scenarios/miss_models/<name>.yaml or a .yaml path; its --policy curve is used")
+      ("miss-model", po::value(&miss_kind)->default_value(miss_kind), "statistical (measured miss surface --miss-curve at the deployment's H/K: warm-up, then by n/H; or fitted to --miss-trace) | trace (replay --miss-trace with --policy) | placeholder (10 % once n > H, no data)")
+      ("miss-curve", po::value(&miss_curve)->default_value(miss_curve), "statistical model: miss surface scenarios/miss_models/<name>.yaml or a .yaml path (written by `hisparse fit-miss-model`); its --policy columns are used")
       ("miss-fraction", po::value(&miss_fraction), "statistical model: constant per-layer miss fraction of K once n > H")
       ("miss-trace", po::value(&miss_trace), "top-k trace: fits the statistical model, or is replayed with --miss-model trace")
       ("policy", po::value(&policy)->default_value(policy), "swap-in policy for trace replay and fitting (cpu_ref/policies)")
@@ -114,9 +114,10 @@ int run_simulate(int argc, char** argv) {
       p = fit_statistical_miss_model(miss_trace, policy, sc.deployment.hisparse.device_buffer_size, sc.model.layers,
                                      sc.model.latent_row_bytes);
     else if (miss_fraction >= 0) p = placeholder_miss_params(sc);  // only layers, K, H matter: the fraction is given
-    else p = miss_params_from_curve(sc, load_buffer_miss_curve(miss_curve), policy);
+    else p = miss_params_from_surface(sc, load_miss_surface(miss_curve), policy);
     if (miss_fraction >= 0) {
       p.by_ratio = {{1.0, miss_fraction}};
+      p.warmup_steps = 0;  // the given fraction holds from the first step on
       p.fitted_from = fmt::format("--miss-fraction {}", miss_fraction);
     }
     miss = make_statistical_miss_model(p);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# @brief The README's main job: install, build, then replay the bundled trace → recommended device_buffer_size →
-# capacity plan of the bundled DeepSeek-V3.2 8×H200 node with that buffer size. Reports land in out/.
+# @brief The README's main job: install, build, then on the bundled DeepSeek-V3.2 8×H200 node: the memory budget →
+# replay of the bundled trace (miss curves, and the advice for the trace's own context lengths) → capacity plan of
+# the node as shipped → `hisparse advise` at 16K/32K/64K/128K, ending with the SGLang flags to launch with.
+# Reports land in out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -11,22 +13,17 @@ trace=${HISPARSE_TRACE:-traces/bundled/default.hstrace}
 out=${HISPARSE_OUT:-out}
 mkdir -p "$out"
 
-echo "== 1/3 scenario budget: hisparse info --scenario $scenario" >&2
+echo "== 1/4 scenario budget: hisparse info --scenario $scenario" >&2
 "$hisparse" info --scenario "$scenario"
 
-echo "== 2/3 replay: which device_buffer_size does this trace need?" >&2
-"$hisparse" replay --trace "$trace" --buffer-sizes 2048,3072,4096,6144,8192 \
+echo "== 2/4 replay: miss curves of the trace, and the advice for its own context lengths on $scenario" >&2
+"$hisparse" replay --trace "$trace" --buffer-sizes 2048,3072,4096,6144,8192,12288,16384 \
   --policy sglang-lru,belady,fifo,lfu --scenario "$scenario" --out "$out/replay"
-buffer=$(/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['recommendation']; print(r['buffer_size'] or '')" \
-  "$out/replay/replay.json")
-if [ -z "$buffer" ]; then
-  echo "main.sh: no replayed buffer size fits the PCIe budget; planning with the scenario's own device_buffer_size" >&2
-  buffer_args=()
-else
-  echo "main.sh: recommended device_buffer_size = $buffer" >&2
-  buffer_args=(--device-buffer-size "$buffer")
-fi
 
-echo "== 3/3 capacity plan with that buffer size" >&2
-"$hisparse" plan --scenario "$scenario" --trace "$trace" "${buffer_args[@]}" --out "$out/plan"
-echo "main.sh: reports in $out/replay (replay.json, replay.csv, PNGs) and $out/plan (plan.md, plan.html, plan.json, PNGs)" >&2
+echo "== 3/4 capacity plan of $scenario as shipped (full KV vs HiSparse, limits, sweeps)" >&2
+"$hisparse" plan --scenario "$scenario" --out "$out/plan"
+
+echo "== 4/4 advice: how to launch SGLang on $scenario at 16K, 32K, 64K and 128K tokens" >&2
+"$hisparse" advise --scenario "$scenario" --seq-lens 16K,32K,64K,128K --out "$out/advise"
+echo "main.sh: reports in $out/replay (replay.json, replay.csv, PNGs), $out/plan (plan.md, plan.html, plan.json, PNGs)" \
+     "and $out/advise (advise.md, advise.html, advise.json, PNGs)" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env -S /usr/bin/python3
 # @brief Plots of `hisparse replay --out DIR`: hit rate vs buffer size per policy (Belady as the ceiling) and the
-# distribution of misses per step-layer with the PCIe budget. Reads DIR/replay.json, writes two PNGs atomically.
+# distribution of misses per step-layer. Reads DIR/replay.json, writes two PNGs atomically.
 import json
 import os
 import sys
@@ -42,9 +42,10 @@ def plot_hit_rate(data, path):
             continue
         ax.plot([r["buffer_size"] for r in rows], [100 * r["hit_rate"] for r in rows], "o-", label=name)
     rec = data["recommendation"]
-    if rec.get("buffer_size") is not None:
-        ax.axvline(rec["buffer_size"], color="tab:red", lw=1, ls=":",
-                   label=f"recommended H = {rec['buffer_size']} ({rec['policy']})")
+    # A recommendation exists only with a deployment (--scenario): the advice at the trace's own context mix.
+    if rec.get("device_buffer_size"):
+        ax.axvline(rec["device_buffer_size"], color="tab:red", lw=1, ls=":",
+                   label=f"advised H = {rec['device_buffer_size']} ({rec['setting']}, {rec['policy']})")
     t = data["trace"]
     ax.set_title(f"Hit rate vs device buffer size  ({t['requests']} requests, {t['decode_steps']} steps, "
                  f"{t['layers']} layers, K={t['top_k']})", fontsize=9)
@@ -57,7 +58,6 @@ def plot_hit_rate(data, path):
 
 def plot_misses(data, path):
     pol = by_policy(data["results"])
-    budget = data["budget"]["rows"]
     ncols = min(3, len(pol))
     nrows = (len(pol) + ncols - 1) // ncols
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 3.8 * nrows), sharey=True, squeeze=False)
@@ -74,7 +74,6 @@ def plot_misses(data, path):
             floor = min(floor, 0.5 / c.sum())
             ax.step(np.concatenate(([0.0], m[keep])), np.concatenate(([1.0], ccdf[keep])), where="post",
                     label=f"H = {r['buffer_size']}  (p99 {r['misses_per_step_layer']['p99']})")
-        ax.axvline(budget, color="tab:red", ls=":", label=f"budget {budget} rows")
         ax.axhline(0.01, color="0.5", lw=0.8, ls="--")
         ax.set_yscale("log")
         ax.set_title(name)

@@ -1,5 +1,5 @@
 // @brief MissModel: how many KV rows a request's decode step loads host→device (summed over layers).
-// Two models: a statistical one (miss fraction as a function of n/H, fitted to a trace or given in YAML) and a
+// Two models: a statistical one (miss fraction by phase and n/H, from a miss surface or fitted to a trace) and a
 // trace-replayed one (any swap-in policy of cpu_ref/policies run over a recorded top-k trace).
 #pragma once
 
@@ -33,12 +33,19 @@ class MissModel {
   virtual std::string describe() const = 0;
 };
 
-/// Per-layer miss fraction of the K selections on slow-path steps, piecewise linear in n/H.
+/// Per-layer miss fraction of the K − 1 selections that can miss (the newest token has a reserved slot), by phase
+/// of the request (the rule of sim/miss_surface.h): step 0 after an empty start → first_step_fraction; step 0 of a
+/// non-empty start and steps 1..warmup_steps → warmup_fraction (the buffer may still hold rows the request never
+/// selected); later steps → by_ratio at n/H. Always 0 on the fast path (n <= H); capped by the steady-state bound
+/// min(1, (n − H) / (K − 1)) of a full buffer — except the first step and the warm-up after an empty start, while
+/// the buffer is still filling.
 struct StatisticalMissParams {
   int32_t layers = 61;
   int32_t top_k = 2048;
   int32_t H = 4096;
   double first_step_fraction = 1.0;                      // first step after an empty start (all miss by contract)
+  int32_t warmup_steps = 0;                              // W = ceil(H/K) for fitted values; 0 = no warm-up phase
+  double warmup_fraction = 1.0;                          // used only when warmup_steps > 0
   std::vector<std::pair<double, double>> by_ratio = {{1.0, 0.10}};  // (n/H, miss fraction), ascending n/H
   std::string fitted_from;                               // trace path, or "" for hand-given values
 };
@@ -51,7 +58,8 @@ std::unique_ptr<MissModel> make_statistical_miss_model(const StatisticalMissPara
 std::unique_ptr<MissModel> make_trace_miss_model(const std::string& trace_path, const std::string& policy,
                                                  int32_t H, int32_t model_layers, int64_t row_bytes);
 
-/// Fits StatisticalMissParams to a trace replayed with `policy` (bins of n/H; first steps of empty starts apart).
+/// Fits StatisticalMissParams to a trace replayed with `policy` at H (sim/miss_fitter.h: the steady curve by n/H,
+/// the warm-up apart; the first step of an empty-start trace as measured, else 1 by contract).
 StatisticalMissParams fit_statistical_miss_model(const std::string& trace_path, const std::string& policy,
                                                  int32_t H, int32_t model_layers, int64_t row_bytes);
 

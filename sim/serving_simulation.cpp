@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "sim/buffer_miss_curve.h"
+#include "sim/miss_surface.h"
 #include "sim/decode_cost_model.h"
 #include "sim/link_model.h"
 #include "sim/network_resource.h"
@@ -22,7 +22,7 @@ const char* to_string(KvMode mode) { return mode == KvMode::kFull ? "full" : "hi
 
 StatisticalMissParams default_miss_params(const Scenario& s) {
   // Measured on real top-k traces (scenarios/miss_models/smollm2-real.yaml), sglang-lru at the scenario's H/K.
-  return miss_params_from_curve(s, load_buffer_miss_curve(kDefaultMissCurve), "sglang-lru");
+  return miss_params_from_surface(s, load_miss_surface(kDefaultMissSurface), "sglang-lru");
 }
 
 namespace {

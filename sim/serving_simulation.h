@@ -91,8 +91,8 @@ struct ServingResult {
 ServingResult run_serving(const Scenario& scenario, const Workload& workload, const ServingOptions& options,
                           ChromeTrace* trace = nullptr);
 
-/// The default statistical miss model for a scenario (layers, K, H from it; fraction from the measured miss
-/// curve kDefaultMissCurve at the scenario's H/K, policy sglang-lru; see sim/buffer_miss_curve.h).
+/// The default statistical miss model for a scenario (layers, K, H from it; warm-up and steady curve from the
+/// measured miss surface kDefaultMissSurface at the scenario's H/K, policy sglang-lru; see sim/miss_surface.h).
 StatisticalMissParams default_miss_params(const Scenario& scenario);
 
 }  // namespace hisparse::sim

@@ -1,5 +1,6 @@
 // @brief Trace-replayed miss model and the fit of the statistical one: run a cpu_ref swap-in policy over a
-// recorded top-k trace once, keep per-step (selected, misses), then look them up during the simulation.
+// recorded top-k trace once, keep per-step (selected, misses), then look them up during the simulation; the fit
+// bins through sim/miss_fitter.h like every other fit.
 #include <algorithm>
 #include <cmath>
 
@@ -7,6 +8,7 @@
 
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
+#include "sim/miss_fitter.h"
 #include "sim/miss_model.h"
 #include "traces/trace_source.h"
 
@@ -111,35 +113,27 @@ std::unique_ptr<MissModel> make_trace_miss_model(const std::string& trace_path, 
 
 StatisticalMissParams fit_statistical_miss_model(const std::string& trace_path, const std::string& policy,
                                                  int32_t H, int32_t model_layers, int64_t row_bytes) {
-  const ReplayedTrace t = replay_trace_counters(trace_path, policy, H, row_bytes);
-  // Bin edges in n/H; a bin's fraction is Σ misses / Σ (selected - newest) over its slow-path steps.
-  static const double kEdges[] = {1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0, 1e9};
-  const size_t nb = std::size(kEdges) - 1;
-  std::vector<double> mis(nb, 0), sel(nb, 0), ratio_sum(nb, 0), count(nb, 0);
-  double first_mis = 0, first_sel = 0;
-  for (const auto& req : t.requests) {
-    for (size_t s = 0; s < req.size(); ++s) {
-      if (req[s].n <= H) continue;
-      const double usable = static_cast<double>(req[s].selected - req[s].newest_hits);  // the newest never misses
-      if (!(usable > 0)) continue;
-      if (s == 0 && t.empty_start) { first_mis += req[s].misses; first_sel += usable; continue; }
-      const double r = static_cast<double>(req[s].n) / H;
-      size_t b = 0;
-      while (b + 1 < nb && r >= kEdges[b + 1]) ++b;
-      mis[b] += req[s].misses; sel[b] += usable; ratio_sum[b] += r; count[b] += 1;
-    }
-  }
+  const traces::TraceMeta meta = traces::open_trace(trace_path)->meta();
+  const double h_over_k = static_cast<double>(H) / std::max(1, meta.top_k);
+  MissFitter fitter;
+  replay_into_fitter(fitter, trace_path, {policy}, {H}, {h_over_k}, row_bytes, 1);
+  const MissColumn c = fitter.column(policy, h_over_k);
+  if (c.steady.empty())
+    throw_error("trace {}: no slow-path step (n > H = {}) after the warm-up (steps 1..{}) to fit a miss fraction to; "
+                "use a smaller H or a longer trace",
+                trace_path, H, warmup_steps_for(H, meta.top_k));
   StatisticalMissParams p;
   p.layers = model_layers;
-  p.top_k = t.top_k;
+  p.top_k = meta.top_k;
   p.H = H;
   p.fitted_from = fmt::format("{} (policy {})", trace_path, policy);
-  p.first_step_fraction = first_sel > 0 ? first_mis / first_sel : 1.0;
-  p.by_ratio.clear();
-  for (size_t b = 0; b < nb; ++b)
-    if (sel[b] > 0) p.by_ratio.emplace_back(ratio_sum[b] / count[b], std::clamp(mis[b] / sel[b], 0.0, 1.0));
-  if (p.by_ratio.empty())
-    throw_error("trace {}: no slow-path step (n > H = {}) to fit a miss fraction to; use a smaller H or a longer trace", trace_path, H);
+  // The simulator's first step follows an empty start; a trace starting from another buffer does not measure it.
+  const bool empty_start = meta.initial_state == InitialState::kEmpty;
+  p.first_step_fraction = empty_start && c.first_step_samples > 0 ? c.first_step : 1.0;
+  // A trace whose warm-up never leaves the fast path measures none: the steady curve then applies from the start.
+  p.warmup_steps = c.warmup_samples > 0 ? warmup_steps_for(H, meta.top_k) : 0;
+  p.warmup_fraction = c.warmup_samples > 0 ? c.warmup : 1.0;
+  p.by_ratio = c.steady;
   return p;
 }
 

@@ -113,7 +113,9 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
         "floor({} / {} / ({} × {} × {}))",
         num(d.host_dram_bytes - c.o.host_reserve_bytes), std::min(c.lay.gpus, c.s.hardware.gpus_per_node), paged, L, num(row));
     r.misses_per_request_step = model.misses_per_request(n);
-    if (r.misses_per_request_step > 0) {
+    if (c.o.memory_only) {
+      lim("pcie").formula = "not applied (--limits memory)";
+    } else if (r.misses_per_request_step > 0) {
       lim("pcie").per_rank = model.max_batch_io_within(n, slo, c.o.batch_cap);
       lim("pcie").formula = fmt::format(
           "largest B with fixed + B × misses_per_request × row / rate ≤ SLO and the backup ≤ SLO: "
@@ -128,8 +130,15 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
   }
 
   const int64_t slo_b = model.max_batch_within(n, slo, c.o.batch_cap);
-  lim("slo").per_rank = slo_b;
-  if (slo_b == 0) {
+  lim("slo").per_rank = c.o.memory_only ? -1 : slo_b;
+  if (c.o.memory_only) {
+    lim("slo").formula = fmt::format("not applied (--limits memory); largest B within the SLO would be {}", slo_b);
+    if (!std::any_of(r.limits.begin(), r.limits.end(), [](const PlanLimit& l) { return l.per_rank >= 0; })) {
+      // No memory limit applies (full KV with no cap cannot happen: HBM always applies); keep the search cap.
+      lim("slo").per_rank = c.o.batch_cap;
+      lim("slo").formula = "no memory limit applies: the search cap";
+    }
+  } else if (slo_b == 0) {
     lim("slo").formula = fmt::format("one request alone takes {} > SLO {} ms", ms(model.step(1, n).step_ns), num(d.tpot_slo_ms));
   } else if (slo_b >= c.o.batch_cap) {
     lim("slo").formula = fmt::format("step({}) = {} ≤ SLO {} ms (search cap reached)", slo_b, ms(model.step(slo_b, n).step_ns),
@@ -139,7 +148,7 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
                                      ms(model.step(slo_b, n).step_ns), num(d.tpot_slo_ms), slo_b + 1,
                                      ms(model.step(slo_b + 1, n).step_ns));
   }
-  if (slo_b < c.o.batch_cap) r.slo_note = describe_step_past(model, slo_b + 1, n);
+  if (slo_b < c.o.batch_cap && !c.o.memory_only) r.slo_note = describe_step_past(model, slo_b + 1, n);
 
   const PlanLimit& bind = binding_limit(r.limits);
   r.binding_limit = bind.key;
@@ -291,6 +300,11 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
       p.warnings.push_back(fmt::format("seq_len {} exceeds the deployment's context_length {}", q.seq_len, d.context_length));
   }
 
+  if (options.memory_only)
+    p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and memory (HBM, pools, host "
+                                     "DRAM) limit concurrency; PCIe and the TPOT SLO of {} ms are not applied, so the "
+                                     "step time at that concurrency may exceed the SLO",
+                                     d.tpot_slo_ms));
   if (p.budget.kv_budget_bytes.value <= 0)
     p.warnings.push_back(fmt::format("no HBM left for the KV cache: {}", p.budget.kv_budget_bytes.formula));
   const double dram_usable = d.host_dram_bytes - options.host_reserve_bytes;

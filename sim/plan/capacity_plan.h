@@ -25,6 +25,8 @@ struct PlanOptions {
   double host_reserve_bytes = 0;            // per decode node: DRAM kept for the OS and the server process
   int64_t batch_cap = 65536;                // largest batch per rank the SLO search looks at
   int curve_points = 40;                    // batch sizes per throughput curve (plus the marked limits)
+  bool memory_only = false;                 // `--limits memory`: only count caps and memory limit concurrency (no PCIe,
+                                            // no SLO); the step time at that concurrency is still reported
 };
 
 /// One limit on concurrent requests per rank (per_rank = -1: does not apply to this mode).

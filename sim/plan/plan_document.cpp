@@ -297,4 +297,11 @@ std::vector<DocBlock> build_plan_document(const CapacityPlan& p, const PlanRunIn
   return doc;
 }
 
+std::string plan_to_html(const CapacityPlan& plan, const PlanRunInfo& info, const std::vector<PlanPlot>& plots) {
+  return document_to_html("Capacity plan — " + plan.scenario.deployment.name,
+                          {{"summary", "Summary"}, {"hbm", "HBM per GPU"}, {"pools", "SGLang pools"}, {"limits", "Limits"},
+                           {"sweep-h", "Buffer sweep"}, {"sweep-ratio", "Ratio sweep"}, {"method", "Method"}},
+                          build_plan_document(plan, info, plots), plots);
+}
+
 }  // namespace hisparse::sim

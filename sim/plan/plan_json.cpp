@@ -94,6 +94,7 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
       d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", jnum(d.mem_fraction_static), jnum(d.tpot_slo_ms),
       d.max_running_requests, jnum(d.host_dram_bytes), jnum(p.options.host_reserve_bytes), d.hisparse.top_k,
       d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio);
+  o += fmt::format("  \"limits\": \"{}\",\n", p.options.memory_only ? "memory" : "all");
   o += fmt::format("  \"miss_model\": {},\n", esc(p.miss_source));
   o += fmt::format("  \"cost_model\": {{\"overlap\": \"{}\", \"step_overhead_ns\": {}, \"h2d_bytes_per_s\": {}, "
                    "\"d2h_bytes_per_s\": {}, \"host_dram_per_gpu_bytes\": {}}},\n",

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/plan/capacity_plan.h"
+#include "sim/report_document.h"
 
 namespace hisparse::sim {
 
@@ -18,11 +19,7 @@ struct PlanRunInfo {
 };
 
 /// One PNG written by scripts/plot_plan.py.
-struct PlanPlot {
-  std::string file;                 // name inside the output directory
-  std::string title;
-  std::string png;                  // file contents ("" = missing: the report says so)
-};
+using PlanPlot = DocPlot;
 
 /// The plot files plot_plan.py writes, in report order.
 std::vector<PlanPlot> plan_plot_list();

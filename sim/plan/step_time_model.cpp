@@ -79,21 +79,22 @@ double StepTimeModel::misses_per_request(int64_t n) const {
   return static_cast<double>(std::min<int64_t>(n, top_k_) - 1) * cost_.layers() * f;
 }
 
-StepEstimate StepTimeModel::step(int64_t B, int64_t n) const {
+StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix) const {
   StepEstimate e;
   e.batch = B;
-  e.seq_len = n;
+  e.seq_len = std::llround(mix.mean_seq_len());
   if (B <= 0) return e;
   const Scenario& s = rank_scenario_;
   const SimTime latency = s.hardware.pcie.latency_ns;
+  const double Bd = static_cast<double>(B);
   GpuBatch b;
   b.requests = B;
-  b.sum_n = static_cast<double>(B) * static_cast<double>(n);
-  b.sum_attended = static_cast<double>(B) * static_cast<double>(std::min<int64_t>(n, top_k_));
-  b.slow_path = hisparse_ && n > H_ ? B : 0;
+  b.sum_n = Bd * mix.mean_seq_len();
+  b.sum_attended = Bd * mix.expect([&](int64_t n) { return static_cast<double>(std::min<int64_t>(n, top_k_)); });
+  b.slow_path = hisparse_ ? std::llround(Bd * mix.expect([&](int64_t n) { return n > H_ ? 1.0 : 0.0; })) : 0;
 
   if (hisparse_) {
-    e.misses = static_cast<double>(B) * misses_per_request(n);
+    e.misses = Bd * mix.expect([&](int64_t n) { return misses_per_request(n); });
     e.h2d_bytes = e.misses * row_bytes_;
     // One swap-in kernel per layer pays the per-operation latency (as the engine charges it).
     if (e.h2d_bytes > 0) e.h2d_transfer_ns = h2d_fixed_ns(B) + transfer_ns(e.h2d_bytes, h2d_rate(B));
@@ -172,14 +173,14 @@ int64_t largest_fitting(int64_t cap, const Fits& fits) {
 
 }  // namespace
 
-int64_t StepTimeModel::max_batch_within(int64_t n, SimTime slo_ns, int64_t cap) const {
+int64_t StepTimeModel::max_batch_within(const ContextMix& mix, SimTime slo_ns, int64_t cap) const {
   // Every term of the step is non-decreasing in B, so the fitting batches form a prefix.
-  return largest_fitting(cap, [&](int64_t B) { return step(B, n).step_ns <= slo_ns; });
+  return largest_fitting(cap, [&](int64_t B) { return step(B, mix).step_ns <= slo_ns; });
 }
 
-int64_t StepTimeModel::max_batch_io_within(int64_t n, SimTime slo_ns, int64_t cap) const {
+int64_t StepTimeModel::max_batch_io_within(const ContextMix& mix, SimTime slo_ns, int64_t cap) const {
   return largest_fitting(cap, [&](int64_t B) {
-    const StepEstimate e = step(B, n);
+    const StepEstimate e = step(B, mix);
     return e.h2d_transfer_ns <= slo_ns && e.backup_transfer_ns <= slo_ns;
   });
 }

@@ -13,6 +13,7 @@
 #include "core/deployment_spec.h"
 #include "sim/cost_params.h"
 #include "sim/decode_cost_model.h"
+#include "sim/plan/context_mix.h"
 #include "sim/sim_time.h"
 #include "sim/step_cost.h"
 
@@ -24,7 +25,7 @@ using MissFraction = std::function<double(int64_t n)>;
 /// One step of one data-parallel rank holding `batch` requests of `seq_len` tokens.
 struct StepEstimate {
   int64_t batch = 0;             // requests per rank
-  int64_t seq_len = 0;
+  int64_t seq_len = 0;           // the mix's mean length, rounded
   StepCost cost;                 // critical path of the step (sum = step_ns)
   SimTime step_ns = 0;           // = TPOT
   SimTime h2d_transfer_ns = 0;   // the miss copy alone (latency + bytes / rate), exposed or not
@@ -55,14 +56,22 @@ class StepTimeModel {
   StepTimeModel(const StepTimeModel&) = delete;
   StepTimeModel& operator=(const StepTimeModel&) = delete;
 
-  StepEstimate step(int64_t batch, int64_t seq_len) const;
+  StepEstimate step(int64_t batch, int64_t seq_len) const { return step(batch, ContextMix::single(seq_len)); }
+  /// A batch whose requests follow `mix` (class shares of the batch; sums over the batch are expectations).
+  StepEstimate step(int64_t batch, const ContextMix& mix) const;
 
   /// Rows one request loads per step: 0 on the fast path (n ≤ H), else (min(n, K) − 1) × layers × fraction(n).
   double misses_per_request(int64_t seq_len) const;
   /// Largest batch per rank in [0, cap] whose step fits `slo_ns` (0 if even one request misses it).
-  int64_t max_batch_within(int64_t seq_len, SimTime slo_ns, int64_t cap) const;
+  int64_t max_batch_within(int64_t seq_len, SimTime slo_ns, int64_t cap) const {
+    return max_batch_within(ContextMix::single(seq_len), slo_ns, cap);
+  }
+  int64_t max_batch_within(const ContextMix& mix, SimTime slo_ns, int64_t cap) const;
   /// Largest batch per rank in [0, cap] whose miss copy alone (and backup alone) fits `slo_ns`; cap if unbounded.
-  int64_t max_batch_io_within(int64_t seq_len, SimTime slo_ns, int64_t cap) const;
+  int64_t max_batch_io_within(int64_t seq_len, SimTime slo_ns, int64_t cap) const {
+    return max_batch_io_within(ContextMix::single(seq_len), slo_ns, cap);
+  }
+  int64_t max_batch_io_within(const ContextMix& mix, SimTime slo_ns, int64_t cap) const;
 
   /// Effective host→device rate of the miss copy: min(gathered-row rate, PCIe H2D, host DRAM share per GPU); with a
   /// calibrated swap-in copy (CostParams::swap_in_cost) the measured small-row rate of `batch` requests replaces the

@@ -15,34 +15,6 @@
 
 namespace hisparse::sim {
 
-MissBudget make_miss_budget(double link_bytes_per_s, double layer_time_s, int64_t row_bytes, std::string source) {
-  if (!(link_bytes_per_s > 0)) throw_error("replay: PCIe rate {} B/s must be > 0 ({})", link_bytes_per_s, source);
-  if (!(layer_time_s > 0)) throw_error("replay: --layer-time-us must be > 0, got {} us", layer_time_s * 1e6);
-  MissBudget b;
-  b.link_bytes_per_s = link_bytes_per_s;
-  b.layer_time_s = layer_time_s;
-  b.row_bytes = row_bytes;
-  b.rows = static_cast<int64_t>(std::floor(link_bytes_per_s * layer_time_s / static_cast<double>(row_bytes)));
-  b.link_source = std::move(source);
-  return b;
-}
-
-std::optional<int32_t> recommend_buffer_size(const ReplayResult& r, const std::string& policy, const MissBudget& b) {
-  std::optional<int32_t> best;
-  for (const auto& s : r.configs) {
-    if (s.policy != policy) continue;
-    if (histogram_quantile(s.miss_hist, 0.99) <= b.rows && (!best || s.buffer_size < *best)) best = s.buffer_size;
-  }
-  return best;
-}
-
-std::string recommended_policy(const ReplayResult& r) {
-  for (const auto& s : r.configs) {
-    if (s.policy == "sglang-lru") return s.policy;
-  }
-  return r.configs.empty() ? std::string() : r.configs.front().policy;
-}
-
 namespace {
 
 std::string human_bytes(double b) {
@@ -51,15 +23,15 @@ std::string human_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
-std::string budget_formula(const MissBudget& b) {
-  return fmt::format("budget = floor(link rate x layer time / row bytes) = floor({:.4g} B/s x {:.4g} us / {} B) = {} "
-                     "rows per step-layer  (link rate: {})",
-                     b.link_bytes_per_s, b.layer_time_s * 1e6, b.row_bytes, b.rows, b.link_source);
-}
-
 }  // namespace
 
-std::string format_replay_table(const ReplayResult& r, const MissBudget& b) {
+std::string recommended_policy(const ReplayResult& r) {
+  for (const auto& s : r.configs)
+    if (s.policy == "sglang-lru") return s.policy;
+  return r.configs.empty() ? std::string() : r.configs.front().policy;
+}
+
+std::string format_replay_table(const ReplayResult& r, int64_t row_bytes) {
   std::string o;
   o += fmt::format("trace {}: {} requests, {} decode steps, {} layers, top_k {}, initial state {}\n", r.meta.source,
                    r.requests, r.decode_steps, r.meta.layers, r.meta.top_k, traces::to_string(r.meta.initial_state));
@@ -68,42 +40,24 @@ std::string format_replay_table(const ReplayResult& r, const MissBudget& b) {
   o += fmt::format("{:<11} {:>7} {:>9} {:>10} {:>6} {:>6} {:>14} {:>14} {:>10}\n", "policy", "buffer", "hit rate",
                    "miss mean", "p50", "p99", "H2D/step mean", "H2D/step p99", "fast path");
   for (const auto& s : r.configs) {
-    const double h2d_mean = s.mean_misses_per_decode_step() * static_cast<double>(b.row_bytes);
+    const double h2d_mean = s.mean_misses_per_decode_step() * static_cast<double>(row_bytes);
     const double h2d_p99 =
-        static_cast<double>(histogram_quantile(s.step_miss_hist, 0.99)) * static_cast<double>(b.row_bytes);
+        static_cast<double>(histogram_quantile(s.step_miss_hist, 0.99)) * static_cast<double>(row_bytes);
     o += fmt::format("{:<11} {:>7} {:>8.2f}% {:>10.2f} {:>6} {:>6} {:>14} {:>14} {:>9.1f}%\n", s.policy,
                      s.buffer_size, 100.0 * s.hit_rate(), s.mean_misses_per_step_layer(),
                      histogram_quantile(s.miss_hist, 0.5), histogram_quantile(s.miss_hist, 0.99),
                      human_bytes(h2d_mean), human_bytes(h2d_p99), 100.0 * s.fast_path_fraction());
   }
-  o += "\n" + budget_formula(b) + "\n";
-  const std::string pol = recommended_policy(r);
-  std::vector<std::string> seen;
-  for (const auto& s : r.configs) {
-    if (std::find(seen.begin(), seen.end(), s.policy) != seen.end()) continue;
-    seen.push_back(s.policy);
-    const auto h = recommend_buffer_size(r, s.policy, b);
-    o += fmt::format("{} {}: {}\n", s.policy == pol ? "recommendation" : "  with", s.policy,
-                     h ? fmt::format("device_buffer_size = {} (smallest replayed size whose p99 misses per "
-                                     "step-layer <= {})",
-                                     *h, b.rows)
-                       : fmt::format("no replayed buffer size keeps p99 misses per step-layer <= {}; try larger "
-                                     "sizes or a longer layer time",
-                                     b.rows));
-  }
   return o;
 }
 
-std::string replay_json(const ReplayResult& r, const MissBudget& b) {
+std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::string& recommendation_json) {
   std::string o = "{\n";
   o += fmt::format("  \"trace\": {{\"source\": {}, \"layers\": {}, \"top_k\": {}, \"initial_state\": \"{}\", "
                    "\"requests\": {}, \"decode_steps\": {}}},\n",
                    json_quote(r.meta.source), r.meta.layers, r.meta.top_k, traces::to_string(r.meta.initial_state),
                    r.requests, r.decode_steps);
-  o += fmt::format("  \"budget\": {{\"link_bytes_per_s\": {:.6g}, \"link_source\": {}, \"layer_time_us\": {:.6g}, "
-                   "\"row_bytes\": {}, \"rows\": {}, \"formula\": \"floor(link_bytes_per_s * layer_time / "
-                   "row_bytes)\"}},\n",
-                   b.link_bytes_per_s, json_quote(b.link_source), b.layer_time_s * 1e6, b.row_bytes, b.rows);
+  o += fmt::format("  \"row_bytes\": {},\n", row_bytes);
   o += "  \"results\": [\n";
   for (size_t i = 0; i < r.configs.size(); ++i) {
     const auto& s = r.configs[i];
@@ -121,24 +75,13 @@ std::string replay_json(const ReplayResult& r, const MissBudget& b) {
         json_quote(s.policy), s.buffer_size, s.selected, s.hits, s.newest_hits, s.misses, s.h2d_bytes, s.hit_rate(),
         s.step_layers, s.decode_steps, s.mean_misses_per_step_layer(), histogram_quantile(s.miss_hist, 0.5),
         histogram_quantile(s.miss_hist, 0.99), histogram_quantile(s.miss_hist, 1.0),
-        s.mean_misses_per_decode_step() * static_cast<double>(b.row_bytes),
-        histogram_quantile(s.step_miss_hist, 0.5) * b.row_bytes,
-        histogram_quantile(s.step_miss_hist, 0.99) * b.row_bytes, s.fast_path_fraction(), hist,
+        s.mean_misses_per_decode_step() * static_cast<double>(row_bytes),
+        histogram_quantile(s.step_miss_hist, 0.5) * row_bytes,
+        histogram_quantile(s.step_miss_hist, 0.99) * row_bytes, s.fast_path_fraction(), hist,
         i + 1 < r.configs.size() ? "," : "");
   }
   o += "  ],\n";
-  const std::string pol = recommended_policy(r);
-  const auto h = recommend_buffer_size(r, pol, b);
-  o += fmt::format("  \"recommendation\": {{\"policy\": {}, \"buffer_size\": {}, \"per_policy\": {{", json_quote(pol),
-                   h ? std::to_string(*h) : "null");
-  std::vector<std::string> seen;
-  for (const auto& s : r.configs) {
-    if (std::find(seen.begin(), seen.end(), s.policy) != seen.end()) continue;
-    const auto hp = recommend_buffer_size(r, s.policy, b);
-    o += fmt::format("{}{}: {}", seen.empty() ? "" : ", ", json_quote(s.policy), hp ? std::to_string(*hp) : "null");
-    seen.push_back(s.policy);
-  }
-  o += "}}\n}\n";
+  o += "  \"recommendation\": " + recommendation_json + "\n}\n";
   return o;
 }
 

@@ -1,10 +1,10 @@
-// @brief What `hisparse replay` prints and writes: the PCIe budget, the recommendation, the table, replay.json,
-// replay.csv and the per-step CSV.
+// @brief What `hisparse replay` prints and writes: the table of miss curves, replay.json, replay.csv and the per-step
+// CSV. The buffer-size recommendation is not made here: it needs a deployment (apps/replay.cpp hands the replayed
+// curves to the advisor, sim/advise/).
 #pragma once
 
 #include <cstdint>
 #include <fstream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,28 +12,16 @@
 
 namespace hisparse::sim {
 
-/// Misses one layer may load in its time slot: budget_rows = floor(link_bytes_per_s * layer_time_s / row_bytes).
-struct MissBudget {
-  double link_bytes_per_s = 0;  // host->device rate of one PCIe link for scattered rows
-  double layer_time_s = 0;      // time the loads of one layer of one request may take
-  int64_t row_bytes = 0;
-  int64_t rows = 0;
-  std::string link_source;      // where the rate came from ("scenario h200: pcie.gather_row_bytes_per_s")
-};
-
-MissBudget make_miss_budget(double link_bytes_per_s, double layer_time_s, int64_t row_bytes, std::string source);
-
-/// The smallest buffer size of `policy` whose p99 misses per step-layer fit the budget (nullopt: none fits).
-std::optional<int32_t> recommend_buffer_size(const ReplayResult& r, const std::string& policy, const MissBudget& b);
-
-/// The policy the recommendation is made for: sglang-lru if replayed (it is what the system runs), else the first.
+/// The policy advice is given for: sglang-lru if replayed (it is what SGLang runs), else the first replayed.
 std::string recommended_policy(const ReplayResult& r);
 
-/// Human-readable table, budget formula and recommendation.
-std::string format_replay_table(const ReplayResult& r, const MissBudget& b);
+/// Human-readable table of every (policy, buffer size); H2D bytes use `row_bytes` per missed row.
+std::string format_replay_table(const ReplayResult& r, int64_t row_bytes);
 
-/// replay.json / replay.csv contents (deterministic: no timings, no thread count).
-std::string replay_json(const ReplayResult& r, const MissBudget& b);
+/// replay.json / replay.csv contents (deterministic: no timings, no thread count). `recommendation_json` is the
+/// value of the "recommendation" key: an advice object when a deployment was given, else an object saying why
+/// there is none.
+std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::string& recommendation_json);
 std::string replay_csv(const ReplayResult& r);
 
 /// Streams the per-step CSV to "<path>.tmp"; finish() renames it to `path`.

@@ -1,4 +1,5 @@
-// @brief Miss models: fast path, first step of an empty buffer, exact totals by carry rounding.
+// @brief Miss models: fast path, first step of an empty buffer, warm-up, the steady bound, exact totals by carry
+// rounding, and the fit of a replayed trace.
 #include <doctest/doctest.h>
 
 #include "core/error.h"
@@ -29,12 +30,48 @@ TEST_CASE("statistical miss model: fast path, empty first step, steady fraction 
   CHECK(m->step(MissQuery{0, 3, 100, false}, carry).misses == 10);  // floor(21 × 0.5)
 }
 
+TEST_CASE("statistical miss model: warm-up phase, and the steady bound except while an empty buffer fills") {
+  StatisticalMissParams p;
+  p.layers = 2;
+  p.top_k = 11;  // K − 1 = 10 selections per layer can miss
+  p.H = 20;
+  p.warmup_steps = 2;
+  p.warmup_fraction = 0.5;
+  p.by_ratio = {{1.0, 0.25}};
+  const auto m = make_statistical_miss_model(p);
+  auto misses = [&](int64_t step, int32_t n, bool empty) {
+    double carry = 0;
+    return m->step(MissQuery{0, step, n, empty}, carry).misses;
+  };
+  // n 100: the bound (100 − 20) / 10 > 1 never caps. Empty start: step 0 → 1 (20 rows), steps 1..2 → 0.5 (10 rows),
+  // step 3 on → 0.25 (5 rows). A non-empty start charges its step 0 as warm-up too.
+  CHECK(misses(0, 100, true) == 20);
+  CHECK(misses(1, 100, true) == 10);
+  CHECK(misses(2, 100, true) == 10);
+  CHECK(misses(3, 100, true) == 5);
+  CHECK(misses(0, 100, false) == 10);
+  CHECK(misses(7, 100, false) == 5);
+  // n 21 = H + 1: a full buffer leaves one row out, so at most 1 of 10 per layer (0.1): warm-up 0.5 → 0.1 and steady
+  // 0.25 → 0.1 (2 rows over 2 layers). An empty start's warm-up is not capped (the buffer is still filling).
+  CHECK(misses(1, 21, false) == 2);
+  CHECK(misses(5, 21, false) == 2);
+  CHECK(misses(5, 21, true) == 2);
+  CHECK(misses(1, 21, true) == 10);
+  CHECK(misses(0, 21, true) == 20);
+  // Fast path whatever the phase.
+  CHECK(misses(0, 20, true) == 0);
+  CHECK(misses(1, 20, false) == 0);
+}
+
 TEST_CASE("statistical miss model rejects bad curves") {
   StatisticalMissParams p;
   p.by_ratio = {{2.0, 0.1}, {1.0, 0.2}};
   CHECK_THROWS_WITH_AS(make_statistical_miss_model(p), doctest::Contains("must ascend"), hisparse::Error);
   p.by_ratio = {{1.0, 1.5}};
   CHECK_THROWS_WITH_AS(make_statistical_miss_model(p), doctest::Contains("must be in [0, 1]"), hisparse::Error);
+  p.by_ratio = {{1.0, 0.5}};
+  p.warmup_fraction = -0.1;
+  CHECK_THROWS_WITH_AS(make_statistical_miss_model(p), doctest::Contains("warmup_fraction -0.1"), hisparse::Error);
 }
 
 #include <cstdio>
@@ -81,12 +118,16 @@ TEST_CASE("trace-replayed miss model follows the swap-in contract step by step")
   CHECK(m->step(MissQuery{0, 0, 0, true}, carry).misses == 4);
   CHECK(m->step(MissQuery{0, 3, 0, false}, carry).misses == 0);
   CHECK(m->step(MissQuery{0, 4, 0, false}, carry).misses == 2);
-  // The fit: first steps apart (4 of 4 non-newest selections miss → 1.0); the rest pooled per n/H bin.
+  // The fit (sim/miss_fitter.h): K 2, H 2 → warm-up W = ceil(2 / 2) = 1 step after the first. Per layer:
+  //   step 0 (first): 2 of 2 usable miss (n 4: the newest, 3, is not selected)       → first step 4 / 4 = 1
+  //   step 1 (warm-up): 0 of 2 miss                                                  → warm-up 0 / 4 = 0
+  //   step 2 (steady, n/H 3): 1 of 1 usable misses (5 is the newest: selected − newest_hits = 1) → (3.0, 2 / 2 = 1)
   const StatisticalMissParams p = fit_statistical_miss_model(path, "sglang-lru", 2, 2, 1152);
   CHECK(p.first_step_fraction == doctest::Approx(1.0));
-  // n/H = 2.5 (step 1: 0 of 4) and 3.0 (step 2: 2 of 2) fall in bins [2, 3) and [3, 4).
-  REQUIRE(p.by_ratio.size() == 2);
-  CHECK(p.by_ratio[0].second == doctest::Approx(0.0));
-  CHECK(p.by_ratio[1].second == doctest::Approx(1.0));
+  CHECK(p.warmup_steps == 1);
+  CHECK(p.warmup_fraction == doctest::Approx(0.0));
+  REQUIRE(p.by_ratio.size() == 1);
+  CHECK(p.by_ratio[0].first == doctest::Approx(3.0));
+  CHECK(p.by_ratio[0].second == doctest::Approx(1.0));
   std::remove(path.c_str());
 }

@@ -21,7 +21,7 @@ CapacityPlan small_plan(const char* scenario) {
   o.seq_lens = {16384, 131072};
   o.sweep_buffer_sizes = {2048, 4096};
   o.sweep_ratios = {2, 5};
-  return compute_capacity_plan(s, o, MissCurves::statistical(default_miss_params(s)));
+  return compute_capacity_plan(s, o, default_miss_curves(s));
 }
 
 }  // namespace

@@ -116,8 +116,15 @@ TEST_CASE("step model agrees with the serving engine on a homogeneous batch") {
     calibrated = true;
   }
   CHECK(opt.cost.swap_in_cost.calibrated == calibrated);
+  // One fraction for engine and closed form (the default surface's at n 9,024; its warm-up and its slope in n/H
+  // would make the engine's misses differ from step to step, which is not what this compares).
+  const double f = default_miss_curves(s).fraction(s.deployment.hisparse.device_buffer_size, 9024);
+  StatisticalMissParams mp = default_miss_params(s);
+  mp.by_ratio = {{1.0, f}};
+  mp.warmup_steps = 0;
+  const auto miss = make_statistical_miss_model(mp);
+  opt.miss_model = miss.get();
   const ServingResult r = run_serving(s, w, opt);
-  const double f = default_miss_params(s).by_ratio.front().second;
   const StepTimeModel hs(s, opt.cost, true, flat(f));
   int compared = 0;
   // Prefill writes arriving KV into the host pool by RDMA, which shares host DRAM with the miss copy (not in the
@@ -145,7 +152,7 @@ TEST_CASE("plan: HiSparse SLO row, gain and sweeps are consistent") {
   o.seq_lens = {32768};
   o.sweep_buffer_sizes = {2048, 4096, 8192};
   o.sweep_ratios = {1, 5, 10};
-  const CapacityPlan p = compute_capacity_plan(s, o, MissCurves::statistical(default_miss_params(s)));
+  const CapacityPlan p = compute_capacity_plan(s, o, default_miss_curves(s));
   REQUIRE(p.rows.size() == 2);
   const PlanRow& h = p.rows[1];
   // At 32K the TPOT SLO binds HiSparse: the step at the maximum fits 50 ms, one more request per rank does not.
@@ -172,5 +179,5 @@ TEST_CASE("plan: HiSparse SLO row, gain and sweeps are consistent") {
   CHECK(p.sweep_ratio[0].binding_limit == "logical_pool");
   // An H below top_k is rejected as SGLang rejects it.
   o.sweep_buffer_sizes = {1024};
-  CHECK_THROWS_AS(compute_capacity_plan(s, o, MissCurves::statistical(default_miss_params(s))), hisparse::Error);
+  CHECK_THROWS_AS(compute_capacity_plan(s, o, default_miss_curves(s)), hisparse::Error);
 }

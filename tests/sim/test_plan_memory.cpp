@@ -16,7 +16,7 @@ CapacityPlan plan_of(const Scenario& s, std::vector<int64_t> lens = default_seq_
   o.seq_lens = std::move(lens);
   o.sweep_buffer_sizes = {4096};
   o.sweep_ratios = {s.deployment.hisparse.host_to_device_ratio};
-  return compute_capacity_plan(s, o, MissCurves::statistical(default_miss_params(s)));
+  return compute_capacity_plan(s, o, default_miss_curves(s));
 }
 
 const PlanRow& row(const CapacityPlan& p, int64_t n, KvMode m) {

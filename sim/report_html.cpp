@@ -1,10 +1,11 @@
-// @brief plan.html: the plan document as one self-contained page (inline CSS, PNG plots embedded as data URIs).
+// @brief document_to_html: a report document as one self-contained page (inline CSS, PNG plots embedded as data
+// URIs).
 #include <cctype>
 #include <cstdint>
 
 #include <fmt/format.h>
 
-#include "sim/plan/plan_document.h"
+#include "sim/report_document.h"
 
 namespace hisparse::sim {
 
@@ -93,19 +94,20 @@ bool looks_numeric(const std::string& t) {
 
 }  // namespace
 
-std::string plan_to_html(const CapacityPlan& plan, const PlanRunInfo& info, const std::vector<PlanPlot>& plots) {
+std::string document_to_html(const std::string& title, const std::vector<std::pair<std::string, std::string>>& nav,
+                             const std::vector<DocBlock>& doc, const std::vector<DocPlot>& plots) {
   std::string o = fmt::format("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-                              "<title>Capacity plan — {}</title>\n<style>{}</style></head>\n<body>\n",
-                              esc(plan.scenario.deployment.name), kStyle);
+                              "<title>{}</title>\n<style>{}</style></head>\n<body>\n",
+                              esc(title), kStyle);
   bool nav_done = false;
-  for (const DocBlock& b : build_plan_document(plan, info, plots)) {
+  for (const DocBlock& b : doc) {
     switch (b.kind) {
       case DocBlock::kHeading:
         o += fmt::format("<h{0} id=\"{1}\">{2}</h{0}>\n", b.level, esc(b.id), esc(b.text));
-        if (b.level == 1 && !nav_done) {
-          o += "<nav><a href=\"#summary\">Summary</a><a href=\"#hbm\">HBM per GPU</a><a href=\"#pools\">SGLang pools</a>"
-               "<a href=\"#limits\">Limits</a><a href=\"#sweep-h\">Buffer sweep</a><a href=\"#sweep-ratio\">Ratio sweep</a>"
-               "<a href=\"#method\">Method</a></nav>\n";
+        if (b.level == 1 && !nav_done && !nav.empty()) {
+          o += "<nav>";
+          for (const auto& [id, label] : nav) o += fmt::format("<a href=\"#{}\">{}</a>", esc(id), esc(label));
+          o += "</nav>\n";
           nav_done = true;
         }
         break;
@@ -117,7 +119,7 @@ std::string plan_to_html(const CapacityPlan& plan, const PlanRunInfo& info, cons
         o += "</ul>\n";
         break;
       case DocBlock::kPlot: {
-        const PlanPlot& p = plots[static_cast<size_t>(b.plot)];
+        const DocPlot& p = plots[static_cast<size_t>(b.plot)];
         if (p.png.empty())
           o += fmt::format("<p class=\"muted\">(plot {} not written: run without --no-plots)</p>\n", esc(p.file));
         else

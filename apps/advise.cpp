@@ -1,0 +1,106 @@
+// @brief `hisparse advise --scenario S [--seq-lens …] [--workload W] [--trace T]`: the settings to launch SGLang with
+// — HiSparse on/off, device_buffer_size, host_to_device_ratio, max_running_requests — that maximise decode goodput
+// within the TPOT SLO, with the runner-up, the break-even and a Pareto plot. Writes advise.json, advise.md,
+// advise.html and PNGs (scripts/plot_advise.py).
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "apps/advise_setup.h"
+#include "apps/command.h"
+#include "apps/list_args.h"
+#include "apps/plot_script.h"
+#include "core/error.h"
+#include "core/scenario_loader.h"
+#include "sim/advise/advice_report.h"
+#include "sim/advise/advisor.h"
+#include "sim/output_file.h"
+
+namespace hisparse::apps {
+
+namespace {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "";
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+int run_advise(int argc, char** argv) {
+  AdviseArgs args;
+  std::string out_dir = "advise_out";
+  po::options_description desc(
+      "hisparse advise --scenario S [--seq-lens 16K,32K,64K,128K] [--workload W] [--trace T] [--out DIR]\n\n"
+      "Recommends how to launch SGLang on a decode deployment: HiSparse on or off, device_buffer_size,\n"
+      "host_to_device_ratio and --max-running-requests, maximising decode goodput (tokens/s with every step within\n"
+      "the TPOT SLO) by the planner's model: the batch shares one PCIe link per GPU, HBM holds each request's buffer\n"
+      "and indexer keys, host DRAM holds the host pools. One advice per --seq-lens value, and one for the context mix\n"
+      "of --workload. Prints the flags, the runner-up and the break-even; writes DIR/advise.json, advise.md,\n"
+      "advise.html and advise_*.png.\n\noptions");
+  add_advise_options(desc, args);
+  desc.add_options()("out,o", po::value(&out_dir)->default_value(out_dir), "output directory")(
+      "no-plots", "skip scripts/plot_advise.py (stale advise_*.png in DIR are removed)")("help,h", "this help");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, desc), vm);
+    if (vm.count("help")) {
+      fmt::print("{}\n", (std::ostringstream() << desc).str());
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw_error("{}", e.what());
+  }
+  std::string command_line = "hisparse advise";
+  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+
+  const auto t0 = std::chrono::steady_clock::now();
+  AdviseSetup setup = make_advise_setup(args, vm, "advise");
+  std::vector<sim::ContextMix> mixes = advise_mixes(args, setup.scenario, "advise");
+  std::vector<sim::Advice> advices;
+  for (const auto& mix : mixes) {
+    fmt::print(stderr, "advise: evaluating {} settings at {}\n",
+               1 + sim::advise_buffer_sizes(setup.scenario, setup.options).size() *
+                       sim::advise_ratios(setup.scenario, setup.options).size(),
+               mix.label);
+    advices.push_back(sim::advise(setup.scenario, mix, *setup.misses, setup.options));
+  }
+  setup.info.command_line = command_line;
+  add_extrapolation_warnings(setup, advices);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  fs::create_directories(out_dir);
+  const fs::path dir(out_dir);
+  sim::write_file_atomically((dir / "advise.json").string(), sim::advice_to_json(setup.scenario, advices, setup.info));
+  std::vector<sim::AdvicePlot> plots = sim::advice_plot_list(advices.size());
+  // Plots of an earlier run (more mixes, or before --no-plots) must not be mistaken for this one's.
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("advise_", 0) == 0 && entry.path().extension() == ".png") fs::remove(entry.path());
+  }
+  if (!vm.count("no-plots")) {
+    run_plot_script("plot_advise.py", out_dir, "advise");
+    for (auto& p : plots) p.png = read_file(dir / p.file);
+  }
+  sim::write_file_atomically((dir / "advise.md").string(), sim::advice_to_markdown(setup.scenario, advices, setup.info, plots));
+  sim::write_file_atomically((dir / "advise.html").string(), sim::advice_to_html(setup.scenario, advices, setup.info, plots));
+  fmt::print("{}", sim::advice_to_text(setup.scenario, advices, setup.info));
+  fmt::print("advice computed in {:.2f} s (plotting excluded); wrote {}/advise.json, advise.md, advise.html{}\n", seconds,
+             out_dir, vm.count("no-plots") ? "" : " and advise_*.png");
+  return 0;
+}
+
+}  // namespace hisparse::apps

@@ -1,0 +1,321 @@
+// @brief The advisor's arithmetic (see advisor.h): limits of a setting on a context-length mix, the search, the
+// break-even scans and the trade-off curves.
+#include "sim/advise/advisor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/memory_budget.h"
+
+namespace hisparse::sim {
+
+namespace {
+
+constexpr double kTie = 1e-9;  // relative: goodputs closer than this are equal (floating-point noise only)
+
+bool more(double a, double b) { return a > b * (1 + kTie) + 1e-12; }
+
+Scenario with_setting(const Scenario& s, KvMode mode, int32_t H, int32_t ratio) {
+  Scenario out = s;
+  out.deployment.hisparse_enabled = mode == KvMode::kHiSparse;
+  if (mode == KvMode::kHiSparse) {
+    out.deployment.hisparse.device_buffer_size = H;
+    out.deployment.hisparse.host_to_device_ratio = ratio;
+    out.deployment.hisparse.validate(fmt::format("advise: device_buffer_size {} / host_to_device_ratio {}", H, ratio));
+  }
+  out.deployment.max_running_requests = 0;  // the advisor chooses it
+  return out;
+}
+
+// Largest number of requests whose expected footprint fits `pool` (expected units per request).
+int64_t fit_count(double pool, double per_request) {
+  if (!(per_request > 0)) return 0;
+  return static_cast<int64_t>(std::floor(pool / per_request + 1e-9));
+}
+
+}  // namespace
+
+std::string Candidate::name() const {
+  if (mode == KvMode::kFull) return "full KV";
+  return fmt::format("HiSparse H={} ratio={}", buffer_size, ratio);
+}
+
+std::string sglang_flags(const Candidate& c, const Scenario& s) {
+  const RankLayout lay = rank_layout(s);
+  std::string f;
+  if (c.mode == KvMode::kHiSparse)
+    f = fmt::format("--enable-hisparse --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, "
+                    "\"host_to_device_ratio\": {}}}' ",
+                    s.deployment.hisparse.top_k, c.buffer_size, c.ratio);
+  return f + fmt::format("--max-running-requests {}", c.per_rank * lay.ranks);
+}
+
+std::vector<int32_t> advise_buffer_sizes(const Scenario& s, const AdviseOptions& o) {
+  std::vector<int32_t> v = o.buffer_sizes.empty() ? default_buffer_sweep(s) : o.buffer_sizes;
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  for (int32_t h : v)
+    if (h < s.deployment.hisparse.top_k)
+      throw_error("advise: buffer size {} is below top_k {} (SGLang requires device_buffer_size >= top_k)", h,
+                  s.deployment.hisparse.top_k);
+  return v;
+}
+
+std::vector<int32_t> advise_ratios(const Scenario& s, const AdviseOptions& o) {
+  std::vector<int32_t> v = o.ratios.empty() ? default_ratio_sweep(s) : o.ratios;
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  for (int32_t r : v)
+    if (r < 1) throw_error("advise: host_to_device_ratio {} (expected >= 1)", r);
+  return v;
+}
+
+Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const MissCurves& misses, KvMode mode,
+                             int32_t H, int32_t ratio, const AdviseOptions& o) {
+  mix.validate("advise");
+  const Scenario s = with_setting(base, mode, H, ratio);
+  const DeploymentSpec& d = s.deployment;
+  const bool hs = mode == KvMode::kHiSparse;
+  std::vector<int64_t> lens;
+  for (const auto& c : mix.classes) lens.push_back(c.seq_len);
+  const MemoryBudget b = compute_memory_budget(s, lens);
+  const RankLayout lay = rank_layout(s);
+  const int page = d.page_size;
+  const double L = b.kv_layers.value, row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
+  const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
+  const StepTimeModel model(s, o.cost, hs, hs ? MissFraction([&misses, H](int64_t n) { return misses.fraction(H, n); })
+                                              : MissFraction());
+
+  Candidate c;
+  c.mode = mode;
+  c.buffer_size = hs ? H : 0;
+  c.ratio = hs ? ratio : 0;
+  const char* labels[] = {"max_running_requests cap", "HBM (device pool)", "logical pool (indexer keys, ratio)",
+                          "host pool", "host DRAM", "PCIe / host IO within the SLO", "TPOT SLO (step time)"};
+  for (size_t i = 0; i < limit_keys().size(); ++i)
+    c.limits.push_back(PlanLimit{limit_keys()[i], labels[i], -1, "does not apply"});
+  auto lim = [&](const std::string& key) -> PlanLimit& {
+    for (auto& l : c.limits)
+      if (l.key == key) return l;
+    throw_error("advise: unknown limit {}", key);
+  };
+  lim("max_running_requests").formula = "chosen by the advisor (the recommended --max-running-requests)";
+  const double paged = mix.expect([&](int64_t n) { return static_cast<double>(round_up_to_page(n, page)); });
+  const double tokens = mix.mean_seq_len();
+  if (!hs) {
+    const double pool = b.full_pool_tokens.value;
+    c.pool_tokens = static_cast<int64_t>(pool);
+    lim("hbm").per_rank = fit_count(pool, paged);
+    lim("hbm").formula = fmt::format("floor(full_pool / E[paged seq_len]) = floor({:.0f} / {:.1f})", pool, paged);
+    c.hbm_per_request = tokens * L * (row + idx);
+    lim("pcie").formula = "full KV: nothing crosses PCIe per step";
+  } else {
+    const double slots = mix.expect([&](int64_t n) {
+      return static_cast<double>(n <= H ? round_up_to_page(n, page) : int64_t{H} + page);
+    });
+    const double dev = b.device_pool_tokens.value, logical = b.logical_pool_tokens.value, host = b.host_pool_tokens.value;
+    c.pool_tokens = static_cast<int64_t>(dev);
+    c.logical_pool_tokens = static_cast<int64_t>(logical);
+    c.host_pool_tokens = static_cast<int64_t>(host);
+    c.host_pool_bytes_per_node = b.host_pool_bytes_per_node.value;
+    lim("hbm").per_rank = fit_count(dev, slots);
+    lim("hbm").formula = fmt::format("floor(device_pool / E[buffer_slots]) = floor({:.0f} / {:.1f})", dev, slots);
+    lim("logical_pool").per_rank = fit_count(logical, paged);
+    lim("logical_pool").formula = fmt::format("floor(logical_pool / E[paged seq_len]) = floor({:.0f} / {:.1f})", logical, paged);
+    lim("host_pool").per_rank = fit_count(host, paged);
+    lim("host_pool").formula = fmt::format("floor(host_pool / E[paged seq_len]) = floor({:.0f} / {:.1f})", host, paged);
+    const int per_node = std::max(1, std::min(lay.gpus, s.hardware.gpus_per_node));
+    const double dram_per_gpu = std::max(0.0, d.host_dram_bytes - o.host_reserve_bytes) / per_node;
+    lim("host_dram").per_rank = fit_count(dram_per_gpu, paged * L * row);
+    lim("host_dram").formula = fmt::format("floor((host_dram − reserve) / GPUs_per_node / (E[paged seq_len] × "
+                                           "kv_layers × latent_row_bytes)) = floor({:.4g} / {:.1f} / {:.0f})",
+                                           d.host_dram_bytes - o.host_reserve_bytes, paged * L * row, 1.0 * per_node);
+    if (b.host_pool_bytes_per_node.value > d.host_dram_bytes - o.host_reserve_bytes) {
+      // SGLang allocates the host pools at start-up: a setting whose pools exceed host DRAM does not launch.
+      lim("host_dram").per_rank = 0;
+      lim("host_dram").formula = fmt::format("the host pools need {:.1f} GB per node, host DRAM less the reserve is "
+                                             "{:.1f} GB: the server would fail to start",
+                                             b.host_pool_bytes_per_node.value * 1e-9,
+                                             (d.host_dram_bytes - o.host_reserve_bytes) * 1e-9);
+    }
+    c.hbm_per_request = slots * L * row + tokens * L * idx;
+    c.host_per_request = paged * L * row;
+    c.misses_per_request_step = mix.expect([&](int64_t n) { return model.misses_per_request(n); });
+    if (c.misses_per_request_step > 0) {
+      lim("pcie").per_rank = model.max_batch_io_within(mix, slo, o.batch_cap);
+      lim("pcie").formula = fmt::format("largest B whose miss copy ({:.0f} rows per request and step, {} each) and "
+                                        "backup each fit the SLO of {} ms on one PCIe link",
+                                        c.misses_per_request_step, fmt::format("{:.0f} B", row), d.tpot_slo_ms);
+    } else {
+      lim("pcie").formula = "every length of the mix fits the buffer (n ≤ H): nothing is loaded";
+    }
+  }
+  const int64_t slo_b = model.max_batch_within(mix, slo, o.batch_cap);
+  lim("slo").per_rank = slo_b;
+  lim("slo").formula = slo_b == 0 ? fmt::format("one request alone takes {:.3f} ms > SLO {} ms",
+                                                model.step(1, mix).step_ns * 1e-6, d.tpot_slo_ms)
+                                  : fmt::format("largest B with step_time(B) ≤ SLO {} ms: step({}) = {:.3f} ms",
+                                                d.tpot_slo_ms, slo_b, model.step(slo_b, mix).step_ns * 1e-6);
+  const PlanLimit& bind = binding_limit(c.limits);
+  c.binding_limit = bind.key;
+  c.per_rank = std::max<int64_t>(0, bind.per_rank);
+  c.concurrency = c.per_rank * lay.ranks;
+  if (c.per_rank > 0) {
+    const StepEstimate e = model.step(c.per_rank, mix);
+    c.goodput = e.tokens_per_s;
+    c.tpot_ms = e.step_ns * 1e-6;
+    c.h2d_bytes_per_step = e.h2d_bytes;
+  }
+  return c;
+}
+
+namespace {
+
+// Goodput first; among equals full KV, then the smaller host pool, then the smaller HBM footprint.
+bool better(const Candidate& a, const Candidate& b) {
+  if (more(a.goodput, b.goodput)) return true;
+  if (more(b.goodput, a.goodput)) return false;
+  if (a.mode != b.mode) return a.mode == KvMode::kFull;
+  if (a.host_pool_bytes_per_node != b.host_pool_bytes_per_node) return a.host_pool_bytes_per_node < b.host_pool_bytes_per_node;
+  if (a.hbm_per_request != b.hbm_per_request) return a.hbm_per_request < b.hbm_per_request;
+  return a.buffer_size < b.buffer_size;
+}
+
+int best_of(const std::vector<Candidate>& v, const std::function<bool(const Candidate&)>& keep) {
+  int best = -1;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i].feasible() && keep(v[i]) && (best < 0 || better(v[i], v[static_cast<size_t>(best)]))) best = static_cast<int>(i);
+  return best;
+}
+
+void mark_pareto(std::vector<Candidate>& v) {
+  for (auto& a : v) {
+    if (!a.feasible()) continue;
+    bool dom_t = false, dom_h = false;
+    for (const auto& b : v) {
+      if (&a == &b || !b.feasible()) continue;
+      // b dominates a: at least as good on both axes and strictly better on one.
+      if (b.goodput >= a.goodput && b.tpot_ms <= a.tpot_ms && (more(b.goodput, a.goodput) || b.tpot_ms < a.tpot_ms)) dom_t = true;
+      if (b.goodput >= a.goodput && b.hbm_per_request <= a.hbm_per_request &&
+          (more(b.goodput, a.goodput) || b.hbm_per_request < a.hbm_per_request))
+        dom_h = true;
+    }
+    a.pareto_tpot = !dom_t;
+    a.pareto_hbm = !dom_h;
+  }
+}
+
+double tokens_at(const StepTimeModel& m, const ContextMix& mix, int64_t batch, int64_t limit) {
+  const int64_t b = std::min(batch, limit);
+  return b > 0 ? m.step(b, mix).tokens_per_s : 0.0;
+}
+
+TradeoffCurve tradeoff(const Scenario& base, const ContextMix& mix, const MissCurves& misses, const Candidate& c,
+                       const AdviseOptions& o) {
+  const Scenario s = with_setting(base, c.mode, c.buffer_size, c.ratio);
+  const bool hs = c.mode == KvMode::kHiSparse;
+  const int32_t H = c.buffer_size;
+  const StepTimeModel m(s, o.cost, hs, hs ? MissFraction([&misses, H](int64_t n) { return misses.fraction(H, n); }) : MissFraction());
+  const RankLayout lay = rank_layout(s);
+  const SimTime slo = static_cast<SimTime>(std::llround(s.deployment.tpot_slo_ms * 1e6));
+  TradeoffCurve t;
+  t.setting = c.name();
+  std::set<int64_t> bs;
+  const int64_t top = std::max<int64_t>(1, c.per_rank);
+  for (int i = 0; i < 24; ++i) bs.insert(std::max<int64_t>(1, std::llround(std::pow(static_cast<double>(top), i / 23.0))));
+  for (int64_t B : bs) {
+    const StepEstimate e = m.step(B, mix);
+    t.points.push_back(CurvePoint{B, B * lay.ranks, e.step_ns * 1e-6, e.tokens_per_s, e.cost.h2d * 1e-6, e.step_ns <= slo});
+  }
+  return t;
+}
+
+BreakEven break_even(const Scenario& base, const ContextMix& mix, const MissCurves& misses, const Candidate& full,
+                     const Candidate& hs, const AdviseOptions& o) {
+  BreakEven be;
+  be.hisparse_setting = hs.name();
+  const Scenario sf = with_setting(base, KvMode::kFull, 0, 0);
+  const Scenario sh = with_setting(base, KvMode::kHiSparse, hs.buffer_size, hs.ratio);
+  const int32_t H = hs.buffer_size;
+  const StepTimeModel mf(sf, o.cost, false, nullptr);
+  const StepTimeModel mh(sh, o.cost, true, [&misses, H](int64_t n) { return misses.fraction(H, n); });
+  const RankLayout lay = rank_layout(base);
+  // Batches 1, 2, 3, 4, then geometric up to past HiSparse's own limit.
+  std::set<int64_t> bs = {1, 2, 3, 4, full.per_rank, full.per_rank + 1, hs.per_rank};
+  const int64_t top = std::max<int64_t>({4, hs.per_rank, full.per_rank + 1}) + 1;
+  for (double b = 4; b < top; b *= 1.25) bs.insert(std::llround(b));
+  for (int64_t B : bs) {
+    if (B < 1 || B > top) continue;
+    ConcurrencyPoint p;
+    p.batch_per_rank = B;
+    p.concurrency = B * lay.ranks;
+    p.full_tokens_per_s = tokens_at(mf, mix, B, full.per_rank);
+    p.hisparse_tokens_per_s = tokens_at(mh, mix, B, hs.per_rank);
+    p.ratio = p.full_tokens_per_s > 0 ? p.hisparse_tokens_per_s / p.full_tokens_per_s : 0;
+    if (p.full_tokens_per_s > 0 || p.hisparse_tokens_per_s > 0) be.by_concurrency.push_back(p);
+    if (be.pays_from_batch_per_rank < 0 && more(p.hisparse_tokens_per_s, p.full_tokens_per_s)) be.pays_from_batch_per_rank = B;
+    if (B == 1) be.ratio_at_batch_1 = p.ratio;
+    if (B == 2) be.ratio_at_batch_2 = p.ratio;
+    if (p.full_tokens_per_s > 0 && p.ratio > be.best_ratio) {
+      be.best_ratio = p.ratio;
+      be.best_ratio_batch_per_rank = B;
+    }
+  }
+  std::vector<int64_t> lens = o.break_even_seq_lens;
+  if (lens.empty())
+    for (int64_t n = 4096; n <= base.deployment.context_length; n = n < 32768 ? n * 2 : n + 32768) lens.push_back(n);
+  bool won = false;
+  for (int64_t n : lens) {
+    const ContextMix one = ContextMix::single(n);
+    const Candidate f = evaluate_candidate(base, one, misses, KvMode::kFull, 0, 0, o);
+    const Candidate h = evaluate_candidate(base, one, misses, KvMode::kHiSparse, hs.buffer_size, hs.ratio, o);
+    SeqLenPoint p{n, f.goodput, h.goodput, f.concurrency, h.concurrency, f.binding_limit, h.binding_limit,
+                  f.goodput > 0 ? h.goodput / f.goodput : 0};
+    be.by_seq_len.push_back(p);
+    const bool wins = more(h.goodput, f.goodput);
+    if (wins && be.pays_from_seq_len < 0) be.pays_from_seq_len = n;
+    if (won && !wins && be.loses_again_from_seq_len < 0) be.loses_again_from_seq_len = n;
+    won = won || wins;
+  }
+  return be;
+}
+
+}  // namespace
+
+Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses, const AdviseOptions& o) {
+  mix.validate("advise");
+  Advice a;
+  a.mix = mix;
+  a.candidates.push_back(evaluate_candidate(s, mix, misses, KvMode::kFull, 0, 0, o));
+  for (int32_t H : advise_buffer_sizes(s, o))
+    for (int32_t r : advise_ratios(s, o)) a.candidates.push_back(evaluate_candidate(s, mix, misses, KvMode::kHiSparse, H, r, o));
+  mark_pareto(a.candidates);
+  a.best = best_of(a.candidates, [](const Candidate&) { return true; });
+  a.best_full = best_of(a.candidates, [](const Candidate& c) { return c.mode == KvMode::kFull; });
+  a.best_hisparse = best_of(a.candidates, [](const Candidate& c) { return c.mode == KvMode::kHiSparse; });
+  if (a.best < 0) {
+    a.notes.push_back("no setting fits a single request within the memory and the TPOT SLO: relax the SLO, shorten "
+                      "the contexts or add GPUs");
+    return a;
+  }
+  const Candidate& best = a.candidates[static_cast<size_t>(a.best)];
+  a.runner_up = best_of(a.candidates, [&best](const Candidate& c) {
+    return c.mode != best.mode || c.buffer_size != best.buffer_size;
+  });
+  a.curves.push_back(tradeoff(s, mix, misses, best, o));
+  const int other = best.mode == KvMode::kFull ? a.best_hisparse : a.best_full;
+  if (other >= 0) a.curves.push_back(tradeoff(s, mix, misses, a.candidates[static_cast<size_t>(other)], o));
+  if (a.best_full >= 0 && a.best_hisparse >= 0)
+    a.break_even = break_even(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
+                              a.candidates[static_cast<size_t>(a.best_hisparse)], o);
+  if (a.best_full < 0) a.notes.push_back("full KV fits no request of this mix within HBM and the SLO");
+  if (a.best_hisparse < 0) a.notes.push_back("no HiSparse setting of the sweep fits a request");
+  return a;
+}
+
+}  // namespace hisparse::sim

@@ -1,0 +1,123 @@
+// @brief The advisor behind `hisparse advise`: the joint choice a user makes before launching SGLang — HiSparse on
+// or off, device_buffer_size, host_to_device_ratio and max_running_requests — picked to maximise decode goodput
+// (tokens/s with every step within the TPOT SLO) for a context-length mix, by the planner's own model: the batch
+// shares one PCIe link per GPU, HBM holds each request's buffer and indexer keys, host DRAM holds the host pools.
+//
+// Every candidate is evaluated at the largest batch per dp rank that meets every limit; goodput grows with the
+// batch (the step time is affine in it), so that batch is the candidate's best operating point and becomes its
+// --max-running-requests. The recommendation is the candidate with the highest goodput; ties go to full KV (no
+// host memory, nothing on PCIe), then to the smaller host pool, then to the smaller HBM footprint, so HiSparse is
+// never recommended where it does not win.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/deployment_spec.h"
+#include "sim/cost_params.h"
+#include "sim/plan/capacity_plan.h"
+#include "sim/plan/context_mix.h"
+#include "sim/plan/miss_curve.h"
+#include "sim/serving_simulation.h"
+
+namespace hisparse::sim {
+
+struct AdviseOptions {
+  std::vector<int32_t> buffer_sizes;   // H candidates, each >= top_k (empty: default_buffer_sweep)
+  std::vector<int32_t> ratios;         // host_to_device_ratio candidates, each >= 1 (empty: default_ratio_sweep)
+  CostParams cost;
+  double host_reserve_bytes = 0;       // host DRAM per node kept for the OS and the server
+  int64_t batch_cap = 65536;           // largest batch per rank searched
+  std::vector<int64_t> break_even_seq_lens;  // context lengths of the length break-even scan (empty: a default grid)
+};
+
+/// One setting, evaluated on one mix.
+struct Candidate {
+  KvMode mode = KvMode::kFull;
+  int32_t buffer_size = 0;             // HiSparse H (0 for full KV)
+  int32_t ratio = 0;                   // host_to_device_ratio (0 for full KV)
+  int64_t per_rank = 0;                // largest batch per dp rank meeting every limit
+  int64_t concurrency = 0;             // per decode instance = per_rank × ranks
+  std::string binding_limit;           // key of the limit that sets per_rank (limit_keys())
+  std::vector<PlanLimit> limits;       // every limit, per rank, with its formula
+  double goodput = 0;                  // decode tokens/s per instance at per_rank (0 when nothing fits)
+  double tpot_ms = 0;                  // step time at per_rank
+  double hbm_per_request = 0;          // HBM bytes per request on its GPU, mean over the mix
+  double host_per_request = 0;         // host bytes per request, mean over the mix
+  double misses_per_request_step = 0;  // rows loaded per request and step (all layers), mean over the mix
+  double h2d_bytes_per_step = 0;       // per GPU at per_rank
+  double host_pool_bytes_per_node = 0;
+  int64_t pool_tokens = 0;             // full: max_total_num_tokens; HiSparse: the device pool
+  int64_t logical_pool_tokens = 0, host_pool_tokens = 0;
+  bool pareto_tpot = false;            // no other candidate has more goodput at a TPOT no longer
+  bool pareto_hbm = false;             // no other candidate has more goodput at an HBM per request no larger
+  bool feasible() const { return per_rank > 0; }
+  std::string name() const;            // "full KV" or "HiSparse H=4096 ratio=5"
+};
+
+/// Decode throughput each mode reaches with at most `batch_per_rank` requests per rank in flight (past a mode's
+/// own limit the extra requests wait, so its throughput stays at the limit's).
+struct ConcurrencyPoint {
+  int64_t batch_per_rank = 0;
+  int64_t concurrency = 0;
+  double full_tokens_per_s = 0, hisparse_tokens_per_s = 0;
+  double ratio = 0;                    // hisparse / full (0 when full fits nothing)
+};
+
+/// Best goodput of full KV and of the compared HiSparse setting at one context length.
+struct SeqLenPoint {
+  int64_t seq_len = 0;
+  double full_goodput = 0, hisparse_goodput = 0;
+  int64_t full_concurrency = 0, hisparse_concurrency = 0;
+  std::string full_binding, hisparse_binding;
+  double ratio = 0;
+};
+
+struct BreakEven {
+  std::string hisparse_setting;        // the HiSparse candidate compared with full KV
+  std::vector<ConcurrencyPoint> by_concurrency;
+  int64_t pays_from_batch_per_rank = -1;  // smallest batch per rank where HiSparse gives more tokens/s (-1: never)
+  double ratio_at_batch_1 = 0, ratio_at_batch_2 = 0, best_ratio = 0;
+  int64_t best_ratio_batch_per_rank = 0;
+  std::vector<SeqLenPoint> by_seq_len;
+  int64_t pays_from_seq_len = -1;      // smallest scanned length where HiSparse's goodput beats full KV's (-1: never)
+  int64_t loses_again_from_seq_len = -1;  // a longer scanned length where it stops winning (-1: none)
+};
+
+/// Tokens/s against TPOT as the batch grows, for one candidate (what a user trades for a lower TPOT).
+struct TradeoffCurve {
+  std::string setting;
+  std::vector<CurvePoint> points;
+};
+
+struct Advice {
+  ContextMix mix;
+  std::vector<Candidate> candidates;   // full KV first, then HiSparse by H then ratio
+  int best = -1;                       // index of the recommendation (-1: nothing fits)
+  int runner_up = -1;                  // best candidate with another mode or another device_buffer_size
+  int best_full = -1, best_hisparse = -1;
+  BreakEven break_even;
+  std::vector<TradeoffCurve> curves;   // recommendation, then the best of the other mode
+  std::vector<std::string> notes;
+
+  const Candidate* recommended() const { return best >= 0 ? &candidates[static_cast<size_t>(best)] : nullptr; }
+};
+
+/// The SGLang launch flags of a candidate: `--max-running-requests` is instance-wide in SGLang (each dp rank
+/// gets it divided by dp_size), so it is per_rank × ranks.
+std::string sglang_flags(const Candidate& c, const Scenario& s);
+
+/// Evaluates one setting on `mix` (the scenario's own HiSparse knobs are replaced by `mode`, `H`, `ratio`).
+Candidate evaluate_candidate(const Scenario& s, const ContextMix& mix, const MissCurves& misses, KvMode mode,
+                             int32_t H, int32_t ratio, const AdviseOptions& options);
+
+/// Every candidate on `mix`, the recommendation, runner-up, break-even and trade-off curves. `misses` must give a
+/// fraction at every H of the sweep.
+Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses, const AdviseOptions& options);
+
+/// The buffer sizes and ratios `advise` sweeps (options' own, else the planner's defaults with the scenario's).
+std::vector<int32_t> advise_buffer_sizes(const Scenario& s, const AdviseOptions& options);
+std::vector<int32_t> advise_ratios(const Scenario& s, const AdviseOptions& options);
+
+}  // namespace hisparse::sim

@@ -1,0 +1,173 @@
+// @brief `hisparse advise` and `hisparse replay --scenario` end to end: the printed buffer sweep's recommended row
+// has the best goodput of the rows the tool prints, the reports are written, lengths take K suffixes, a trace of
+// another top_k is refused, and `plan --limits memory` says what it applied.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "tests/apps/cli_test_util.h"
+#include "traces/trace_generator.h"
+#include "traces/trace_writer.h"
+
+namespace fs = std::filesystem;
+using namespace hisparse;
+using hisparse::test::cli;
+using hisparse::test::slurp;
+
+namespace {
+
+struct SweepRow {
+  std::string setting;
+  double goodput = 0;
+  bool recommended = false;
+};
+
+// The rows of each "== context" block's buffer-sweep table, as printed.
+std::vector<std::vector<SweepRow>> printed_sweeps(const std::string& text) {
+  std::vector<std::vector<SweepRow>> out;
+  std::istringstream in(text);
+  std::string line;
+  bool in_table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("== context", 0) == 0) {
+      out.emplace_back();
+      in_table = false;
+      continue;
+    }
+    if (line.find("device_buffer_size") != std::string::npos && line.find("goodput") != std::string::npos) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table) continue;
+    std::istringstream f(line);
+    std::vector<std::string> w;
+    std::string tok;
+    while (f >> tok) w.push_back(tok);
+    // "full KV" is two words; a HiSparse row starts with a number.
+    const size_t shift = !w.empty() && w[0] == "full" ? 1 : 0;
+    if (w.size() < 9 + shift || (shift == 0 && !std::isdigit(static_cast<unsigned char>(w[0][0])))) {
+      in_table = false;
+      continue;
+    }
+    std::string g = w[4 + shift];
+    g.erase(std::remove(g.begin(), g.end(), ','), g.end());
+    out.back().push_back(SweepRow{shift ? "full" : w[0] + "/" + w[1], std::stod(g), line.find("<- recommended") != std::string::npos});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("hisparse advise: the recommended row of every printed sweep has the best goodput; reports are written") {
+  const fs::path dir = hisparse::test::scratch_dir("advise_cli");
+  const std::string cmd = cli() + " advise --scenario dsv32-8xh200-1tb --seq-lens 16K,32K,65536 --no-plots --out " +
+                          (dir / "out").string() + " > " + (dir / "stdout.txt").string() + " 2> " +
+                          (dir / "stderr.txt").string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string text = slurp(dir / "stdout.txt");
+  const auto sweeps = printed_sweeps(text);
+  REQUIRE(sweeps.size() == 3);
+  for (const auto& rows : sweeps) {
+    REQUIRE(rows.size() == 8);  // full KV + top_k × 1, 1.5, 2, 3, 4, 6, 8 (the scenario's 4096 is among them)
+    int recommended = 0;
+    double best = 0;
+    for (const auto& r : rows) best = std::max(best, r.goodput);
+    for (const auto& r : rows) {
+      if (!r.recommended) continue;
+      ++recommended;
+      CHECK(r.goodput == best);
+    }
+    CHECK(recommended == 1);
+  }
+  CHECK(text.find("SGLang flags: ") != std::string::npos);
+  CHECK(text.find("--max-running-requests ") != std::string::npos);
+  CHECK(text.find("break-even: ") != std::string::npos);
+  CHECK(text.find("miss model: fitted") != std::string::npos);
+  CHECK(text.find("cost: modelled") != std::string::npos);
+  const std::string json = slurp(dir / "out" / "advise.json");
+  CHECK(json.find("\"label\": \"16K\"") != std::string::npos);
+  CHECK(json.find("\"label\": \"64K\"") != std::string::npos);
+  CHECK(fs::file_size(dir / "out" / "advise.md") > 1000);
+  CHECK(fs::file_size(dir / "out" / "advise.html") > 1000);
+  CHECK_FALSE(fs::exists(dir / "out" / "advise_0_pareto.png"));  // --no-plots
+  // A length that is not a count names the flag and the value.
+  const std::string bad = cli() + " advise --scenario dsv32-8xh200-1tb --seq-lens 16Q --no-plots --out " +
+                          (dir / "bad").string() + " > /dev/null 2> " + (dir / "err.txt").string();
+  CHECK(std::system(bad.c_str()) != 0);
+  CHECK(slurp(dir / "err.txt").find("--seq-lens: '16Q' is not an integer") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "bad" / "advise.json"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hisparse replay --scenario: advice from the replayed misses; a trace of another top_k is refused") {
+  const fs::path dir = hisparse::test::scratch_dir("replay_advice");
+  traces::GeneratorOptions g = traces::generator_preset("tiny");
+  g.requests = 2;
+  g.steps = 12;
+  g.layers = 2;
+  g.top_k = 2048;
+  g.prompt_len = 20000;
+  g.seed = 5;
+  {
+    auto gen = traces::make_generated_trace(g);
+    auto w = traces::make_native_writer((dir / "k2048.hst").string(), gen->meta());
+    traces::copy_trace(*gen, *w);
+  }
+  g.top_k = 256;
+  g.prompt_len = 3000;
+  {
+    auto gen = traces::make_generated_trace(g);
+    auto w = traces::make_native_writer((dir / "k256.hst").string(), gen->meta());
+    traces::copy_trace(*gen, *w);
+  }
+  const std::string ok = cli() + " replay --trace " + (dir / "k2048.hst").string() +
+                         " --buffer-sizes 2048,4096,8K --policy sglang-lru --scenario dsv32-8xh200-1tb --quiet --no-plots "
+                         "--out " + (dir / "out").string() + " > " + (dir / "stdout.txt").string();
+  REQUIRE(std::system(ok.c_str()) == 0);
+  const std::string text = slurp(dir / "stdout.txt");
+  CHECK(text.find("advice for dsv32-8xh200-1tb") != std::string::npos);
+  CHECK(text.find("miss model: measured (replayed top-k trace") != std::string::npos);
+  const auto sweeps = printed_sweeps(text);
+  REQUIRE(sweeps.size() == 1);
+  CHECK(sweeps[0].size() == 4);  // full KV + the three replayed sizes
+  const std::string json = slurp(dir / "out" / "replay.json");
+  CHECK(json.find("\"recommendation\": {\"policy\": \"sglang-lru\"") != std::string::npos);
+  // Row bytes follow the scenario's model and KV dtype (DeepSeek-V3.2, bf16: 1152 B).
+  CHECK(json.find("\"row_bytes\": 1152") != std::string::npos);
+
+  const std::string mismatch = cli() + " replay --trace " + (dir / "k256.hst").string() +
+                               " --buffer-sizes 256,512 --scenario dsv32-8xh200-1tb --quiet --no-plots --out " +
+                               (dir / "mm").string() + " > /dev/null 2> " + (dir / "err.txt").string();
+  CHECK(std::system(mismatch.c_str()) != 0);
+  const std::string err = slurp(dir / "err.txt");
+  CHECK(err.find("has top_k 256 but scenario dsv32-8xh200-1tb runs top_k 2048") != std::string::npos);
+  CHECK(err.find("--rescale-trace-top-k") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "mm" / "replay.json"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hisparse plan --limits memory: the capacity question without the SLO, said in the output") {
+  const fs::path dir = hisparse::test::scratch_dir("plan_memory");
+  const std::string cmd = cli() + " plan --scenario dsv32-8xh200-1tb --seq-lens 16K,128K --limits memory --no-plots --out " +
+                          (dir / "out").string() + " > " + (dir / "stdout.txt").string();
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  const std::string text = slurp(dir / "stdout.txt");
+  CHECK(text.find("--limits memory") != std::string::npos);
+  CHECK(text.find(" slo ") == std::string::npos);
+  CHECK(slurp(dir / "out" / "plan.json").find("\"limits\": \"memory\"") != std::string::npos);
+  const std::string bad = cli() + " plan --scenario dsv32-8xh200-1tb --limits speed --no-plots --out " +
+                          (dir / "bad").string() + " > /dev/null 2> " + (dir / "err.txt").string();
+  CHECK(std::system(bad.c_str()) != 0);
+  CHECK(slurp(dir / "err.txt").find("--limits 'speed' (expected all or memory)") != std::string::npos);
+  fs::remove_all(dir);
+}
