@@ -23,6 +23,7 @@
 #include "sim/serving_report.h"
 #include "sim/serving_simulation.h"
 #include "sim/workload.h"
+#include "traces/trace_source.h"
 
 namespace hisparse::apps {
 
@@ -104,6 +105,14 @@ int run_simulate(int argc, char** argv) {
   const SimTime tl_end = tl_begin + seconds_flag(timeline_length, "timeline-length");
 
   std::unique_ptr<MissModel> miss;
+  if (!miss_trace.empty()) {
+    // A trace of another top_k would describe another selection width: its misses are not this deployment's.
+    const int32_t trace_k = traces::open_trace(miss_trace)->meta().top_k;
+    if (trace_k != sc.deployment.hisparse.top_k)
+      throw_error("--miss-trace {} has top_k {} but scenario {} runs top_k {}; record a trace at top_k {} (or plan with "
+                  "`hisparse plan --trace T --rescale-trace-top-k`, which applies it at the same H/K)",
+                  miss_trace, trace_k, sc.deployment.name, sc.deployment.hisparse.top_k, sc.deployment.hisparse.top_k);
+  }
   if (miss_kind == "trace") {
     if (miss_trace.empty()) throw_error("--miss-model trace needs --miss-trace PATH");
     miss = make_trace_miss_model(miss_trace, policy, sc.deployment.hisparse.device_buffer_size, sc.model.layers,

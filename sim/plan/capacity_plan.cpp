@@ -313,9 +313,17 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
         "the host pools need {:.1f} GB per node but host DRAM less the reserve is {:.1f} GB: SGLang would fail to "
         "allocate them; lower host_to_device_ratio",
         p.budget.host_pool_bytes_per_node.value * 1e-9, dram_usable * 1e-9));
+  std::string beyond;
+  for (int64_t n : options.seq_lens)
+    if (n > H && misses.extrapolated(H, n)) beyond += fmt::format("{}{}", beyond.empty() ? "" : ", ", n);
+  if (!beyond.empty())
+    p.warnings.push_back(fmt::format("at device_buffer_size {} the miss model reads outside the (H/K, n/H) range it was "
+                                     "measured over for seq_len {}: the nearest measured fraction is held, capped by "
+                                     "the steady-state bound (n − H)/(K − 1)",
+                                     H, beyond));
   for (int32_t h : misses.unmeasured())
     p.warnings.push_back(fmt::format("the trace never exceeds device_buffer_size {}: its misses there come from the "
-                                     "statistical fraction, not the replay", h));
+                                     "fallback miss model (the miss surface or --miss-fraction), not the replay", h));
   if (p.layout.attention_tp > 1)
     p.warnings.push_back(fmt::format(
         "attention TP {} (tp {} / dp_attention {}): each rank's requests are replicated on its {} GPUs; the step "
