@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -13,6 +12,7 @@
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
 #include "sim/calibration.h"
+#include "sim/miss_surface.h"
 #include "sim/workload.h"
 
 namespace hisparse::apps {
@@ -32,6 +32,8 @@ void add_advise_options(po::options_description& desc, AdviseArgs& a, bool with_
   desc.add_options()("rescale-trace-top-k", "accept a --trace whose top_k differs from the scenario's: replay it at the "
                                             "same H/K and apply its miss fractions in (H/K, n/H)")(
       "miss-fraction", po::value<double>(), "a fixed per-layer miss fraction of slow-path steps instead of a model")(
+      "miss-curve", po::value(&a.miss_curve), "miss surface: scenarios/miss_models/<name>.yaml or a .yaml path (default "
+      "smollm2-real; e.g. synthetic-dsv32); with --trace, used where the trace measured nothing")(
       "buffer-sizes", po::value(&a.buffer_sizes), "device_buffer_size candidates (default top_k × 1, 1.5, 2, 3, 4, 6, 8)")(
       "ratios", po::value(&a.ratios), "host_to_device_ratio candidates (default 1,2,3,4,5,6,8,10,12,16,20)")(
       "tpot-slo-ms", po::value<double>(), "TPOT SLO in ms (default: the deployment's)")(
@@ -86,7 +88,9 @@ AdviseSetup make_advise_setup(const AdviseArgs& a, const po::variables_map& vm, 
   const std::vector<int32_t> sizes = sim::advise_buffer_sizes(s, o);
 
   const int32_t K = s.deployment.hisparse.top_k;
-  sim::MissCurves fallback = sim::default_miss_curves(s, a.policy);
+  sim::MissCurves fallback = a.miss_curve.empty()
+                                 ? sim::default_miss_curves(s, a.policy)
+                                 : sim::MissCurves::from_surface(sim::load_miss_surface(a.miss_curve), a.policy, K);
   if (vm.count("miss-fraction")) {
     const double f = vm["miss-fraction"].as<double>();
     if (!(f >= 0 && f <= 1)) throw_error("{}: --miss-fraction {} (expected in [0, 1])", command, f);
@@ -99,7 +103,8 @@ AdviseSetup make_advise_setup(const AdviseArgs& a, const po::variables_map& vm, 
     out.info.miss_label = "measured (replayed top-k trace, steady state)";
   } else {
     out.misses = std::make_unique<sim::MissCurves>(std::move(fallback));
-    out.info.miss_label = "fitted (miss surface measured on recorded top-k traces, steady state)";
+    out.info.miss_label = fmt::format("fitted (miss surface {}, steady state)",
+                                      a.miss_curve.empty() ? sim::kDefaultMissSurface : a.miss_curve);
   }
   out.info.miss_source = out.misses->description();
   return out;
@@ -135,20 +140,22 @@ std::vector<sim::ContextMix> advise_mixes(const AdviseArgs& a, const Scenario& s
 }
 
 void add_extrapolation_warnings(AdviseSetup& setup, const std::vector<sim::Advice>& advices) {
-  std::set<std::string> seen;
   for (const auto& a : advices) {
     const sim::Candidate* rec = a.recommended();
     if (!rec || rec->mode != sim::KvMode::kHiSparse) continue;
-    for (const auto& c : a.mix.classes) {
-      if (c.seq_len <= rec->buffer_size || !setup.misses->extrapolated(rec->buffer_size, c.seq_len)) continue;
-      const std::string w = fmt::format(
-          "the recommendation at {} uses the miss model at H = {}, n = {} (H/K {:.3g}, n/H {:.3g}), outside the range it "
-          "was measured over: the nearest measured value is held (flat), bounded by the steady-state limit (n − H)/(K − 1)",
-          a.mix.label, rec->buffer_size, c.seq_len,
-          static_cast<double>(rec->buffer_size) / setup.scenario.deployment.hisparse.top_k,
-          static_cast<double>(c.seq_len) / rec->buffer_size);
-      if (seen.insert(w).second) setup.info.warnings.push_back(w);
-    }
+    const int32_t H = rec->buffer_size;
+    std::vector<int64_t> lens;
+    for (const auto& c : a.mix.classes)
+      if (c.seq_len > H && setup.misses->extrapolated(H, c.seq_len)) lens.push_back(c.seq_len);
+    if (lens.empty()) continue;
+    std::string list;
+    for (int64_t n : lens) list += fmt::format("{}{}", list.empty() ? "" : ", ", n);
+    setup.info.warnings.push_back(fmt::format(
+        "{}: the recommendation (H = {}, H/K {:.3g}) reads the miss model outside the range it was measured over at "
+        "n = {} (n/H {:.3g}–{:.3g}): the nearest measured fraction is held, capped by the steady-state bound "
+        "(n − H)/(K − 1); a trace recorded at these lengths (--trace) would measure it",
+        a.mix.label, H, static_cast<double>(H) / setup.scenario.deployment.hisparse.top_k, list,
+        static_cast<double>(lens.front()) / H, static_cast<double>(lens.back()) / H));
   }
 }
 
