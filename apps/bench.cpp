@@ -55,8 +55,11 @@ int run_bench(int argc, char** argv) {
   cuda::BenchOptions opt;
   bool no_sweep = false, calibrate = false;
   CalibrateOptions cal;
-  po::options_description desc("hisparse bench swap-in|gather|backup|all: GPU kernels vs bulk cudaMemcpy. Options");
-  desc.add_options()("help,h", "this help")("what", po::value(&what), "swap-in | gather | backup | all")(
+  po::options_description desc(
+      "hisparse bench swap-in|gather|backup|all: the copy kernels vs bulk cudaMemcpy.\n"
+      "hisparse bench attention|topk: the attention kernels (exact, fast; vs PyTorch with "
+      "scripts/bench_attention_torch.py) and top-k (`hisparse bench attention --help` for their options).\nOptions");
+  desc.add_options()("help,h", "this help")("what", po::value(&what), "swap-in | gather | backup | all | attention | topk")(
       "iters", po::value(&opt.iters)->default_value(30), "timed repetitions per configuration (median)")(
       "seed", po::value(&opt.seed)->default_value(1), "seed of the random rows and states")(
       "no-sweep", po::bool_switch(&no_sweep), "swap-in: skip the batch x miss-rate sweep")(

@@ -31,7 +31,7 @@ const std::vector<Command>& commands() {
 
 namespace {
 void print_usage() {
-  fmt::print(stderr, "usage: hisparse <command> [options]   (hisparse <command> --help for its options)\n\ncommands:\n");
+  fmt::print(stderr, "usage: hisparse <command> [options]   (hisparse <command> --help for its options; hisparse --version)\n\ncommands:\n");
   for (const auto& c : commands()) fmt::print(stderr, "  {:<10} {}\n", c.name, c.summary);
 }
 }  // namespace
@@ -40,6 +40,11 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   using namespace hisparse::apps;
+  if (argc >= 2 && (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version"))) {
+    fmt::print("hisparse {} ({} build, CUDA backend {})\n", HISPARSE_VERSION, HISPARSE_BUILD_TYPE,
+               HISPARSE_CUDA_BUILT ? "built for sm_90a" : "not built");
+    return 0;
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
     print_usage();
     return argc < 2 ? 2 : 0;

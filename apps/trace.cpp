@@ -37,13 +37,14 @@ bool parse(int argc, char** argv, po::options_description& desc, const po::posit
   desc.add_options()("help,h", "this help");
   try {
     po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+    // Help first: `trace gen --help` must not fail on the required flags it is asking about.
+    if (vm.count("help")) {
+      std::cout << "hisparse trace " << what << "\n" << desc << "\n";
+      return false;
+    }
     po::notify(vm);
   } catch (const po::error& e) {
     throw_error("trace {}: {}", what, e.what());
-  }
-  if (vm.count("help")) {
-    std::cout << "hisparse trace " << what << "\n" << desc << "\n";
-    return false;
   }
   return true;
 }
@@ -171,6 +172,19 @@ int run_convert(int argc, char** argv) {
   pos.add("in", 1).add("out", 1);
   po::variables_map vm;
   if (!parse(argc, argv, d, pos, vm, "convert")) return 0;
+  const auto ends_with = [&out](const char* ext) {
+    const std::string e(ext);
+    return out.size() >= e.size() && out.compare(out.size() - e.size(), e.size(), e) == 0;
+  };
+  // JSON lines are read, not written: a .jsonl name must not silently receive the native format.
+  if (ends_with(".jsonl") || ends_with(".json"))
+    throw_error("trace convert: --out {}: writing JSON lines is not supported (they can be read); write --format "
+                "native (e.g. {}.hstrace) or --format npy (a directory)",
+                out, out.substr(0, out.find_last_of('.')));
+  if (!vm.count("format") && ends_with(".npy"))
+    throw_error("trace convert: --out {}: the .npy format is a directory of req_<id>_*.npy files; pass --format npy "
+                "with a directory name",
+                out);
   w.compress = !vm.count("no-compress");
   auto src = open_trace(in, open_flags(vm));
   return write_and_report(*src, out, parse_trace_format(format), w);

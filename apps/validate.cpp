@@ -128,7 +128,11 @@ int run_validate(int argc, char** argv) {
   std::unique_ptr<Backend> dut;
   if (backend == "cuda") {
     std::string why;
-    if (!cuda::cuda_available(&why)) throw_error("--backend cuda: {}", why);
+    if (!cuda::cuda_available(&why))
+      throw_error("--backend cuda{}: {}. On a machine without a GPU, `hisparse validate --backend cpu` checks the "
+                  "harness against the reference (no kernel is tested then); run the CUDA check on a GPU machine "
+                  "(scripts/gpu_check.sh)",
+                  vm["backend"].defaulted() ? " (the default)" : "", why);
     dut = std::make_unique<cuda::CudaBackend>();
     fmt::print("validate: cpu reference vs cuda on {}\n", cuda::device_name());
   } else if (backend == "cpu") {

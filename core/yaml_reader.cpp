@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -144,6 +145,17 @@ StrictMap::StrictMap(YAML::Node node, std::string file, std::string path)
   } else if (!node_.IsMap()) {
     throw_error("{}: {}: got {}, expected a mapping of keys to values", file_, path_.empty() ? "document" : path_,
                 describe_node(node_));
+  }
+  // yaml-cpp keeps both entries of a repeated key and answers lookups with the first, so the second value would be
+  // dropped without a word.
+  std::map<std::string, int> seen;
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.Scalar();
+    const int line = kv.first.Mark().line + 1;
+    const auto [it, fresh] = seen.emplace(key, line);
+    if (!fresh)
+      throw_error("{}: {} (line {}): the key appears twice (first on line {}); remove one", file_, key_path(key), line,
+                  it->second);
   }
 }
 

@@ -92,6 +92,23 @@ TEST_CASE("strict YAML: an unknown key names the file, the key path and the keys
   CHECK(e2.find("unknown key 'layer'") != std::string::npos);
 }
 
+TEST_CASE("strict YAML: a key given twice is an error naming both lines, not a silently dropped value") {
+  // tpot_slo_ms twice: yaml-cpp would answer with the first value and drop the second.
+  std::string text = read_file(kSource + "/scenarios/deployments/dsv32-8xh200-1tb.yaml");
+  text += "tpot_slo_ms: 80\n";
+  const std::string path = write_temp("duplicate_key.yaml", text);
+  const std::string e = error_of([&] { load_deployment_spec(path); });
+  CHECK(e.find(path) != std::string::npos);
+  CHECK(e.find("tpot_slo_ms") != std::string::npos);
+  CHECK(e.find("appears twice") != std::string::npos);
+  // Nested: a key repeated inside hisparse:.
+  std::string nested = read_file(kSource + "/scenarios/deployments/dsv32-8xh200-1tb.yaml");
+  nested.insert(nested.find("  host_to_device_ratio:"), "  top_k: 1024\n");
+  const std::string e2 = error_of([&] { load_deployment_spec(write_temp("duplicate_nested.yaml", nested)); });
+  CHECK(e2.find("hisparse.top_k") != std::string::npos);
+  CHECK(e2.find("appears twice") != std::string::npos);
+}
+
 TEST_CASE("strict YAML: a wrong type names file, key path, value and the expected form") {
   std::string text = read_file(kSource + "/scenarios/hardware/h200.yaml");
   const std::string key = "h2d_bulk_bytes_per_s: 55.3GB/s";

@@ -1,0 +1,79 @@
+// @brief What a newcomer meets first: --version, --help of every trace subcommand (no "'--out' is required"), bench
+// --help naming every benchmark, validate's hint on a machine without a GPU, and trace convert refusing to write a
+// JSON-lines name in another format.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tests/apps/cli_test_util.h"
+
+namespace fs = std::filesystem;
+using hisparse::test::cli;
+using hisparse::test::slurp;
+
+namespace {
+
+struct Run {
+  int status = 0;
+  std::string out, err;
+};
+
+Run run(const std::string& args, const fs::path& dir) {
+  Run r;
+  const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
+  r.status = std::system((cli() + " " + args + " > " + o.string() + " 2> " + e.string()).c_str());
+  r.out = slurp(o);
+  r.err = slurp(e);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("hisparse --version and the help of every subcommand exit 0") {
+  const fs::path dir = hisparse::test::scratch_dir("cli_basics");
+  const Run v = run("--version", dir);
+  CHECK(v.status == 0);
+  CHECK(v.out.rfind("hisparse 0.", 0) == 0);
+  for (const char* sub : {"trace gen --help", "trace info --help", "trace convert --help", "replay --help",
+                          "plan --help", "advise --help", "simulate --help", "validate --help", "info --help",
+                          "fit-miss-model --help"}) {
+    CAPTURE(sub);
+    const Run h = run(sub, dir);
+    CHECK(h.status == 0);
+    CHECK(h.err.find("required") == std::string::npos);
+    CHECK(h.out.find("--") != std::string::npos);
+  }
+  const Run b = run("bench --help", dir);
+  CHECK(b.status == 0);
+  CHECK(b.out.find("attention") != std::string::npos);
+  CHECK(b.out.find("topk") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("validate without a GPU says how to run on the CPU") {
+  const fs::path dir = hisparse::test::scratch_dir("cli_validate");
+  const Run r = run("validate --cases 1 --only swap-in", dir);
+  // On a GPU machine this validates one case; without one it must fail with the way forward.
+  if (r.status != 0) {
+    CHECK(r.err.find("--backend cpu") != std::string::npos);
+    CHECK(r.err.find("(the default)") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("trace convert: a JSON-lines or .npy name never silently receives the native format") {
+  const fs::path dir = hisparse::test::scratch_dir("cli_convert");
+  REQUIRE(run("trace gen --preset tiny --out " + (dir / "t.hstrace").string(), dir).status == 0);
+  const Run j = run("trace convert " + (dir / "t.hstrace").string() + " " + (dir / "t.jsonl").string(), dir);
+  CHECK(j.status != 0);
+  CHECK(j.err.find("writing JSON lines is not supported") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "t.jsonl"));
+  const Run n = run("trace convert " + (dir / "t.hstrace").string() + " " + (dir / "t.npy").string(), dir);
+  CHECK(n.status != 0);
+  CHECK(n.err.find("--format npy") != std::string::npos);
+  const Run ok = run("trace convert " + (dir / "t.hstrace").string() + " " + (dir / "npy_dir").string() + " --format npy", dir);
+  CHECK(ok.status == 0);
+  fs::remove_all(dir);
+}
