@@ -9,11 +9,13 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/interrupt_cleanup.h"
 
 namespace hisparse::sim {
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
   const std::string tmp = path + ".tmp";
+  const InterruptCleanup cleanup(tmp);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw_error("cannot write {} (is the directory there and writable?)", tmp);

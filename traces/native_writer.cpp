@@ -9,6 +9,7 @@
 #include <zstd.h>
 
 #include "core/error.h"
+#include "core/interrupt_cleanup.h"
 #include "traces/byte_io.h"
 #include "traces/native_codec.h"
 #include "traces/native_format.h"
@@ -27,7 +28,7 @@ struct IndexEntry {
 class NativeTraceWriter final : public TraceWriter {
  public:
   NativeTraceWriter(const std::string& path, const TraceMeta& meta, const TraceWriteOptions& options)
-      : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), meta_(meta), options_(options) {
+      : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), cleanup_(tmp_), meta_(meta), options_(options) {
     if (meta.layers < 1 || meta.layers > kMaxLayers || meta.top_k < 1 || meta.top_k > kMaxTopK ||
         int64_t{meta.layers} * meta.top_k > kMaxStepEntries) {
       throw_error("{}: cannot write layers {} x top_k {} (limits {} x {})", path, meta.layers, meta.top_k,
@@ -160,6 +161,7 @@ class NativeTraceWriter final : public TraceWriter {
   }
 
   std::string path_, tmp_;
+  InterruptCleanup cleanup_;  // removes tmp_ if the process is interrupted before finish() renames it
   TraceMeta meta_;
   TraceWriteOptions options_;
   std::ofstream out_;

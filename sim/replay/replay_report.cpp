@@ -99,7 +99,7 @@ std::string replay_csv(const ReplayResult& r) {
   return o;
 }
 
-StepCsvWriter::StepCsvWriter(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+StepCsvWriter::StepCsvWriter(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp"), cleanup_(tmp_) {
   out_.open(tmp_, std::ios::binary | std::ios::trunc);
   if (!out_) throw_error("replay: cannot write {} (--per-step-csv; is the directory there and writable?)", tmp_);
   out_ << "policy,buffer_size,request,layer,step,seq_len,selected,hits,newest_hits,misses,h2d_bytes\n";

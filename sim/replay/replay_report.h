@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/interrupt_cleanup.h"
 #include "sim/replay/replay_engine.h"
 
 namespace hisparse::sim {
@@ -36,6 +37,7 @@ class StepCsvWriter {
  private:
   std::string path_;
   std::string tmp_;
+  InterruptCleanup cleanup_;  // removes tmp_ if the process is interrupted before finish()
   std::ofstream out_;
   bool finished_ = false;
 };

@@ -77,3 +77,18 @@ TEST_CASE("trace convert: a JSON-lines or .npy name never silently receives the 
   CHECK(ok.status == 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("an interrupted trace gen leaves no temporary file behind") {
+  const fs::path dir = hisparse::test::scratch_dir("cli_interrupt");
+  const fs::path out = dir / "big.hstrace";
+  // Far more than a second of work; SIGTERM after a second (a background job of sh ignores SIGINT, so the test uses
+  // the other signal the handler covers).
+  const std::string cmd = "sh -c '" + cli() + " trace gen --preset default --requests 100000 --out " + out.string() +
+                          " > /dev/null 2>&1 & pid=$!; sleep 1; kill -TERM $pid; wait $pid; exit 0'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  CHECK_FALSE(fs::exists(out));
+  int leftovers = 0;
+  for (const auto& e : fs::directory_iterator(dir)) leftovers += e.path().filename().string().find(".tmp") != std::string::npos;
+  CHECK(leftovers == 0);
+  fs::remove_all(dir);
+}
