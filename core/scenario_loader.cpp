@@ -176,13 +176,18 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
 std::vector<std::string> scenario_dirs() {
   std::vector<std::string> dirs;
   if (const char* env = std::getenv("HISPARSE_SCENARIO_DIR"); env && *env) dirs.emplace_back(env);
+  // The working directory's scenarios/ before the source tree the binary was built from: a user's own copy (or a
+  // checkout other than the build's) is what they are looking at.
+  dirs.emplace_back(fs::absolute("scenarios").string());
 #ifdef HISPARSE_SCENARIO_DIR
   dirs.emplace_back(HISPARSE_SCENARIO_DIR);
 #endif
   std::vector<std::string> existing;
   for (const auto& d : dirs) {
     std::error_code ec;
-    if (fs::is_directory(d, ec)) existing.push_back(d);
+    if (!fs::is_directory(d, ec)) continue;
+    const std::string canonical = fs::weakly_canonical(d, ec).string();
+    if (std::find(existing.begin(), existing.end(), canonical) == existing.end()) existing.push_back(canonical);
   }
   return existing;
 }

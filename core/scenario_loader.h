@@ -21,7 +21,8 @@ DeploymentSpec load_deployment_spec(const std::string& path);
 /// `name_or_path`: a deployment name (scenarios/deployments/<name>.yaml) or a path to a deployment YAML.
 Scenario load_scenario(const std::string& name_or_path);
 
-/// The scenario directories searched, in order (existing ones only).
+/// The scenario directories searched, in order (existing ones only, each once): $HISPARSE_SCENARIO_DIR, then
+/// ./scenarios of the working directory, then the scenarios/ of the source tree the binary was built from.
 std::vector<std::string> scenario_dirs();
 
 /// Names (file stems) of the YAML files in <first dir holding it>/<kind> ("deployments", "models", "hardware").

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/apps/cli_test_util.h"
@@ -90,5 +91,21 @@ TEST_CASE("an interrupted trace gen leaves no temporary file behind") {
   int leftovers = 0;
   for (const auto& e : fs::directory_iterator(dir)) leftovers += e.path().filename().string().find(".tmp") != std::string::npos;
   CHECK(leftovers == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("scenario names resolve in the working directory's scenarios/ before the build's source tree") {
+  const fs::path dir = hisparse::test::scratch_dir("cli_scenario_dir");
+  fs::create_directories(dir / "scenarios" / "deployments");
+  std::string yaml = slurp(fs::path(HISPARSE_SOURCE_DIR) / "scenarios" / "deployments" / "dsv32-8xh200-1tb.yaml");
+  yaml.replace(yaml.find("name: dsv32-8xh200-1tb"), std::string("name: dsv32-8xh200-1tb").size(), "name: my-node");
+  yaml.replace(yaml.find("host_to_device_ratio: 5"), std::string("host_to_device_ratio: 5").size(), "host_to_device_ratio: 3");
+  { std::ofstream(dir / "scenarios" / "deployments" / "my-node.yaml") << yaml; }
+  // Model and hardware are not in the working directory's copy: they come from the next directory searched.
+  const std::string cmd = "cd " + dir.string() + " && " + cli() + " info --scenario my-node > out.txt 2> err.txt";
+  CHECK(std::system(cmd.c_str()) == 0);
+  const std::string out = slurp(dir / "out.txt");
+  CHECK(out.find((dir / "scenarios" / "deployments" / "my-node.yaml").string()) != std::string::npos);
+  CHECK(out.find("host_to_device_ratio") != std::string::npos);
   fs::remove_all(dir);
 }
