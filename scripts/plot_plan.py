@@ -122,8 +122,12 @@ def plot_throughput(plan, out_dir):
                 frac = (x - lo) / (top - lo) if top > lo else 0
             left = frac > 0.5
             below = col == FULL  # full KV's label under its star, HiSparse's above: they never collide
-            ax.annotate(text, (x, y), textcoords="offset points", xytext=(-9 if left else 9, -8 if below else 6),
-                        ha="right" if left else "left", va="top" if below else "bottom", fontsize=8, color=col)
+            # Full KV's label goes right of its star (its own curve rises to the left, so it would cross it there);
+            # a boxed background keeps either label readable where it overlaps the other mode's curve.
+            right = below or not left
+            ax.annotate(text, (x, y), textcoords="offset points", xytext=(10 if right else -10, -14 if below else 10),
+                        ha="left" if right else "right", va="top" if below else "bottom", fontsize=8, color=col,
+                        bbox=dict(boxstyle="round,pad=0.2", fc="white", ec=col, lw=0.6, alpha=0.9), zorder=6)
         ymax = max([1.0] + [p["tokens_per_s"] for c in curves if c["seq_len"] == L for p in c["points"]])
         ax.set_ylim(0, ymax * 1.12)
         ax.set_title(f"seq_len {seq_name(L)}", fontsize=10)
