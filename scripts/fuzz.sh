@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# @brief Builds the fuzz flavour (clang, -DHISPARSE_FUZZ=ON) and runs each trace-reader fuzzer for a bounded time.
+# @brief Builds the fuzz flavour (clang, -DHISPARSE_FUZZ=ON) and runs each fuzzer (the trace readers, and replay end to end) for a bounded time.
 # Env: HISPARSE_FUZZ_TMP (scratch for inputs, default /dev/shm), HISPARSE_FUZZ_SECONDS (per target, default 60), HISPARSE_FUZZ_BUILD_DIR (default build/fuzz),
-#      HISPARSE_FUZZ_NO_BUILD=1 (use an existing build), HISPARSE_FUZZ_TARGETS (default "native npy jsonl").
+#      HISPARSE_FUZZ_NO_BUILD=1 (use an existing build), HISPARSE_FUZZ_TARGETS (default "native npy jsonl replay").
 # Prints executions and crashes per target; exits non-zero if any target crashed, leaked, hung or ran out of memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${HISPARSE_FUZZ_SECONDS:-60}
 build=${HISPARSE_FUZZ_BUILD_DIR:-build/fuzz}
-targets=${HISPARSE_FUZZ_TARGETS:-native npy jsonl}
+targets=${HISPARSE_FUZZ_TARGETS:-native npy jsonl replay}
 if [ -z "${HISPARSE_FUZZ_NO_BUILD:-}" ]; then
-  ./scripts/build.sh fuzz fuzz_native fuzz_npy fuzz_jsonl
+  ./scripts/build.sh fuzz fuzz_native fuzz_npy fuzz_jsonl fuzz_replay
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/hisparse_fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -47,7 +47,7 @@ Record parse_record(const JsonValue& v, const std::string& what) {
   r.request_id = int_field(v, "request_id", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), what);
   r.step_idx = int_field(v, "step_idx", 0, std::numeric_limits<int64_t>::max(), what);
   r.layer = static_cast<int32_t>(int_field(v, "layer_id", 0, kMaxLayers - 1, what));
-  r.seq_len = static_cast<int32_t>(int_field(v, "seq_len", 1, std::numeric_limits<int32_t>::max(), what));
+  r.seq_len = static_cast<int32_t>(int_field(v, "seq_len", 1, kMaxSeqLen, what));
   r.positions = v.find("selected_token_pos");
   if (!r.positions || r.positions->kind != JsonValue::Kind::kArray) {
     throw_error("{}: \"selected_token_pos\" must be an array", what);

@@ -16,6 +16,7 @@
 #include "traces/native_format.h"
 #include "traces/native_trace.h"
 #include "traces/step_validation.h"
+#include "traces/trace_limits.h"
 
 namespace hisparse::traces {
 namespace {
@@ -280,7 +281,9 @@ class NativeTraceSource final : public TraceSource {
     const int64_t rid = index_[req_].request_id;
     const auto step = static_cast<int64_t>(step_);
     const int64_t seq_len = prev_seq_len_ + unzigzag(reader_->varint());
-    if (seq_len < 1 || seq_len > std::numeric_limits<int32_t>::max()) throw_error("{}: seq_len {} out of range", where(path_, rid, step), seq_len);
+    if (seq_len < 1 || seq_len > kMaxSeqLen)
+      throw_error("{}: seq_len {} out of range 1..{} (above any real context length)", where(path_, rid, step), seq_len,
+                  kMaxSeqLen);
     prev_seq_len_ = seq_len;
     out.request_id = rid;
     out.step = step;

@@ -195,8 +195,9 @@ class NpyTraceSource final : public TraceSource {
     seq_lens_.resize(static_cast<size_t>(sh.elements()));
     for (size_t s = 0; s < seq_lens_.size(); ++s) {
       const int64_t v = read_element(raw.data() + s * sh.itemsize, sh.itemsize);
-      if (v < 1 || v > std::numeric_limits<int32_t>::max()) {
-        throw_error("{}: seq_len {} out of range 1..2^31-1", where(r.seq_lens, r.id, static_cast<int64_t>(s)), v);
+      if (v < 1 || v > kMaxSeqLen) {
+        throw_error("{}: seq_len {} out of range 1..{} (above any real context length)",
+                    where(r.seq_lens, r.id, static_cast<int64_t>(s)), v, kMaxSeqLen);
       }
       seq_lens_[s] = static_cast<int32_t>(v);
     }

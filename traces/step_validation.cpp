@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "traces/trace_limits.h"
 
 namespace hisparse::traces {
 
@@ -45,8 +46,9 @@ void validate_layer(const int32_t* list, int32_t width, int32_t top_k, int32_t s
 }
 
 void validate_step(const TraceMeta& meta, const StepRecord& rec, std::vector<int32_t>& scratch) {
-  if (rec.seq_len < 1) {
-    throw_error("{}: seq_len {} (expected >= 1)", where(meta.source, rec.request_id, rec.step), rec.seq_len);
+  if (rec.seq_len < 1 || rec.seq_len > kMaxSeqLen) {
+    throw_error("{}: seq_len {} (expected 1..{}, above any real context length)",
+                where(meta.source, rec.request_id, rec.step), rec.seq_len, kMaxSeqLen);
   }
   if (rec.positions.size() != static_cast<size_t>(meta.layers) * static_cast<size_t>(meta.top_k)) {
     throw_error("{}: {} positions, expected layers {} x top_k {}", where(meta.source, rec.request_id, rec.step),

@@ -168,13 +168,13 @@ void check_generator_options(const GeneratorOptions& o) {
   auto need = [](bool ok, const char* field, auto value, const char* expected) {
     if (!ok) throw_error("generator option {} = {} (expected {})", field, value, expected);
   };
-  need(o.requests >= 1, "requests", o.requests, ">= 1");
-  need(o.steps >= 1, "steps", o.steps, ">= 1");
+  need(o.requests >= 1 && o.requests <= kMaxGeneratedRequests, "requests", o.requests, "1..2^20");
+  need(o.steps >= 1 && o.steps <= kMaxGeneratedSteps, "steps", o.steps, "1..2^20");
   need(o.layers >= 1 && o.layers <= kMaxLayers, "layers", o.layers, "1..4096");
   need(o.top_k >= 1 && o.top_k <= kMaxTopK, "top_k", o.top_k, "1..2^20");
   need(int64_t{o.layers} * o.top_k <= kMaxStepEntries, "layers x top_k", int64_t{o.layers} * o.top_k, "<= 2^26");
-  need(o.prompt_len >= 1 && int64_t{o.prompt_len} + o.steps < (int64_t{1} << 31), "prompt_len", o.prompt_len,
-       ">= 1 with prompt_len + steps < 2^31");
+  need(o.prompt_len >= 1 && int64_t{o.prompt_len} + o.steps <= kMaxSeqLen, "prompt_len", o.prompt_len,
+       ">= 1 with prompt_len + steps <= 2^24 (the longest context a trace may hold)");
   need(o.overlap >= 0 && o.overlap <= 1, "overlap", o.overlap, "0..1");
   need(o.sinks >= 0, "sinks", o.sinks, ">= 0");
   need(o.recent_window >= 1, "recent_window", o.recent_window, ">= 1 (the newest token is always selected)");

@@ -8,5 +8,15 @@ namespace hisparse::traces {
 constexpr int32_t kMaxLayers = 4096;                // DeepSeek-V3.2 has 61
 constexpr int32_t kMaxTopK = 1 << 20;               // DeepSeek-V3.2 selects 2048
 constexpr int64_t kMaxStepEntries = int64_t{1} << 26;  // layers * top_k of one step record (256 MB as int32)
+// Context length: above any real model's (DeepSeek-V3.2: 163,840; the longest published contexts: 10M). Replay
+// scratch is indexed by position (8 bytes per position and worker), so this also bounds it: 128 MiB per worker.
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+constexpr int32_t kMaxSeqLen = 1 << 16;  // fuzzing: the same checks, at a size a million executions can afford
+#else
+constexpr int32_t kMaxSeqLen = 1 << 24;
+#endif
+// A generated trace's size: requests and steps per request (a larger trace is a typo, not a workload).
+constexpr int64_t kMaxGeneratedRequests = int64_t{1} << 20;
+constexpr int64_t kMaxGeneratedSteps = int64_t{1} << 20;
 
 }  // namespace hisparse::traces

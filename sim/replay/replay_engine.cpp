@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
+#include "traces/trace_limits.h"
 
 namespace hisparse::sim {
 
@@ -70,10 +71,14 @@ std::vector<Config> make_configs(const ReplayOptions& o, int32_t top_k) {
   if (o.row_bytes < 1) throw_error("replay: --row-bytes {} must be >= 1", o.row_bytes);
   for (int32_t H : o.buffer_sizes) {
     if (H < top_k) {
-      throw_error("replay: buffer size {} (--buffer-sizes) is smaller than the trace's top_k {}; SWAP_IN.md "
-                  "requires device_buffer_size >= top_k",
+      throw_error("replay: buffer size {} (--buffer-sizes) is smaller than the trace's top_k {}; the swap-in "
+                  "contract requires device_buffer_size >= top_k",
                   H, top_k);
     }
+    // Each (layer, configuration) state holds O(H) slots: a buffer beyond the longest context is a typo.
+    if (H > traces::kMaxSeqLen)
+      throw_error("replay: buffer size {} (--buffer-sizes) is larger than the longest context a trace may hold ({})",
+                  H, traces::kMaxSeqLen);
   }
   std::vector<Config> out;
   for (const auto& p : o.policies) {
@@ -164,6 +169,10 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
       }
       for (size_t j = 0; j < nb; ++j) {
         const auto& r = recs[j];
+        // Before any position-indexed scratch is sized by it (readers check this too; sources may be any).
+        if (r.seq_len < 1 || r.seq_len > traces::kMaxSeqLen)
+          throw_error("replay: trace {}: request {}, step {}: seq_len {} (expected 1..{})", meta.source, r.request_id,
+                      r.step, r.seq_len, traces::kMaxSeqLen);
         if (r.positions.size() != static_cast<size_t>(L) * K) {
           throw_error("replay: trace {}: request {}, step {} holds {} positions, expected layers x top_k = {} x {}",
                       meta.source, r.request_id, r.step, r.positions.size(), L, K);

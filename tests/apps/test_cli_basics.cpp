@@ -109,3 +109,23 @@ TEST_CASE("scenario names resolve in the working directory's scenarios/ before t
   CHECK(out.find("host_to_device_ratio") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("oversized requests get a clear error before anything is allocated") {
+  const fs::path dir = hisparse::test::scratch_dir("cli_sizes");
+  // One JSON-lines record claiming a 2^31 − 1 token context: refused by the reader, naming the field.
+  { std::ofstream(dir / "huge.jsonl") << R"({"request_id": 0, "step_idx": 0, "layer_id": 0, "seq_len": 2147483647, "selected_token_pos": [0, 5]})" << "\n"; }
+  const Run j = run("replay --trace " + (dir / "huge.jsonl").string() + " --buffer-sizes 2 --quiet", dir);
+  CHECK(j.status != 0);
+  CHECK(j.err.find("seq_len") != std::string::npos);
+  // A buffer beyond the longest context is a typo.
+  REQUIRE(run("trace gen --preset tiny --out " + (dir / "t.hstrace").string(), dir).status == 0);
+  const Run b = run("replay --trace " + (dir / "t.hstrace").string() + " --buffer-sizes 100000000 --quiet", dir);
+  CHECK(b.status != 0);
+  CHECK(b.err.find("--buffer-sizes: '100000000' is not an integer in [1, 16777216]") != std::string::npos);
+  // A generated trace of a billion requests is refused up front instead of running for days.
+  const Run g = run("trace gen --requests 1000000000 --out " + (dir / "g.hstrace").string(), dir);
+  CHECK(g.status != 0);
+  CHECK(g.err.find("requests = 1000000000") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "g.hstrace"));
+  fs::remove_all(dir);
+}
