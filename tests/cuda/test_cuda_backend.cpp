@@ -1,5 +1,6 @@
-// @brief CudaBackend against the CPU reference: SWAP_IN.md's worked examples, random batches in every copy mode,
-// gather and backup. Without a GPU (CI) each test says it is skipped and returns.
+// @brief CudaBackend against the CPU reference: the swap-in contract's worked examples step by step, invalid input
+// rejected with the state unchanged, and `hisparse validate` over 300 random cases per operation (swap-in, gather,
+// backup) plus a generated trace. Without a GPU the binary reports SKIPPED (tests/cuda/cuda_test_main.cpp).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
