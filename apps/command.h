@@ -15,7 +15,8 @@ struct Command {
   CommandFn run;
 };
 
-/// The explicit registration list (STYLE.md: no static self-registration). Defined in main.cpp.
+/// The registration list, explicit rather than static self-registration so every command is seen in one place.
+/// Defined in main.cpp.
 const std::vector<Command>& commands();
 
 // One declaration per subcommand file.

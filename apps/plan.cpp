@@ -1,6 +1,6 @@
-// @brief `hisparse plan --scenario S`: the capacity-planning report (CAPACITY.md) — full KV vs HiSparse per sequence
-// length, every SGLang pool size, the binding limit, throughput against batch size, and the buffer / ratio sweeps —
-// written as plan.json, plan.md, plan.html and PNG plots (scripts/plot_plan.py).
+// @brief `hisparse plan --scenario S`: the capacity-planning report (docs/capacity.md) — full KV vs HiSparse per
+// sequence length, every SGLang pool size, the binding limit, throughput against batch size, and the buffer / ratio
+// sweeps — written as plan.json, plan.md, plan.html and PNG plots (scripts/plot_plan.py).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>

@@ -69,7 +69,7 @@ enum class CopyMode {
 };
 const char* copy_mode_name(CopyMode mode);
 
-/// Which sparse-attention implementation a backend runs (NUMERICS.md: "two kinds of GPU kernel").
+/// Which sparse-attention implementation a backend runs (docs/numerics.md: "two kinds of GPU kernel").
 enum class AttentionVariant {
   kExact,  // the fixed fp32 order of core/numerics/online_softmax.h: identical bits on every backend
   kFast,   // the backend's fastest path (tensor cores on CUDA): within the stated tolerance only; the CPU
@@ -82,7 +82,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
 
-  /// Batched swap-in (SWAP_IN.md) for every row; executes the loads when host_pool/device_kv are given.
+  /// Batched swap-in (docs/swap_in.md) for every row; executes the loads when host_pool/device_kv are given.
   /// Rows with invalid input are left untouched, the others are processed; then the first invalid row's error
   /// is thrown (hisparse::Error naming request, layer, step and value).
   virtual void swap_in(const SwapInBatchView& batch, SwapInBatchResult& out) = 0;

@@ -1,5 +1,6 @@
-// @brief The memory arithmetic of a scenario (CAPACITY.md): per-token bytes, HBM budget, SGLang pool sizes, per-request
-// bytes — every figure carries the formula that produced it, so `hisparse info` and `hisparse plan` can print both.
+// @brief The memory arithmetic of a scenario (docs/capacity.md): per-token bytes, HBM budget, SGLang pool sizes,
+// per-request bytes — every figure carries the formula that produced it, so `hisparse info` and `hisparse plan` can
+// print both.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// @brief The data the swap-in contract (../shared/design/SWAP_IN.md) reads, changes and produces.
+// @brief The data the swap-in contract (docs/swap_in.md) reads, changes and produces.
 // Plain views (pointers + sizes) so the CPU reference, the CUDA kernels and the simulator share one layout.
 #pragma once
 

@@ -1,4 +1,4 @@
-// @brief CPU reference of the swap-in contract (SWAP_IN.md), written as the replay hot path: O(K + H) per step,
+// @brief CPU reference of the swap-in contract (docs/swap_in.md), written as the replay hot path: O(K + H) per step,
 // no allocation once warm, no hashing.
 #include "cpu_ref/swap_in.h"
 

@@ -1,4 +1,4 @@
-// @brief CPU reference of the swap-in contract (../shared/design/SWAP_IN.md): one request, one layer, one step.
+// @brief CPU reference of the swap-in contract (docs/swap_in.md): one request, one layer, one step.
 #pragma once
 
 #include <cstdint>

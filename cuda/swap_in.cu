@@ -1,4 +1,4 @@
-// @brief Batched swap-in kernel (SWAP_IN.md): one block per (request, layer) row; hit detection through a
+// @brief Batched swap-in kernel (docs/swap_in.md): one block per (request, layer) row; hit detection through a
 // shared-memory hash of the selected tokens, LRU walk, miss list, new LRU order, and optionally the miss copy.
 //
 // Phases of one block (each ends at a block barrier):

@@ -1,4 +1,4 @@
-// @brief Swap-in (SWAP_IN.md) with a thread-block cluster of C blocks per row (default 8): the one-block kernel is
+// @brief Swap-in (docs/swap_in.md) with a thread-block cluster of C blocks per row (default 8): the one-block kernel is
 // bound by the instruction/latency chain of a single SM at small batches, so the LRU walk, the new-LRU write and the
 // miss copy are split over C SMs. Results equal the one-block kernel's (and cpu_ref's) bit for bit.
 //

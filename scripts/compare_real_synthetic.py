@@ -11,7 +11,7 @@
   replay-diff --real replay.json --synth replay.json... --labels A,B --out JSON [--png FILE]
                                            synthetic minus real, from `hisparse replay --out` results
 
-Hit rate = (hits + newest hits) / selected, summed over requests and layers (SWAP_IN.md counters).
+Hit rate = (hits + newest hits) / selected, summed over requests and layers (docs/swap_in.md counters).
 """
 
 import argparse

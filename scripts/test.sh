@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+echo "== documentation links" >&2
+/usr/bin/python3 scripts/check_links.py
 echo "== release build + tests" >&2
 ./scripts/build.sh release
 ctest --test-dir build/release --output-on-failure -j2

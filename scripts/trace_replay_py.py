@@ -1,6 +1,6 @@
 #!/usr/bin/env -S /usr/bin/python3
-# @brief Python cross-check of the swap-in replay (SWAP_IN.md) and trace statistics, numpy only.
-"""Independent Python implementation of the per-(request, layer) buffer policies of SWAP_IN.md, used to
+# @brief Python cross-check of the swap-in replay (docs/swap_in.md) and trace statistics, numpy only.
+"""Independent Python implementation of the per-(request, layer) buffer policies of docs/swap_in.md, used to
 cross-check `hisparse replay` and to fit synthetic traces quickly.
 
 Policies: sglang-lru (the contract: EVICTABLE[M:] ++ loaded-in-miss-order ++ HITS), belady (evict the

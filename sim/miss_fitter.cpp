@@ -143,7 +143,7 @@ MissTraceInfo replay_into_fitter(MissFitter& fitter, const std::string& trace_pa
     for (size_t i = 0; i < buffer_sizes.size(); ++i) configs.push_back({p, buffer_sizes[i], h_over_k[i]});
   for (int32_t H : buffer_sizes)
     if (H < meta.top_k)
-      throw_error("trace {}: buffer size {} is below the trace's top_k {} (SWAP_IN.md needs H >= K)", trace_path, H,
+      throw_error("trace {}: buffer size {} is below the trace's top_k {} (docs/swap_in.md: H >= K)", trace_path, H,
                   meta.top_k);
   fitter.begin_trace(meta.top_k, configs);
   ReplayOptions opt;

@@ -119,7 +119,7 @@ inline constexpr int kRatioDigits = 4;
 
 /// Statistical-model parameters for `scenario` (layers, K, H from it): the steady curve and the warm-up fraction of
 /// `surface` at the scenario's H/K, W = ceil(H/K) warm-up steps; the first step after an empty start misses every
-/// non-newest selection (SWAP_IN.md: the buffer holds nothing).
+/// non-newest selection (docs/swap_in.md: the buffer holds nothing).
 StatisticalMissParams miss_params_from_surface(const Scenario& scenario, const MissSurface& surface,
                                                const std::string& policy);
 

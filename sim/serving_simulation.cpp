@@ -414,7 +414,7 @@ class Engine final : public EventHandler, public FlowListener {
         g.misses += m.misses;
         o.selected += m.selected;
         o.misses += m.misses;
-        // The previous step's token is backed up at the start of every step but the first (SWAP_IN.md).
+        // The previous step's token is backed up at the start of every step but the first (docs/swap_in.md).
         if (rt.step > 0) g.backup_bytes += static_cast<double>(kv_layers_) * row_;
       } else {
         const int64_t sel = static_cast<int64_t>(std::min(rt.n, K_)) * cost_.layers();

@@ -2,7 +2,7 @@
 // decode node, and decode step by step on data-parallel GPUs in lockstep (expert all-to-all), in full-KV or
 // HiSparse mode — one engine, one switch.
 //
-// Granularity (chosen for speed, see COST_MODEL.md): a decode step is a handful of events per GPU, not per
+// Granularity (chosen for speed, see docs/cost_model.md): a decode step is a handful of events per GPU, not per
 // layer. Per GPU: [indexer + top-k + hit detection of all layers] → [host→device copy of all layers' misses,
 // one flow on the shared links] → [attention of all layers] → barrier over the instance's GPUs → [MoE, all-to-all,
 // LM head of all layers] → step end. Exact for one GPU on an uncontended link in `none` mode; under contention

@@ -1,4 +1,4 @@
-// @brief Validation of step records shared by all readers (TRACES.md, hostile input).
+// @brief Validation of step records shared by all readers (docs/traces.md, hostile input).
 #include "traces/step_validation.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// @brief The top-k trace contract (notes/trace_api.md): one streaming record per (request, step), any format.
+// @brief The top-k trace contract (docs/traces.md): one streaming record per (request, step), any format.
 #pragma once
 
 #include <cstddef>

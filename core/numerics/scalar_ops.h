@@ -1,6 +1,6 @@
 // @brief The scalar operations both backends use: explicit fma, max, rint, and our own exp2/log2.
 //
-// Floating-point policy (NUMERICS.md):
+// Floating-point policy (docs/numerics.md):
 // - Flush-to-zero is OFF on both sides (host: no -ffast-math; device: -ftz=false). hs_exp2 never produces a
 //   subnormal (results below 2^-126 are defined to be +0), so the policy matters only for the dot products,
 //   which are IEEE fma chains on both sides and handle subnormals identically.

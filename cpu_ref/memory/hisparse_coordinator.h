@@ -36,7 +36,7 @@ struct DecodePlan {
 
 /// Per request slot: the device buffer of HiSparse as SGLang manages it. While seq_len <= H the buffer grows page
 /// by page (capacity min(ceil(n / page) × page, H)); once it would reach H it takes H + page slots, slot H being
-/// the reserved newest-token slot (../shared/design/SWAP_IN.md). Requests are identified by their request slot,
+/// the reserved newest-token slot (docs/swap_in.md). Requests are identified by their request slot,
 /// which is also the owner of every index they hold in every pool.
 ///
 /// Lifecycle: add_request → extend (colocated prefill, possibly chunked) → admit_staged, or add_request →

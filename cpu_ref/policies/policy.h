@@ -38,7 +38,7 @@ class SwapInPolicy {
   virtual const char* name() const = 0;
 
   /// Allocates H slots (plus the implicit reserved slot H) in the given initial state. An `empty` request whose
-  /// first step has n <= H was admitted short and preloaded host->device (SWAP_IN.md), so it starts as
+  /// first step has n <= H was admitted short and preloaded host->device (docs/swap_in.md), so it starts as
   /// `identity` instead; step() makes that switch on the first step.
   void reset(int32_t H, InitialState initial) {
     initial_ = initial;

@@ -7,7 +7,7 @@ namespace hisparse::cpu_ref {
 
 const std::vector<PolicyEntry>& policy_registry() {
   static const std::vector<PolicyEntry> list = {
-      {"sglang-lru", "the contract (SWAP_IN.md): LRU, misses take the least recently used slots",
+      {"sglang-lru", "the contract (docs/swap_in.md): LRU, misses take the least recently used slots",
        make_sglang_lru_policy},
       {"belady", "offline optimum: evict the slot whose token is next used furthest in the future", make_belady_policy},
       {"topk-only", "the buffer keeps only the previous step's top-k, no older history", make_topk_only_policy},

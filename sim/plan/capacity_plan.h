@@ -1,7 +1,7 @@
 // @brief CapacityPlan: for each sequence length, full-KV vs HiSparse — HBM and host memory per request, the largest
 // number of concurrent decode requests under each limit (HBM, pools, host DRAM, PCIe within the TPOT SLO, the SLO
 // itself), which limit binds, throughput against batch size, and sweeps of device_buffer_size and
-// host_to_device_ratio (CAPACITY.md). Pure computation: apps/plan.cpp reads options and writes the reports.
+// host_to_device_ratio (docs/capacity.md). Pure computation: apps/plan.cpp reads options and writes the reports.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 //
 // The planner asks thousands of "what if B requests of n tokens decode together?" questions; running the
 // discrete-event engine for each would be slow and noisy, so this is the engine's step in closed form for a
-// homogeneous batch: equal on one GPU with an uncontended link in `none` mode (tests/sim/test_plan_step.cpp),
+// homogeneous batch: equal on one GPU with an uncontended link in `none` mode (tests/sim/test_plan_limits.cpp),
 // and with every GPU of a NUMA node drawing its fair share of host-memory bandwidth.
 #pragma once
 

@@ -1,4 +1,4 @@
-// @brief A literal, slow transcription of SWAP_IN.md (std::set, fresh vectors) that the fast reference is
+// @brief A literal, slow transcription of docs/swap_in.md (std::set, fresh vectors) that the fast reference is
 // compared with on random steps. Test-only.
 #pragma once
 

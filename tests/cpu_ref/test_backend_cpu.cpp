@@ -1,4 +1,4 @@
-// @brief CpuBackend: the batched interface over the single-row reference (SWAP_IN.md worked examples, padded
+// @brief CpuBackend: the batched interface over the single-row reference (docs/swap_in.md worked examples, padded
 // rows, copies, error reporting after all rows ran).
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@
 
 using namespace hisparse;
 
-TEST_CASE("CpuBackend swap_in: SWAP_IN.md examples in one batch, a padded row untouched, loads copied") {
+TEST_CASE("CpuBackend swap_in: docs/swap_in.md examples in one batch, a padded row untouched, loads copied") {
   // Row 0: slot_token [1,4,2,5], n = 8, T = [4,6,7] -> slots [1,0,4], lru [2,3,0,1], one load token 6 -> slot 0.
   // Row 1: padded (n = 0): nothing changes, outputs -1.
   // Row 2: fast path n = 3, T = [2,0,1] -> slots [2,0,1].

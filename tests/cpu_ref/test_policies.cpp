@@ -93,7 +93,7 @@ Totals run_policy(const std::string& name, const RandomTrace& tr, int32_t H, Ini
     const int32_t n = tr.ns[j];
     std::vector<int32_t> before(p->slot_token(), p->slot_token() + H);
     if (j == 0 && n <= H) {
-      for (int32_t s = 0; s < H; ++s) before[s] = s;  // admitted short: preloaded, identity (SWAP_IN.md)
+      for (int32_t s = 0; s < H; ++s) before[s] = s;  // admitted short: preloaded, identity (docs/swap_in.md)
     }
     StepInput in{T.data(), static_cast<int32_t>(T.size()), n, tr.top_k, nullptr, 100};
     p->step(in, {1, 2, static_cast<int64_t>(j)}, plan, scratch);

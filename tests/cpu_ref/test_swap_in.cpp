@@ -1,4 +1,4 @@
-// @brief Golden examples of SWAP_IN.md, the fast/slow path switch, errors, and a random comparison against a
+// @brief Golden examples of docs/swap_in.md, the fast/slow path switch, errors, and a random comparison against a
 // literal transcription of the contract.
 #include <doctest/doctest.h>
 

@@ -47,7 +47,7 @@ struct Batch {
 
 }  // namespace
 
-TEST_CASE("cuda swap_in: SWAP_IN.md worked examples, step by step") {
+TEST_CASE("cuda swap_in: docs/swap_in.md worked examples, step by step") {
   if (!gpu_or_skip()) return;
   cuda::CudaBackend gpu;
   Batch b{1, 4, 3, {1, 4, 2, 5}, {0, 1, 2, 3}, {4, 2, 7}, {8}, std::vector<uint8_t>(16 * 16), std::vector<uint8_t>(5 * 16)};

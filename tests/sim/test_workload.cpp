@@ -72,7 +72,7 @@ TEST_CASE("the generator is seeded and deterministic") {
 }
 
 TEST_CASE("bundled workload YAMLs read the real traces") {
-  // The real traces ship in scenarios/data/workloads (a verbatim copy of ../shared/data/workloads).
+  // The real traces ship in scenarios/data/workloads (verbatim, sources and licences in its README.md).
   const Workload m = load_workload(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/workloads/mooncake_conversation.yaml");
   // Expected: one request per data row (Mooncake: 12,031 lines).
   CHECK(m.requests.size() == 12031);
