@@ -69,6 +69,17 @@ record validate $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate.log" | 
 step validate_trace2 40 "$cli" validate --backend cuda --cases 0 --seed 2 --trace gen:low-overlap:shuffle:empty \
   --only swap-in-trace
 record "validate trace 2" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate_trace2.log" | tail -1)"
+# Every kernel variant a knob can select is validated too, not only the defaults (the random cases draw batches up
+# to 72, so each variant meets both small and large batches).
+vvcases=$((vcases / 4))
+for variant in "HISPARSE_SWAP_IN_CLUSTER=0" "HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH=-1" "HISPARSE_SWAP_IN_LARGE=1" \
+               "HISPARSE_SWAP_IN_CLUSTER=4" "HISPARSE_SWAP_IN_PDL=0" "HISPARSE_GATHER_KERNEL=flat HISPARSE_BACKUP_KERNEL=flat" \
+               "HISPARSE_GATHER_KERNEL=tma HISPARSE_BACKUP_KERNEL=tma"; do
+  name="validate_$(echo "$variant" | tr -c 'A-Za-z0-9\n' '_' | sed 's/HISPARSE_//g')"
+  step "$name" 120 env $variant "$cli" validate --backend cuda --cases "$vvcases" --seed 21 --trace gen:tiny \
+    --only swap-in swap-in-trace gather backup
+  record "validate $variant" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/$name.log" | tail -1)"
+done
 
 iters=20; [ $quick -eq 1 ] && iters=5
 step bench 150 "$cli" bench all --iters $iters --csv "$out/bench.csv"
