@@ -20,11 +20,14 @@ namespace {
 
 /// Input regimes of the tolerance table. FlashMLA's bar (out 1e-3 + 2.01/128 rel, lse 1e-6 + 8.01/65536 rel) is
 /// stated for its test distribution (unit-scale q and kv, sm_scale ~ 1/sqrt(d)): the "standard" regime, where the
-/// fast kernel must meet it. Elsewhere (huge or tiny magnitudes, very sharp softmaxes, mixed magnitudes) fp32
-/// scores computed in another order differ by more than the bar allows, so the table reports the measured error
-/// without a pass/fail claim.
+/// fast kernel must meet it outright. Elsewhere (huge or tiny magnitudes, very sharp softmaxes, mixed magnitudes, and
+/// ill-conditioned cases where even exact fp32 misses the bar) fp32 scores computed in another order can differ by
+/// more than the fixed bar, so there every regime's pass/fail rule is relative: each element's error against float64
+/// at most kFastFactor × the exact kernel's own error plus the bar (cpu_ref::compare_relative); NaN, a spurious
+/// infinity or a sign flip always fails.
 constexpr const char* kRegimes[] = {"standard", "sharp", "huge", "tiny", "mixed"};
 constexpr int kRegimeCount = 5;
+constexpr double kFastFactor = 4.0;
 
 struct AttentionCase {
   int regime = 0;
@@ -102,6 +105,7 @@ struct CaseResult {
   int64_t values = 0;
   cpu_ref::ToleranceStats out_f64, lse_f64, out_exact, lse_exact;  // fast kernel vs float64 / vs exact kernel
   cpu_ref::ToleranceStats ex_out_f64, ex_lse_f64;                  // exact kernel vs float64 (for the table)
+  cpu_ref::RelativeStats rel_out, rel_lse;                         // the every-regime rule (kFastFactor)
 };
 
 std::string first_tol_failure(const char* what, const cpu_ref::ToleranceStats& st, const std::vector<double>& got,
@@ -152,7 +156,19 @@ CaseResult run_case(const AttentionCase& c, Backend& ref, Backend& dut) {
   // A case where exact fp32 arithmetic already misses the float64 tolerance (scores that cancel to far below their
   // terms) cannot hold any fp32 kernel to it: it is counted, and the fast kernel's tolerance is not applied.
   r.ill_conditioned = r.ex_out_f64.failures > 0 || r.ex_lse_f64.failures > 0;
-  if (r.ill_conditioned) return r;
+  r.rel_out = cpu_ref::compare_relative(fo, eo, o64, cpu_ref::kAttentionOutTol, kFastFactor);
+  r.rel_lse = cpu_ref::compare_relative(fl, el, l64, cpu_ref::kAttentionLseTol, kFastFactor);
+  for (const auto* st : {&r.rel_out, &r.rel_lse}) {
+    if (st->failures == 0 || !r.fast_failure.empty()) continue;
+    const bool out = st == &r.rel_out;
+    const size_t i = size_t(st->first_failure);
+    r.fast_failure = fmt::format("fast {}[{}]: got {}, float64 {}, exact kernel {}: outside {} x the exact kernel's "
+                                 "error + the bar ({} failures: {} NaN/Inf, {} sign flips)",
+                                 out ? "out" : "lse", i, out ? fo[i] : fl[i], out ? o64[i] : l64[i], out ? eo[i] : el[i],
+                                 kFastFactor, st->failures, st->nan_inf, st->sign_flips);
+  }
+  // The standard regime also holds the fixed bar outright (unless exact fp32 itself cannot).
+  if (r.ill_conditioned || r.regime != 0) return r;
   for (auto s : {first_tol_failure("out vs float64", r.out_f64, fo, o64), first_tol_failure("lse vs float64", r.lse_f64, fl, l64),
                  first_tol_failure("out vs exact", r.out_exact, fo, eo), first_tol_failure("lse vs exact", r.lse_exact, fl, el)})
     if (r.fast_failure.empty() && !s.empty()) r.fast_failure = s;
@@ -187,7 +203,8 @@ void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out) 
     });
   for (auto& t : pool) t.join();
   cpu_ref::ToleranceStats of[kRegimeCount], lf[kRegimeCount], oe[kRegimeCount], le[kRegimeCount], xo, xl;
-  int64_t ill = 0, regime_cases[kRegimeCount] = {};
+  cpu_ref::RelativeStats ro[kRegimeCount], rl[kRegimeCount];
+  int64_t ill = 0, regime_cases[kRegimeCount] = {}, all_cases[kRegimeCount] = {}, passed[kRegimeCount] = {};
   for (int64_t i = 0; i < n; ++i) {
     const int64_t index = ctx.options.start_case + i;
     const uint64_t seed = case_seed(ctx.options.seed, "attention", index);
@@ -204,7 +221,11 @@ void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out) 
       continue;
     }
     if (!r.exact_failure.empty()) ce.fail(r.exact_failure);
-    if (!r.fast_failure.empty() && r.regime == 0) cf.fail(r.fast_failure);
+    if (!r.fast_failure.empty()) cf.fail(r.fast_failure);
+    ++all_cases[r.regime];
+    passed[r.regime] += r.fast_failure.empty();
+    ro[r.regime].merge(r.rel_out);
+    rl[r.regime].merge(r.rel_lse);
     xo.merge(r.ex_out_f64);
     xl.merge(r.ex_lse_f64);
     if (r.ill_conditioned) {
@@ -217,12 +238,21 @@ void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out) 
     oe[r.regime].merge(r.out_exact);
     le[r.regime].merge(r.lse_exact);
   }
+  fmt::print("\nfast attention pass/fail per regime (every case, ill-conditioned ones included): each element within "
+             "{} x the exact kernel's error against float64 + the fixed bar; NaN, a spurious infinity or a sign flip "
+             "fails; the standard regime also holds the fixed bar outright:\n", kFastFactor);
+  fmt::print("  {:<10} {:>7} {:>8} {:>10} {:>9} {:>11} {:>16} {:>16}\n", "regime", "cases", "passed", "pass share",
+             "NaN/Inf", "sign flips", "worst out ratio", "worst lse ratio");
+  for (int g = 0; g < kRegimeCount; ++g)
+    fmt::print("  {:<10} {:>7} {:>8} {:>9.2f}% {:>9} {:>11} {:>16.3f} {:>16.3f}\n", kRegimes[g], all_cases[g], passed[g],
+               all_cases[g] ? 100.0 * double(passed[g]) / double(all_cases[g]) : 100.0, ro[g].nan_inf + rl[g].nan_inf,
+               ro[g].sign_flips + rl[g].sign_flips, ro[g].worst_ratio, rl[g].worst_ratio);
   fmt::print("\nattention tolerance table ({} cases; pass when |got-ref| <= abs + rel*|ref|; NaN always fails;\n"
              "  these are tolerance checks, not bit-exactness):\n", n);
   fmt::print("  {:<52} {:<18} {:>11} {:>9} {:>6} {:>10} {:>10}\n", "comparison [regime]", "tolerance (abs, rel)", "elements",
              "outside", "NaN", "max abs", "max rel");
   for (int g = 0; g < kRegimeCount; ++g) {
-    const std::string tag = fmt::format("[{} {} cases{}]", kRegimes[g], regime_cases[g], g == 0 ? ", pass/fail" : ", info");
+    const std::string tag = fmt::format("[{} {} cases{}]", kRegimes[g], regime_cases[g], g == 0 ? ", fixed bar" : ", info");
     print_tolerance_row(("fast out vs float64 " + tag).c_str(), "1e-3, 2.01/128", of[g]);
     print_tolerance_row(("fast lse vs float64 " + tag).c_str(), "1e-6, 8.01/65536", lf[g]);
     print_tolerance_row(("fast out vs exact   " + tag).c_str(), "1e-3, 2.01/128", oe[g]);

@@ -1,6 +1,7 @@
 // @brief Bit and tolerance comparisons for tests and `hisparse validate`.
 #include "cpu_ref/sparse_attention_compare.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -39,6 +40,47 @@ ToleranceStats compare_values(const std::vector<double>& got, const std::vector<
     }
   }
   return st;
+}
+
+RelativeStats compare_relative(const std::vector<double>& fast, const std::vector<double>& exact,
+                               const std::vector<double>& ref, Tolerance tol, double factor) {
+  RelativeStats st;
+  st.elements = int64_t(fast.size());
+  for (size_t i = 0; i < fast.size(); ++i) {
+    const double f = fast[i], e = exact[i], r = ref[i];
+    bool ok = true;
+    if (std::isnan(f) || (std::isinf(f) && f != r)) {
+      ++st.nan_inf;
+      ok = false;
+    } else if (std::isinf(r) || std::isnan(r)) {
+      ok = f == r;
+    } else {
+      const double bar = tol.abs_tol + tol.rel_tol * std::fabs(r);
+      const double err = std::fabs(f - r);
+      const double allowed = factor * std::fabs(e - r) + bar;
+      st.worst_ratio = std::max(st.worst_ratio, err / (std::fabs(e - r) + bar));
+      if (std::fabs(r) > bar && std::signbit(f) != std::signbit(r)) {
+        ++st.sign_flips;
+        ok = false;
+      } else {
+        ok = err <= allowed;
+      }
+    }
+    if (!ok) {
+      if (st.first_failure < 0) st.first_failure = int64_t(i);
+      ++st.failures;
+    }
+  }
+  return st;
+}
+
+void RelativeStats::merge(const RelativeStats& o) {
+  if (first_failure < 0 && o.first_failure >= 0) first_failure = elements + o.first_failure;
+  elements += o.elements;
+  failures += o.failures;
+  nan_inf += o.nan_inf;
+  sign_flips += o.sign_flips;
+  worst_ratio = std::max(worst_ratio, o.worst_ratio);
 }
 
 std::vector<double> bf16_to_double(const num::Bf16Bits* v, int64_t n) {

@@ -32,6 +32,22 @@ struct ToleranceStats {
 /// -inf == -inf counts as exact (the all-skipped convention); any other infinity must match exactly too.
 ToleranceStats compare_values(const std::vector<double>& got, const std::vector<double>& ref, Tolerance tol);
 
+/// The fast kernel's bar in every input regime: per element, |fast − ref| <= factor × |exact − ref| + abs_tol +
+/// rel_tol × |ref| — no worse than `factor` times the exact kernel's own error against float64, with the fixed bar
+/// as a floor (where the exact kernel is exact). Always a failure: NaN, an infinity the reference does not have, and
+/// a sign flip of an element the reference puts clearly away from zero (|ref| above the fixed bar).
+struct RelativeStats {
+  int64_t elements = 0;
+  int64_t failures = 0;      // all failures, the three kinds below included
+  int64_t nan_inf = 0;
+  int64_t sign_flips = 0;
+  int64_t first_failure = -1;
+  double worst_ratio = 0.0;  // max over finite elements of |fast − ref| / (|exact − ref| + fixed bar)
+  void merge(const RelativeStats& o);
+};
+RelativeStats compare_relative(const std::vector<double>& fast, const std::vector<double>& exact,
+                               const std::vector<double>& ref, Tolerance tol, double factor);
+
 std::vector<double> bf16_to_double(const num::Bf16Bits* v, int64_t n);
 std::vector<double> f32_to_double(const float* v, int64_t n);
 

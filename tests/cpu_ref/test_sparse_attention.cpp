@@ -106,3 +106,28 @@ TEST_CASE("attention compare: NaN never passes") {
   const auto st = cpu_ref::compare_values({std::nan("")}, {std::nan("")}, cpu_ref::kAttentionOutTol);
   CHECK(st.failures == 1);
 }
+
+TEST_CASE("compare_relative: within factor × the exact kernel's error (bar as floor); NaN, spurious inf, sign flips fail") {
+  using cpu_ref::compare_relative;
+  const cpu_ref::Tolerance bar{1e-3, 0.0};
+  // ref 1.0: the exact kernel is off by 0.1, so the fast one may be off by 4 × 0.1 + 1e-3 = 0.401.
+  const std::vector<double> ref = {1.0, 1.0, 2.0, 0.5, -0.5, 0.0005};
+  const std::vector<double> exact = {1.1, 1.1, 2.0, 0.5, -0.5, 0.0005};
+  std::vector<double> fast = {1.4, 0.6005, 2.0009, 0.5, -0.5, -0.0004};
+  auto st = compare_relative(fast, exact, ref, bar, 4.0);
+  CHECK(st.failures == 0);  // element 5: |ref| 0.0005 <= bar, so its sign may flip
+  CHECK(st.worst_ratio == doctest::Approx(0.4 / 0.101));  // element 0: 0.4 against 0.1 + 1e-3
+  fast[1] = 0.598;  // 0.402 > 0.401
+  st = compare_relative(fast, exact, ref, bar, 4.0);
+  CHECK(st.failures == 1);
+  CHECK(st.first_failure == 1);
+  fast[1] = 1.0;
+  fast[3] = -0.5;  // a sign flip of an element clearly away from 0
+  fast[2] = std::nan("");
+  fast[4] = -INFINITY;
+  st = compare_relative(fast, exact, ref, bar, 4.0);
+  CHECK(st.sign_flips == 1);
+  CHECK(st.nan_inf == 2);
+  CHECK(st.failures == 3);
+  CHECK(st.first_failure == 2);
+}

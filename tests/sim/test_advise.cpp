@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
 
 #include "core/error.h"
 #include "core/hisparse_config.h"
@@ -102,9 +101,12 @@ TEST_CASE("advisor: the SGLang flags parse back to the recommended setting") {
   REQUIRE(a.best_hisparse >= 0);
   const Candidate& c = a.candidates[static_cast<size_t>(a.best_hisparse)];
   const std::string flags = sglang_flags(c, s);
-  std::smatch m;
-  REQUIRE(std::regex_search(flags, m, std::regex("--hisparse-config '([^']*)'")));
-  const HiSparseConfig cfg = HiSparseConfig::from_json(m[1].str());
+  const std::string key = "--hisparse-config '";
+  const size_t at = flags.find(key);
+  REQUIRE(at != std::string::npos);
+  const size_t from = at + key.size(), to = flags.find('\'', from);
+  REQUIRE(to != std::string::npos);
+  const HiSparseConfig cfg = HiSparseConfig::from_json(flags.substr(from, to - from));
   CHECK(cfg.top_k == s.deployment.hisparse.top_k);
   CHECK(cfg.device_buffer_size == c.buffer_size);
   CHECK(cfg.host_to_device_ratio == c.ratio);
