@@ -71,7 +71,7 @@ Case make_case(Rng& rng, SideState& start) {
       for (int32_t i = 0; i < c.H; ++i) st[i] = static_cast<int32_t>(rng.range(-1, 50));
       continue;
     }
-    const int kind = static_cast<int>(rng.below(3));
+    const int kind = static_cast<int>(rng.below(4));
     if (kind == 0) {  // identity: colocated prefill, or grown while decoding
       kinds += 'i';
       for (int32_t i = 0; i < c.H; ++i) st[i] = i;
@@ -156,7 +156,8 @@ void make_selection(Rng& rng, const Case& c, const int32_t* slot_token, int32_t 
   std::copy(row.begin(), row.end(), out);
 }
 
-/// Breaks one row's input (duplicate, out of range, or a miss with no host copy); returns what it did.
+/// Breaks one row's input (duplicate, out of range, a miss with no host copy, or a miss whose host copy lies outside
+/// the host pool); returns what it did. Both backends must leave that row untouched, process the others, then throw.
 std::string inject_invalid(Rng& rng, Case& c, const std::vector<int32_t>& n, std::vector<int32_t>& sel,
                            const int32_t* ref_slot_token) {
   std::vector<int32_t> rows;
@@ -165,7 +166,7 @@ std::string inject_invalid(Rng& rng, Case& c, const std::vector<int32_t>& n, std
   if (rows.empty()) return "";
   const int32_t b = rows[rng.below(rows.size())];
   int32_t* s = &sel[size_t(b) * c.K];
-  const int kind = static_cast<int>(rng.below(3));
+  const int kind = static_cast<int>(rng.below(4));
   if (kind == 0) {
     for (int32_t i = 0; i < c.K; ++i)
       if (s[i] >= 0 && c.K > 1) {
@@ -183,6 +184,10 @@ std::string inject_invalid(Rng& rng, Case& c, const std::vector<int32_t>& n, std
     if (std::find(ref_slot_token + size_t(b) * c.H, ref_slot_token + size_t(b + 1) * c.H, t) !=
         ref_slot_token + size_t(b + 1) * c.H)
       continue;
+    if (kind == 3) {
+      c.host_loc[size_t(b) * c.stride + t] = c.host_rows + static_cast<int64_t>(rng.below(4));
+      return fmt::format("host row outside the pool for token {} of row {}", t, b);
+    }
     c.host_loc[size_t(b) * c.stride + t] = -1;
     return fmt::format("no host copy for token {} of row {}", t, b);
   }
