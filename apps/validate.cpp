@@ -151,8 +151,16 @@ int run_validate(int argc, char** argv) {
     if (!opt.only.empty() && std::find(opt.only.begin(), opt.only.end(), op.name) == opt.only.end()) continue;
     const auto t0 = std::chrono::steady_clock::now();
     const size_t first = reports.size();
+    // Progress on stderr: the CPU reference side of a full run takes minutes (attention most of them).
+    fmt::print(stderr, "validate: {} ...\n", op.name);
     op.run(ctx, reports);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int64_t op_cases = 0, op_bad = 0;
+    for (size_t i = first; i < reports.size(); ++i) {
+      op_cases += reports[i].cases;
+      op_bad += reports[i].mismatched_cases;
+    }
+    fmt::print(stderr, "validate: {} done in {:.1f} s ({} cases, {} mismatches)\n", op.name, s, op_cases, op_bad);
     // The time of an operation is shared evenly among its variant rows (they interleave case by case).
     for (size_t i = first; i < reports.size(); ++i) reports[i].seconds = s / static_cast<double>(reports.size() - first);
   }

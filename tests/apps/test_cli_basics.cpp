@@ -53,7 +53,7 @@ TEST_CASE("hisparse --version and the help of every subcommand exit 0") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("validate without a GPU says how to run on the CPU") {
+TEST_CASE("validate without a GPU says how to run on the CPU, and the CPU run shows progress") {
   const fs::path dir = hisparse::test::scratch_dir("cli_validate");
   const Run r = run("validate --cases 1 --only swap-in", dir);
   // On a GPU machine this validates one case; without one it must fail with the way forward.
@@ -61,6 +61,11 @@ TEST_CASE("validate without a GPU says how to run on the CPU") {
     CHECK(r.err.find("--backend cpu") != std::string::npos);
     CHECK(r.err.find("(the default)") != std::string::npos);
   }
+  // The CPU run shows its progress per operation on stderr.
+  const Run cpu = run("validate --backend cpu --cases 2 --only swap-in indexer", dir);
+  CHECK(cpu.status == 0);
+  CHECK(cpu.err.find("validate: swap-in ...") != std::string::npos);
+  CHECK(cpu.err.find("validate: indexer done in") != std::string::npos);
   fs::remove_all(dir);
 }
 
