@@ -95,15 +95,8 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
   c.mode = mode;
   c.buffer_size = hs ? H : 0;
   c.ratio = hs ? ratio : 0;
-  const char* labels[] = {"max_running_requests cap", "HBM (device pool)", "logical pool (indexer keys, ratio)",
-                          "host pool", "host DRAM", "PCIe / host IO within the SLO", "TPOT SLO (step time)"};
-  for (size_t i = 0; i < limit_keys().size(); ++i)
-    c.limits.push_back(PlanLimit{limit_keys()[i], labels[i], -1, "does not apply"});
-  auto lim = [&](const std::string& key) -> PlanLimit& {
-    for (auto& l : c.limits)
-      if (l.key == key) return l;
-    throw_error("advise: unknown limit {}", key);
-  };
+  c.limits = unset_limits();
+  auto lim = [&](const std::string& key) -> PlanLimit& { return find_limit(c.limits, key); };
   lim("max_running_requests").formula = "chosen by the advisor (the recommended --max-running-requests)";
   const double paged = mix.expect([&](int64_t n) { return static_cast<double>(round_up_to_page(n, page)); });
   const double tokens = mix.mean_seq_len();

@@ -62,12 +62,8 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
   PlanRow r;
   r.seq_len = n;
   r.mode = mode;
-  for (size_t i = 0; i < limit_keys().size(); ++i) r.limits.push_back(PlanLimit{limit_keys()[i], kLabels[i], -1, "does not apply"});
-  auto lim = [&](const char* key) -> PlanLimit& {
-    for (auto& l : r.limits)
-      if (l.key == key) return l;
-    throw_error("plan: unknown limit {}", key);
-  };
+  r.limits = unset_limits();
+  auto lim = [&](const char* key) -> PlanLimit& { return find_limit(r.limits, key); };
   if (d.max_running_requests > 0) {
     lim("max_running_requests").per_rank = d.max_running_requests;
     lim("max_running_requests").formula = fmt::format("deployment max_running_requests = {}", d.max_running_requests);
@@ -240,6 +236,18 @@ const std::vector<std::string>& limit_keys() {
   static const std::vector<std::string> keys = {"max_running_requests", "hbm",  "logical_pool", "host_pool",
                                                 "host_dram",            "pcie", "slo"};
   return keys;
+}
+
+std::vector<PlanLimit> unset_limits() {
+  std::vector<PlanLimit> out;
+  for (size_t i = 0; i < limit_keys().size(); ++i) out.push_back(PlanLimit{limit_keys()[i], kLabels[i], -1, "does not apply"});
+  return out;
+}
+
+PlanLimit& find_limit(std::vector<PlanLimit>& limits, const std::string& key) {
+  for (auto& l : limits)
+    if (l.key == key) return l;
+  throw_error("plan: unknown limit {}", key);
 }
 
 const PlanLimit& binding_limit(const std::vector<PlanLimit>& limits) {

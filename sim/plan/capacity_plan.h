@@ -40,6 +40,10 @@ struct PlanLimit {
 /// The limit keys in tie-break order: when several limits are equal, the first one named here binds
 /// (a count cap before memory, memory before bandwidth, PCIe before the SLO it causes).
 const std::vector<std::string>& limit_keys();
+/// Every limit of limit_keys(), labelled, none applying yet (per_rank −1): what plan rows and advice start from.
+std::vector<PlanLimit> unset_limits();
+/// The limit named `key` in `limits` (throws naming it when absent).
+PlanLimit& find_limit(std::vector<PlanLimit>& limits, const std::string& key);
 /// The binding limit of `limits` (smallest per_rank among those that apply; ties by limit_keys order).
 const PlanLimit& binding_limit(const std::vector<PlanLimit>& limits);
 
