@@ -10,13 +10,14 @@
 #include "apps/bench_calibrate.h"
 #include "apps/command.h"
 #include "core/error.h"
-#include "cuda/bench.h"
+#include "bench/gpu/copy_bench.h"
+#include "cuda/kernel_config.h"
 #include "cuda/runtime.h"
 
 namespace hisparse::apps {
 namespace {
 
-void print_rows(const std::vector<cuda::BenchRow>& rows) {
+void print_rows(const std::vector<bench::BenchRow>& rows) {
   fmt::print("{:<14} {:<32} {:<12} {:>11} {:>9} {:>10} {:>7}  {:<20} {}\n", "op", "config", "mode", "median_us",
              "GB/s", "bulk GB/s", "ratio", "target", "verdict");
   for (const auto& r : rows) {
@@ -30,7 +31,7 @@ void print_rows(const std::vector<cuda::BenchRow>& rows) {
 
 }  // namespace
 
-void write_bench_csv(const std::string& path, const std::string& device, const std::vector<cuda::BenchRow>& rows) {
+void write_bench_csv(const std::string& path, const std::string& device, const std::vector<bench::BenchRow>& rows) {
   std::ostringstream os;
   os << "device,op,config,mode,median_us,bytes,gbps,ceiling_gbps,batch,miss_rate,rows,target,verdict\n";
   for (const auto& r : rows)
@@ -52,8 +53,9 @@ int run_bench(int argc, char** argv) {
     return run_bench_ops(argc, argv);  // apps/bench_attention.cpp
   namespace po = boost::program_options;
   std::string what = "all", csv;
-  cuda::BenchOptions opt;
-  bool no_sweep = false, calibrate = false;
+  bench::BenchOptions opt;
+  bool no_sweep = false, no_copy_engine = false, calibrate = false;
+  std::string kernels = "default";
   CalibrateOptions cal;
   po::options_description desc(
       "hisparse bench swap-in|gather|backup|all: the copy kernels vs bulk cudaMemcpy.\n"
@@ -63,6 +65,8 @@ int run_bench(int argc, char** argv) {
       "iters", po::value(&opt.iters)->default_value(30), "timed repetitions per configuration (median)")(
       "seed", po::value(&opt.seed)->default_value(1), "seed of the random rows and states")(
       "no-sweep", po::bool_switch(&no_sweep), "swap-in: skip the batch x miss-rate sweep")(
+      "no-copy-engine", po::bool_switch(&no_copy_engine), "gather/backup: skip the copy-engine rows (a memcpy per row)")(
+      "kernel-config", po::value(&kernels)->default_value(kernels), "kernel variants timed, key=value,... (below)")(
       "csv", po::value(&csv), "also write every row to this CSV file")(
       "calibrate", po::bool_switch(&calibrate), "run the calibration sweep and write a calibration YAML for the simulator")(
       "out", po::value(&cal.out), "calibrate: the calibration YAML (default calibration-<device>-<date>.yaml)")(
@@ -84,11 +88,14 @@ int run_bench(int argc, char** argv) {
   if (vm.count("help")) {
     std::ostringstream os;
     os << desc;
-    fmt::print("{}", os.str());
+    fmt::print("{}--kernel-config keys (docs/kernels.md):\n{}", os.str(), cuda::kernel_config_help());
     return 0;
   }
   po::notify(vm);
   if (opt.iters < 1) throw_error("--iters {}: expected >= 1", opt.iters);
+  cuda::reject_retired_kernel_env();
+  opt.kernels = cuda::parse_kernel_config(kernels);
+  opt.copy_engine = !no_copy_engine;
   if (calibrate) {
     if (vm.count("what")) throw_error("bench --calibrate runs its own set of benchmarks; drop '{}'", what);
     cal.bench = opt;
@@ -105,16 +112,16 @@ int run_bench(int argc, char** argv) {
   if (!cuda::cuda_available(&why)) throw_error("bench needs a CUDA device: {}", why);
   const std::string device = cuda::device_name();
   fmt::print("bench on {} (1152-byte rows, medians of {} repetitions, ceilings = bulk pinned cudaMemcpy of the same "
-             "bytes in this run)\n",
-             device, opt.iters);
-  std::vector<cuda::BenchRow> rows;
-  auto add = [&](std::vector<cuda::BenchRow> r) {
+             "bytes in this run; --kernel-config {})\n",
+             device, opt.iters, cuda::to_spec(opt.kernels));
+  std::vector<bench::BenchRow> rows;
+  auto add = [&](std::vector<bench::BenchRow> r) {
     print_rows(r);
     rows.insert(rows.end(), r.begin(), r.end());
   };
-  if (what == "swap-in" || what == "all") add(cuda::bench_swap_in(opt));
-  if (what == "gather" || what == "all") add(cuda::bench_gather(opt));
-  if (what == "backup" || what == "all") add(cuda::bench_backup(opt));
+  if (what == "swap-in" || what == "all") add(bench::bench_swap_in(opt));
+  if (what == "gather" || what == "all") add(bench::bench_gather(opt));
+  if (what == "backup" || what == "all") add(bench::bench_backup(opt));
   if (!csv.empty()) write_bench_csv(csv, device, rows);
   int missed = 0;
   for (const auto& r : rows) missed += r.verdict == "MISS";

@@ -7,7 +7,8 @@
 
 #include "apps/command.h"
 #include "core/error.h"
-#include "cuda/bench_ops.h"
+#include "bench/gpu/op_bench.h"
+#include "cuda/kernel_config.h"
 #include "cuda/runtime.h"
 #include "cuda/sparse_attention.h"
 
@@ -16,11 +17,13 @@ namespace hisparse::apps {
 int run_bench_ops(int argc, char** argv) {
   namespace po = boost::program_options;
   std::string what;
-  cuda::OpBenchOptions opt;
+  bench::OpBenchOptions opt;
+  std::string kernels = "default";
   po::options_description desc("hisparse bench attention|topk: attention kernels and top-k on the GPU. Options");
   desc.add_options()("help,h", "this help")("what", po::value(&what), "attention | topk")(
       "iters", po::value(&opt.iters)->default_value(20), "timed repetitions (median)")(
-      "seed", po::value(&opt.seed)->default_value(1), "seed of the random inputs");
+      "seed", po::value(&opt.seed)->default_value(1), "seed of the random inputs")(
+      "kernel-config", po::value(&kernels)->default_value(kernels), "kernel variants timed (topk.* keys; docs/kernels.md)");
   po::positional_options_description pos;
   pos.add("what", 1);
   po::variables_map vm;
@@ -32,14 +35,16 @@ int run_bench_ops(int argc, char** argv) {
     return 0;
   }
   po::notify(vm);
+  cuda::reject_retired_kernel_env();
+  opt.kernels = cuda::parse_kernel_config(kernels);
   if (what != "attention" && what != "topk") throw_error("bench: '{}', expected attention or topk", what);
   if (opt.iters < 1) throw_error("--iters {}: expected >= 1", opt.iters);
   std::string why;
   if (!cuda::cuda_available(&why)) throw_error("bench needs a CUDA device: {}", why);
-  fmt::print("bench {} on {} (CUDA-event medians of {} repetitions after 3 warm-ups)\n", what, cuda::device_name(),
-             opt.iters);
+  fmt::print("bench {} on {} (CUDA-event medians of {} repetitions after 3 warm-ups; --kernel-config {})\n", what,
+             cuda::device_name(), opt.iters, cuda::to_spec(opt.kernels));
   if (what == "attention") fmt::print("fast kernel: {}\n", cuda::fast_attention_variant());
-  const auto rows = what == "attention" ? cuda::bench_attention(opt) : cuda::bench_topk(opt);
+  const auto rows = what == "attention" ? bench::bench_attention(opt) : bench::bench_topk(opt);
   fmt::print("{:<10} {:<28} {:<7} {:>11} {:>11} {:>9}  {:<22} {}\n", "op", "config", "kernel", "median_us",
              "us_per_row", "TFLOP/s", "target", "verdict");
   for (const auto& r : rows)

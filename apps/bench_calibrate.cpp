@@ -91,10 +91,10 @@ int run_calibrate(const CalibrateOptions& o) {
     const std::string device = cuda::device_name();
     fmt::print("calibrating on {}: swap-in sweep (fused, separate), gather, backup, bulk copies\n", device);
     std::fflush(stdout);
-    cuda::BenchOptions b = o.bench;
+    bench::BenchOptions b = o.bench;
     b.sweep = true;
-    std::vector<cuda::BenchRow> rows;
-    for (auto part : {cuda::bench_bulk(b), cuda::bench_swap_in(b), cuda::bench_gather(b), cuda::bench_backup(b)})
+    std::vector<bench::BenchRow> rows;
+    for (auto part : {bench::bench_bulk(b), bench::bench_swap_in(b), bench::bench_gather(b), bench::bench_backup(b)})
       rows.insert(rows.end(), part.begin(), part.end());
     csv = o.csv;
     if (csv.empty()) {
@@ -103,8 +103,9 @@ int run_calibrate(const CalibrateOptions& o) {
     }
     write_bench_csv(csv, device, rows);
     // The kernel this build and device run for small batches (also in the CSV's swap-in-kernel row).
-    if (fit.small_batch_max < 0) fit.small_batch_max = cuda::swap_in_cluster_max_batch();
-    fit.made_from = fmt::format("hisparse bench --calibrate on {} (rows in {})", device, csv);
+    if (fit.small_batch_max < 0) fit.small_batch_max = cuda::swap_in_cluster_max_batch(o.bench.kernels.swap_in);
+    fit.made_from = fmt::format("hisparse bench --calibrate --kernel-config {} on {} (rows in {})",
+                                cuda::to_spec(o.bench.kernels), device, csv);
   } else {
     fit.made_from = o.from_csv;
   }

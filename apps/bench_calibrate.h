@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/bench.h"
+#include "bench/gpu/copy_bench.h"
 
 namespace hisparse::apps {
 
@@ -23,12 +23,12 @@ struct CalibrateOptions {
   int small_batch_max = -1;   // Bc of the small-batch swap-in kernel: -1 = the CSV's swap-in-kernel row / the device's
   std::string fit_miss_rates = "0,0.2,0.5";
   double max_error_pct = 10;  // held-out error above this: exit status 1
-  cuda::BenchOptions bench;
+  bench::BenchOptions bench;
 };
 
 int run_calibrate(const CalibrateOptions& options);
 
 /// The `hisparse bench --csv` format (defined in bench.cpp; also what `--from-csv` reads).
-void write_bench_csv(const std::string& path, const std::string& device, const std::vector<cuda::BenchRow>& rows);
+void write_bench_csv(const std::string& path, const std::string& device, const std::vector<bench::BenchRow>& rows);
 
 }  // namespace hisparse::apps

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "cpu_ref/backend_cpu.h"
 #include "cuda/backend_cuda.h"
+#include "cuda/kernel_config.h"
 #include "cuda/runtime.h"
 
 namespace hisparse::apps {
@@ -94,7 +95,7 @@ void print_table(const std::vector<OpReport>& reports) {
 int run_validate(int argc, char** argv) {
   namespace po = boost::program_options;
   ValidateOptions opt;
-  std::string backend;
+  std::string backend, kernels = "default";
   po::options_description desc(
       "hisparse validate: the CPU reference against a device backend, bit for bit\n"
       "(every output, every state array, every copied KV byte). Options");
@@ -106,7 +107,9 @@ int run_validate(int argc, char** argv) {
       "seed", po::value(&opt.seed)->default_value(1), "seed of the random cases")(
       "trace", po::value(&opt.trace), "top-k trace (native, .npy directory or JSON lines) replayed through both")(
       "trace-steps", po::value(&opt.trace_steps)->default_value(0), "replay at most this many step records (0 = all)")(
-      "only", po::value(&opt.only)->multitoken(), "run only these operations (see the list below)");
+      "only", po::value(&opt.only)->multitoken(), "run only these operations (see the list below)")(
+      "kernel-config", po::value(&kernels)->default_value(kernels),
+      "cuda: kernel variants validated, key=value,... (keys below; every variant must match bit for bit)");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   if (vm.count("help")) {
@@ -114,10 +117,15 @@ int run_validate(int argc, char** argv) {
     os << desc;
     fmt::print("{}\noperations:\n", os.str());
     for (const auto& op : validate_ops()) fmt::print("  {:<14} {}\n", op.name, op.summary);
+    fmt::print("--kernel-config keys (docs/kernels.md):\n{}", cuda::kernel_config_help());
     return 0;
   }
   po::notify(vm);
   if (opt.cases < 0) throw_error("--cases {}: expected >= 0", opt.cases);
+  cuda::reject_retired_kernel_env();
+  const cuda::KernelConfig kernel_config = cuda::parse_kernel_config(kernels);
+  if (backend != "cuda" && kernel_config != cuda::KernelConfig{})
+    throw_error("--kernel-config {}: only the cuda backend has kernel variants", kernels);
   for (const auto& name : opt.only) {
     bool known = false;
     for (const auto& op : validate_ops()) known = known || name == op.name;
@@ -133,8 +141,9 @@ int run_validate(int argc, char** argv) {
                   "harness against the reference (no kernel is tested then); run the CUDA check on a GPU machine "
                   "(scripts/gpu_check.sh)",
                   vm["backend"].defaulted() ? " (the default)" : "", why);
-    dut = std::make_unique<cuda::CudaBackend>();
-    fmt::print("validate: cpu reference vs cuda on {}\n", cuda::device_name());
+    dut = std::make_unique<cuda::CudaBackend>(kernel_config);
+    fmt::print("validate: cpu reference vs cuda on {} (--kernel-config {})\n", cuda::device_name(),
+               cuda::to_spec(kernel_config));
   } else if (backend == "cpu") {
     dut = std::make_unique<cpu_ref::CpuBackend>();
     fmt::print("validate: cpu reference vs cpu reference (harness check)\n");

@@ -89,7 +89,8 @@ struct CudaBackend::Scratch {
   PinnedBuffer host_pool;
 };
 
-CudaBackend::CudaBackend() {
+CudaBackend::CudaBackend(const KernelConfig& kernels) : kernels_(kernels) {
+  reject_retired_kernel_env();
   std::string why;
   if (!cuda_available(&why)) throw_error("the CUDA backend cannot start: {}", why);
   scratch_ = std::make_unique<Scratch>();
@@ -141,7 +142,7 @@ void CudaBackend::swap_in(const SwapInBatchView& v, SwapInBatchResult& out) {
     a.host_rows = v.host_rows;
     a.device_kv = upload(s.device_kv, v.device_kv, kv_bytes);
   }
-  swap_in_device(a, copy_mode_, nullptr);
+  swap_in_device(a, copy_mode_, kernels_.swap_in, nullptr);
   HS_CUDA_CHECK(cudaDeviceSynchronize());
 
   std::vector<int32_t> err(B * 2);
@@ -224,6 +225,6 @@ void CudaBackend::sparse_attention(const SparseAttentionArgs& args, AttentionVar
 
 void CudaBackend::indexer_scores(const IndexerArgs& args) { indexer_scores_host(args); }
 
-void CudaBackend::topk(const TopkArgs& args) { topk_host(args); }
+void CudaBackend::topk(const TopkArgs& args) { topk_host(args, kernels_.topk); }
 
 }  // namespace hisparse::cuda

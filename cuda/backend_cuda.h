@@ -4,15 +4,18 @@
 #include <memory>
 
 #include "core/backend.h"
+#include "cuda/kernel_config.h"
 
 namespace hisparse::cuda {
 
 class CudaBackend final : public Backend {
  public:
-  /// Throws hisparse::Error when the build has no CUDA or no device answers.
-  CudaBackend();
+  /// Throws hisparse::Error when the build has no CUDA or no device answers. `kernels` picks the kernel variants
+  /// (every choice computes the same results).
+  explicit CudaBackend(const KernelConfig& kernels = {});
   ~CudaBackend() override;
   std::string name() const override { return "cuda"; }
+  const KernelConfig& kernel_config() const { return kernels_; }
   void swap_in(const SwapInBatchView& batch, SwapInBatchResult& out) override;
   void gather(const RowCopyView& rows) override;
   void backup(const RowCopyView& rows) override;
@@ -24,6 +27,7 @@ class CudaBackend final : public Backend {
   struct Scratch;  // device and pinned buffers reused across calls (defined in the .cu)
 
  private:
+  KernelConfig kernels_;
   std::unique_ptr<Scratch> scratch_;
 };
 

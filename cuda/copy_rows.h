@@ -21,13 +21,9 @@ struct RowCopyDeviceArgs {
   const int64_t* device_row_on_host = nullptr;
 };
 
-/// Zero-copy kernel for kFused/kSeparate (variant per direction from the HISPARSE_GATHER_KERNEL /
-/// HISPARSE_BACKUP_KERNEL knobs, see copy_rows.cu; default a warp per row, 16-byte accesses), cudaMemcpyAsync runs
-/// for kCopyEngine. Asynchronous on `stream`.
+/// Zero-copy kernel for kFused/kSeparate (a warp per row, 16-byte accesses), cudaMemcpyAsync runs for kCopyEngine.
+/// Asynchronous on `stream`.
 void gather_device(const RowCopyDeviceArgs& args, CopyMode mode, StreamHandle stream = nullptr);
 void backup_device(const RowCopyDeviceArgs& args, CopyMode mode, StreamHandle stream = nullptr);
-
-/// The zero-copy kernel variant in use for gather (to_device) or backup: "warp", "flat" or "tma".
-const char* row_copy_kernel_name(bool to_device);
 
 }  // namespace hisparse::cuda

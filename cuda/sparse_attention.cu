@@ -1,9 +1,6 @@
 // @brief Dispatch of the sparse attention kernels and the host-pointer entry point (upload, run, download).
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-#include <cstring>
-
 #include "core/error.h"
 #include "cuda/detail/cuda_check.cuh"
 #include "cuda/detail/op_buffers.cuh"
@@ -13,22 +10,12 @@
 namespace hisparse::cuda {
 
 const char* fast_attention_variant() {
-  static const char* variant = [] {
-    const char* v = std::getenv("HISPARSE_FAST_KERNEL");
-    if (v && std::strcmp(v, "mma") == 0) return "mma";
-    if (v && std::strcmp(v, "wgmma") != 0 && v[0] != 0)
-      throw_error("HISPARSE_FAST_KERNEL = '{}', expected wgmma or mma", v);
-    return sparse_attention_wgmma_built() ? "wgmma" : "mma";
-  }();
-  return variant;
+  return sparse_attention_wgmma_built() ? "wgmma" : "none (needs a build for CUDA architecture 90a)";
 }
 
 void launch_sparse_attention_fast(const SparseAttentionArgs& args, cudaStream_t stream) {
   if (args.tokens == 0) return;
-  if (std::strcmp(fast_attention_variant(), "wgmma") == 0)
-    launch_sparse_attention_wgmma(args, stream);
-  else
-    launch_sparse_attention_fast_mma(args, stream);
+  launch_sparse_attention_wgmma(args, stream);
 }
 
 const char* attention_kernel_name(AttentionKernel kernel) {

@@ -9,11 +9,10 @@ namespace hisparse::cuda {
 
 enum class AttentionKernel {
   kExact,  // CUDA cores, fp32 fma in the order of core/numerics/online_softmax.h: same bits as cpu_ref
-  kFast,   // tensor cores (bf16 wgmma, or mma.sync; fp32 accumulate): within tolerance of float64, NOT bit-exact
+  kFast,   // tensor cores (bf16 wgmma, fp32 accumulate; sm_90a builds): within tolerance of float64, NOT bit-exact
 };
 const char* attention_kernel_name(AttentionKernel kernel);
-/// The implementation behind kFast on this build and device: "wgmma" (sm_90a) or "mma" (mma.sync, or forced by
-/// HISPARSE_FAST_KERNEL=mma).
+/// The implementation behind kFast on this build: "wgmma", or why there is none (a build without sm_90a).
 const char* fast_attention_variant();
 
 /// Device pointers in `args`. Asynchronous on `stream`. Indices outside [0, slots) are treated as -1 (the

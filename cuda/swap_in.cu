@@ -21,7 +21,6 @@
 
 #include "core/error.h"
 #include "cuda/detail/cuda_check.cuh"
-#include "cuda/detail/env_knob.h"
 #include "cuda/detail/row_copy.cuh"
 #include "cuda/detail/swap_in_cluster.cuh"
 #include "cuda/detail/swap_in_common.cuh"
@@ -322,93 +321,24 @@ void check_swap_in_fits(int32_t H, int32_t top_k) {
                 top_k, need, max_smem);
 }
 
-namespace {
-
-/// Kernel choice, read once per process from the environment (so one binary can sweep them; a value outside the
-/// listed ones is an error):
-///   HISPARSE_SWAP_IN_CLUSTER=C            blocks per row for small batches: 2, 4, 8 (default), 16 = the cluster
-///                                          kernel (cuda/swap_in_cluster.cu); 1 = that kernel, one block per row;
-///                                          0 = the one-block kernel of this file for every batch.
-///   HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH=N  batches of at most N rows count as small (default 8: 64 blocks, well
-///                                          inside one wave; at 16 rows the H200's plan took 17 us against 9 at 4,
-///                                          no faster than the one-block kernel); -1 = as many rows as the GPU runs
-///                                          at once (cudaOccupancyMaxActiveClusters).
-///   HISPARSE_SWAP_IN_LARGE=0|1            larger batches: 0 (default) = the one-block kernel of this file,
-///                                          1 = the cluster kernel with one block per row.
-///   HISPARSE_SWAP_IN_TABLE_BITS=0..2      cluster kernel: hash table 2^x times this file's (load <= 1/2 at 0);
-///                                          default 1 (load <= 1/4). Shrunk, down to 0, for a shape where it does
-///                                          not fit in shared memory (the one-block kernel keeps load <= 1/2).
-///   HISPARSE_SWAP_IN_PDL=0|1              programmatic dependent launch of both swap-in kernels (default 1): the
-///                                          launch overlaps the previous kernel's tail; the kernels wait for it
-///                                          (griddepcontrol.wait) before their first global access.
-///   HISPARSE_SWAP_IN_PHASES=0|1           cluster kernel: 1 = the phase-timed instance (bench swap-in prints the
-///                                          table); default 0 (a separate template instance, no cost when off).
-/// A cluster size that cannot run on this device (shared memory, co-residency) falls back to the one-block kernel.
-struct KernelChoice {
-  detail::SwapInClusterOptions cluster;  // cluster.cluster == 0: the one-block kernel for every batch
-  int max_batch = 8;  // -1: one wave of clusters
-  bool large_cluster_kernel = false;
-};
-
-int env_int(const char* name, int fallback, int lo, int hi) {
-  return static_cast<int>(detail::env_knob(name, fallback, lo, hi));
-}
-
-KernelChoice read_kernel_choice() {
-  KernelChoice k;
-  const int c = env_int("HISPARSE_SWAP_IN_CLUSTER", 8, 0, 16);
-  if (c != 0 && c != 1 && c != 2 && c != 4 && c != 8 && c != 16)
-    throw_error("HISPARSE_SWAP_IN_CLUSTER = {}: expected 0, 1, 2, 4, 8 or 16", c);
-  k.cluster.cluster = c;
-  k.max_batch = env_int("HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH", 8, -1, INT_MAX);
-  k.large_cluster_kernel = env_int("HISPARSE_SWAP_IN_LARGE", 0, 0, 1) == 1;
-  k.cluster.table_extra_bits = env_int("HISPARSE_SWAP_IN_TABLE_BITS", 1, 0, 2);
-  k.cluster.pdl = env_int("HISPARSE_SWAP_IN_PDL", 1, 0, 1) == 1;
-  k.cluster.phases = env_int("HISPARSE_SWAP_IN_PHASES", 0, 0, 1) == 1;
-  bool any = false;
-  for (const char* name : {"HISPARSE_SWAP_IN_CLUSTER", "HISPARSE_SWAP_IN_CLUSTER_MAX_BATCH", "HISPARSE_SWAP_IN_LARGE",
-                           "HISPARSE_SWAP_IN_TABLE_BITS", "HISPARSE_SWAP_IN_PDL", "HISPARSE_SWAP_IN_PHASES"})
-    any = any || std::getenv(name) != nullptr;
-  if (any)
-    std::fprintf(stderr,
-                 "swap-in kernel: cluster %d for batches <= %d (-1: one wave), larger batches: %s; table bits +%d, "
-                 "pdl %d, phase timer %d\n",
-                 c, k.max_batch, k.large_cluster_kernel ? "cluster kernel, 1 block per row" : "one-block kernel",
-                 k.cluster.table_extra_bits, int(k.cluster.pdl), int(k.cluster.phases));
-  return k;
-}
-
-const KernelChoice& kernel_choice() {
-  static const KernelChoice k = read_kernel_choice();
-  return k;
-}
-
-}  // namespace
-
-namespace detail {
-const SwapInClusterOptions& swap_in_cluster_options() { return kernel_choice().cluster; }
-}  // namespace detail
-
-int swap_in_cluster_max_batch() {
-  const KernelChoice& k = kernel_choice();
-  if (k.cluster.cluster == 0) return 0;
-  if (k.max_batch >= 0) return k.max_batch;
+int swap_in_cluster_max_batch(const SwapInKernelConfig& k) {
+  if (k.cluster == 0) return 0;
+  if (k.cluster_max_batch >= 0) return k.cluster_max_batch;
   int dev = 0, sms = 0;  // "one wave": at most one row per SM (the cluster launcher may allow fewer)
   HS_CUDA_CHECK(cudaGetDevice(&dev));
   HS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms / k.cluster.cluster;
+  return sms / k.cluster;
 }
 
-void swap_in_device(const SwapInDeviceArgs& a, CopyMode mode, StreamHandle stream_handle) {
+void swap_in_device(const SwapInDeviceArgs& a, CopyMode mode, const SwapInKernelConfig& k, StreamHandle stream_handle) {
   if (a.batch == 0) return;
   auto stream = static_cast<cudaStream_t>(stream_handle);
   const bool copy = a.host_pool != nullptr && a.device_kv != nullptr;
   const bool fused = copy && mode == CopyMode::kFused;
-  const KernelChoice& k = kernel_choice();
   bool launched = false;
-  if (k.cluster.cluster > 0) launched = detail::swap_in_cluster_launch(a, fused, k.cluster, k.max_batch, stream);
-  if (!launched && k.large_cluster_kernel) {
-    detail::SwapInClusterOptions one = k.cluster;
+  if (k.cluster > 0) launched = detail::swap_in_cluster_launch(a, fused, k, k.cluster_max_batch, stream);
+  if (!launched && k.large_batch_cluster) {
+    SwapInKernelConfig one = k;
     one.cluster = 1;
     launched = detail::swap_in_cluster_launch(a, fused, one, INT_MAX, stream);
   }
@@ -421,7 +351,7 @@ void swap_in_device(const SwapInDeviceArgs& a, CopyMode mode, StreamHandle strea
                                          static_cast<int>(l.total)));
       configured_smem = l.total;
     }
-    const detail::SwapInLaunchConfig lc(1, a.batch, l.total, k.cluster.pdl, stream);
+    const detail::SwapInLaunchConfig lc(1, a.batch, l.total, k.pdl, stream);
     HS_CUDA_CHECK(cudaLaunchKernelEx(&lc.cfg, swap_in_kernel, a, l, fused));
     HS_CUDA_CHECK_LAUNCH();
   }

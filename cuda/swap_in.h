@@ -1,10 +1,11 @@
 // @brief Host-callable launchers of the batched swap-in kernel on DEVICE pointers (no CUDA headers here).
-// The Backend wrapper (cuda/backend_cuda.h) and the benchmarks (cuda/bench.h) call these.
+// The Backend wrapper (cuda/backend_cuda.h) and the benchmarks (bench/gpu/copy_bench.h) call these.
 #pragma once
 
 #include <cstdint>
 
 #include "core/backend.h"
+#include "cuda/kernel_config.h"
 
 namespace hisparse::cuda {
 
@@ -50,10 +51,12 @@ void check_swap_in_fits(int32_t H, int32_t top_k);
 
 /// Launches the swap-in (and, per mode, the copy of its misses). Asynchronous on `stream` except kCopyEngine,
 /// which waits for the plan to read the load lists back and then queues cudaMemcpyAsync per row.
-void swap_in_device(const SwapInDeviceArgs& args, CopyMode mode, StreamHandle stream = nullptr);
+/// `config` picks the kernel for this batch size (cuda/kernel_config.h); every choice computes the same bits.
+void swap_in_device(const SwapInDeviceArgs& args, CopyMode mode, const SwapInKernelConfig& config,
+                    StreamHandle stream = nullptr);
 
-/// Largest batch the thread-block-cluster swap-in kernel takes (larger ones run the one-block-per-row kernel; 0 =
-/// no cluster kernel). The two kernels' costs differ by a step, so the calibration fits them separately.
-int swap_in_cluster_max_batch();
+/// Largest batch the thread-block-cluster swap-in kernel takes under `config` (larger ones run the one-block-per-row
+/// kernel; 0 = no cluster kernel). The two kernels' costs differ by a step, so the calibration fits them separately.
+int swap_in_cluster_max_batch(const SwapInKernelConfig& config);
 
 }  // namespace hisparse::cuda

@@ -422,7 +422,7 @@ struct SizeState {
 };
 
 template <int C, bool kPhases>
-bool launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInClusterOptions& o, int max_batch,
+bool launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInKernelConfig& o, int max_batch,
             cudaStream_t stream) {
   static SizeState state;
   auto kernel = swap_in_cluster_kernel<C, kPhases>;
@@ -435,8 +435,8 @@ bool launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInClusterOptio
   }
   // The larger table only shortens probe chains (results do not depend on its size): where it does not fit (H and
   // K near 6144), a smaller one, down to the default load <= 1/2, runs instead of the slower one-block kernel.
-  ClusterLayout l = cluster_layout(a.H, a.top_k, C, o.table_extra_bits);
-  for (int x = o.table_extra_bits - 1; x >= 0 && l.total > state.max_smem; --x)
+  ClusterLayout l = cluster_layout(a.H, a.top_k, C, o.table_bits);
+  for (int x = o.table_bits - 1; x >= 0 && l.total > state.max_smem; --x)
     l = cluster_layout(a.H, a.top_k, C, x);
   if (l.total != state.checked_smem) {
     state.checked_smem = l.total;
@@ -468,15 +468,15 @@ bool launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInClusterOptio
 }
 
 template <int C>
-bool launch_size(const SwapInDeviceArgs& a, bool fused_copy, const SwapInClusterOptions& o, int max_batch,
+bool launch_size(const SwapInDeviceArgs& a, bool fused_copy, const SwapInKernelConfig& o, int max_batch,
                  cudaStream_t stream) {
-  return o.phases ? launch<C, true>(a, fused_copy, o, max_batch, stream)
+  return o.phase_timer ? launch<C, true>(a, fused_copy, o, max_batch, stream)
                   : launch<C, false>(a, fused_copy, o, max_batch, stream);
 }
 
 }  // namespace
 
-bool swap_in_cluster_launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInClusterOptions& o, int max_batch,
+bool swap_in_cluster_launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInKernelConfig& o, int max_batch,
                             cudaStream_t stream) {
   if (a.top_k > kSwapInMaxTopK) return false;
   switch (o.cluster) {

@@ -32,7 +32,6 @@
 
 #include "core/numerics/topk_args.h"
 #include "cuda/detail/cuda_check.cuh"
-#include "cuda/detail/env_knob.h"
 #include "cuda/detail/op_buffers.cuh"
 #include "cuda/topk.h"
 
@@ -327,24 +326,16 @@ DeviceShape device_shape() {
   return d;
 }
 
-int64_t knob_blocks_per_sm() {
-  static const long v = detail::env_knob("HISPARSE_TOPK_BLOCKS_PER_SM", 0, 0, 64);
-  return v;
-}
-int64_t knob_min_chunk() {
-  static const long v = detail::env_knob("HISPARSE_TOPK_MIN_CHUNK", 2048, 512, int64_t(1) << 30);
-  return v;
-}
-
-TopkPlan make_plan(const TopkArgs& a) {
+TopkPlan make_plan(const TopkArgs& a, const TopkKernelConfig& cfg) {
   TopkPlan p;
   const int64_t rows = std::max<int64_t>(a.rows, 1);
   const DeviceShape d = device_shape();
-  const int64_t per_sm = knob_blocks_per_sm() > 0 ? knob_blocks_per_sm() : d.resident;
+  const int64_t per_sm = cfg.blocks_per_sm > 0 ? cfg.blocks_per_sm : d.resident;
+  const int64_t min_chunk = std::max<int64_t>(cfg.min_chunk, 1);
   // floor, not ceil: one block more per row than fits turns one wave into two.
   int64_t g = std::max<int64_t>(1, per_sm * d.sms / rows);
   g = std::min<int64_t>(g, kMaxBlocksPerRow);
-  g = std::min<int64_t>(g, std::max<int64_t>(1, (a.stride + knob_min_chunk() - 1) / knob_min_chunk()));
+  g = std::min<int64_t>(g, std::max<int64_t>(1, (a.stride + min_chunk - 1) / min_chunk));
   // Warp segments are whole 32-wide load rounds so every warp load is one aligned-as-the-row 128-byte line.
   const int64_t per_block = std::max<int64_t>(1, (a.stride + g - 1) / g);
   p.seg = ((per_block + kChunkWarps - 1) / kChunkWarps + 31) / 32 * 32;
@@ -380,20 +371,21 @@ Work work_view(const TopkPlan& p, void* ws) {
 
 }  // namespace
 
-size_t topk_workspace_bytes(const TopkArgs& args) {
+size_t topk_workspace_bytes(const TopkArgs& args, const TopkKernelConfig& config) {
   check_topk_args(args);
-  return make_plan(args).bytes;
+  return make_plan(args, config).bytes;
 }
 
-int topk_blocks_per_row(const TopkArgs& args) {
+int topk_blocks_per_row(const TopkArgs& args, const TopkKernelConfig& config) {
   check_topk_args(args);
-  return make_plan(args).blocks_per_row;
+  return make_plan(args, config).blocks_per_row;
 }
 
-void topk_device(const TopkArgs& args, void* workspace, size_t workspace_bytes, StreamHandle stream) {
+void topk_device(const TopkArgs& args, void* workspace, size_t workspace_bytes, const TopkKernelConfig& config,
+                 StreamHandle stream) {
   check_topk_args(args);
   if (args.rows == 0) return;
-  const TopkPlan plan = make_plan(args);
+  const TopkPlan plan = make_plan(args, config);
   if (workspace_bytes < plan.bytes || !workspace)
     throw_error("topk: workspace of {} bytes given, {} needed (topk_workspace_bytes)", workspace_bytes, plan.bytes);
   const auto s = static_cast<cudaStream_t>(stream);
@@ -408,18 +400,18 @@ void topk_device(const TopkArgs& args, void* workspace, size_t workspace_bytes, 
   HS_CUDA_CHECK_LAUNCH();
 }
 
-void topk_device(const TopkArgs& args, StreamHandle stream) {
+void topk_device(const TopkArgs& args, const TopkKernelConfig& config, StreamHandle stream) {
   check_topk_args(args);
   if (args.rows == 0) return;
-  const size_t bytes = topk_workspace_bytes(args);
+  const size_t bytes = topk_workspace_bytes(args, config);
   const auto s = static_cast<cudaStream_t>(stream);
   void* ws = nullptr;
   HS_CUDA_CHECK(cudaMallocAsync(&ws, bytes, s));
-  topk_device(args, ws, bytes, stream);
+  topk_device(args, ws, bytes, config, stream);
   HS_CUDA_CHECK(cudaFreeAsync(ws, s));
 }
 
-void topk_host(const TopkArgs& args) {
+void topk_host(const TopkArgs& args, const TopkKernelConfig& config) {
   check_topk_args(args);
   if (args.rows == 0) return;
   check_topk_lengths(args);
@@ -432,9 +424,9 @@ void topk_host(const TopkArgs& args) {
   out.resize(size_t(args.rows) * size_t(args.k));
   out.poison(0x7f);
   d.out = out.get();
-  ws.resize(topk_workspace_bytes(d));
+  ws.resize(topk_workspace_bytes(d, config));
   ws.poison(0x5a);  // every workspace word the kernels read must have been written in this call
-  topk_device(d, ws.get(), ws.size(), nullptr);
+  topk_device(d, ws.get(), ws.size(), config, nullptr);
   HS_CUDA_CHECK(cudaDeviceSynchronize());
   out.download(args.out, size_t(args.rows) * size_t(args.k));
 }

@@ -8,9 +8,8 @@
 namespace hisparse::cuda {
 
 void launch_sparse_attention_exact(const SparseAttentionArgs& args, cudaStream_t stream);
-/// The fast kernel: wgmma on sm_90a builds, else (or with HISPARSE_FAST_KERNEL=mma) the mma.sync one.
+/// The fast kernel (wgmma); throws on a build without sm_90a.
 void launch_sparse_attention_fast(const SparseAttentionArgs& args, cudaStream_t stream);
-void launch_sparse_attention_fast_mma(const SparseAttentionArgs& args, cudaStream_t stream);
 void launch_sparse_attention_wgmma(const SparseAttentionArgs& args, cudaStream_t stream);
 bool sparse_attention_wgmma_built();
 

@@ -7,30 +7,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/kernel_config.h"
 #include "cuda/swap_in.h"
 
 namespace hisparse::cuda::detail {
 
-/// How the cluster kernel runs (cuda/swap_in.cu reads these from the environment once).
-struct SwapInClusterOptions {
-  int cluster = 8;          // blocks per row: 1, 2, 4, 8 or 16
-  bool phases = false;      // record the phase timer of row 0 (a separate template instance)
-  bool pdl = true;          // programmatic dependent launch (overlaps the launch with the previous kernel's tail)
-  int table_extra_bits = 1; // hash table 2^extra times the one-block kernel's (load <= 1/4: shorter probe chains);
-                            // shrunk, down to 0, where the larger one does not fit in shared memory
-};
-
-/// Launches the swap-in of `a` with `o.cluster` blocks per row, fusing the miss copy when `fused_copy`. Returns
+/// Launches the swap-in of `a` with `o.cluster` blocks per row (hash table o.table_bits larger, shrunk down to
+/// the one-block kernel's where it does not fit in shared memory), fusing the miss copy when `fused_copy`. Returns
 /// false, having launched nothing, when that size cannot run here (shared memory or no co-resident cluster) or the
 /// batch has more than `max_batch` rows (-1: more rows than the GPU runs at once, per
 /// cudaOccupancyMaxActiveClusters); the caller then uses the one-block kernel.
-bool swap_in_cluster_launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInClusterOptions& o, int max_batch,
+bool swap_in_cluster_launch(const SwapInDeviceArgs& a, bool fused_copy, const SwapInKernelConfig& o, int max_batch,
                             cudaStream_t stream);
 
-/// The options swap_in_device uses (environment, read once; cuda/swap_in.cu).
-const SwapInClusterOptions& swap_in_cluster_options();
-
-// Phase timer: with SwapInClusterOptions::phases, thread 0 of every block of batch row 0 stamps %globaltimer and
+// Phase timer: with SwapInKernelConfig::phase_timer, thread 0 of every block of batch row 0 stamps %globaltimer and
 // clock64 at each phase boundary (kSwapInPhaseMarks marks) and, at the end of a call, stores them as record
 // (its call count mod kSwapInPhaseCap) of its block rank. Only the slow path without errors is recorded.
 constexpr int kSwapInPhaseMarks = 9;

@@ -1,6 +1,5 @@
 // @brief CPU-only build: the attention, indexer and top-k launchers exist so callers link, and say there is no CUDA.
 #include "core/error.h"
-#include "cuda/bench_ops.h"
 #include "cuda/indexer.h"
 #include "cuda/sparse_attention.h"
 #include "cuda/topk.h"
@@ -23,11 +22,10 @@ void sparse_attention_device(const SparseAttentionArgs&, AttentionKernel, Stream
 void sparse_attention_host(const SparseAttentionArgs&, AttentionKernel) { no_cuda("cuda sparse_attention"); }
 void indexer_scores_device(const IndexerArgs&, StreamHandle) { no_cuda("cuda indexer"); }
 void indexer_scores_host(const IndexerArgs&) { no_cuda("cuda indexer"); }
-size_t topk_workspace_bytes(const TopkArgs&) { no_cuda("cuda topk"); }
-void topk_device(const TopkArgs&, void*, size_t, StreamHandle) { no_cuda("cuda topk"); }
-void topk_device(const TopkArgs&, StreamHandle) { no_cuda("cuda topk"); }
-void topk_host(const TopkArgs&) { no_cuda("cuda topk"); }
-std::vector<OpBenchRow> bench_attention(const OpBenchOptions&) { no_cuda("bench attention"); }
-std::vector<OpBenchRow> bench_topk(const OpBenchOptions&) { no_cuda("bench topk"); }
+size_t topk_workspace_bytes(const TopkArgs&, const TopkKernelConfig&) { no_cuda("cuda topk"); }
+int topk_blocks_per_row(const TopkArgs&, const TopkKernelConfig&) { no_cuda("cuda topk"); }
+void topk_device(const TopkArgs&, void*, size_t, const TopkKernelConfig&, StreamHandle) { no_cuda("cuda topk"); }
+void topk_device(const TopkArgs&, const TopkKernelConfig&, StreamHandle) { no_cuda("cuda topk"); }
+void topk_host(const TopkArgs&, const TopkKernelConfig&) { no_cuda("cuda topk"); }
 
 }  // namespace hisparse::cuda

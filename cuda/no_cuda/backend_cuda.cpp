@@ -6,7 +6,7 @@ namespace hisparse::cuda {
 
 struct CudaBackend::Scratch {};
 
-CudaBackend::CudaBackend() {
+CudaBackend::CudaBackend(const KernelConfig& kernels) : kernels_(kernels) {
   throw_error("the CUDA backend is not available: this build has no CUDA (configured without nvcc or with "
               "-DHISPARSE_CUDA=OFF)");
 }

@@ -11,8 +11,10 @@ namespace {
 }  // namespace
 
 void check_swap_in_fits(int32_t, int32_t) { no_cuda("cuda swap_in"); }
-void swap_in_device(const SwapInDeviceArgs&, CopyMode, StreamHandle) { no_cuda("cuda swap_in"); }
-int swap_in_cluster_max_batch() { return 0; }
+void swap_in_device(const SwapInDeviceArgs&, CopyMode, const SwapInKernelConfig&, StreamHandle) {
+  no_cuda("cuda swap_in");
+}
+int swap_in_cluster_max_batch(const SwapInKernelConfig&) { return 0; }
 void gather_device(const RowCopyDeviceArgs&, CopyMode, StreamHandle) { no_cuda("cuda gather"); }
 void backup_device(const RowCopyDeviceArgs&, CopyMode, StreamHandle) { no_cuda("cuda backup"); }
 

@@ -6,12 +6,16 @@
 #include <string>
 #include <vector>
 
-namespace hisparse::cuda {
+#include "cuda/kernel_config.h"
+
+namespace hisparse::bench {
 
 struct BenchOptions {
   int iters = 30;      // timed repetitions per configuration (median reported)
   uint64_t seed = 1;
   bool sweep = true;   // swap-in: also the batch x miss-rate sweep (calibration data)
+  bool copy_engine = true;  // gather/backup: also the copy-engine rows (seconds each: a cudaMemcpy per row)
+  cuda::KernelConfig kernels;  // the variants timed (--kernel-config)
 };
 
 struct BenchRow {
@@ -36,4 +40,4 @@ std::vector<BenchRow> bench_backup(const BenchOptions& options);
 /// Bulk pinned cudaMemcpy host->device and device->host of 256 MiB (op "bulk", mode h2d|d2h): the link's ceiling.
 std::vector<BenchRow> bench_bulk(const BenchOptions& options);
 
-}  // namespace hisparse::cuda
+}  // namespace hisparse::bench

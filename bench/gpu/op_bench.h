@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
-namespace hisparse::cuda {
+#include "cuda/kernel_config.h"
+
+namespace hisparse::bench {
 
 struct OpBenchRow {
   std::string op, config, kernel;
@@ -18,6 +20,7 @@ struct OpBenchRow {
 struct OpBenchOptions {
   int iters = 20;
   uint64_t seed = 1;
+  cuda::KernelConfig kernels;  // top-k split (--kernel-config)
 };
 
 /// Configurations: batch 64 x 128 heads x K 2048 (the targets), batch 64 x 64 heads, batch 1 x 128 heads.
@@ -25,4 +28,4 @@ std::vector<OpBenchRow> bench_attention(const OpBenchOptions& opt);
 /// Top-k 2048 of 131,072 fp32 scores at batch 1 and batch 64.
 std::vector<OpBenchRow> bench_topk(const OpBenchOptions& opt);
 
-}  // namespace hisparse::cuda
+}  // namespace hisparse::bench

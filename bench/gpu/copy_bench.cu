@@ -15,14 +15,14 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "cuda/bench.h"
+#include "bench/gpu/copy_bench.h"
 #include "cuda/copy_rows.h"
 #include "cuda/detail/cuda_check.cuh"
-#include "cuda/detail/env_knob.h"
 #include "cuda/detail/swap_in_cluster.cuh"
 #include "cuda/swap_in.h"
 
-namespace hisparse::cuda {
+namespace hisparse::bench {
+using namespace hisparse::cuda;  // the kernels and their launch helpers under test
 namespace {
 
 constexpr int64_t kRowBytes = 1152;          // bf16 (512 + 64) latent row
@@ -198,13 +198,6 @@ double bulk_graph_gbps(int64_t bytes, bool to_device, int calls, int repeats) {
   host_pool();
   const double us = graph_us(calls, repeats, [&](cudaStream_t st) { bulk_copy(bytes, to_device, st); });
   return double(bytes) / (us * 1e-6) / 1e9;
-}
-
-/// HISPARSE_BENCH_NO_COPY_ENGINE=1 leaves out the gather/backup copy-engine rows (seconds each: a memcpy per
-/// row), so a sweep of the zero-copy kernel variants stays short.
-bool skip_copy_engine() {
-  static const bool skip = detail::env_knob("HISPARSE_BENCH_NO_COPY_ENGINE", 0, 0, 1) != 0;
-  return skip;
 }
 
 /// Calls per graph for a copy of `bytes`: about 64 MiB per replay, 2 .. 64 calls.
@@ -410,12 +403,12 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
     // events, median of repeats (the target applies there), then replayed from a CUDA graph.
     SwapInBed bed(1, H, K, 0.0, o.seed);
     const SwapInDeviceArgs a = bed.args(false);
-    const double us = time_us(o.iters * 4, [] {}, [&] { swap_in_device(a, CopyMode::kFused); });
+    const double us = time_us(o.iters * 4, [] {}, [&] { swap_in_device(a, CopyMode::kFused, o.kernels.swap_in); });
     bed.check();
     rows.push_back(make_row("swap-in", "B=1 H=4096 K=2048 all hits", "per-call", us, 0, 0));
     constexpr int kBack = 200;
     const int repeats = std::max(5, o.iters / 2);
-    const double b2b = back_to_back_us(kBack, repeats, [&] { swap_in_device(a, CopyMode::kFused); });
+    const double b2b = back_to_back_us(kBack, repeats, [&] { swap_in_device(a, CopyMode::kFused, o.kernels.swap_in); });
     rows.push_back(make_row("swap-in", "B=1 H=4096 K=2048 all hits", "back-to-back", b2b, 0, 0, "<= 10 us", 0, 10.0));
     {
       // All hits that move every call: two disjoint hit sets alternate, so each call rewrites the LRU order.
@@ -430,7 +423,7 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
         SwapInDeviceArgs a2 = a;
         a2.selected = alt_sel.get();
         int flip = 0;
-        const double moving = back_to_back_us(kBack, repeats, [&] { swap_in_device(flip++ & 1 ? a2 : a, CopyMode::kFused); });
+        const double moving = back_to_back_us(kBack, repeats, [&] { swap_in_device(flip++ & 1 ? a2 : a, CopyMode::kFused, o.kernels.swap_in); });
         rows.push_back(make_row("swap-in", "B=1 H=4096 K=2048 all hits, LRU moves", "back-to-back", moving, 0, 0));
         bed.restore();
       }
@@ -441,13 +434,13 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     HS_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < kBack; ++i) swap_in_device(a, CopyMode::kFused, st);
+    for (int i = 0; i < kBack; ++i) swap_in_device(a, CopyMode::kFused, o.kernels.swap_in, st);
     HS_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
     HS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     const double g = back_to_back_us(1, repeats, [&] { HS_CUDA_CHECK(cudaGraphLaunch(exec, st)); }, st) / kBack;
     rows.push_back(make_row("swap-in", "B=1 H=4096 K=2048 all hits", "graph", g, 0, 0));
-    if (detail::swap_in_cluster_options().phases)
-      swap_in_phase_table(64, [&] { swap_in_device(a, CopyMode::kFused); }, rows, "B=1 H=4096 K=2048 all hits");
+    if (o.kernels.swap_in.phase_timer)
+      swap_in_phase_table(64, [&] { swap_in_device(a, CopyMode::kFused, o.kernels.swap_in); }, rows, "B=1 H=4096 K=2048 all hits");
     HS_CUDA_CHECK(cudaGraphExecDestroy(exec));
     HS_CUDA_CHECK(cudaGraphDestroy(graph));
     HS_CUDA_CHECK(cudaStreamDestroy(st));
@@ -462,7 +455,7 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
   for (auto hk : {std::pair<int32_t, int32_t>{1024, 512}, {2048, 2048}, {8192, 2048}, {6144, 6144}}) {
     SwapInBed bed(1, hk.first, hk.second, 0.0, o.seed + 7);
     const SwapInDeviceArgs a = bed.args(false);
-    const double us = time_us(o.iters * 2, [] {}, [&] { swap_in_device(a, CopyMode::kFused); });
+    const double us = time_us(o.iters * 2, [] {}, [&] { swap_in_device(a, CopyMode::kFused, o.kernels.swap_in); });
     rows.push_back(make_row("swap-in", fmt::format("B=1 H={} K={} all hits", hk.first, hk.second), "per-call", us, 0, 0));
   }
   {
@@ -470,12 +463,12 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
     SwapInBed bed(100, H, K, 0.2, o.seed + 1);
     const double bytes = double(bed.misses) * kRowBytes;
     const double ceiling = bulk_gbps(int64_t(bytes), true);
-    const double plan = time_us(o.iters, [&] { bed.restore(); }, [&] { swap_in_device(bed.args(false), CopyMode::kFused); });
+    const double plan = time_us(o.iters, [&] { bed.restore(); }, [&] { swap_in_device(bed.args(false), CopyMode::kFused, o.kernels.swap_in); });
     bed.check();
     rows.push_back(make_row("swap-in", "B=100 H=4096 K=2048 miss=20%", "plan-only", plan, 0, 0));
     for (CopyMode m : {CopyMode::kFused, CopyMode::kSeparate, CopyMode::kCopyEngine}) {
       const int iters = m == CopyMode::kCopyEngine ? 3 : o.iters;
-      const double us = time_us(iters, [&] { bed.restore(); }, [&] { swap_in_device(bed.args(true), m); });
+      const double us = time_us(iters, [&] { bed.restore(); }, [&] { swap_in_device(bed.args(true), m, o.kernels.swap_in); });
       bed.check();
       BenchRow r = make_row("swap-in", "B=100 H=4096 K=2048 miss=20%", copy_mode_name(m), us, bytes, ceiling,
                             m == CopyMode::kCopyEngine ? "" : ">= 90% of bulk H2D", m == CopyMode::kCopyEngine ? 0 : 0.9);
@@ -488,7 +481,7 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
   {
     // Where the two swap-in kernels meet (the calibration fits each side separately).
     BenchRow r = make_row("swap-in-kernel", "cluster kernel up to batch", "cluster", 0, 0, 0);
-    r.batch = swap_in_cluster_max_batch();
+    r.batch = swap_in_cluster_max_batch(o.kernels.swap_in);
     rows.push_back(r);
   }
   if (o.sweep) {
@@ -506,7 +499,7 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
           if (miss == 0.0 && m == CopyMode::kSeparate) continue;
           const double us = graph_minus_restore_us(
               std::max(5, o.iters / 2), [&](cudaStream_t st) { bed.restore(st); },
-              [&](cudaStream_t st) { swap_in_device(bed.args(true), m, st); });
+              [&](cudaStream_t st) { swap_in_device(bed.args(true), m, o.kernels.swap_in, st); });
           bed.check();
           BenchRow r = make_row("swap-in-sweep", fmt::format("B={} H=4096 K=2048 miss={:.0f}%", B, miss * 100),
                                 copy_mode_name(m), us, bytes, ceiling);
@@ -545,7 +538,7 @@ std::vector<BenchRow> bench_gather(const BenchOptions& o) {
     a.device_row_on_host = dr.data();
     const double bytes = double(N) * kRowBytes;
     const double ceiling = bulk_gbps(int64_t(bytes), true);
-    const std::string cfg = fmt::format("{} random rows x 1152 B {}", N, row_copy_kernel_name(true));
+    const std::string cfg = fmt::format("{} random rows x 1152 B", N);
     // Per call (event pair and host sync around each call, kernel and ceiling alike): launch cost included.
     const double us = time_us(o.iters, [] {}, [&] { gather_device(a, CopyMode::kFused); });
     rows.push_back(make_row("gather", cfg, "zero-copy", us, bytes, ceiling));
@@ -556,7 +549,7 @@ std::vector<BenchRow> bench_gather(const BenchOptions& o) {
     const double g_us = graph_us(calls, o.iters, [&](cudaStream_t st) { gather_device(a, CopyMode::kFused, st); });
     rows.push_back(make_row("gather", cfg, "graph", g_us, bytes, g_ceiling, ">= 92% of bulk H2D (graph)", 0.92));
     rows.back().rows = N;
-    if (skip_copy_engine()) continue;
+    if (!o.copy_engine) continue;
     const double ce = time_us(N > 32768 ? 2 : 3, [] {}, [&] { gather_device(a, CopyMode::kCopyEngine); });
     rows.push_back(make_row("gather", cfg, "copy-engine", ce, bytes, ceiling));
     rows.back().rows = N;
@@ -592,7 +585,7 @@ std::vector<BenchRow> bench_backup(const BenchOptions& o) {
     a.device_row_on_host = dr.data();
     const double bytes = double(N) * kRowBytes;
     const double ceiling = bulk_gbps(int64_t(bytes), false);
-    const std::string cfg = fmt::format("{} requests x {} layers {}", R, kLayers, row_copy_kernel_name(false));
+    const std::string cfg = fmt::format("{} requests x {} layers", R, kLayers);
     // Per call (event pair and host sync around each call, kernel and ceiling alike): launch cost included.
     const double us = time_us(o.iters, [] {}, [&] { backup_device(a, CopyMode::kFused); });
     rows.push_back(make_row("backup", cfg, "zero-copy", us, bytes, ceiling));
@@ -605,7 +598,7 @@ std::vector<BenchRow> bench_backup(const BenchOptions& o) {
     rows.push_back(make_row("backup", cfg, "graph", g_us, bytes, g_ceiling, ">= 90% of bulk D2H (graph)", 0.9));
     rows.back().rows = N;
     rows.back().batch = int32_t(R);
-    if (R <= 256 && !skip_copy_engine()) {
+    if (R <= 256 && o.copy_engine) {
       const double ce = time_us(3, [] {}, [&] { backup_device(a, CopyMode::kCopyEngine); });
       rows.push_back(make_row("backup", cfg, "copy-engine", ce, bytes, ceiling));
       rows.back().rows = N;
@@ -626,4 +619,4 @@ std::vector<BenchRow> bench_bulk(const BenchOptions& o) {
   return rows;
 }
 
-}  // namespace hisparse::cuda
+}  // namespace hisparse::bench

@@ -12,13 +12,14 @@
 #include "core/numerics/bf16.h"
 #include "core/numerics/sparse_attention_args.h"
 #include "core/numerics/topk_args.h"
-#include "cuda/bench_ops.h"
+#include "bench/gpu/op_bench.h"
 #include "cuda/detail/cuda_check.cuh"
 #include "cuda/detail/op_buffers.cuh"
 #include "cuda/sparse_attention.h"
 #include "cuda/topk.h"
 
-namespace hisparse::cuda {
+namespace hisparse::bench {
+using namespace hisparse::cuda;  // the kernels under test
 namespace {
 
 template <typename Launch>
@@ -121,10 +122,10 @@ std::vector<OpBenchRow> bench_topk(const OpBenchOptions& opt) {
     a.length = d_len.upload(len.data(), len.size());
     d_out.resize(size_t(batch) * k);
     a.out = d_out.get();
-    detail::OpDeviceArray<unsigned char> ws(topk_workspace_bytes(a));
-    const double us = median_us(opt.iters, [&] { topk_device(a, ws.get(), ws.size(), nullptr); });
+    detail::OpDeviceArray<unsigned char> ws(topk_workspace_bytes(a, opt.kernels.topk));
+    const double us = median_us(opt.iters, [&] { topk_device(a, ws.get(), ws.size(), opt.kernels.topk, nullptr); });
     // The split in use (HISPARSE_TOPK_* knobs, see cuda/topk.cu) is part of the configuration of a sweep.
-    const std::string cfg = fmt::format("batch {} top {} of {} G={}", batch, k, n, topk_blocks_per_row(a));
+    const std::string cfg = fmt::format("batch {} top {} of {} G={}", batch, k, n, topk_blocks_per_row(a, opt.kernels.topk));
     OpBenchRow r;
     r.op = "topk";
     r.config = cfg;
@@ -142,7 +143,7 @@ std::vector<OpBenchRow> bench_topk(const OpBenchOptions& opt) {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     HS_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < kCalls; ++i) topk_device(a, ws.get(), ws.size(), st);
+    for (int i = 0; i < kCalls; ++i) topk_device(a, ws.get(), ws.size(), opt.kernels.topk, st);
     HS_CUDA_CHECK(cudaStreamEndCapture(st, &graph));
     HS_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     const double g_us = median_us(opt.iters, [&] { HS_CUDA_CHECK(cudaGraphLaunch(exec, st)); }, st) / kCalls;
@@ -160,4 +161,4 @@ std::vector<OpBenchRow> bench_topk(const OpBenchOptions& opt) {
   return rows;
 }
 
-}  // namespace hisparse::cuda
+}  // namespace hisparse::bench
