@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "apps/bench_calibrate.h"
+#include "apps/bench_options.h"
 #include "apps/command.h"
 #include "core/error.h"
 #include "bench/gpu/copy_bench.h"
@@ -51,6 +52,7 @@ void write_bench_csv(const std::string& path, const std::string& device, const s
 int run_bench(int argc, char** argv) {
   if (argc >= 2 && (std::string(argv[1]) == "attention" || std::string(argv[1]) == "topk"))
     return run_bench_ops(argc, argv);  // apps/bench_attention.cpp
+  if (argc >= 2 && std::string(argv[1]) == "step") return run_bench_step(argc, argv);  // apps/bench_step.cpp
   namespace po = boost::program_options;
   std::string what = "all", csv;
   bench::BenchOptions opt;
@@ -60,7 +62,8 @@ int run_bench(int argc, char** argv) {
   po::options_description desc(
       "hisparse bench swap-in|gather|backup|all: the copy kernels vs bulk cudaMemcpy.\n"
       "hisparse bench attention|topk: the attention kernels (exact, fast; vs PyTorch with "
-      "scripts/bench_attention_torch.py) and top-k (`hisparse bench attention --help` for their options).\nOptions");
+      "scripts/bench_attention_torch.py) and top-k (`hisparse bench attention --help` for their options).\n"
+      "hisparse bench step: every op of one decode layer at a model's shapes (`hisparse bench step --help`).\nOptions");
   desc.add_options()("help,h", "this help")("what", po::value(&what), "swap-in | gather | backup | all | attention | topk")(
       "iters", po::value(&opt.iters)->default_value(30), "timed repetitions per configuration (median)")(
       "seed", po::value(&opt.seed)->default_value(1), "seed of the random rows and states")(
@@ -81,20 +84,11 @@ int run_bench(int argc, char** argv) {
       "the CSV's swap-in-kernel row, or the device's)")(
       "fit-miss-rates", po::value(&cal.fit_miss_rates)->default_value(cal.fit_miss_rates), "calibrate: miss rates fitted (others held out)")(
       "max-error", po::value(&cal.max_error_pct)->default_value(cal.max_error_pct), "calibrate: exit 1 when a held-out error exceeds this, %");
-  po::positional_options_description pos;
-  pos.add("what", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::ostringstream os;
-    os << desc;
-    fmt::print("{}--kernel-config keys (docs/kernels.md):\n{}", os.str(), cuda::kernel_config_help());
+  if (!parse_bench_args(argc, argv, desc, vm, "--kernel-config keys (docs/kernels.md):\n" + cuda::kernel_config_help()))
     return 0;
-  }
-  po::notify(vm);
   if (opt.iters < 1) throw_error("--iters {}: expected >= 1", opt.iters);
-  cuda::reject_retired_kernel_env();
-  opt.kernels = cuda::parse_kernel_config(kernels);
+  opt.kernels = bench_kernel_config(kernels);
   opt.copy_engine = !no_copy_engine;
   if (calibrate) {
     if (vm.count("what")) throw_error("bench --calibrate runs its own set of benchmarks; drop '{}'", what);

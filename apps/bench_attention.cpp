@@ -1,10 +1,9 @@
 // @brief `hisparse bench attention|topk`: sparse attention (fast and exact kernels) in TFLOP/s and top-k in µs,
 // CUDA-event medians on the device, each row beside its target from issue 8.
-#include <sstream>
-
 #include <boost/program_options.hpp>
 #include <fmt/core.h>
 
+#include "apps/bench_options.h"
 #include "apps/command.h"
 #include "core/error.h"
 #include "bench/gpu/op_bench.h"
@@ -24,19 +23,9 @@ int run_bench_ops(int argc, char** argv) {
       "iters", po::value(&opt.iters)->default_value(20), "timed repetitions (median)")(
       "seed", po::value(&opt.seed)->default_value(1), "seed of the random inputs")(
       "kernel-config", po::value(&kernels)->default_value(kernels), "kernel variants timed (topk.* keys; docs/kernels.md)");
-  po::positional_options_description pos;
-  pos.add("what", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::ostringstream os;
-    os << desc;
-    fmt::print("{}", os.str());
-    return 0;
-  }
-  po::notify(vm);
-  cuda::reject_retired_kernel_env();
-  opt.kernels = cuda::parse_kernel_config(kernels);
+  if (!parse_bench_args(argc, argv, desc, vm)) return 0;
+  opt.kernels = bench_kernel_config(kernels);
   if (what != "attention" && what != "topk") throw_error("bench: '{}', expected attention or topk", what);
   if (opt.iters < 1) throw_error("--iters {}: expected >= 1", opt.iters);
   std::string why;

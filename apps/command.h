@@ -24,6 +24,7 @@ int run_info(int argc, char** argv);
 int run_validate(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_bench_ops(int argc, char** argv);  // bench_attention.cpp: `bench attention|topk`
+int run_bench_step(int argc, char** argv);  // bench_step.cpp: `bench step`
 int run_trace(int argc, char** argv);
 int run_simulate(int argc, char** argv);
 int run_replay(int argc, char** argv);

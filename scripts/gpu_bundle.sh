@@ -15,6 +15,9 @@ cp "$build/apps/hisparse" "$build/tests/test_cuda" "$bundle/bin/"
 for lib in $(ldd "$bundle/bin/hisparse" "$bundle/bin/test_cuda" | awk '/=> \//{print $3}' | sort -u); do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libcuda.so*) ;;
+    # cuBLAS(Lt) is ~0.5 GB, beyond what a call carries; the GPU machine's CUDA toolkit has the same major version
+    # (gpu_check.sh adds its lib64 to the search path).
+    libcublas*.so*) ;;
     libstdc++.so*|libgcc_s.so*) cp -L "$lib" "$bundle/lib_std/" ;;
     *) cp -L "$lib" "$bundle/lib/" ;;
   esac

@@ -44,6 +44,10 @@ echo "device: ${device:-unknown}"
 if [ -n "$prebuilt" ]; then
   bin=$(cd "$prebuilt" && pwd)/bin
   export LD_LIBRARY_PATH="$(cd "$prebuilt" && pwd)/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # cuBLASLt is not in the bundle (scripts/gpu_bundle.sh): the machine's CUDA toolkit, or PyTorch's copy.
+  for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null); do
+    [ -d "$d" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+  done
   if ! "$bin/hisparse" --help >/dev/null 2>&1; then
     export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(cd "$prebuilt" && pwd)/lib_std"
   fi

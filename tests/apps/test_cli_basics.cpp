@@ -50,6 +50,17 @@ TEST_CASE("hisparse --version and the help of every subcommand exit 0") {
   CHECK(b.status == 0);
   CHECK(b.out.find("attention") != std::string::npos);
   CHECK(b.out.find("topk") != std::string::npos);
+  CHECK(b.out.find("bench step") != std::string::npos);
+  const Run st = run("bench step --help", dir);
+  CHECK(st.status == 0);
+  CHECK(st.out.find("--batches") != std::string::npos);
+  // Bad input is named before any GPU is looked for.
+  const Run bad = run("bench step --model no-such-model", dir);
+  CHECK(bad.status != 0);
+  CHECK(bad.err.find("no models/no-such-model.yaml") != std::string::npos);
+  const Run badb = run("bench step --batches 0", dir);
+  CHECK(badb.status != 0);
+  CHECK(badb.err.find("--batches") != std::string::npos);
   fs::remove_all(dir);
 }
 
