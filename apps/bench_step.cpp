@@ -1,7 +1,9 @@
 // @brief `hisparse bench step --model M`: every op of one decode layer timed on the GPU at the model's shapes over
 // batch sizes and context lengths (bench/gpu/step_bench.h); a table per op family, the whole-layer graph against
 // the sum of its ops, and a CSV for the calibration fit.
+#include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <sstream>
 
@@ -17,6 +19,7 @@
 #include "cuda/kernel_config.h"
 #include "cuda/runtime.h"
 #include "sim/output_file.h"
+#include "sim/step_calibration.h"
 
 namespace hisparse::apps {
 namespace {
@@ -44,12 +47,43 @@ std::string csv_text(const std::string& device, const std::string& model, const 
   return os.str();
 }
 
+/// `bench step --fit`: per-op models from a stored sweep, the family and layer checks, a YAML.
+int fit_step(const std::string& csv, const std::string& model_override, const std::string& fit_batches, int ep,
+             std::string out, std::string date, double max_error_pct) {
+  const auto rows = sim::read_step_csv(csv);
+  const ModelSpec m = load_model_spec(model_path(model_override.empty() ? rows.front().model : model_override));
+  std::vector<int> fit;
+  for (int64_t b : parse_count_list(fit_batches, "bench step", "--fit-batches", 1, 4096, "1,4,16,64,256"))
+    fit.push_back(int(b));
+  sim::StepCalibration c = sim::fit_step_calibration(rows, m, fit, ep);
+  if (date.empty()) {
+    const std::time_t now = std::time(nullptr);
+    char buf[16];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&now));
+    date = buf;
+  }
+  c.date = date;
+  c.made_from = "hisparse bench step --fit " + csv + " --fit-batches " + fit_batches;
+  if (out.empty()) out = fmt::format("step-calibration-{}-{}.yaml", m.name, date);
+  sim::write_file_atomically(out, sim::step_calibration_yaml(c));
+  fmt::print("per-op time models of {} on {} (fit on batches {}; every other batch held out), calibrated:\n{}", m.name,
+             c.device, fit_batches, sim::step_calibration_table(c));
+  double worst = 0;
+  std::string worst_what;
+  for (const sim::StepCheck& k : c.checks)
+    if (k.held_out && std::abs(k.error()) > worst) worst = std::abs(k.error()), worst_what = k.what;
+  fmt::print("written to {}; held-out max |error| of a family or the layer: {:.1f}% ({}), limit {:.0f}%\n", out,
+             100 * worst, worst_what, max_error_pct);
+  return 100 * worst > max_error_pct ? 1 : 0;
+}
+
 }  // namespace
 
 int run_bench_step(int argc, char** argv) {
   namespace po = boost::program_options;
   std::string what, model = "deepseek-v3.2", batches = "1,2,4,8,16,32,64,128,256", contexts = "4K,16K,64K", csv,
-                    kernels = "default";
+                    kernels = "default", fit_csv, fit_batches = "1,4,16,64,256", out, date;
+  double max_error_pct = 10;
   bench::StepBenchOptions opt;
   po::options_description desc(
       "hisparse bench step: every op of one decode layer on the GPU at the model's shapes (MLA projections and "
@@ -65,10 +99,18 @@ int run_bench_step(int argc, char** argv) {
       "iters", po::value(&opt.iters)->default_value(opt.iters), "graph replays (median)")(
       "seed", po::value(&opt.seed)->default_value(opt.seed), "seed of the random inputs")(
       "kernel-config", po::value(&kernels)->default_value(kernels), "kernel variants (docs/kernels.md)")(
-      "csv", po::value(&csv), "write every row to this CSV file");
+      "csv", po::value(&csv), "write every row to this CSV file")(
+      "fit", po::value(&fit_csv), "fit per-op time models to a stored --csv (no GPU needed) and write a YAML")(
+      "fit-batches", po::value(&fit_batches)->default_value(fit_batches), "fit: batches fitted, the others held out")(
+      "out", po::value(&out), "fit: the YAML written (default step-calibration-<model>-<date>.yaml)")(
+      "date", po::value(&date), "fit: date written into the YAML, YYYY-MM-DD (default today, UTC)")(
+      "max-error", po::value(&max_error_pct)->default_value(max_error_pct),
+      "fit: exit 1 when a family's or the layer's held-out error exceeds this, %");
   po::variables_map vm;
   if (!parse_bench_args(argc, argv, desc, vm)) return 0;
   opt.kernels = bench_kernel_config(kernels);
+  if (!fit_csv.empty()) return fit_step(fit_csv, vm.count("model") ? model : "", fit_batches, opt.ep, out, date,
+                                        max_error_pct);
   opt.batches.clear();
   for (int64_t b : parse_count_list(batches, "bench step", "--batches", 1, 4096, "1,8,64")) opt.batches.push_back(int(b));
   opt.contexts = parse_count_list(contexts, "bench step", "--contexts", 1, int64_t(1) << 20, "4K,16K,64K");

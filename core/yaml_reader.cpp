@@ -264,6 +264,13 @@ StrictMap StrictMap::child(const std::string& key) {
   return StrictMap(node_[key], file_, key_path(key));
 }
 
+YAML::Node StrictMap::sequence(const std::string& key) {
+  used_.insert(key);
+  const YAML::Node n = node_[key];
+  if (n && !n.IsSequence()) fail(key, describe_node(n), "a list");
+  return n ? n : YAML::Node(YAML::NodeType::Sequence);
+}
+
 void StrictMap::finish() const {
   std::vector<std::string> known(used_.begin(), used_.end());
   for (const auto& kv : node_) {

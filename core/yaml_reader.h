@@ -53,6 +53,8 @@ class StrictMap {
 
   /// A nested mapping; the child's unknown keys are checked by its own finish().
   StrictMap child(const std::string& key);
+  /// The list under `key` (empty when absent), marked as read; an error unless it is a sequence.
+  YAML::Node sequence(const std::string& key);
 
   /// Throws naming the first key present in the document that was never read.
   void finish() const;

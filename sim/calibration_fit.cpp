@@ -13,24 +13,12 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "sim/csv_line.h"
 
 namespace hisparse::sim {
 namespace {
 
 // ---------- CSV ----------
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (char ch : line) {
-    if (ch == '"') quoted = !quoted;
-    else if (ch == ',' && !quoted) { out.push_back(cur); cur.clear(); }
-    else if (ch != '\r') cur += ch;
-  }
-  out.push_back(cur);
-  return out;
-}
 
 double to_double(const std::string& text, const std::string& where) {
   try {

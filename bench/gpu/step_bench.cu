@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "bench/gpu/step_bench.h"
+#include "core/decode_layer_ops.h"
 #include "core/error.h"
 #include "core/numerics/indexer_args.h"
 #include "core/numerics/sparse_attention_args.h"
@@ -356,10 +357,18 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
   HS_CUDA_CHECK(cudaDeviceSynchronize());
 
   std::vector<StepBenchRow> rows;
-  auto add = [&](const char* op, const char* family, const char* dtype, const char* impl, int B, int64_t n,
-                 double us, double flops, double bytes) {
+  // FLOPs and bytes of each op come from core/decode_layer_ops.h, the list the calibration predicts with.
+  auto add = [&](const std::string& op, const char* family, const char* dtype, const char* impl, int B, int64_t n,
+                 double us) {
+    double flops = 0, bytes = 0;
+    if (op != "graph_gap" && std::string(family) != "layer") {
+      bool found = false;
+      for (const DecodeOpWork& w : decode_layer_ops(m, B, n, o.ep, true))
+        if (w.op == op && w.dtype == dtype) flops = w.flops, bytes = w.bytes, found = true;
+      if (!found) throw_error("bench step: {} ({}) is not in core/decode_layer_ops.h", op, dtype);
+    }
     rows.push_back(StepBenchRow{op, family, dtype, impl, B, n, us, flops, bytes});
-    std::fprintf(stderr, "bench step: %-16s %-5s B=%-4d n=%-7lld %10.2f us\n", op, dtype, B, (long long)n, us);
+    std::fprintf(stderr, "bench step: %-16s %-5s B=%-4d n=%-7lld %10.2f us\n", op.c_str(), dtype, B, (long long)n, us);
   };
   const char* kLt = "cuBLASLt";
   const char* kOwn = "project kernel (cuda/)";
@@ -367,15 +376,12 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
 
   // The gap between back-to-back kernels inside a graph: empty kernels, one block.
   add("graph_gap", "graph_gap", "-", kHere, 0, 0,
-      graph_us([](cudaStream_t st, int) { empty_kernel<<<1, 32, 0, st>>>(); }, 200, o.iters, s), 0, 0);
+      graph_us([](cudaStream_t st, int) { empty_kernel<<<1, 32, 0, st>>>(); }, 200, o.iters, s));
 
   for (int B : o.batches) {
-    // MoE routing on this GPU: batch x ep tokens in the instance, experts_per_token picks each, uniform over the
-    // routed experts; the expected number of this GPU's experts that get a token, and tokens per such expert.
-    const double picks = double(B) * o.ep * S.topk_experts;
-    const double touched = S.local_experts * (1.0 - std::pow(1.0 - 1.0 / S.experts, picks));
-    const int active = std::max(1, int(std::lround(touched)));
-    const int per_expert = std::max(1, int(std::ceil(picks / o.ep / active)));
+    // MoE routing on this GPU (core/decode_layer_ops.h): experts that get a token, and tokens per such expert.
+    const ExpertLoad load = expert_load(m, B, o.ep);
+    const int active = load.active, per_expert = load.tokens_per_expert;
     // One GEMM plan per projection and dtype at this batch (plans hold no device memory).
     std::vector<std::unique_ptr<LtGemm>> plan8, plan16;
     for (const Proj& p : projs) {
@@ -395,8 +401,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
         const void* x = fp8 ? x8.as() : x16.as();
         const double us = graph_us([&](cudaStream_t st, int r) { g.run(w.at(r), x, y16.as(), ws.as(), st); },
                                    o.reps, o.iters, s);
-        add(projs[i].name, "gemm", fp8 ? "fp8" : "bf16", kLt, B, 0, us, 2.0 * w.m * w.k * B,
-            double(w.bytes_one()) + double(B) * w.k * (fp8 ? 1 : 2) + double(B) * w.m * 2);
+        add(projs[i].name, "gemm", fp8 ? "fp8" : "bf16", kLt, B, 0, us);
         const std::string name = projs[i].name;
         if (fp8 && name.rfind("dense_", 0) != 0) op_us.push_back(us);
       }
@@ -408,11 +413,9 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
     auto uk_op = [&](cudaStream_t st, int) { uk.run(w_uk_heads.as(), x16.as(), att_q.as(), ws.as(), st); };
     auto uv_op = [&](cudaStream_t st, int) { uv.run(w_uv_heads.as(), att_out.as(), y16.as(), ws.as(), st); };
     const double uk_us = graph_us(uk_op, o.reps, o.iters, s);
-    add("w_kv_b_q", "batched_gemm", "bf16", kLt, B, 0, uk_us, 2.0 * S.heads * S.kv_lora * S.nope * B,
-        double(w_uk_heads.bytes()) + double(B) * S.heads * (S.nope + S.kv_lora) * 2);
+    add("w_kv_b_q", "gemm", "bf16", kLt, B, 0, uk_us);
     const double uv_us = graph_us(uv_op, o.reps, o.iters, s);
-    add("w_kv_b_o", "batched_gemm", "bf16", kLt, B, 0, uv_us, 2.0 * S.heads * S.v * S.kv_lora * B,
-        double(w_uv_heads.bytes()) + double(B) * S.heads * (S.kv_lora + S.v) * 2);
+    add("w_kv_b_o", "gemm", "bf16", kLt, B, 0, uv_us);
     op_us.push_back(uk_us);
     op_us.push_back(uv_us);
     // Routed experts of this GPU: gate_up, SiLU-and-multiply, down for each active expert (fp8 grouped GEMM as a
@@ -433,8 +436,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
       }
     };
     const double ex_us = graph_us(experts_op, std::max(1, o.reps / 4), o.iters, s);
-    add("moe_experts", "grouped_gemm", "fp8", kLt, B, 0, ex_us, 2.0 * 3 * S.inter * S.h * double(active) * per_expert,
-        double(active) * 3 * S.inter * S.h + double(active) * per_expert * (S.h * 3.0 + S.inter * 5.0));
+    add("moe_experts", "grouped_gemm", "fp8", kLt, B, 0, ex_us);
     op_us.push_back(ex_us);
     // Norms (hidden twice per layer, q and kv latents once), RoPE of q, SiLU-and-multiply of the shared expert.
     auto norm_op = [&](int cols) {
@@ -445,7 +447,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
     for (auto [name, cols, times] : {std::tuple{"rmsnorm_hidden", S.h, 2}, std::tuple{"rmsnorm_q", S.q_lora, 1},
                                      std::tuple{"rmsnorm_kv", S.kv_lora, 1}}) {
       const double us = graph_us(norm_op(cols), o.reps, o.iters, s);
-      add(name, "elementwise", "bf16", kHere, B, 0, us, 0, 4.0 * B * cols);
+      add(name, "elementwise", "bf16", kHere, B, 0, us);
       for (int t = 0; t < times; ++t) op_us.push_back(us);
     }
     auto rope_op = [&](cudaStream_t st, int) {
@@ -453,14 +455,14 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
           x16.as<__nv_bfloat16>(), B, S.heads, S.heads * (S.nope + S.rope), S.nope + S.rope, S.nope, S.rope);
     };
     const double rope_us = graph_us(rope_op, o.reps, o.iters, s);
-    add("rope_q", "elementwise", "bf16", kHere, B, 0, rope_us, 0, 4.0 * B * S.heads * S.rope);
+    add("rope_q", "elementwise", "bf16", kHere, B, 0, rope_us);
     op_us.push_back(rope_us);
     auto silu_op = [&](cudaStream_t st, int) {
       silu_mul_kernel<<<grid_for(int64_t(B) * S.inter), 256, 0, st>>>(y16.as<__nv_bfloat16>(), z16.as<__nv_bfloat16>(),
                                                                         B, S.inter);
     };
     const double silu_us = graph_us(silu_op, o.reps, o.iters, s);
-    add("silu_mul_shared", "elementwise", "bf16", kHere, B, 0, silu_us, 0, 6.0 * B * S.inter);
+    add("silu_mul_shared", "elementwise", "bf16", kHere, B, 0, silu_us);
     op_us.push_back(silu_us);
     // Sparse attention over K selected rows (independent of the context length).
     SparseAttentionArgs aa;
@@ -480,9 +482,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
       if (kern == AttentionKernel::kFast && !have_fast) continue;
       const double us = graph_us([&](cudaStream_t st, int) { sparse_attention_device(aa, kern, st); },
                                  std::max(1, o.reps / 4), o.iters, s);
-      add(kern == AttentionKernel::kFast ? "attention_fast" : "attention_exact", "attention", "bf16", kOwn, B, 0, us,
-          sparse_attention_flops(B, S.heads, S.top_k),
-          double(B) * S.top_k * kMlaQkDim * 2 + double(B) * S.heads * (kMlaQkDim + kMlaVDim) * 2);
+      add(kern == AttentionKernel::kFast ? "attention_fast" : "attention_exact", "attention", "bf16", kOwn, B, 0, us);
       if (kern == layer_kernel) op_us.push_back(us);
     }
     for (int64_t n : o.contexts) {
@@ -502,8 +502,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
       const int ireps = int(std::clamp<int64_t>((int64_t(1) << 24) / (int64_t(B) * n), 1, o.reps));
       auto idx_op = [&](cudaStream_t st, int) { indexer_scores_device(ia, st); };
       const double idx_us = graph_us(idx_op, ireps, o.iters, s);
-      add("indexer", "indexer", "bf16", kOwn, B, n, idx_us, 2.0 * B * double(n) * S.idx_heads * S.idx_dim,
-          double(B) * n * (S.idx_dim * 2 + 4));
+      add("indexer", "indexer", "bf16", kOwn, B, n, idx_us);
       TopkArgs ta;
       ta.rows = B;
       ta.stride = n;
@@ -514,7 +513,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
       Buf tws(topk_workspace_bytes(ta, o.kernels.topk));
       auto topk_op = [&](cudaStream_t st, int) { topk_device(ta, tws.as(), tws.bytes(), o.kernels.topk, st); };
       const double tk_us = graph_us(topk_op, ireps, o.iters, s);
-      add("topk", "topk", "fp32", kOwn, B, n, tk_us, 0, double(B) * n * 4 + double(B) * ta.k * 4);
+      add(n > S.top_k ? "topk" : "topk_all", "topk", "fp32", kOwn, B, n, tk_us);
 
       // The whole MoE layer as one graph, in execution order, fp8 projections as deployed.
       auto layer = [&](cudaStream_t st, int r) {
@@ -544,8 +543,8 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
       const double layer_us = graph_us(layer, std::max(1, ireps / 4), o.iters, s);
       double sum = idx_us + tk_us;
       for (double u : op_us) sum += u;
-      add("layer", "layer", "fp8", "whole layer, one graph", B, n, layer_us, 0, 0);
-      add("layer_sum_of_ops", "layer", "fp8", "sum of the ops above", B, n, sum, 0, 0);
+      add("layer", "layer", "fp8", "whole layer, one graph", B, n, layer_us);
+      add("layer_sum_of_ops", "layer", "fp8", "sum of the ops above", B, n, sum);
     }
   }
   cublasLtDestroy(lt);

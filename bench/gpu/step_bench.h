@@ -25,7 +25,7 @@ struct StepBenchOptions {
 
 struct StepBenchRow {
   std::string op;       // e.g. q_a, indexer, moe_experts
-  std::string family;   // gemm | grouped_gemm | batched_gemm | indexer | topk | attention | elementwise | graph_gap | layer
+  std::string family;   // gemm | grouped_gemm | indexer | topk | attention | elementwise | graph_gap | layer
   std::string dtype;    // bf16 | fp8 | fp32 | -
   std::string impl;     // who implements it: project kernel, cuBLASLt, project elementwise kernel
   int batch = 0;

@@ -1,0 +1,80 @@
+// @brief StepCalibration: a time model for every op of one decode layer, fitted to `hisparse bench step` rows
+// measured on one GPU, with its fit and held-out errors (per op, per op family, and for the whole layer) and
+// its provenance; its YAML file; and prediction at any batch and context through core/decode_layer_ops.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/decode_layer_ops.h"
+#include "core/model_spec.h"
+
+namespace hisparse::sim {
+
+/// One row of a `bench step` CSV.
+struct StepBenchMeasurement {
+  std::string device, model, op, family, dtype, impl;
+  int batch = 0;
+  int64_t context = 0;
+  double median_us = 0, flops = 0, bytes = 0;
+};
+/// Reads a `bench step --csv` file (errors name the file, line and column).
+std::vector<StepBenchMeasurement> read_step_csv(const std::string& path);
+
+/// Time of one op from the work it does (core/decode_layer_ops.h): a roofline shape with fitted constants, plus a
+/// per-token term; or, for a kernel whose block count is known, whole waves of blocks.
+///   max:        max(fixed, bytes / bytes_per_s, flops / flops_per_s)   (a floor, then whichever bound binds)
+///   fixed+max:  fixed + max(bytes / bytes_per_s, flops / flops_per_s)
+///   sum:        fixed + bytes / bytes_per_s + flops / flops_per_s
+///   smooth:     (fixed^4 + (bytes / bytes_per_s)^4 + (flops / flops_per_s)^4)^(1/4)  (a rounded max: the
+///               transition from the floor to the bound is gradual where the grid fills the GPU step by step)
+///   each of those + per_token_us x tokens
+///                 + per_wave_us x ceil(blocks / wave_blocks), for a kernel whose block count is known (one block
+///                 per (token, 64 heads) leaves SMs idle until the grid spans a wave, then steps up a wave at a
+///                 time; top-k's select pass runs a block per row)
+/// A rate of 0 leaves its term out.
+struct OpTimeModel {
+  std::string op, dtype, family, form;
+  double fixed_us = 0, bytes_per_s = 0, flops_per_s = 0, per_token_us = 0, wave_blocks = 0, per_wave_us = 0;
+  double fit_max_error = 0, held_out_max_error = 0;  // |predicted - measured| / measured over its points
+  int fit_points = 0, held_out_points = 0;
+  double predict(const DecodeOpWork& work) const;  // µs
+};
+
+/// A sum checked against measurement at one point: an op family's ops, or the whole layer.
+struct StepCheck {
+  std::string what;  // "family gemm", "layer"
+  int batch = 0;
+  int64_t context = 0;
+  double measured_us = 0, predicted_us = 0;
+  bool held_out = false;
+  double error() const { return measured_us > 0 ? (predicted_us - measured_us) / measured_us : 0; }
+};
+
+struct StepCalibration {
+  std::string device, model, date, made_from;
+  int ep = 8;
+  double graph_gap_us = 0;           // between two kernels of a CUDA graph, measured
+  std::vector<int> fit_batches;
+  std::vector<OpTimeModel> ops;
+  std::vector<StepCheck> checks;     // family and layer sums at every measured (batch, context)
+  const OpTimeModel* find(const std::string& op, const std::string& dtype) const;
+  /// Largest |error| of the checks whose `what` starts with `prefix` among held-out (or fit) points.
+  double max_check_error(const std::string& prefix, bool held_out) const;
+};
+
+/// Fits every (op, dtype) of `rows` on the batches in `fit_batches` (each op's other points are held out), then
+/// checks family sums and the whole layer (core/decode_layer_ops.h's moe_layer_ops) against the measured rows.
+StepCalibration fit_step_calibration(const std::vector<StepBenchMeasurement>& rows, const ModelSpec& model,
+                                     const std::vector<int>& fit_batches, int ep);
+
+/// Predicted time of one MoE layer (all its ops, the projections in fp8) at `batch` and `context`.
+double predict_moe_layer_us(const StepCalibration& c, const ModelSpec& model, int batch, int64_t context);
+
+std::string step_calibration_yaml(const StepCalibration& c);
+StepCalibration load_step_calibration(const std::string& path);
+/// Tables of the per-op fit and the family and layer checks.
+std::string step_calibration_table(const StepCalibration& c);
+
+}  // namespace hisparse::sim
