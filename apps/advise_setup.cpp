@@ -11,7 +11,7 @@
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
-#include "sim/calibration.h"
+#include "sim/calibration_choice.h"
 #include "sim/miss_surface.h"
 #include "sim/workload.h"
 
@@ -39,7 +39,12 @@ void add_advise_options(po::options_description& desc, AdviseArgs& a, bool with_
       "tpot-slo-ms", po::value<double>(), "TPOT SLO in ms (default: the deployment's)")(
       "host-dram-bytes", po::value(&a.host_dram), "host DRAM per decode node (e.g. 1TiB)")(
       "host-reserve-bytes", po::value(&a.host_reserve), "host DRAM per node kept for the OS and the server (default 0)")(
-      "calibration", po::value(&a.calibration), "calibration YAML from `hisparse bench --calibrate` (measured swap-in costs)")(
+      "calibration", po::value(&a.calibration)->default_value(a.calibration),
+      "PCIe and swap-in copy calibration: auto (the hardware file's), none (roofline), or a YAML from `hisparse bench "
+      "--calibrate`")(
+      "step-calibration", po::value(&a.step_calibration)->default_value(a.step_calibration),
+      "per-op decode-layer calibration: auto (the hardware file's), none (roofline), or a YAML from `hisparse bench step "
+      "--fit`")(
       "cost-params", po::value(&a.cost_params), "cost-model parameters YAML (sim/cost_params.h keys)")(
       "overlap", po::value(&a.overlap), "none | two-batch (default: the cost parameters')");
 }
@@ -74,14 +79,8 @@ AdviseSetup make_advise_setup(const AdviseArgs& a, const po::variables_map& vm, 
   sim::AdviseOptions& o = out.options;
   if (!a.host_reserve.empty()) o.host_reserve_bytes = bytes_flag(a.host_reserve, command, "host-reserve-bytes");
   if (!a.cost_params.empty()) o.cost = sim::load_cost_params(a.cost_params);
-  out.info.cost_label = "modelled (roofline cost model; efficiencies and overheads are the documented defaults of "
-                        "sim/cost_params.h, not measurements)";
-  if (!a.calibration.empty()) {
-    const sim::Calibration cal = sim::load_calibration(a.calibration);
-    sim::apply_calibration(cal, &s, &o.cost);
-    out.info.cost_label = fmt::format("modelled; swap-in and copy terms calibrated on {} ({}, {}), the other terms "
-                                      "roofline defaults", cal.device, a.calibration, cal.date);
-  }
+  out.info.cost_label = "modelled; " + sim::apply_calibrations(a.calibration, a.step_calibration, &s, &o.cost) +
+                        " (roofline efficiencies and overheads: the documented defaults of sim/cost_params.h)";
   if (!a.overlap.empty()) o.cost.overlap = sim::parse_overlap_mode(a.overlap, "--overlap");
   if (!a.buffer_sizes.empty()) o.buffer_sizes = int_list(a.buffer_sizes, command, "buffer-sizes", 1);
   if (!a.ratios.empty()) o.ratios = int_list(a.ratios, command, "ratios", 1);

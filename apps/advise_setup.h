@@ -18,7 +18,7 @@ namespace hisparse::apps {
 
 struct AdviseArgs {
   std::string scenario, seq_lens, workload, trace, policy = "sglang-lru", buffer_sizes, ratios;
-  std::string calibration, cost_params, overlap, host_dram, host_reserve;
+  std::string calibration = "auto", step_calibration = "auto", cost_params, overlap, host_dram, host_reserve;
   std::string miss_curve;  // miss surface name or path ("" = the default surface)
   int threads = 1;
   int mix_classes = 16;

@@ -22,7 +22,7 @@
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
-#include "sim/calibration.h"
+#include "sim/calibration_choice.h"
 #include "sim/miss_surface.h"
 #include "sim/output_file.h"
 #include "sim/plan/capacity_plan.h"
@@ -70,7 +70,7 @@ int64_t quantile(std::vector<int64_t> v, double q) {
 int run_plan(int argc, char** argv) {
   std::string scenario_name, seq_text, workload_name, trace_path, policy = "sglang-lru", out_dir = "plan_out";
   std::string miss_curve = sim::kDefaultMissSurface;
-  std::string sweep_h_text, sweep_r_text, cost_path, overlap_text, calibration_path;
+  std::string sweep_h_text, sweep_r_text, cost_path, overlap_text, calibration_path, step_calibration_path;
   std::string host_dram_text, host_reserve_text, hbm_text, weight_text, weights_gpu_text, kv_budget_text, reserve_text;
   int threads = 1;
   po::options_description desc(
@@ -113,7 +113,12 @@ int run_plan(int argc, char** argv) {
       "device-pool-tokens", po::value<int64_t>(), "override: max_total_num_tokens with HiSparse (from a server log)")(
       "host-pool-tokens", po::value<int64_t>(), "override: host pool tokens per GPU")(
       "cost-params", po::value(&cost_path), "cost-model parameters YAML (sim/cost_params.h keys)")(
-      "calibration", po::value(&calibration_path), "calibration YAML from `hisparse bench --calibrate` (measured swap-in costs)")(
+      "calibration", po::value(&calibration_path)->default_value("auto"),
+      "PCIe and swap-in copy calibration: auto (the hardware file's), none (roofline), or a YAML from `hisparse bench "
+      "--calibrate`")(
+      "step-calibration", po::value(&step_calibration_path)->default_value("auto"),
+      "per-op decode-layer calibration: auto (the hardware file's), none (roofline), or a YAML from `hisparse bench step "
+      "--fit`")(
       "overlap", po::value(&overlap_text), "none | two-batch (default: the cost parameters')")(
       "miss-fraction", po::value<double>(), "constant per-layer miss fraction of slow-path steps at every buffer size")(
       "sweep-buffer-sizes", po::value(&sweep_h_text), "device_buffer_size sweep (default top_k × 1, 1.5, 2, 3, 4, 6, 8)")(
@@ -176,10 +181,7 @@ int run_plan(int argc, char** argv) {
 
   sim::PlanOptions opt;
   if (!cost_path.empty()) opt.cost = sim::load_cost_params(cost_path);
-  if (!calibration_path.empty()) {
-    const sim::Calibration cal = sim::load_calibration(calibration_path);
-    sim::apply_calibration(cal, &s, &opt.cost);
-  }
+  const std::string calibration_line = sim::apply_calibrations(calibration_path, step_calibration_path, &s, &opt.cost);
   if (!overlap_text.empty()) opt.cost.overlap = sim::parse_overlap_mode(overlap_text, "--overlap");
   if (!host_reserve_text.empty()) opt.host_reserve_bytes = parse_bytes(host_reserve_text, "--host-reserve-bytes");
   if (vm.count("batch-cap")) opt.batch_cap = vm["batch-cap"].as<int64_t>();
@@ -194,6 +196,7 @@ int run_plan(int argc, char** argv) {
 
   sim::PlanRunInfo info;
   info.command_line = command_line;
+  info.calibration = calibration_line;
   if (!seq_text.empty())
     opt.seq_lens = parse_count_list(seq_text, "plan", "--seq-lens", 1, int64_t{1} << 30, "16K,32K,131072");
   if (!workload_name.empty()) {
@@ -270,6 +273,7 @@ int run_plan(int argc, char** argv) {
              sim::plan_int(static_cast<int64_t>(b.device_pool_tokens.value)),
              sim::plan_int(static_cast<int64_t>(b.logical_pool_tokens.value)),
              sim::plan_int(static_cast<int64_t>(b.host_pool_tokens.value)), b.host_pool_bytes_per_gpu.value * 1e-9);
+  fmt::print("cost model: {}\n", info.calibration);
   fmt::print("{}", sim::plan_to_text(plan));
   for (const auto& w : plan.warnings) fmt::print("warning: {}\n", w);
   fmt::print("plan computed in {:.3f} s (plotting excluded); wrote {}/plan.json, plan.md, plan.html{}\n", info.plan_seconds,

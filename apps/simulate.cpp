@@ -13,7 +13,7 @@
 #include "apps/command.h"
 #include "core/error.h"
 #include "core/scenario_loader.h"
-#include "sim/calibration.h"
+#include "sim/calibration_choice.h"
 #include "sim/chrome_trace.h"
 #include "sim/cost_params.h"
 #include "sim/link_model.h"
@@ -39,7 +39,7 @@ SimTime seconds_flag(double s, const char* name) {
 }  // namespace
 
 int run_simulate(int argc, char** argv) {
-  std::string scenario_name, workload_name, mode = "both", overlap, link_model, out_dir = "simulate_out", cost_file, calibration_file;
+  std::string scenario_name, workload_name, mode = "both", overlap, link_model, out_dir = "simulate_out", cost_file, calibration_file, step_calibration_file;
   std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru", miss_curve = kDefaultMissSurface;
   int prefill_instances = 0;
   double duration = 0, miss_fraction = -1, timeline_start = -1, timeline_length = 1.0;
@@ -54,8 +54,10 @@ int run_simulate(int argc, char** argv) {
       ("overlap", po::value(&overlap), "none | two-batch | both (default: the cost file's, else none)")
       ("link-model", po::value(&link_model), "maxmin | constant (default: maxmin)")
       ("cost", po::value(&cost_file), "cost-parameter YAML (efficiencies, latencies) over the defaults")
-      ("calibration", po::value(&calibration_file), "calibration YAML from `hisparse bench --calibrate` (scenarios/calibration/): "
-                                                   "measured PCIe rates and swap-in + copy cost in place of the hardware defaults")
+      ("calibration", po::value(&calibration_file)->default_value("auto"), "PCIe and swap-in copy calibration: auto (the "
+                                                   "hardware file's), none (roofline), or a YAML from `hisparse bench --calibrate`")
+      ("step-calibration", po::value(&step_calibration_file)->default_value("auto"), "per-op decode-layer calibration: auto "
+                                                   "(the hardware file's), none (roofline), or a YAML from `hisparse bench step --fit`")
       ("miss-model", po::value(&miss_kind)->default_value(miss_kind), "statistical (measured miss surface --miss-curve at the deployment's H/K: warm-up, then by n/H; or fitted to --miss-trace) | trace (replay --miss-trace with --policy) | placeholder (10 % once n > H, no data)")
       ("miss-curve", po::value(&miss_curve)->default_value(miss_curve), "statistical model: miss surface scenarios/miss_models/<name>.yaml or a .yaml path (written by `hisparse fit-miss-model`); its --policy columns are used")
       ("miss-fraction", po::value(&miss_fraction), "statistical model: constant per-layer miss fraction of K once n > H")
@@ -83,11 +85,7 @@ int run_simulate(int argc, char** argv) {
     sc.deployment.prefill.count = prefill_instances;
   }
   CostParams base = cost_file.empty() ? CostParams{} : load_cost_params(cost_file);
-  if (!calibration_file.empty()) {
-    const Calibration cal = load_calibration(calibration_file);
-    apply_calibration(cal, &sc, &base);
-    fmt::print("calibration {}: {} ({}), swap-in copy {}\n", calibration_file, cal.device, cal.date, cal.copy_mode);
-  }
+  fmt::print("cost model: {}\n", apply_calibrations(calibration_file, step_calibration_file, &sc, &base));
   if (!link_model.empty()) {
     make_link_model(link_model);  // validates the name
     base.link_model = link_model;

@@ -34,6 +34,9 @@ struct HardwareSpec {
   int numa_nodes = 2;                    // per node; GPUs split evenly across them
   int gpus_per_node = 8;
   NicSpec nic;
+  // Measurements of this GPU the cost model loads by default (paths resolved against the hardware file; empty: none).
+  std::string calibration;       // PCIe and swap-in copy costs (`hisparse bench --calibrate`, sim/calibration.h)
+  std::string step_calibration;  // per-op decode-layer models (`hisparse bench step --fit`, sim/step_calibration.h)
 };
 
 }  // namespace hisparse

@@ -112,6 +112,14 @@ HardwareSpec load_hardware_spec(const std::string& path) {
   map.get("host_dram_bytes_per_s_per_numa", &h.host_dram_bytes_per_s_per_numa, 0, 1e13, Unit::kBytesPerSecond);
   map.get("numa_nodes", &h.numa_nodes, 1, 64);
   map.get("gpus_per_node", &h.gpus_per_node, 1, 1024);
+  // Calibration files are named relative to the hardware file and must exist (a typo would silently fall back).
+  for (auto [key, out] : {std::pair{"calibration", &h.calibration}, std::pair{"step_calibration", &h.step_calibration}}) {
+    if (!map.has(key)) continue;
+    map.get(key, out);
+    const fs::path p = fs::path(*out).is_absolute() ? fs::path(*out) : fs::path(path).parent_path() / *out;
+    if (!fs::exists(p)) throw_error("{}: no file {} (expected a calibration YAML)", map.where(key), p.string());
+    *out = p.lexically_normal().string();
+  }
   {
     StrictMap nic = map.child("nic");
     nic.get("count", &h.nic.count, 0, 1024);

@@ -2,12 +2,15 @@
 // and an optional YAML override (a calibration file written by `hisparse bench`, or hand-made).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "sim/sim_time.h"
 #include "sim/swap_in_cost.h"
 
 namespace hisparse::sim {
+
+struct StepCalibration;  // sim/step_calibration.h
 
 /// Fraction of the roofline (min of FLOP/s and HBM bytes/s) each kind of operation reaches. The defaults are
 /// round figures, not measurements: decode kernels are memory-bound and typically reach 60–80 % of HBM
@@ -35,6 +38,10 @@ struct CostParams {
   std::string link_model = "maxmin";     // "maxmin" | "constant" (sim/link_model.h)
   int prefill_chunk_tokens = 16384;      // prefill runs in chunks; each chunk re-reads the weights
   SwapInCopyCost swap_in_cost;           // measured swap-in plan + miss copy (set by apply_calibration, sim/calibration.h)
+  // Measured per-op models of the decode layer (sim/step_calibration.h); when set they replace the roofline and the
+  // per-kernel launch cost of the projection GEMMs (MLA and indexer projections, absorbed w_kv_b, router, shared
+  // expert, dense MLP) and of top-k (DecodeCostModel says which terms stay roofline and why).
+  std::shared_ptr<const StepCalibration> step;
 };
 
 /// Reads `path` (keys as in CostParams; unknown keys are errors) over the defaults.

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/decode_layer_ops.h"
 #include "core/error.h"
+#include "sim/step_calibration.h"
 
 namespace hisparse::sim {
 
@@ -31,6 +33,28 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   expert_params_ = 3.0 * h * m.moe_intermediate_size;
   dense_mlp_params_ = 3.0 * h * m.dense_intermediate_size;
   lm_head_params_ = static_cast<double>(m.vocab_size) * h;
+  if (p_.step && p_.step->model != m.name)
+    throw_error("{}: the per-op calibration is for model {}, the scenario's model is {} (use --step-calibration none "
+                "or a calibration of this model)", sc_.source, p_.step->model, m.name);
+}
+
+SimTime DecodeCostModel::calibrated_ns(std::initializer_list<const char*> ops, double batch, double context) const {
+  const int B = std::max(1, static_cast<int>(std::ceil(batch)));
+  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(std::llround(context)));
+  const int ep = std::max(1, sc_.deployment.decode.ep);
+  const std::vector<DecodeOpWork> work = decode_layer_ops(sc_.model, B, n, ep);  // as deployed: fp8 projections
+  SimTime t = 0;
+  for (const char* op : ops) {
+    const std::string name = op;
+    const DecodeOpWork* w = nullptr;
+    for (const DecodeOpWork& x : work)  // top-k's name says whether every position is selected
+      if (x.op == name || (name == "topk" && x.op == "topk_all")) w = &x;
+    if (!w) throw_error("per-op calibration: {} is not an op of core/decode_layer_ops.h", name);
+    const OpTimeModel* m = p_.step->find(w->op, w->dtype);
+    if (!m) throw_error("per-op calibration of {}: no model for {} ({})", p_.step->device, w->op, w->dtype);
+    t += seconds_to_ns_ceil(m->predict(*w) * 1e-6 * w->per_layer);
+  }
+  return t;
 }
 
 SimTime DecodeCostModel::roofline(double flops, double bytes, double peak_flops, double efficiency, int launches) const {
@@ -48,12 +72,32 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   const double fp8 = sc_.hardware.fp8_flops > 0 ? sc_.hardware.fp8_flops : sc_.hardware.bf16_flops;
   const double bpp = p_.weight_bytes_per_param;
   const auto& e = p_.efficiency;
+  const double attn_flops = b.sum_attended * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * 2.0;
+  if (p_.step) {
+    // Measured per-op models where the measured implementation is the deployed one's kind: the cuBLASLt GEMMs of
+    // the projections (the indexer's, MLA's and the absorbed w_kv_b) and top-k, at this batch and its mean context
+    // (top-k's work is linear in the summed context). The indexer's scoring and the sparse attention kernel stay
+    // roofline: the project's kernels (a CUDA-core indexer, a one-wave attention) are not DeepGEMM's or
+    // FlashMLA's. A graph-timed op already holds its gap to the next kernel; a roofline one pays the measured gap.
+    const double n_mean = b.sum_n / B;
+    const SimTime gap = seconds_to_ns_ceil(p_.step->graph_gap_us * 1e-6);
+    const SimTime scoring = seconds_to_ns_ceil(std::max(2.0 * m.indexer_heads * m.indexer_head_dim * b.sum_n / (fp8 * e.indexer),
+                                                         (b.sum_n * indexer_key_bytes_ + b.sum_n * 4.0) /
+                                                             (sc_.hardware.hbm_bytes_per_s * e.indexer)));
+    out.indexer = (calibrated_ns({"indexer_q", "indexer_k", "indexer_w"}, B, n_mean) + scoring + gap) * selecting_layers_;
+    out.topk = calibrated_ns({"topk"}, B, n_mean) * selecting_layers_;
+    const SimTime kernel = seconds_to_ns_ceil(std::max(attn_flops / (sc_.hardware.bf16_flops * e.attention),
+                                                       b.sum_attended * kv_row_bytes_ / (sc_.hardware.hbm_bytes_per_s * e.attention)));
+    out.attention = (calibrated_ns({"q_a", "q_b", "kv_a", "w_kv_b_q", "w_kv_b_o", "o_proj"}, B, n_mean) + kernel + gap) *
+                    layers_;
+  } else {
   // Indexer: every token's key is read and scored by every indexer head (fp8), once per selecting layer.
   const SimTime idx = roofline(2.0 * m.indexer_heads * m.indexer_head_dim * b.sum_n + 2.0 * indexer_params_ * B,
                                b.sum_n * indexer_key_bytes_ + indexer_params_ * bpp + b.sum_n * 4.0, fp8, e.indexer, 3);
   out.indexer = idx * selecting_layers_;
   // Top-k: reads the fp32 scores, writes K indices per request.
   out.topk = roofline(0, b.sum_n * 4.0 + B * K * 4.0, fp8, e.topk, 1) * selecting_layers_;
+  }
   if (hisparse_ && p_.swap_in_cost.calibrated) {
     // Measured on this device (one call per layer); the slow path walks the H slots of the LRU.
     out.swap_in = p_.swap_in_cost.plan_ns(b.requests, b.slow_path > 0 ? static_cast<int64_t>(H) : 0) * layers_;
@@ -62,8 +106,8 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
     const double bytes = B * K * 8.0 + static_cast<double>(b.slow_path) * H * 8.0;
     out.swap_in = roofline(0, bytes, fp8, e.swap_in, 1) * layers_;
   }
+  if (p_.step) return out;
   const int rest = std::max(1, p_.kernels_per_layer - 5);
-  const double attn_flops = b.sum_attended * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * 2.0;
   out.attention = roofline(attn_flops + 2.0 * attn_params_ * B, b.sum_attended * kv_row_bytes_ + attn_params_ * bpp,
                            sc_.hardware.bf16_flops, e.attention, rest) * layers_;
   return out;
@@ -80,13 +124,30 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
   const double bpp = p_.weight_bytes_per_param;
   const auto& e = p_.efficiency;
   const int moe_layers = std::max(0, layers_ - m.dense_layers);
+  if (p_.step) {
+    // Measured per-op models at the slowest GPU's batch: router, shared expert, dense MLP. The routed experts stay
+    // roofline: the benchmark runs them as one cuBLASLt GEMM per expert (2.3 TB/s of expert weights on the H200),
+    // not as DeepGEMM's single grouped kernel that SGLang runs.
+    const double Bg = std::max(1.0, max_gpu_tokens);
+    out.compute += calibrated_ns({"router", "shared_gate_up", "shared_down"}, Bg, 1) * moe_layers;
+    out.compute += calibrated_ns({"dense_gate_up", "dense_down"}, Bg, 1) * m.dense_layers;
+  }
   if (moe_layers > 0 && m.routed_experts > 0) {
     // Expected distinct experts one GPU must read: each routed pick lands on a uniform expert.
     const double picks = T * m.experts_per_token;
     const double p_touched = 1.0 - std::pow(1.0 - 1.0 / m.routed_experts, picks);
     const double experts_here = m.routed_experts / ep * p_touched + m.shared_experts;
     const double tokens_here = picks / ep + max_gpu_tokens * m.shared_experts;
-    out.compute += roofline(2.0 * expert_params_ * tokens_here, experts_here * expert_params_ * bpp, fp8, e.moe, 3) * moe_layers;
+    if (!p_.step) {
+      out.compute += roofline(2.0 * expert_params_ * tokens_here, experts_here * expert_params_ * bpp, fp8, e.moe, 3) * moe_layers;
+    } else {
+      // Routed experts only (the shared expert is calibrated above), launched inside the step's graph.
+      const double routed_here = m.routed_experts / ep * p_touched;
+      const double routed_tokens = picks / ep;
+      out.compute += (seconds_to_ns_ceil(std::max(2.0 * expert_params_ * routed_tokens / (fp8 * e.moe),
+                                                  routed_here * expert_params_ * bpp / (hw.hbm_bytes_per_s * e.moe))) +
+                      seconds_to_ns_ceil(p_.step->graph_gap_us * 1e-6)) * moe_layers;
+    }
     // Dispatch (fp8 hidden) and combine (bf16 hidden) of the slowest GPU's tokens, the (ep-1)/ep that leave it.
     const double a2a_bytes = max_gpu_tokens * m.experts_per_token * m.hidden_size * 3.0 * (ep - 1) / ep;
     const double nv = hw.nvlink_bytes_per_s > 0 ? hw.nvlink_bytes_per_s : hw.hbm_bytes_per_s;
@@ -94,7 +155,7 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
   }
   if (m.dense_layers > 0) {
     // Dense MLP layers are tensor-parallel over the instance's tokens; one all-reduce latency each.
-    out.compute += roofline(2.0 * dense_mlp_params_ / tp * T, dense_mlp_params_ / tp * bpp, fp8, e.dense, 3) * m.dense_layers;
+    if (!p_.step) out.compute += roofline(2.0 * dense_mlp_params_ / tp * T, dense_mlp_params_ / tp * bpp, fp8, e.dense, 3) * m.dense_layers;
     out.all_to_all += p_.all_to_all_latency_ns * m.dense_layers;
   }
   out.compute += roofline(2.0 * lm_head_params_ / tp * T, lm_head_params_ / tp * 2.0, hw.bf16_flops, e.dense, 2);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/deployment_spec.h"
 #include "sim/cost_params.h"
@@ -50,6 +51,9 @@ class DecodeCostModel {
   int kv_layers() const { return kv_layers_; }
 
  private:
+  /// Sum of the step calibration's time of `ops` (as deployed: fp8 projections; each with its count per layer) at
+  /// `batch` tokens per GPU and mean context `context`, ns.
+  SimTime calibrated_ns(std::initializer_list<const char*> ops, double batch, double context) const;
   SimTime roofline(double flops, double bytes, double peak_flops, double efficiency, int launches) const;
 
   const Scenario& sc_;

@@ -281,6 +281,7 @@ std::vector<DocBlock> build_plan_document(const CapacityPlan& p, const PlanRunIn
       d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.page_size, d.mem_fraction_static, d.hisparse.top_k,
       d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio, plan_bytes(d.host_dram_bytes), d.tpot_slo_ms)));
   if (!info.workload.empty()) doc.push_back(para("Workload: " + info.workload));
+  if (!info.calibration.empty()) doc.push_back(para("Cost model: " + info.calibration + "."));
   for (const auto& w : p.warnings) {
     DocBlock b;
     b.kind = DocBlock::kWarning;

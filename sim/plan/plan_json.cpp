@@ -145,7 +145,8 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
   o += "  \"sweeps\": {\n    \"device_buffer_size\": " + jarray(p.sweep_buffer, jsweep, "      ") + ",\n";
   o += "    \"host_to_device_ratio\": " + jarray(p.sweep_ratio, jsweep, "      ") + "\n  },\n";
   o += "  \"warnings\": " + jarray(p.warnings, esc, "    ") + ",\n";
-  o += fmt::format("  \"run\": {{\"command\": {}, \"workload\": {}, \"plan_seconds\": {}}}\n}}\n", esc(info.command_line),
+  o += fmt::format("  \"run\": {{\"command\": {}, \"calibration\": {}, \"workload\": {}, \"plan_seconds\": {}}}\n}}\n",
+                   esc(info.command_line), esc(info.calibration),
                    esc(info.workload), jnum(info.plan_seconds));
   return o;
 }

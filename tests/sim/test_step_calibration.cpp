@@ -1,6 +1,7 @@
 // @brief The per-op time models of a decode layer (sim/step_calibration.h): the work of each op matches what the
 // GPU benchmark wrote, the fitter recovers known models, the shipped H200 sweep meets the held-out bar, the YAML
-// round-trips, and bad CSV or YAML input is refused with the file and line named.
+// round-trips, bad CSV or YAML input is refused with the file and line named, and the cost model loads the
+// hardware's calibrations by default and charges the fitted models.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,6 +11,8 @@
 
 #include "core/error.h"
 #include "core/scenario_loader.h"
+#include "sim/calibration_choice.h"
+#include "sim/decode_cost_model.h"
 #include "sim/output_file.h"
 #include "sim/step_calibration.h"
 
@@ -138,4 +141,63 @@ TEST_CASE("step CSV: a wrong header, a short line or a bad number is an error na
   CHECK_THROWS_WITH_AS(sim::read_step_csv(path), doctest::Contains("median_us"), Error);
   write(header);
   CHECK_THROWS_WITH_AS(sim::read_step_csv(path), doctest::Contains("no rows"), Error);
+}
+
+TEST_CASE("calibration choice: auto loads the hardware's files, none and a hardware without them say roofline") {
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  REQUIRE_FALSE(s.hardware.step_calibration.empty());
+  sim::CostParams p;
+  const std::string line = sim::apply_calibrations("auto", "auto", &s, &p);
+  CHECK(line.find("h200-2026-11-22-cluster.yaml") != std::string::npos);
+  CHECK(line.find("h200-step-2026-11-23.yaml") != std::string::npos);
+  CHECK(p.step != nullptr);
+  CHECK(p.swap_in_cost.calibrated);
+
+  Scenario r = load_scenario("dsv32-8xh200-1tb");
+  sim::CostParams q;
+  const std::string none = sim::apply_calibrations("none", "none", &r, &q);
+  CHECK(none.find("--calibration none") != std::string::npos);
+  CHECK(none.find("--step-calibration none") != std::string::npos);
+  CHECK(q.step == nullptr);
+  CHECK_FALSE(q.swap_in_cost.calibrated);
+
+  Scenario h20 = load_scenario("dsv32-2x8xh20-pd");
+  sim::CostParams w;
+  const std::string bare = sim::apply_calibrations("auto", "auto", &h20, &w);
+  CHECK(bare.find("names no calibration") != std::string::npos);
+  CHECK(w.step == nullptr);
+}
+
+TEST_CASE("cost model with per-op calibration: the projection GEMMs cost what the fitted models say") {
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  sim::CostParams p;
+  sim::apply_calibrations("none", "auto", &s, &p);
+  REQUIRE(p.step);
+  const sim::DecodeCostModel with(s, p, true);
+  sim::CostParams roof;
+  const sim::DecodeCostModel without(s, roof, true);
+  sim::GpuBatch b;
+  b.requests = 32;
+  b.sum_n = 32.0 * 16384;
+  b.sum_attended = 32.0 * 2048;
+  b.slow_path = 32;
+  // Top-k is entirely calibrated: per selecting layer, the fitted model at batch 32 and context 16K.
+  const DecodeOpWork* topk = nullptr;
+  const auto ops = decode_layer_ops(s.model, 32, 16384, s.deployment.decode.ep);
+  for (const DecodeOpWork& w : ops)
+    if (w.op == "topk") topk = &w;
+  REQUIRE(topk);
+  const double per_layer_us = p.step->find("topk", "fp32")->predict(*topk);
+  const double layers = double(with.gpu_phases(b).topk) / (per_layer_us * 1e3);
+  CHECK(layers == doctest::Approx(s.model.layers).epsilon(0.01));
+  // The calibrated step differs from the roofline one, and stays positive in every phase.
+  const sim::GpuPhases a = with.gpu_phases(b), r = without.gpu_phases(b);
+  CHECK(a.attention != r.attention);
+  CHECK(a.indexer > 0);
+  CHECK(a.topk > 0);
+  CHECK(with.moe_phase(256, 32).compute > 0);
+  // A calibration of another model is refused rather than applied to the wrong shapes.
+  Scenario other = s;
+  other.model.name = "glm-5";
+  CHECK_THROWS_WITH_AS(sim::DecodeCostModel(other, p, true), doctest::Contains("deepseek-v3.2"), Error);
 }

@@ -1,0 +1,19 @@
+// @brief Which measurements the cost model uses: the calibrations of the scenario's hardware by default
+// (hardware YAML `calibration:` and `step_calibration:`), a file named on the command line, or none (roofline);
+// one line saying which, for every report.
+#pragma once
+
+#include <string>
+
+#include "core/deployment_spec.h"
+#include "sim/cost_params.h"
+
+namespace hisparse::sim {
+
+/// `calibration` and `step_calibration`: "auto" (the hardware file's, if it names one), "none", or a YAML path.
+/// Applies them to `scenario` (PCIe figures) and `params` (swap-in costs, per-op models) and returns the line
+/// reports print, e.g. "swap-in/PCIe calibrated (…); per-op calibrated (…); other terms roofline".
+std::string apply_calibrations(const std::string& calibration, const std::string& step_calibration, Scenario* scenario,
+                               CostParams* params);
+
+}  // namespace hisparse::sim
