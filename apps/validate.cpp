@@ -28,6 +28,8 @@ const std::vector<ValidateOp>& validate_ops() {
       {"attention", "sparse MLA decode attention: exact kernel bit for bit, fast kernel within tolerance",
        validate_attention},
       {"indexer", "lightning-indexer scores (64 heads x 128 dims), bit for bit", validate_indexer},
+      {"indexer-fp8", "lightning-indexer scores, fp8 E4M3 q and keys with a per-row key scale, bit for bit",
+       validate_indexer_fp8},
       {"topk", "top-k positions (ties to the smaller position, ascending output), exactly", validate_topk},
   };
   return table;

@@ -61,6 +61,7 @@ void validate_gather(const ValidateContext& ctx, std::vector<OpReport>& out);   
 void validate_backup(const ValidateContext& ctx, std::vector<OpReport>& out);         // validate_copy.cpp
 void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out);      // validate_attention.cpp
 void validate_indexer(const ValidateContext& ctx, std::vector<OpReport>& out);        // validate_indexer_topk.cpp
+void validate_indexer_fp8(const ValidateContext& ctx, std::vector<OpReport>& out);    // validate_indexer_topk.cpp
 void validate_topk(const ValidateContext& ctx, std::vector<OpReport>& out);           // validate_indexer_topk.cpp
 
 /// Seeded generator with our own integer mapping (std distributions differ across standard libraries).

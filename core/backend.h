@@ -98,7 +98,8 @@ class Backend {
   /// Thread-safe: `hisparse validate` calls it from several threads at once.
   virtual void sparse_attention(const SparseAttentionArgs& args, AttentionVariant variant) = 0;
 
-  /// Lightning-indexer scores (IndexerArgs, host pointers), the fixed order of core/numerics/indexer_args.h.
+  /// Lightning-indexer scores (IndexerArgs, host pointers) in the fixed order of core/numerics/indexer_args.h for
+  /// args.dtype: bf16 q and keys, or fp8 E4M3 q and keys with one fp32 scale per key row.
   /// Thread-safe.
   virtual void indexer_scores(const IndexerArgs& args) = 0;
 

@@ -1,4 +1,5 @@
-// @brief Reference lightning-indexer scoring (fixed order of core/numerics/indexer_args.h; bit-exact with CUDA).
+// @brief Reference lightning-indexer scoring, bf16 or fp8 keys (fixed orders of core/numerics/indexer_args.h;
+// bit-exact with CUDA).
 #pragma once
 
 #include "core/numerics/indexer_args.h"

@@ -6,7 +6,8 @@
 
 namespace hisparse::cuda {
 
-/// Device pointers; asynchronous. Rows outside `keys` are the caller's responsibility (see the host entry point).
+/// Device pointers (q, keys and their fp8 counterparts 16-byte aligned); asynchronous; args.dtype picks the bf16
+/// or the fp8 kernel. Rows outside the key rows are the caller's responsibility (see the host entry point).
 void indexer_scores_device(const IndexerArgs& args, StreamHandle stream = nullptr);
 
 /// Host pointers: checks, uploads, runs, downloads (scores poisoned on the device first).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# @brief Device run for issue 8: build (CUDA), GPU tests, `hisparse validate` of attention/indexer/topk over
-# CASES random cases each, the benchmarks, the PyTorch baseline in the same run, and compute-sanitizer memcheck
-# and racecheck over SAN_CASES cases of each operation; logs under $OUT (or ./out).
+# @brief Device run for issue 8: build (CUDA), GPU tests, `hisparse validate` of attention/indexer (bf16 and fp8
+# keys)/topk over CASES random cases each, the benchmarks, the PyTorch baseline in the same run, and
+# compute-sanitizer memcheck and racecheck over SAN_CASES cases of each operation; logs under $OUT (or ./out).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 CASES=${CASES:-10000}
@@ -40,12 +40,12 @@ for line in open(sys.argv[2]):
             print(f"batch {key[0]} heads {key[1]} K {key[2]}: torch {t:.1f} us / {kern} {ours[key + (kern,)]:.1f} us = {r:.2f}x{tgt}")
 PY
 echo "== validate ($CASES cases each)"
-timeout ${VALIDATE_TIMEOUT:-400} $BIN/hisparse validate --backend cuda --only attention indexer topk --cases "$CASES" 2>&1 | tee "$OUT/validate.txt" | tail -25
+timeout ${VALIDATE_TIMEOUT:-400} $BIN/hisparse validate --backend cuda --only attention indexer indexer-fp8 topk --cases "$CASES" 2>&1 | tee "$OUT/validate.txt" | tail -25
 echo "== compute-sanitizer (${SAN_CASES:=8} cases per operation)"
 if command -v compute-sanitizer >/dev/null 2>&1; then
   for tool in memcheck racecheck; do
     timeout ${SANITIZER_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 99 --print-limit 20 \
-      $BIN/hisparse validate --backend cuda --only attention indexer topk --cases "$SAN_CASES" \
+      $BIN/hisparse validate --backend cuda --only attention indexer indexer-fp8 topk --cases "$SAN_CASES" \
       > "$OUT/sanitizer_$tool.txt" 2>&1
     rc=$?
     echo "$tool: exit $rc (0 = no errors; 99 = errors found; 124 = timed out)"

@@ -1,7 +1,8 @@
-// @brief Umbrella header of the shared numerics (bf16, exp2/log2, online softmax, operation views).
+// @brief Umbrella header of the shared numerics (bf16, fp8, exp2/log2, online softmax, operation views).
 #pragma once
 
 #include "core/numerics/bf16.h"
+#include "core/numerics/fp8.h"
 #include "core/numerics/indexer_args.h"
 #include "core/numerics/online_softmax.h"
 #include "core/numerics/scalar_ops.h"

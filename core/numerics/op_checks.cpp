@@ -27,10 +27,27 @@ void check_sparse_attention_indices(const SparseAttentionArgs& a) {
   }
 }
 
+const char* indexer_dtype_name(IndexerDtype dtype) {
+  switch (dtype) {
+    case IndexerDtype::kBf16: return "bf16";
+    case IndexerDtype::kFp8E4m3: return "fp8-e4m3";
+  }
+  return "unknown";
+}
+
 void check_indexer_args(const IndexerArgs& a) {
+  if (a.dtype != IndexerDtype::kBf16 && a.dtype != IndexerDtype::kFp8E4m3)
+    throw_error("indexer: dtype = {}, expected bf16 (0) or fp8-e4m3 (1)", int32_t(a.dtype));
   if (a.tokens < 0) throw_error("indexer: tokens = {}, expected >= 0", a.tokens);
   if (a.max_len < 0) throw_error("indexer: max_len = {}, expected >= 0", a.max_len);
   if (a.tokens == 0 || a.max_len == 0) return;
+  if (a.dtype == IndexerDtype::kFp8E4m3) {
+    if (!a.q_fp8 || !a.weights || !a.key_start || !a.seq_len || !a.scores ||
+        (a.key_rows > 0 && (!a.keys_fp8 || !a.key_scale)))
+      throw_error("indexer (fp8-e4m3): q_fp8, weights, keys_fp8, key_scale, key_start, seq_len and scores must all "
+                  "be given");
+    return;
+  }
   if (!a.q || !a.weights || !a.key_start || !a.seq_len || !a.scores || (a.key_rows > 0 && !a.keys))
     throw_error("indexer: q, weights, keys, key_start, seq_len and scores must all be given");
 }
