@@ -79,8 +79,19 @@ std::vector<DecodeOpWork> decode_layer_ops(const ModelSpec& m, int batch, int64_
     w.blocks = att_blocks;
     ops.push_back(w);
   }
-  ops.push_back({"indexer", "indexer", "bf16", 2.0 * B * n * m.indexer_heads * m.indexer_head_dim,
-                 B * n * (m.indexer_head_dim * 2.0 + 4)});
+  // Indexer scoring reads every key (bf16: 2 bytes a dimension; fp8 as deployed: 1 byte and a 4-byte row scale)
+  // and writes an fp32 score per key.
+  const double idx_flops = 2.0 * B * n * m.indexer_heads * m.indexer_head_dim;
+  // The project's indexer kernel launches a block per (token, 128 keys) (cuda/indexer.cu).
+  DecodeOpWork idx{"indexer", "indexer", "fp8", idx_flops, B * n * (m.indexer_head_dim + 4.0 + 4)};
+  idx.blocks = B * std::ceil(n / 128);
+  idx.by_work = true;
+  ops.push_back(idx);
+  if (both_dtypes) {
+    idx.dtype = "bf16";
+    idx.bytes = B * n * (m.indexer_head_dim * 2.0 + 4);
+    ops.push_back(idx);
+  }
   // Top-k's last pass selects with one block per row (cuda/topk.cu).
   DecodeOpWork topk{n > K ? "topk" : "topk_all", "topk", "fp32", 0, B * n * 4 + B * std::min<double>(K, n) * 4};
   topk.blocks = B;

@@ -19,6 +19,8 @@ struct DecodeOpWork {
   double bytes = 0;    // weights + activations in and out + caches read
   double tokens = 0;   // decode tokens of the call (the batch): a per-row cost (top-k's per-row select pass)
   double blocks = 0;   // thread blocks the project's kernel launches (0 = unknown): its time moves in whole waves
+  bool by_work = false; // its time depends on its work alone (bytes), in steps no roofline shape holds: the
+                        // calibration keeps a measured table over the work instead (the indexer: B x n)
   int per_layer = 1;   // times it runs in one MoE layer (the hidden-state norm runs twice)
   bool in_moe_layer = true;  // false: dense-MLP layers only (dense_gate_up, dense_down)
 };

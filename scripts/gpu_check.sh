@@ -2,7 +2,7 @@
 # @brief The one command for the GPU machine: build for sm_90 (or use a prebuilt bundle), run the GPU tests,
 # `hisparse validate` (>= 10,000 random cases per operation + generated traces), compute-sanitizer memcheck and
 # racecheck on the kernels, and the benchmarks. Under $OUT (default out/gpu_check): gpu_check.log (every step's
-# full output), device.log, bench.csv (few files: the lent machine returns at most 8); a summary table last.
+# full output), device.log, bench.csv, step.csv (few files: the lent machine returns at most 8); a summary table last.
 #   scripts/gpu_check.sh [--prebuilt DIR] [--cases N] [--quick]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,6 +70,9 @@ vcases=$cases; [ $quick -eq 1 ] && vcases=500
 step validate 420 "$cli" validate --backend cuda --cases "$vcases" --seed 1 --trace gen:default \
   --only swap-in swap-in-trace gather backup
 record validate $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate.log" | tail -1)"
+ocases=$((vcases / 4)); [ $ocases -lt 100 ] && ocases=100
+step validate_ops 200 "$cli" validate --backend cuda --cases "$ocases" --seed 11 --only attention indexer indexer-fp8 topk
+record "validate attn/idx/topk" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate_ops.log" | tail -1)"
 step validate_trace2 40 "$cli" validate --backend cuda --cases 0 --seed 2 --trace gen:low-overlap:shuffle:empty \
   --only swap-in-trace
 record "validate trace 2" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate_trace2.log" | tail -1)"
@@ -96,6 +99,10 @@ rc=$?; [ $rc -ne 0 ] && grep -q "no longer read" "$logs/retired_env.log"; record
 iters=20; [ $quick -eq 1 ] && iters=5
 step bench 150 "$cli" bench all --iters $iters --csv "$out/bench.csv"
 record bench $? "$(grep -o 'bench: .*targets missed' "$logs/bench.log" | tail -1)"
+# Every op of a decode layer (the per-op calibration's input; `hisparse bench step --fit step.csv` fits it).
+step_batches=1,2,3,4,6,8,12,16,24,32,48,64,96,128,160,192,224,256; [ $quick -eq 1 ] && step_batches=1,8,64,256
+step bench_step 200 "$cli" bench step --batches $step_batches --contexts 2K,4K,8K,16K,32K,64K --csv "$out/step.csv"
+record "bench step" $? "$(grep -c '' "$out/step.csv" 2>/dev/null) CSV lines"
 
 
 if command -v compute-sanitizer >/dev/null; then

@@ -30,7 +30,20 @@ double to_number(const std::string& text, const std::string& where) {
 struct Point {
   double bytes, flops, tokens, blocks, us;
   bool fit;
+  bool by_work = false;
 };
+
+/// Log-log interpolation in a (bytes, µs) table (see OpTimeModel::table).
+double table_us(const std::vector<std::pair<double, double>>& t, double bytes) {
+  if (t.empty()) return 0;
+  if (t.size() == 1 || bytes <= t.front().first) return t.front().second;
+  size_t i = 1;
+  while (i + 1 < t.size() && t[i].first < bytes) ++i;
+  const auto [x0, y0] = t[i - 1];
+  const auto [x1, y1] = t[i];
+  const double f = std::log(bytes / x0) / std::log(x1 / x0);
+  return std::exp(std::log(y0) + f * (std::log(y1) - std::log(y0)));
+}
 
 constexpr int kFormCount = 4;
 const char* kForms[kFormCount] = {"max", "fixed+max", "sum", "smooth"};
@@ -111,6 +124,29 @@ void refine(Params& p, double& l, const std::vector<Point>& pts) {
 /// measured times, then a pattern search (from no per-token term, and from a small one); the wave shape where the
 /// op's kernel reports its block count. The shape with the smallest fit loss wins.
 OpTimeModel fit_op(const std::vector<Point>& pts) {
+  if (!pts.empty() && pts.front().by_work) {
+    // The table of the fit points (the median time of each distinct work).
+    std::map<double, std::vector<double>> at;
+    for (const Point& q : pts)
+      if (q.fit) at[q.bytes].push_back(q.us);
+    OpTimeModel m;
+    m.form = "table";
+    for (auto& [x, ys] : at) {
+      std::sort(ys.begin(), ys.end());
+      m.table.emplace_back(x, ys[ys.size() / 2]);
+    }
+    for (const Point& q : pts) {
+      const double e = std::abs(table_us(m.table, q.bytes) - q.us) / q.us;
+      if (q.fit) {
+        m.fit_max_error = std::max(m.fit_max_error, e);
+        ++m.fit_points;
+      } else {
+        m.held_out_max_error = std::max(m.held_out_max_error, e);
+        ++m.held_out_points;
+      }
+    }
+    return m;
+  }
   double rb_lo = 1e300, rb_hi = 0, rf_lo = 1e300, rf_hi = 0, rc = 0;
   bool has_blocks = true;
   for (const Point& q : pts) {
@@ -192,7 +228,7 @@ OpTimeModel fit_op(const std::vector<Point>& pts) {
       if (lq < best_l * (1 - 1e-9)) best_l = lq, best = q;
     }
   }
-  if (best.per_wave == 0) best.wave_blocks = 0;
+  if (best.per_wave < 1e-3) best.wave_blocks = 0, best.per_wave = 0;  // under a nanosecond a wave: no wave term
   OpTimeModel m;
   m.form = kForms[best.form];
   m.fixed_us = best.a;
@@ -217,6 +253,7 @@ OpTimeModel fit_op(const std::vector<Point>& pts) {
 }  // namespace
 
 double OpTimeModel::predict(const DecodeOpWork& w) const {
+  if (form == "table") return table_us(table, w.bytes);
   Params p;
   p.form = std::max(0, form_index(form));
   p.a = fixed_us;
@@ -292,7 +329,7 @@ StepCalibration fit_step_calibration(const std::vector<StepBenchMeasurement>& ro
       throw_error("bench step fit: row {} ({}) at batch {} is not an op of core/decode_layer_ops.h for {}", r.op,
                   r.dtype, r.batch, model.name);
     by_op[{op, r.dtype}].push_back({work->bytes, work->flops, work->tokens, work->blocks, r.median_us,
-                                    fit.count(r.batch) > 0});
+                                    fit.count(r.batch) > 0, work->by_work});
     family[{op, r.dtype}] = work->family;
     const bool by_context = work->family == "indexer" || work->family == "topk";
     measured[{op, r.dtype, r.batch, by_context ? r.context : 0}] = r.median_us;
@@ -359,13 +396,16 @@ std::string step_calibration_yaml(const StepCalibration& c) {
   os << "fit_batches: [";
   for (size_t i = 0; i < c.fit_batches.size(); ++i) os << (i ? ", " : "") << c.fit_batches[i];
   os << "]\nops:\n";
-  for (const OpTimeModel& m : c.ops)
+  for (const OpTimeModel& m : c.ops) {
+    std::string table;
+    for (const auto& [x, y] : m.table) table += fmt::format("{}[{:.6g}, {:.6g}]", table.empty() ? "" : ", ", x, y);
     os << fmt::format("  - {{op: {}, dtype: {}, family: {}, form: {}, fixed_us: {:.6g}, bytes_per_s: {:.6g}, "
                       "flops_per_s: {:.6g}, per_token_us: {:.6g}, wave_blocks: {:.0f}, per_wave_us: {:.6g}, "
-                      "fit_max_error: {:.4f}, held_out_max_error: {:.4f}, fit_points: {}, held_out_points: {}}}\n",
+                      "fit_max_error: {:.4f}, held_out_max_error: {:.4f}, fit_points: {}, held_out_points: {}{}}}\n",
                       m.op, m.dtype, m.family, m.form, m.fixed_us, m.bytes_per_s, m.flops_per_s, m.per_token_us,
                       m.wave_blocks, m.per_wave_us, m.fit_max_error, m.held_out_max_error, m.fit_points,
-                      m.held_out_points);
+                      m.held_out_points, m.form == "table" ? ", table: [" + table + "]" : "");
+  }
   std::set<std::string> whats;
   for (const StepCheck& k : c.checks) whats.insert(k.what);
   os << "held_out_max_error:\n";
@@ -398,21 +438,32 @@ StepCalibration load_step_calibration(const std::string& path) {
     op.get("op", &m.op);
     op.get("dtype", &m.dtype);
     op.get("family", &m.family);
-    op.get_choice("form", &m.form, {kForms, kForms + kFormCount});
+    op.get_choice("form", &m.form, {"max", "fixed+max", "sum", "smooth", "table"});
     op.get("fixed_us", &m.fixed_us, 0, 1e9);
     op.get("bytes_per_s", &m.bytes_per_s, 0, 1e30);
     op.get("flops_per_s", &m.flops_per_s, 0, 1e30);
     op.get("per_token_us", &m.per_token_us, 0, 1e9);
     op.get("wave_blocks", &m.wave_blocks, 0, 1e9);
     op.get("per_wave_us", &m.per_wave_us, 0, 1e9);
-    if (m.form == "waves" && !(m.wave_blocks >= 1))
-      throw_error("{}: ops[{}] ({}): form waves needs wave_blocks >= 1", path, i - 1, m.op);
+    if (m.form == "table") {
+      for (const YAML::Node& row : op.sequence("table")) {
+        double x = 0, y = 0;
+        if (!row.IsSequence() || row.size() != 2 || !YAML::convert<double>::decode(row[0], x) ||
+            !YAML::convert<double>::decode(row[1], y) || !(x > 0) || !(y > 0) ||
+            (!m.table.empty() && !(x > m.table.back().first)))
+          throw_error("{}: ops[{}] ({}): table row {} is not [bytes, us] with both > 0 and bytes ascending", path,
+                      i - 1, m.op, describe_node(row));
+        m.table.emplace_back(x, y);
+      }
+      if (m.table.empty()) throw_error("{}: ops[{}] ({}): form table needs a table", path, i - 1, m.op);
+    }
     op.get("fit_max_error", &m.fit_max_error, 0, 1e6);
     op.get("held_out_max_error", &m.held_out_max_error, 0, 1e6);
     op.get("fit_points", &m.fit_points, 0, 1 << 20);
     op.get("held_out_points", &m.held_out_points, 0, 1 << 20);
     op.finish();
-    if (m.bytes_per_s == 0 && m.flops_per_s == 0 && m.fixed_us == 0 && m.per_token_us == 0 && m.per_wave_us == 0)
+    if (m.form != "table" && m.bytes_per_s == 0 && m.flops_per_s == 0 && m.fixed_us == 0 && m.per_token_us == 0 &&
+        m.per_wave_us == 0)
       throw_error("{}: ops[{}] ({}) has no term: every time would be 0", path, i - 1, m.op);
     c.ops.push_back(m);
   }

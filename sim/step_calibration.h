@@ -33,10 +33,13 @@ std::vector<StepBenchMeasurement> read_step_csv(const std::string& path);
 ///                 + per_wave_us x ceil(blocks / wave_blocks), for a kernel whose block count is known (one block
 ///                 per (token, 64 heads) leaves SMs idle until the grid spans a wave, then steps up a wave at a
 ///                 time; top-k's select pass runs a block per row)
+///   table:      a measured (bytes, µs) table, interpolated log-log, held flat below its first point and extended
+///               along its last segment above its last (ops whose time is a staircase in their work alone)
 /// A rate of 0 leaves its term out.
 struct OpTimeModel {
   std::string op, dtype, family, form;
   double fixed_us = 0, bytes_per_s = 0, flops_per_s = 0, per_token_us = 0, wave_blocks = 0, per_wave_us = 0;
+  std::vector<std::pair<double, double>> table;  // form table: (bytes, µs), bytes ascending
   double fit_max_error = 0, held_out_max_error = 0;  // |predicted - measured| / measured over its points
   int fit_points = 0, held_out_points = 0;
   double predict(const DecodeOpWork& work) const;  // µs

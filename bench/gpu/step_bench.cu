@@ -337,7 +337,9 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
   // Indexer keys and scores, attention KV pool.
   const int64_t key_rows = int64_t(maxB) * maxN;
   Buf keys(size_t(key_rows) * S.idx_dim * 2), scores(size_t(maxB) * maxN * 4), idx_w(size_t(maxB) * S.idx_heads * 4);
-  fill(keys, size_t(key_rows) * S.idx_dim, 0, ++seed);
+  fill(keys, size_t(key_rows) * S.idx_dim, 0, ++seed);  // bf16 keys; the fp8 path reads the first half as codes
+  Buf key_scale(size_t(key_rows) * 4);
+  fill(key_scale, size_t(key_rows), 2, ++seed);
   fill(idx_w, size_t(maxB) * S.idx_heads, 2, ++seed);
   std::vector<int64_t> key_start(maxB);
   for (int b = 0; b < maxB; ++b) key_start[b] = int64_t(b) * maxN;
@@ -503,6 +505,15 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
       auto idx_op = [&](cudaStream_t st, int) { indexer_scores_device(ia, st); };
       const double idx_us = graph_us(idx_op, ireps, o.iters, s);
       add("indexer", "indexer", "bf16", kOwn, B, n, idx_us);
+      // The fp8 path (E4M3 q and keys, a scale per key row: the layout the deployed cache holds).
+      IndexerArgs i8 = ia;
+      i8.dtype = IndexerDtype::kFp8E4m3;
+      i8.q_fp8 = x8.as<num::Fp8Bits>();
+      i8.keys_fp8 = keys.as<num::Fp8Bits>();
+      i8.key_scale = key_scale.as<float>();
+      auto idx8_op = [&](cudaStream_t st, int) { indexer_scores_device(i8, st); };
+      const double idx8_us = graph_us(idx8_op, ireps, o.iters, s);
+      add("indexer", "indexer", "fp8", kOwn, B, n, idx8_us);
       TopkArgs ta;
       ta.rows = B;
       ta.stride = n;
@@ -515,7 +526,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
       const double tk_us = graph_us(topk_op, ireps, o.iters, s);
       add(n > S.top_k ? "topk" : "topk_all", "topk", "fp32", kOwn, B, n, tk_us);
 
-      // The whole MoE layer as one graph, in execution order, fp8 projections as deployed.
+      // The whole MoE layer as one graph, in execution order, fp8 projections and indexer as deployed.
       auto layer = [&](cudaStream_t st, int r) {
         norm_op(S.h)(st, r);
         run8("q_a", st, r);
@@ -528,7 +539,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
         run8("indexer_q", st, r);
         run8("indexer_k", st, r);
         run8("indexer_w", st, r);
-        idx_op(st, r);
+        idx8_op(st, r);
         topk_op(st, r);
         sparse_attention_device(aa, layer_kernel, st);
         uv_op(st, r);
@@ -541,7 +552,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
         run8("shared_down", st, r);
       };
       const double layer_us = graph_us(layer, std::max(1, ireps / 4), o.iters, s);
-      double sum = idx_us + tk_us;
+      double sum = idx8_us + tk_us;
       for (double u : op_us) sum += u;
       add("layer", "layer", "fp8", "whole layer, one graph", B, n, layer_us);
       add("layer_sum_of_ops", "layer", "fp8", "sum of the ops above", B, n, sum);
