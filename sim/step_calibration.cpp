@@ -120,6 +120,21 @@ void refine(Params& p, double& l, const std::vector<Point>& pts) {
   }
 }
 
+/// The largest relative error of `predict` over the fit points and over the held-out ones, and their counts.
+template <typename Predict>
+void record_errors(OpTimeModel& m, const std::vector<Point>& pts, Predict predict) {
+  for (const Point& q : pts) {
+    const double e = std::abs(predict(q) - q.us) / q.us;
+    if (q.fit) {
+      m.fit_max_error = std::max(m.fit_max_error, e);
+      ++m.fit_points;
+    } else {
+      m.held_out_max_error = std::max(m.held_out_max_error, e);
+      ++m.held_out_points;
+    }
+  }
+}
+
 /// Fits one op: for each roofline shape, rates from a log grid around the measured ratios and the floor from the
 /// measured times, then a pattern search (from no per-token term, and from a small one); the wave shape where the
 /// op's kernel reports its block count. The shape with the smallest fit loss wins.
@@ -135,16 +150,7 @@ OpTimeModel fit_op(const std::vector<Point>& pts) {
       std::sort(ys.begin(), ys.end());
       m.table.emplace_back(x, ys[ys.size() / 2]);
     }
-    for (const Point& q : pts) {
-      const double e = std::abs(table_us(m.table, q.bytes) - q.us) / q.us;
-      if (q.fit) {
-        m.fit_max_error = std::max(m.fit_max_error, e);
-        ++m.fit_points;
-      } else {
-        m.held_out_max_error = std::max(m.held_out_max_error, e);
-        ++m.held_out_points;
-      }
-    }
+    record_errors(m, pts, [&](const Point& q) { return table_us(m.table, q.bytes); });
     return m;
   }
   double rb_lo = 1e300, rb_hi = 0, rf_lo = 1e300, rf_hi = 0, rc = 0;
@@ -237,16 +243,7 @@ OpTimeModel fit_op(const std::vector<Point>& pts) {
   m.per_token_us = best.c;
   m.wave_blocks = best.wave_blocks;
   m.per_wave_us = best.per_wave;
-  for (const Point& q : pts) {
-    const double e = std::abs(shape(best, q.bytes, q.flops, q.tokens, q.blocks) - q.us) / q.us;
-    if (q.fit) {
-      m.fit_max_error = std::max(m.fit_max_error, e);
-      ++m.fit_points;
-    } else {
-      m.held_out_max_error = std::max(m.held_out_max_error, e);
-      ++m.held_out_points;
-    }
-  }
+  record_errors(m, pts, [&](const Point& q) { return shape(best, q.bytes, q.flops, q.tokens, q.blocks); });
   return m;
 }
 
