@@ -1,7 +1,6 @@
 // @brief `hisparse trace gen|info|convert`: make synthetic traces, print their statistics, convert formats.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,6 +10,7 @@
 
 #include "apps/command.h"
 #include "core/error.h"
+#include "sim/output_file.h"
 #include "traces/trace_generator.h"
 #include "traces/trace_source.h"
 #include "traces/trace_stats.h"
@@ -148,13 +148,7 @@ int run_info_cmd(int argc, char** argv) {
   const TraceStats stats = compute_trace_stats(*src, so);
   fmt::print("{}", format_stats_table(stats));
   if (!json.empty()) {
-    const std::string tmp = json + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << format_stats_json(stats);
-      if (!out) throw_error("{}: write failed", tmp);
-    }
-    std::filesystem::rename(tmp, json);
+    sim::write_file_atomically(json, format_stats_json(stats));  // "<json>.tmp", removed if interrupted
     fmt::print("wrote {}\n", json);
   }
   return 0;

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
 # @brief Builds the fuzz flavour (clang, -DHISPARSE_FUZZ=ON) and runs each fuzzer (the trace readers, and replay end to end) for a bounded time.
-# Env: HISPARSE_FUZZ_TMP (scratch for inputs, default /dev/shm), HISPARSE_FUZZ_SECONDS (per target, default 60), HISPARSE_FUZZ_BUILD_DIR (default build/fuzz),
-#      HISPARSE_FUZZ_NO_BUILD=1 (use an existing build), HISPARSE_FUZZ_TARGETS (default "native npy jsonl replay").
-# Prints executions and crashes per target; exits non-zero if any target crashed, leaked, hung or ran out of memory.
+# Env: HISPARSE_FUZZ_SECONDS (per target, default 120), HISPARSE_FUZZ_BUILD_DIR (default build/fuzz),
+#      HISPARSE_FUZZ_NO_BUILD=1 (use an existing build), HISPARSE_FUZZ_TARGETS (default "native npy jsonl replay"),
+#      HISPARSE_FUZZ_MIN_EXECS (executions each target must reach; default 1000000 at the default seconds, none when
+#      HISPARSE_FUZZ_SECONDS is lowered: a short run proves nothing about throughput).
+# Prints executions and crashes per target; exits non-zero if any target crashed, leaked, hung, ran out of memory or
+# ran fewer than the minimum executions (issue 17: >= 1 M per target in CI's budget).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${HISPARSE_FUZZ_SECONDS:-60}
+default_seconds=120
+seconds=${HISPARSE_FUZZ_SECONDS:-$default_seconds}
+if [ -n "${HISPARSE_FUZZ_MIN_EXECS:-}" ]; then
+  min_execs=$HISPARSE_FUZZ_MIN_EXECS
+elif [ "$seconds" -ge "$default_seconds" ]; then
+  min_execs=1000000
+else
+  min_execs=0
+fi
 build=${HISPARSE_FUZZ_BUILD_DIR:-build/fuzz}
 targets=${HISPARSE_FUZZ_TARGETS:-native npy jsonl replay}
 if [ -z "${HISPARSE_FUZZ_NO_BUILD:-}" ]; then
@@ -13,10 +24,16 @@ if [ -z "${HISPARSE_FUZZ_NO_BUILD:-}" ]; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/hisparse_fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-# The targets write each input to a scratch file; on a RAM disk that is ~10x faster than on /tmp.
-fuzz_tmp=${HISPARSE_FUZZ_TMP:-$([ -w /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}")}
+# Largest input per target: room for several requests, steps and layers of each format, small enough that every
+# execution stays cheap (the targets read each input from memory; the seeds are 0.2-1.1 KB).
+max_len() {
+  case "$1" in
+    native) echo 8192 ;;
+    *) echo 4096 ;;
+  esac
+}
 failed=0
-printf '%-8s %12s %8s %s\n' target execs crashes seconds
+printf '%-8s %12s %8s %8s %12s\n' target execs crashes seconds min_execs
 for t in $targets; do
   bin="$build/tests/fuzz/fuzz_$t"
   [ -x "$bin" ] || { echo "fuzz.sh: $bin missing (build with scripts/build.sh fuzz)" >&2; exit 2; }
@@ -24,17 +41,20 @@ for t in $targets; do
   cp tests/fuzz/corpus/"$t"/* "$work/$t/corpus/"
   rc=0
   # Seeds are copied so the committed corpus never changes; the artifacts directory catches crash inputs.
-  TMPDIR="$fuzz_tmp" "$bin" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$bin" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$work/$t/artifacts/" "$work/$t/corpus" >"$work/$t/log" 2>&1 || rc=$?
   execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$work/$t/log" | tail -1)
   crashes=$(find "$work/$t/artifacts" -type f | wc -l)
-  printf '%-8s %12s %8s %s\n' "$t" "${execs:-?}" "$crashes" "$seconds"
+  printf '%-8s %12s %8s %8s %12s\n' "$t" "${execs:-?}" "$crashes" "$seconds" "$min_execs"
   if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then
     failed=1
     mkdir -p "$build/fuzz_findings/$t"
     cp -r "$work/$t/artifacts/." "$build/fuzz_findings/$t/" 2>/dev/null || true
     echo "fuzz.sh: fuzz_$t failed (exit $rc); inputs kept in $build/fuzz_findings/$t; log tail:" >&2
     tail -40 "$work/$t/log" >&2
+  elif [ "${execs:-0}" -lt "$min_execs" ]; then
+    failed=1
+    echo "fuzz.sh: fuzz_$t ran ${execs:-0} executions in ${seconds} s, fewer than HISPARSE_FUZZ_MIN_EXECS=$min_execs" >&2
   fi
 done
 exit "$failed"

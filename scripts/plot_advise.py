@@ -9,15 +9,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plot_output import save_png  # noqa: E402
 
 FULL, HS, REC = "#8c8c8c", "#1f6fb4", "#d62728"
 
 
 def save(fig, out_dir, name):
-    tmp = os.path.join(out_dir, name + ".tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    save_png(fig, os.path.join(out_dir, name), dpi=110, bbox_inches="tight")
     plt.close(fig)
-    os.replace(tmp, os.path.join(out_dir, name))
 
 
 def seq_name(n):

@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
+from plot_output import save_png  # noqa: E402
 
 FULL, HS = "#8c8c8c", "#1f6fb4"
 MODE_COLOR = {"full": FULL, "hisparse": HS}
@@ -24,10 +25,8 @@ def seq_name(n):
 
 
 def save(fig, out_dir, name):
-    tmp = os.path.join(out_dir, name + ".tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    save_png(fig, os.path.join(out_dir, name), dpi=110, bbox_inches="tight")
     plt.close(fig)
-    os.replace(tmp, os.path.join(out_dir, name))
 
 
 def plot_memory(plan, out_dir):

@@ -10,13 +10,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from plot_output import save_png  # noqa: E402
 
 
 def save(fig, path):
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    save_png(fig, path, dpi=120, bbox_inches="tight")
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 def by_policy(results):

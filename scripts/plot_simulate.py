@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from plot_output import save_png  # noqa: E402
 
 FIELDS = ["indexer", "topk", "swap_in", "h2d", "attention", "moe", "stall", "sync"]
 
@@ -27,8 +28,7 @@ def read_csv(path):
 def save(fig, out_dir, name):
     path = os.path.join(out_dir, name)
     fig.tight_layout()
-    fig.savefig(path + ".tmp.png", dpi=120)
-    os.replace(path + ".tmp.png", path)
+    save_png(fig, path, dpi=120)
     plt.close(fig)
     print("wrote", path)
 

@@ -13,7 +13,7 @@ echo "== ASan + UBSan build + tests" >&2
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j2
 if [ -x scripts/fuzz.sh ]; then
-  echo "== fuzzing the trace readers (bounded time)" >&2
+  echo "== fuzzing the trace readers and replay (4 targets x 2 min, >= 1 M executions each)" >&2
   ./scripts/fuzz.sh
 fi
 echo "test.sh: all tests passed" >&2

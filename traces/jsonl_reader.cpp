@@ -60,10 +60,9 @@ Record parse_record(const JsonValue& v, const std::string& what) {
 
 class JsonlTraceSource final : public TraceSource {
  public:
-  JsonlTraceSource(const std::string& path, const TraceOpenOptions& options) : path_(path) {
+  JsonlTraceSource(std::unique_ptr<std::istream> in, const std::string& path, const TraceOpenOptions& options)
+      : path_(path), in_(std::move(in)) {
     meta_.source = path;
-    in_.open(path, std::ios::binary);
-    if (!in_) throw_error("{}: cannot open for reading", path);
     index_file();
     meta_.top_k = options.top_k ? *options.top_k : std::max<int32_t>(max_list_, 1);
     if (meta_.top_k < 1 || meta_.top_k > kMaxTopK || int64_t{meta_.top_k} * meta_.layers > kMaxStepEntries) {
@@ -102,7 +101,7 @@ class JsonlTraceSource final : public TraceSource {
   bool read_line() {
     line_.clear();
     char c;
-    while (in_.get(c)) {
+    while (in_->get(c)) {
       if (c == '\n') return true;
       if (line_.size() >= kMaxLineBytes) throw_error("{}: a line longer than {} bytes", path_, kMaxLineBytes);
       line_.push_back(c);
@@ -120,8 +119,8 @@ class JsonlTraceSource final : public TraceSource {
     int64_t line_no = 0;
     int32_t max_layer = -1;
     for (;;) {
-      in_.clear();
-      in_.seekg(static_cast<std::streamoff>(offset));
+      in_->clear();
+      in_->seekg(static_cast<std::streamoff>(offset));
       if (!read_line()) break;
       ++line_no;
       const uint64_t here = offset;
@@ -185,8 +184,8 @@ class JsonlTraceSource final : public TraceSource {
     out.positions.assign(static_cast<size_t>(meta_.layers) * meta_.top_k, -1);
     for (int32_t l = 0; l < meta_.layers; ++l) {
       const LineRef& ref = refs[l];
-      in_.clear();
-      in_.seekg(static_cast<std::streamoff>(ref.offset));
+      in_->clear();
+      in_->seekg(static_cast<std::streamoff>(ref.offset));
       if (!read_line()) throw_error("{}: line {} vanished (file changed while reading?)", path_, ref.line_no);
       const std::string what = fmt::format("{}:{}: request {}, step_idx {}, layer {}", path_, ref.line_no, rid,
                                            ref.step_idx, l);
@@ -218,7 +217,7 @@ class JsonlTraceSource final : public TraceSource {
 
   std::string path_;
   TraceMeta meta_;
-  std::ifstream in_;
+  std::unique_ptr<std::istream> in_;
   std::string line_;
   std::vector<int64_t> ids_;                  // in order of first appearance
   std::vector<std::vector<LineRef>> lines_;   // per request, sorted by (step_idx, layer)
@@ -230,7 +229,14 @@ class JsonlTraceSource final : public TraceSource {
 }  // namespace
 
 std::unique_ptr<TraceSource> open_jsonl_trace(const std::string& path, const TraceOpenOptions& options) {
-  return std::make_unique<JsonlTraceSource>(path, options);
+  auto in = std::make_unique<std::ifstream>(path, std::ios::binary);
+  if (!*in) throw_error("{}: cannot open for reading", path);
+  return std::make_unique<JsonlTraceSource>(std::move(in), path, options);
+}
+
+std::unique_ptr<TraceSource> open_jsonl_trace(std::unique_ptr<std::istream> in, const std::string& name,
+                                              const TraceOpenOptions& options) {
+  return std::make_unique<JsonlTraceSource>(std::move(in), name, options);
 }
 
 }  // namespace hisparse::traces

@@ -38,13 +38,12 @@ struct IndexEntry {
 
 class NativeTraceSource final : public TraceSource {
  public:
-  NativeTraceSource(const std::string& path, const TraceOpenOptions& options) : path_(path) {
+  NativeTraceSource(std::unique_ptr<std::istream> in, uint64_t size, const std::string& path,
+                    const TraceOpenOptions& options)
+      : path_(path), in_(std::move(in)), file_size_(size) {
     meta_.source = path;
     dctx_.reset(ZSTD_createDCtx());
     if (!dctx_) throw_error("{}: zstd: out of memory", path);
-    in_.open(path, std::ios::binary | std::ios::ate);
-    if (!in_) throw_error("{}: cannot open for reading", path);
-    file_size_ = static_cast<uint64_t>(in_.tellg());
     read_header();
     read_index();
     if (options.initial_state) meta_.initial_state = *options.initial_state;
@@ -110,9 +109,9 @@ class NativeTraceSource final : public TraceSource {
       throw_error("{}: truncated file: {} at offset {} needs {} bytes, the file has {}", path_, what, offset, n,
                   file_size_);
     }
-    in_.clear();
-    in_.seekg(static_cast<std::streamoff>(offset));
-    if (!in_.read(reinterpret_cast<char*>(dst), static_cast<std::streamsize>(n))) {
+    in_->clear();
+    in_->seekg(static_cast<std::streamoff>(offset));
+    if (!in_->read(reinterpret_cast<char*>(dst), static_cast<std::streamsize>(n))) {
       throw_error("{}: read failed: {} at offset {}", path_, what, offset);
     }
   }
@@ -307,7 +306,7 @@ class NativeTraceSource final : public TraceSource {
   std::string path_;
   TraceMeta meta_;
   int32_t file_top_k_ = 0;
-  std::ifstream in_;
+  std::unique_ptr<std::istream> in_;
   uint64_t file_size_ = 0, index_offset_ = 0, pos_ = 0;
   std::vector<IndexEntry> index_;
   size_t req_ = 0;
@@ -327,7 +326,15 @@ class NativeTraceSource final : public TraceSource {
 }  // namespace
 
 std::unique_ptr<TraceSource> open_native_trace(const std::string& path, const TraceOpenOptions& options) {
-  return std::make_unique<NativeTraceSource>(path, options);
+  auto in = std::make_unique<std::ifstream>(path, std::ios::binary | std::ios::ate);
+  if (!*in) throw_error("{}: cannot open for reading", path);
+  const auto size = static_cast<uint64_t>(in->tellg());
+  return std::make_unique<NativeTraceSource>(std::move(in), size, path, options);
+}
+
+std::unique_ptr<TraceSource> open_native_trace(std::unique_ptr<std::istream> in, uint64_t size,
+                                               const std::string& name, const TraceOpenOptions& options) {
+  return std::make_unique<NativeTraceSource>(std::move(in), size, name, options);
 }
 
 }  // namespace hisparse::traces

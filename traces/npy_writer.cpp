@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/interrupt_cleanup.h"
 #include "traces/npy_array.h"
 #include "traces/step_validation.h"
 #include "traces/trace_limits.h"
@@ -26,8 +27,10 @@ void put_element(std::vector<char>& out, int64_t v, int32_t itemsize) {
 class NpyTraceWriter final : public TraceWriter {
  public:
   NpyTraceWriter(const std::string& dir, const TraceMeta& meta)
-      : dir_(fs::path(dir).lexically_normal().string()), meta_(meta) {
-    if (!dir_.empty() && dir_.back() == '/') dir_.pop_back();
+      : dir_(normalized(dir)),
+        tmp_(dir_ + ".tmp." + std::to_string(::getpid())),
+        cleanup_(tmp_, InterruptCleanup::Kind::kTree),  // before the directory exists: no window without cover
+        meta_(meta) {
     if (meta.layers < 1 || meta.layers > kMaxLayers || meta.top_k < 1 || meta.top_k > kMaxTopK) {
       throw_error("{}: cannot write layers {} x top_k {}", dir, meta.layers, meta.top_k);
     }
@@ -41,7 +44,6 @@ class NpyTraceWriter final : public TraceWriter {
       throw_error("{}: exists and is not an empty directory (refusing to mix traces)", dir_);
     }
     meta_.source = dir_;
-    tmp_ = dir_ + ".tmp." + std::to_string(::getpid());
     fs::remove_all(tmp_, ec);
     fs::create_directories(tmp_, ec);
     if (ec) throw_error("{}: cannot create directory: {}", tmp_, ec.message());
@@ -84,10 +86,17 @@ class NpyTraceWriter final : public TraceWriter {
     if (fs::exists(dir_, ec)) fs::remove(dir_, ec);  // an empty directory (checked in the constructor)
     fs::rename(tmp_, dir_, ec);
     if (ec) throw_error("{}: cannot rename {} into place: {}", dir_, tmp_, ec.message());
+    cleanup_.release();
     finished_ = true;
   }
 
  private:
+  static std::string normalized(const std::string& dir) {
+    std::string d = fs::path(dir).lexically_normal().string();
+    if (!d.empty() && d.back() == '/') d.pop_back();
+    return d;
+  }
+
   std::string file(int64_t id, const char* what) const { return fmt::format("{}/req_{}_{}.npy", tmp_, id, what); }
 
   static void write_file(const std::string& path, const char* data, size_t size) {
@@ -128,6 +137,7 @@ class NpyTraceWriter final : public TraceWriter {
   }
 
   std::string dir_, tmp_;
+  InterruptCleanup cleanup_;  // removes the tmp_ tree if the process is interrupted before finish() renames it
   TraceMeta meta_;
   bool open_ = false, finished_ = false;
   int64_t request_ = 0;

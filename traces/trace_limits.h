@@ -8,8 +8,9 @@ namespace hisparse::traces {
 constexpr int32_t kMaxLayers = 4096;                // DeepSeek-V3.2 has 61
 constexpr int32_t kMaxTopK = 1 << 20;               // DeepSeek-V3.2 selects 2048
 constexpr int64_t kMaxStepEntries = int64_t{1} << 26;  // layers * top_k of one step record (256 MB as int32)
-// Context length: above any real model's (DeepSeek-V3.2: 163,840; the longest published contexts: 10M). Replay
-// scratch is indexed by position (8 bytes per position and worker), so this also bounds it: 128 MiB per worker.
+// Context length: above any real model's (DeepSeek-V3.2: 163,840; the longest published contexts: 10M). Replay memory
+// does not depend on it: the swap-in scratch and the offline policies' futures are sized by K + H and by the entries
+// recorded, not by positions (cpu_ref/swap_in.h, cpu_ref/policies/layer_future.h).
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 constexpr int32_t kMaxSeqLen = 1 << 16;  // fuzzing: the same checks, at a size a million executions can afford
 #else

@@ -52,6 +52,10 @@ struct TraceOpenOptions {
 /// Auto-detects the format: a directory is an `.npy` trace, a file starting with the native magic is native,
 /// a file starting with '{' is JSON lines. Throws hisparse::Error otherwise.
 std::unique_ptr<TraceSource> open_trace(const std::string& path, const TraceOpenOptions& options = {});
+/// A native or JSON-lines trace held in memory (told apart by its first bytes as open_trace does); the bytes must
+/// outlive the source, `name` stands for the path in messages. (The fuzz targets: no scratch file per input.)
+std::unique_ptr<TraceSource> open_trace_memory(const void* data, size_t size, const std::string& name,
+                                               const TraceOpenOptions& options = {});
 
 enum class TraceFormat { kNative, kNpy, kJsonl };
 

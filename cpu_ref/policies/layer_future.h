@@ -1,6 +1,7 @@
 // @brief LayerFuture: the recorded future of one (request, layer), as next-use steps, for offline policies (belady).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -17,12 +18,21 @@ struct LayerFuture {
   int32_t H = 0;                      // buffer size the future was computed for (decides the fast path)
   std::vector<int64_t> step_begin;    // [steps + 1] offset of each step's entries in next_use
   std::vector<int32_t> next_use;      // [sum of counts] next use of entry i of step j, kNever if none
-  std::vector<int32_t> first_use;     // [max position + 1] first slow-path slot use of each position, or kNever
+  // First slow-path slot use of each position, or kNever. Dense (first_use_keys empty): first_use[position], for
+  // positions 0..max position. Sparse, when the positions span more than twice the entries recorded (a few steps at
+  // a long context): first_use[k] belongs to position first_use_keys[k] (ascending, distinct). Either way its
+  // memory is O(sum of counts), not O(sequence length).
+  std::vector<int32_t> first_use;
+  std::vector<int32_t> first_use_keys;
 
   int64_t steps() const { return static_cast<int64_t>(step_begin.size()) - 1; }
   /// First slot use of `token` (kNever for positions never used or beyond first_use).
   int32_t first_use_of(int32_t token) const {
-    return token >= 0 && static_cast<size_t>(token) < first_use.size() ? first_use[token] : kNever;
+    if (first_use_keys.empty())
+      return token >= 0 && static_cast<size_t>(token) < first_use.size() ? first_use[token] : kNever;
+    const auto it = std::lower_bound(first_use_keys.begin(), first_use_keys.end(), token);
+    return it != first_use_keys.end() && *it == token ? first_use[static_cast<size_t>(it - first_use_keys.begin())]
+                                                      : kNever;
   }
 };
 

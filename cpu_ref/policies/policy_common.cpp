@@ -16,22 +16,23 @@ bool classify_step(const int32_t* slot_token, int32_t H, const StepInput& in, co
     c.fast_path = true;
     return false;
   }
-  const uint64_t* mark = scratch.mark.data();
-  const uint32_t cap = scratch.capacity;
   const int32_t newest = in.n - 1;
-  if (c.newest_hits) slot_of[static_cast<uint32_t>(mark[newest])] = H;
   uint32_t* slot_mark = scratch.slot_mark.data();
   int32_t* hits = scratch.hits.data();
-  int32_t nh = 0;
-  for (int32_t s = 0; s < H; ++s) {
-    const uint32_t t = static_cast<uint32_t>(slot_token[s]);
-    const uint64_t m = mark[t < cap ? t : cap];
-    if ((m >> 32) == epoch) {
-      slot_mark[s] = epoch;
-      hits[nh++] = s;
-      if (static_cast<int32_t>(t) != newest) slot_of[static_cast<uint32_t>(m)] = s;
+  const int32_t nh = scratch.with_table([&](auto table) {
+    if (c.newest_hits) slot_of[table.entry_of(newest)] = H;
+    int32_t found = 0;
+    for (int32_t s = 0; s < H; ++s) {
+      const int32_t t = slot_token[s];
+      const int32_t e = table.find(t);
+      if (e >= 0) {
+        slot_mark[s] = epoch;
+        hits[found++] = s;
+        if (t != newest) slot_of[e] = s;
+      }
     }
-  }
+    return found;
+  });
   int32_t nm = 0;
   for (int32_t i = 0; i < in.count; ++i) {
     if (slot_of[i] == kUnassigned) scratch.miss_entry[nm++] = i;

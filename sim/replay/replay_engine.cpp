@@ -169,7 +169,7 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
       }
       for (size_t j = 0; j < nb; ++j) {
         const auto& r = recs[j];
-        // Before any position-indexed scratch is sized by it (readers check this too; sources may be any).
+        // Every source is held to the readers' bound (they check it too; sources may be any).
         if (r.seq_len < 1 || r.seq_len > traces::kMaxSeqLen)
           throw_error("replay: trace {}: request {}, step {}: seq_len {} (expected 1..{})", meta.source, r.request_id,
                       r.step, r.seq_len, traces::kMaxSeqLen);

@@ -73,10 +73,11 @@ TEST_CASE("validate without a GPU says how to run on the CPU, and the CPU run sh
     CHECK(r.err.find("(the default)") != std::string::npos);
   }
   // The CPU run shows its progress per operation on stderr.
-  const Run cpu = run("validate --backend cpu --cases 2 --only swap-in indexer", dir);
+  const Run cpu = run("validate --backend cpu --cases 2 --only swap-in indexer indexer-fp8", dir);
   CHECK(cpu.status == 0);
   CHECK(cpu.err.find("validate: swap-in ...") != std::string::npos);
   CHECK(cpu.err.find("validate: indexer done in") != std::string::npos);
+  CHECK(cpu.err.find("validate: indexer-fp8 done in") != std::string::npos);
   fs::remove_all(dir);
 }
 
@@ -95,19 +96,24 @@ TEST_CASE("trace convert: a JSON-lines or .npy name never silently receives the 
   fs::remove_all(dir);
 }
 
-TEST_CASE("an interrupted trace gen leaves no temporary file behind") {
-  const fs::path dir = hisparse::test::scratch_dir("cli_interrupt");
-  const fs::path out = dir / "big.hstrace";
-  // Far more than a second of work; SIGTERM after a second (a background job of sh ignores SIGINT, so the test uses
-  // the other signal the handler covers).
-  const std::string cmd = "sh -c '" + cli() + " trace gen --preset default --requests 100000 --out " + out.string() +
-                          " > /dev/null 2>&1 & pid=$!; sleep 1; kill -TERM $pid; wait $pid; exit 0'";
-  REQUIRE(std::system(cmd.c_str()) == 0);
-  CHECK_FALSE(fs::exists(out));
-  int leftovers = 0;
-  for (const auto& e : fs::directory_iterator(dir)) leftovers += e.path().filename().string().find(".tmp") != std::string::npos;
-  CHECK(leftovers == 0);
-  fs::remove_all(dir);
+TEST_CASE("an interrupted trace gen leaves no temporary file or directory behind (native and .npy)") {
+  for (const char* format : {"native", "npy"}) {
+    INFO("format " << format);
+    const fs::path dir = hisparse::test::scratch_dir("cli_interrupt");
+    const fs::path out = dir / (std::string("big.") + format);
+    // Far more than a second of work; SIGTERM after a second (a background job of sh ignores SIGINT, so the test
+    // uses the other signal the handler covers; tests/traces/test_interrupt_cleanup.cpp raises all three).
+    const std::string cmd = "sh -c '" + cli() + " trace gen --preset default --requests 100000 --format " + format +
+                            " --out " + out.string() +
+                            " > /dev/null 2>&1 & pid=$!; sleep 1; kill -TERM $pid; wait $pid; exit 0'";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    CHECK_FALSE(fs::exists(out));
+    int leftovers = 0;
+    for (const auto& e : fs::directory_iterator(dir))
+      leftovers += e.path().filename().string().find(".tmp") != std::string::npos;
+    CHECK(leftovers == 0);
+    fs::remove_all(dir);
+  }
 }
 
 TEST_CASE("scenario names resolve in the working directory's scenarios/ before the build's source tree") {

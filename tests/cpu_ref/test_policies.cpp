@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
+#include "traces/trace_limits.h"
 
 using namespace hisparse;
 using namespace hisparse::cpu_ref;
@@ -288,5 +289,68 @@ TEST_CASE("policies: an empty request whose first step has n <= H was preloaded,
     p->reset(4, InitialState::kEmpty);
     p->step({b.data(), 2, 9, 2, nullptr, 1}, {}, plan, scratch);
     CHECK(plan.counters.misses == 2);
+  }
+}
+
+TEST_CASE("policies: the direct and the hashed position table give identical plans") {
+  // SwapInScratch picks its position table by n / (K + H) (issue 17: memory O(K + H)); both must be the contract.
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed * 104729);
+    const int32_t K = 2 + static_cast<int32_t>(rng() % 24);
+    const int32_t H = K + static_cast<int32_t>(rng() % (2 * K + 1));
+    const InitialState initial = rng() % 2 ? InitialState::kIdentity : InitialState::kEmpty;
+    const RandomTrace tr = make_trace(seed, K, 60, std::max<int32_t>(1, H - 2));
+    for (const auto& name : all_policies()) {
+      INFO("seed " << seed << " policy " << name << " K " << K << " H " << H);
+      auto a = make_policy(name), b = make_policy(name);
+      a->reset(H, initial);
+      b->reset(H, initial);
+      if (a->needs_future()) {
+        a->set_future(future_of(tr, H));
+        b->set_future(future_of(tr, H));
+      }
+      SwapInScratch direct(1 << 20), hashed(0);  // always direct / always hashed
+      SwapInPlan pa, pb;
+      for (size_t j = 0; j < tr.steps.size(); ++j) {
+        const auto& T = tr.steps[j];
+        StepInput in{T.data(), static_cast<int32_t>(T.size()), tr.ns[j], tr.top_k, nullptr, 100};
+        a->step(in, {1, 2, static_cast<int64_t>(j)}, pa, direct);
+        b->step(in, {1, 2, static_cast<int64_t>(j)}, pb, hashed);
+        REQUIRE(direct.direct());
+        REQUIRE_FALSE(hashed.direct());
+        REQUIRE(pb.slot_of == pa.slot_of);
+        REQUIRE(pb.load_host == pa.load_host);
+        REQUIRE(pb.load_slot == pa.load_slot);
+        REQUIRE(pb.counters.misses == pa.counters.misses);
+        REQUIRE(std::equal(a->slot_token(), a->slot_token() + H, b->slot_token()));
+      }
+    }
+  }
+}
+
+TEST_CASE("layer future: positions far sparser than the entries (a few steps at a long context) stay O(entries)") {
+  // The same trace shifted up to the longest context: identical next uses; first uses by position through the
+  // sorted keys instead of an array indexed by position (which would hold 2^24 entries).
+  const int32_t shift = traces::kMaxSeqLen - 400;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    const int32_t K = 4 + static_cast<int32_t>(seed % 7), H = 2 * K;
+    const RandomTrace tr = make_trace(seed, K, 40, H - 5);
+    RandomTrace far = tr;
+    for (auto& s : far.steps)
+      for (int32_t& p : s)
+        if (p >= 0) p += shift;
+    for (int32_t& n : far.ns) n += shift;
+    const auto near_f = future_of(tr, H);
+    const auto far_f = future_of(far, H + shift);  // the same steps take the slow path
+    INFO("seed " << seed);
+    CHECK(near_f->first_use_keys.empty());  // dense: indexed by position
+    REQUIRE_FALSE(far_f->first_use_keys.empty());
+    CHECK(far_f->next_use == near_f->next_use);
+    CHECK(far_f->first_use.size() <= far_f->next_use.size());
+    for (int32_t t = -1; t <= tr.ns.back() + 1; ++t) {
+      const int32_t ft = t < 0 ? t : t + shift;
+      REQUIRE(far_f->first_use_of(ft) == near_f->first_use_of(t));
+    }
+    CHECK(far_f->first_use_of(0) == LayerFuture::kNever);
   }
 }

@@ -1,14 +1,17 @@
-// @brief Golden examples of docs/swap_in.md, the fast/slow path switch, errors, and a random comparison against a
-// literal transcription of the contract.
+// @brief Golden examples of docs/swap_in.md, the fast/slow path switch, errors, a random comparison against a
+// literal transcription of the contract, and the scratch's memory at the longest context.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "cpu_ref/swap_in.h"
 #include "tests/cpu_ref/swap_in_naive.h"
+#include "traces/trace_limits.h"
 
 using namespace hisparse;
 using namespace hisparse::cpu_ref;
@@ -214,6 +217,124 @@ TEST_CASE("swap-in equals a literal transcription of the contract on random step
       CHECK(plan.counters.selected == plan.counters.hits + plan.counters.newest_hits + plan.counters.misses);
       CHECK(plan.counters.h2d_bytes == 64 * plan.counters.misses);
       n += 1;
+    }
+  }
+}
+
+TEST_CASE("swap-in at n = kMaxSeqLen: scratch memory is O(K + H), not O(n), and the result is the contract's") {
+  // Issue 17: the scratch used to be indexed by position (8 bytes x n per worker). A step touches K + H positions.
+  const int32_t n0 = traces::kMaxSeqLen - 100;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    std::mt19937_64 rng(seed);
+    INFO("seed " << seed);
+    const int32_t H = 8 + static_cast<int32_t>(rng() % 24);
+    const int32_t K = 1 + static_cast<int32_t>(rng() % H);
+    State st(H);
+    init_swap_in_state(st.view(), seed % 2 ? InitialState::kIdentity : InitialState::kEmpty);
+    std::vector<int32_t> ref_tokens = st.slot_token, ref_lru = st.lru;
+    SwapInScratch scratch;
+    SwapInPlan plan;
+    int32_t n = n0;
+    for (int step = 0; step < 60; ++step, ++n) {
+      // Up to K distinct positions: half near the newest token, half anywhere below n (0 and n - 1 included).
+      std::set<int32_t> used;
+      std::vector<int32_t> T;
+      const int32_t want = static_cast<int32_t>(rng() % (K + 1));
+      for (int tries = 0; static_cast<int32_t>(T.size()) < want && tries < 4 * want; ++tries) {
+        const int32_t t = rng() % 2 ? n - 1 - static_cast<int32_t>(rng() % (2 * H)) : static_cast<int32_t>(rng() % n);
+        if (used.insert(t).second) T.push_back(t);
+      }
+      if (rng() % 3 == 0 && static_cast<int32_t>(T.size()) < K) T.push_back(-1);
+      swap_in(st.view(), T.data(), static_cast<int32_t>(T.size()), n, K, nullptr, 64, {}, plan, scratch);
+      REQUIRE_FALSE(scratch.direct());
+      const test::NaiveStep ref = test::naive_swap_in(ref_tokens, ref_lru, T, n);
+      REQUIRE(plan.slot_of == ref.slot_of);
+      REQUIRE(plan.load_slot == ref.load_slot);
+      REQUIRE(st.slot_token == ref_tokens);
+      REQUIRE(st.lru == ref_lru);
+      CHECK(plan.counters.misses == ref.misses);
+    }
+    // Hashed table: 4..8 cells of 8 bytes per entry plus one overflow cell; per-slot arrays: 5 x H words.
+    CHECK(scratch.bytes() <= 128 * static_cast<size_t>(K + H) + 1024);
+  }
+}
+
+TEST_CASE("swap-in scratch: direct table up to kDirectSpan x (K + H) positions, hashed beyond, bytes bounded") {
+  const int32_t H = 16, K = 8;
+  const int32_t span = SwapInScratch::kDirectSpan * (K + H);
+  auto step_at = [&](SwapInScratch& scratch, int32_t n) {
+    State st(H);
+    init_swap_in_state(st.view(), InitialState::kEmpty);
+    SwapInPlan plan;
+    std::vector<int32_t> T;
+    for (int32_t i = 0; i < K; ++i) T.push_back(n - 1 - 2 * i);
+    swap_in(st.view(), T.data(), K, n, K, nullptr, 64, {}, plan, scratch);
+    CHECK(plan.counters.misses == K - 1);  // every entry but the newest token
+  };
+  SwapInScratch direct, hashed;
+  step_at(direct, span);
+  CHECK(direct.direct());
+  CHECK(direct.bytes() <= 8 * static_cast<size_t>(span + 1) + 64 * static_cast<size_t>(K + H));
+  step_at(hashed, traces::kMaxSeqLen);
+  CHECK_FALSE(hashed.direct());
+  CHECK(hashed.bytes() < 2048);  // vs 8 x 2^24 bytes when the table was indexed by position
+  // One scratch serving both (a worker replaying several buffer sizes) holds at most the sum.
+  step_at(direct, traces::kMaxSeqLen);
+  CHECK_FALSE(direct.direct());
+  CHECK(direct.bytes() <= 8 * static_cast<size_t>(span + 1) + 64 * static_cast<size_t>(K + H) + 2048);
+
+  // Duplicates and out-of-range entries are still found by the hashed table, with the same messages.
+  State st(H);
+  SwapInPlan plan;
+  const int32_t n = traces::kMaxSeqLen;
+  std::vector<int32_t> T = {n - 1, 0, n - 2, 0};
+  CHECK_THROWS_WITH_AS(run(st, T, n, K, plan), doctest::Contains("position 0 is selected twice (entries 1 and 3)"),
+                       Error);
+  T = {n - 1, 0, n};
+  CHECK_THROWS_WITH_AS(run(st, T, n, K, plan), doctest::Contains("position 16777216 (entry 2) is >= sequence length"),
+                       Error);
+  T = {n - 1, 0, n - 2};
+  run(st, T, n, K, plan);  // a step after a rejected one starts clean
+  CHECK(plan.counters.selected == 3);
+}
+
+TEST_CASE("swap-in: the direct and the hashed table give the same plans (random steps, literal contract)") {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    std::mt19937_64 rng(seed);
+    INFO("seed " << seed);
+    const int32_t H = 1 + static_cast<int32_t>(rng() % 40);
+    const int32_t K = 1 + static_cast<int32_t>(rng() % H);
+    State a(H), b(H);
+    const InitialState init = rng() % 2 ? InitialState::kIdentity : InitialState::kEmpty;
+    init_swap_in_state(a.view(), init);
+    init_swap_in_state(b.view(), init);
+    std::vector<int32_t> ref_tokens = a.slot_token, ref_lru = a.lru;
+    SwapInScratch direct(1 << 20), hashed(0);  // a span no n here reaches: always direct; 0: always hashed
+    SwapInPlan pa, pb;
+    int32_t n = H + 1 + static_cast<int32_t>(rng() % 8);
+    for (int step = 0; step < 60; ++step, n += static_cast<int32_t>(rng() % 3)) {  // n may stay: newest in a slot
+      std::set<int32_t> used;
+      std::vector<int32_t> T;
+      const int32_t want = static_cast<int32_t>(rng() % (K + 1));
+      for (int tries = 0; static_cast<int32_t>(T.size()) < want && tries < 4 * want; ++tries) {
+        const int32_t t = n - 1 - static_cast<int32_t>(rng() % std::min<int32_t>(n, 3 * H / 2 + 1));
+        if (used.insert(t).second) T.push_back(t);
+      }
+      if (rng() % 3 == 0 && static_cast<int32_t>(T.size()) < K) T.insert(T.begin() + rng() % (T.size() + 1), -1);
+      swap_in(a.view(), T.data(), static_cast<int32_t>(T.size()), n, K, nullptr, 64, {}, pa, direct);
+      swap_in(b.view(), T.data(), static_cast<int32_t>(T.size()), n, K, nullptr, 64, {}, pb, hashed);
+      REQUIRE(direct.direct());
+      REQUIRE_FALSE(hashed.direct());
+      const test::NaiveStep ref = test::naive_swap_in(ref_tokens, ref_lru, T, n);
+      REQUIRE(pa.slot_of == ref.slot_of);
+      REQUIRE(pb.slot_of == ref.slot_of);
+      REQUIRE(pb.load_slot == pa.load_slot);
+      REQUIRE(pb.load_host == pa.load_host);
+      REQUIRE(b.slot_token == a.slot_token);
+      REQUIRE(b.lru == a.lru);
+      REQUIRE(a.lru == ref_lru);
+      CHECK(pb.counters.hits == pa.counters.hits);
+      CHECK(pb.counters.newest_hits == pa.counters.newest_hits);
     }
   }
 }

@@ -2,8 +2,6 @@
 #include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string path = hisparse::fuzz::scratch() + "/t.hstrace";
-  hisparse::fuzz::write_bytes(path, data, size);
-  hisparse::fuzz::exercise(path);
+  hisparse::fuzz::exercise([&] { return hisparse::traces::open_trace_memory(data, size, "t.hstrace"); });
   return 0;
 }
