@@ -1,7 +1,6 @@
 // @brief `hisparse bench swap-in|gather|backup|all`: GPU kernel timings (CUDA events, medians) beside bulk-copy
 // ceilings measured in the same run; a table on stdout, optionally a CSV. `--calibrate`: apps/bench_calibrate.cpp.
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 
 #include <boost/program_options.hpp>
@@ -14,6 +13,7 @@
 #include "bench/gpu/copy_bench.h"
 #include "cuda/kernel_config.h"
 #include "cuda/runtime.h"
+#include "sim/output_file.h"
 
 namespace hisparse::apps {
 namespace {
@@ -39,14 +39,7 @@ void write_bench_csv(const std::string& path, const std::string& device, const s
     os << fmt::format("\"{}\",{},\"{}\",{},{:.3f},{:.0f},{:.3f},{:.3f},{},{:.4f},{},\"{}\",{}\n", device, r.op, r.config,
                       r.mode, r.median_us, r.bytes, r.gbps, r.ceiling_gbps, r.batch, r.miss_rate, r.rows, r.target,
                       r.verdict);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw_error("bench: cannot write {}", tmp);
-    f << os.str();
-    if (!f) throw_error("bench: write to {} failed", tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw_error("bench: cannot rename {} to {}", tmp, path);
+  sim::write_file_atomically(path, os.str());  // removed on SIGINT/TERM/HUP half-way (sim/output_file.h)
 }
 
 int run_bench(int argc, char** argv) {

@@ -106,8 +106,9 @@ class SwapInScratch {
  public:
   /// Positions per (K + H) up to which the direct table is used: at most 8 x 256 = 2 KiB per entry and slot (12 MiB
   /// at K = 2048, H = 4096, covering n <= 1,572,864). Beyond that a position-indexed array no longer fits the caches
-  /// and the hashed table is as fast (measured: bench_swap_in's trace at n = 8M, 1.7x faster hashed); below, the
-  /// direct one is up to 1.35x faster (a replay at n = 1M, K = 2048).
+  /// and the hashed table costs about the same (measured: `replay` of a trace at n = 4M, K = 2048: 1.15x the time,
+  /// an eighth of the memory; bench_swap_in's steps moved to n = 8M: hashed 1.7x faster); below it the direct table
+  /// is up to 1.35x faster (a replay at n = 1M, K = 2048).
   static constexpr int32_t kDirectSpan = 256;
   /// direct_span = 0: always hashed; a huge span: always direct (tests compare both layouts).
   explicit SwapInScratch(int32_t direct_span = kDirectSpan) : direct_span_(direct_span) {}
