@@ -38,11 +38,14 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
                 "or a calibration of this model)", sc_.source, p_.step->model, m.name);
 }
 
-SimTime DecodeCostModel::calibrated_ns(std::initializer_list<const char*> ops, double batch, double context) const {
+std::vector<DecodeOpWork> DecodeCostModel::deployed_ops(double batch, double context) const {
   const int B = std::max(1, static_cast<int>(std::ceil(batch)));
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(std::llround(context)));
-  const int ep = std::max(1, sc_.deployment.decode.ep);
-  const std::vector<DecodeOpWork> work = decode_layer_ops(sc_.model, B, n, ep);  // as deployed: fp8 projections
+  return decode_layer_ops(sc_.model, B, n, std::max(1, sc_.deployment.decode.ep));  // fp8 projections, as deployed
+}
+
+SimTime DecodeCostModel::calibrated_ns(std::initializer_list<const char*> ops,
+                                       const std::vector<DecodeOpWork>& work) const {
   SimTime t = 0;
   for (const char* op : ops) {
     const std::string name = op;
@@ -73,30 +76,31 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   const double bpp = p_.weight_bytes_per_param;
   const auto& e = p_.efficiency;
   const double attn_flops = b.sum_attended * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * 2.0;
+  const double idx_flops = 2.0 * m.indexer_heads * m.indexer_head_dim * b.sum_n;
+  const double idx_bytes = b.sum_n * indexer_key_bytes_ + b.sum_n * 4.0;
   if (p_.step) {
     // Measured per-op models where the measured implementation is the deployed one's kind: the cuBLASLt GEMMs of
     // the projections (the indexer's, MLA's and the absorbed w_kv_b) and top-k, at this batch and its mean context
     // (top-k's work is linear in the summed context). The indexer's scoring and the sparse attention kernel stay
     // roofline: the project's kernels (a CUDA-core indexer, a one-wave attention) are not DeepGEMM's or
     // FlashMLA's. A graph-timed op already holds its gap to the next kernel; a roofline one pays the measured gap.
-    const double n_mean = b.sum_n / B;
+    const std::vector<DecodeOpWork> work = deployed_ops(B, b.sum_n / B);
     const SimTime gap = seconds_to_ns_ceil(p_.step->graph_gap_us * 1e-6);
-    const SimTime scoring = seconds_to_ns_ceil(std::max(2.0 * m.indexer_heads * m.indexer_head_dim * b.sum_n / (fp8 * e.indexer),
-                                                         (b.sum_n * indexer_key_bytes_ + b.sum_n * 4.0) /
-                                                             (sc_.hardware.hbm_bytes_per_s * e.indexer)));
-    out.indexer = (calibrated_ns({"indexer_q", "indexer_k", "indexer_w"}, B, n_mean) + scoring + gap) * selecting_layers_;
-    out.topk = calibrated_ns({"topk"}, B, n_mean) * selecting_layers_;
-    const SimTime kernel = seconds_to_ns_ceil(std::max(attn_flops / (sc_.hardware.bf16_flops * e.attention),
-                                                       b.sum_attended * kv_row_bytes_ / (sc_.hardware.hbm_bytes_per_s * e.attention)));
-    out.attention = (calibrated_ns({"q_a", "q_b", "kv_a", "w_kv_b_q", "w_kv_b_o", "o_proj"}, B, n_mean) + kernel + gap) *
+    out.indexer = (calibrated_ns({"indexer_q", "indexer_k", "indexer_w"}, work) +
+                   roofline(idx_flops, idx_bytes, fp8, e.indexer, 0) + gap) * selecting_layers_;
+    out.topk = calibrated_ns({"topk"}, work) * selecting_layers_;
+    out.attention = (calibrated_ns({"q_a", "q_b", "kv_a", "w_kv_b_q", "w_kv_b_o", "o_proj"}, work) +
+                     roofline(attn_flops, b.sum_attended * kv_row_bytes_, sc_.hardware.bf16_flops, e.attention, 0) + gap) *
                     layers_;
   } else {
-  // Indexer: every token's key is read and scored by every indexer head (fp8), once per selecting layer.
-  const SimTime idx = roofline(2.0 * m.indexer_heads * m.indexer_head_dim * b.sum_n + 2.0 * indexer_params_ * B,
-                               b.sum_n * indexer_key_bytes_ + indexer_params_ * bpp + b.sum_n * 4.0, fp8, e.indexer, 3);
-  out.indexer = idx * selecting_layers_;
-  // Top-k: reads the fp32 scores, writes K indices per request.
-  out.topk = roofline(0, b.sum_n * 4.0 + B * K * 4.0, fp8, e.topk, 1) * selecting_layers_;
+    // Indexer: every token's key is read and scored by every indexer head (fp8), once per selecting layer.
+    out.indexer = roofline(idx_flops + 2.0 * indexer_params_ * B, idx_bytes + indexer_params_ * bpp, fp8, e.indexer, 3) *
+                  selecting_layers_;
+    // Top-k: reads the fp32 scores, writes K indices per request.
+    out.topk = roofline(0, b.sum_n * 4.0 + B * K * 4.0, fp8, e.topk, 1) * selecting_layers_;
+    const int rest = std::max(1, p_.kernels_per_layer - 5);
+    out.attention = roofline(attn_flops + 2.0 * attn_params_ * B, b.sum_attended * kv_row_bytes_ + attn_params_ * bpp,
+                             sc_.hardware.bf16_flops, e.attention, rest) * layers_;
   }
   if (hisparse_ && p_.swap_in_cost.calibrated) {
     // Measured on this device (one call per layer); the slow path walks the H slots of the LRU.
@@ -106,10 +110,6 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
     const double bytes = B * K * 8.0 + static_cast<double>(b.slow_path) * H * 8.0;
     out.swap_in = roofline(0, bytes, fp8, e.swap_in, 1) * layers_;
   }
-  if (p_.step) return out;
-  const int rest = std::max(1, p_.kernels_per_layer - 5);
-  out.attention = roofline(attn_flops + 2.0 * attn_params_ * B, b.sum_attended * kv_row_bytes_ + attn_params_ * bpp,
-                           sc_.hardware.bf16_flops, e.attention, rest) * layers_;
   return out;
 }
 
@@ -128,9 +128,9 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
     // Measured per-op models at the slowest GPU's batch: router, shared expert, dense MLP. The routed experts stay
     // roofline: the benchmark runs them as one cuBLASLt GEMM per expert (2.3 TB/s of expert weights on the H200),
     // not as DeepGEMM's single grouped kernel that SGLang runs.
-    const double Bg = std::max(1.0, max_gpu_tokens);
-    out.compute += calibrated_ns({"router", "shared_gate_up", "shared_down"}, Bg, 1) * moe_layers;
-    out.compute += calibrated_ns({"dense_gate_up", "dense_down"}, Bg, 1) * m.dense_layers;
+    const std::vector<DecodeOpWork> work = deployed_ops(max_gpu_tokens, 1);
+    out.compute += calibrated_ns({"router", "shared_gate_up", "shared_down"}, work) * moe_layers;
+    out.compute += calibrated_ns({"dense_gate_up", "dense_down"}, work) * m.dense_layers;
   }
   if (moe_layers > 0 && m.routed_experts > 0) {
     // Expected distinct experts one GPU must read: each routed pick lands on a uniform expert.
@@ -144,8 +144,7 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
       // Routed experts only (the shared expert is calibrated above), launched inside the step's graph.
       const double routed_here = m.routed_experts / ep * p_touched;
       const double routed_tokens = picks / ep;
-      out.compute += (seconds_to_ns_ceil(std::max(2.0 * expert_params_ * routed_tokens / (fp8 * e.moe),
-                                                  routed_here * expert_params_ * bpp / (hw.hbm_bytes_per_s * e.moe))) +
+      out.compute += (roofline(2.0 * expert_params_ * routed_tokens, routed_here * expert_params_ * bpp, fp8, e.moe, 0) +
                       seconds_to_ns_ceil(p_.step->graph_gap_us * 1e-6)) * moe_layers;
     }
     // Dispatch (fp8 hidden) and combine (bf16 hidden) of the slowest GPU's tokens, the (ep-1)/ep that leave it.

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
+#include "core/decode_layer_ops.h"
 #include "core/deployment_spec.h"
 #include "sim/cost_params.h"
 #include "sim/sim_time.h"
@@ -51,9 +53,10 @@ class DecodeCostModel {
   int kv_layers() const { return kv_layers_; }
 
  private:
-  /// Sum of the step calibration's time of `ops` (as deployed: fp8 projections; each with its count per layer) at
-  /// `batch` tokens per GPU and mean context `context`, ns.
-  SimTime calibrated_ns(std::initializer_list<const char*> ops, double batch, double context) const;
+  /// The ops of one layer as deployed (fp8 projections) at `batch` tokens per GPU and mean context `context`.
+  std::vector<DecodeOpWork> deployed_ops(double batch, double context) const;
+  /// Sum of the step calibration's time of `ops` (each with its count per layer) in `work`, ns.
+  SimTime calibrated_ns(std::initializer_list<const char*> ops, const std::vector<DecodeOpWork>& work) const;
   SimTime roofline(double flops, double bytes, double peak_flops, double efficiency, int launches) const;
 
   const Scenario& sc_;
