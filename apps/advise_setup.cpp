@@ -45,7 +45,9 @@ void add_advise_options(po::options_description& desc, AdviseArgs& a, bool with_
       "step-calibration", po::value(&a.step_calibration)->default_value(a.step_calibration),
       "per-op decode-layer calibration: auto (the hardware file's), none (roofline), or a YAML from `hisparse bench step "
       "--fit`")(
-      "cost-params", po::value(&a.cost_params), "cost-model parameters YAML (sim/cost_params.h keys)")(
+      "cost-params", po::value(&a.cost_params)->default_value("auto"),
+      "cost-model terms YAML (efficiencies, latencies, overheads, each with its source): auto (the hardware file's "
+      "cost_model) or a path")(
       "overlap", po::value(&a.overlap), "none | two-batch (default: the cost parameters')");
 }
 
@@ -78,9 +80,9 @@ AdviseSetup make_advise_setup(const AdviseArgs& a, const po::variables_map& vm, 
   if (!a.host_dram.empty()) s.deployment.host_dram_bytes = bytes_flag(a.host_dram, command, "host-dram-bytes");
   sim::AdviseOptions& o = out.options;
   if (!a.host_reserve.empty()) o.host_reserve_bytes = bytes_flag(a.host_reserve, command, "host-reserve-bytes");
-  if (!a.cost_params.empty()) o.cost = sim::load_cost_params(a.cost_params);
-  out.info.cost_label = "modelled; " + sim::apply_calibrations(a.calibration, a.step_calibration, &s, &o.cost) +
-                        " (roofline efficiencies and overheads: the documented defaults of sim/cost_params.h)";
+  const std::string terms_line = sim::load_cost_terms(a.cost_params, s, &o.cost);
+  out.info.cost_label =
+      "modelled; " + terms_line + "; " + sim::apply_calibrations(a.calibration, a.step_calibration, &s, &o.cost);
   if (!a.overlap.empty()) o.cost.overlap = sim::parse_overlap_mode(a.overlap, "--overlap");
   if (!a.buffer_sizes.empty()) o.buffer_sizes = int_list(a.buffer_sizes, command, "buffer-sizes", 1);
   if (!a.ratios.empty()) o.ratios = int_list(a.ratios, command, "ratios", 1);

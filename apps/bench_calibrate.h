@@ -15,10 +15,10 @@ struct CalibrateOptions {
   std::string from_csv;   // fit an existing `hisparse bench --csv` file instead of measuring
   std::string csv;        // live mode: where the measured rows go (default <out without .yaml>.csv)
   std::string date;       // YYYY-MM-DD (default: today, UTC)
-  // Separate by default: on the cluster kernel (batches <= 8) the fused copy runs in latency rounds over 8 SMs
-  // and is not linear in rows (its model missed held-out points by 21% on the H200); separate is, and is as fast
-  // or faster there.
-  std::string copy_mode = "separate";
+  // Fused by default: it is the copy the CUDA backend runs (Backend::copy_mode_, core/backend.h). On the cluster
+  // kernel (batches <= Bc) it runs in latency rounds bounded by the busiest block's LRU slice, which the fit models
+  // (sim/swap_in_cost.h): held-out max 7.6% on the H200 sweep (the linear form missed by 20.8%).
+  std::string copy_mode = "fused";
   std::string fit_batches = "auto";  // auto: sim::default_fit_batches (two per kernel regime)
   int small_batch_max = -1;   // Bc of the small-batch swap-in kernel: -1 = the CSV's swap-in-kernel row / the device's
   std::string fit_miss_rates = "0,0.2,0.5";

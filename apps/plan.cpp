@@ -112,7 +112,9 @@ int run_plan(int argc, char** argv) {
       "full-pool-tokens", po::value<int64_t>(), "override: max_total_num_tokens without HiSparse (from a server log)")(
       "device-pool-tokens", po::value<int64_t>(), "override: max_total_num_tokens with HiSparse (from a server log)")(
       "host-pool-tokens", po::value<int64_t>(), "override: host pool tokens per GPU")(
-      "cost-params", po::value(&cost_path), "cost-model parameters YAML (sim/cost_params.h keys)")(
+      "cost-params", po::value(&cost_path)->default_value("auto"),
+      "cost-model terms YAML (efficiencies, latencies, overheads, each with its source): auto (the hardware file's "
+      "cost_model) or a path")(
       "calibration", po::value(&calibration_path)->default_value("auto"),
       "PCIe and swap-in copy calibration: auto (the hardware file's), none (roofline), or a YAML from `hisparse bench "
       "--calibrate`")(
@@ -180,8 +182,9 @@ int run_plan(int argc, char** argv) {
   tokens("host-pool-tokens", &d.memory.host_pool_tokens);
 
   sim::PlanOptions opt;
-  if (!cost_path.empty()) opt.cost = sim::load_cost_params(cost_path);
-  const std::string calibration_line = sim::apply_calibrations(calibration_path, step_calibration_path, &s, &opt.cost);
+  const std::string terms_line = sim::load_cost_terms(cost_path, s, &opt.cost);
+  const std::string calibration_line =
+      terms_line + "; " + sim::apply_calibrations(calibration_path, step_calibration_path, &s, &opt.cost);
   if (!overlap_text.empty()) opt.cost.overlap = sim::parse_overlap_mode(overlap_text, "--overlap");
   if (!host_reserve_text.empty()) opt.host_reserve_bytes = parse_bytes(host_reserve_text, "--host-reserve-bytes");
   if (vm.count("batch-cap")) opt.batch_cap = vm["batch-cap"].as<int64_t>();

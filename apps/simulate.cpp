@@ -53,7 +53,8 @@ int run_simulate(int argc, char** argv) {
       ("prefill-instances", po::value(&prefill_instances), "override the deployment's prefill instance count")
       ("overlap", po::value(&overlap), "none | two-batch | both (default: the cost file's, else none)")
       ("link-model", po::value(&link_model), "maxmin | constant (default: maxmin)")
-      ("cost", po::value(&cost_file), "cost-parameter YAML (efficiencies, latencies) over the defaults")
+      ("cost", po::value(&cost_file)->default_value("auto"), "cost-model terms YAML (efficiencies, latencies, "
+       "overheads, each with its source): auto (the hardware file's cost_model) or a path")
       ("calibration", po::value(&calibration_file)->default_value("auto"), "PCIe and swap-in copy calibration: auto (the "
                                                    "hardware file's), none (roofline), or a YAML from `hisparse bench --calibrate`")
       ("step-calibration", po::value(&step_calibration_file)->default_value("auto"), "per-op decode-layer calibration: auto "
@@ -84,8 +85,9 @@ int run_simulate(int argc, char** argv) {
     if (prefill_instances < 1) throw_error("--prefill-instances must be >= 1, got {}", prefill_instances);
     sc.deployment.prefill.count = prefill_instances;
   }
-  CostParams base = cost_file.empty() ? CostParams{} : load_cost_params(cost_file);
-  fmt::print("cost model: {}\n", apply_calibrations(calibration_file, step_calibration_file, &sc, &base));
+  CostParams base;
+  const std::string terms_line = load_cost_terms(cost_file, sc, &base);
+  fmt::print("cost model: {}; {}\n", terms_line, apply_calibrations(calibration_file, step_calibration_file, &sc, &base));
   if (!link_model.empty()) {
     make_link_model(link_model);  // validates the name
     base.link_model = link_model;

@@ -92,9 +92,25 @@ std::vector<DecodeOpWork> decode_layer_ops(const ModelSpec& m, int batch, int64_
     idx.bytes = B * n * (m.indexer_head_dim * 2.0 + 4);
     ops.push_back(idx);
   }
-  // Top-k's last pass selects with one block per row (cuda/topk.cu).
+  // Top-k (cuda/topk.cu): the histogram and compaction kernels split each row over G blocks of `chunk` positions,
+  // then the select kernel runs one block per row. The split is make_plan's at the default KernelConfig
+  // (topk.blocks_per_sm 0: the occupancy calculator's 4 resident blocks of 512 threads per SM, __launch_bounds__
+  // (512, 4); topk.min_chunk 2048; at most 1024 / 16 = 64 blocks per row) on a GPU of 132 SMs (the H100 and H200
+  // SXM the calibrations were measured on), for rows of stride n as `bench step` launches them. Rows of at most
+  // K positions (topk_all) launch the same grid, but those blocks return at once: only the select pass works.
   DecodeOpWork topk{n > K ? "topk" : "topk_all", "topk", "fp32", 0, B * n * 4 + B * std::min<double>(K, n) * 4};
-  topk.blocks = B;
+  {
+    constexpr int64_t kSms = 132, kResident = 4, kMinChunk = 2048, kMaxBlocksPerRow = 64, kWarps = 16;
+    const int64_t rows = std::max<int64_t>(1, batch), stride = std::max<int64_t>(1, context);
+    int64_t g = std::max<int64_t>(1, kResident * kSms / rows);  // floor: one block more per row than fits is a wave more
+    g = std::min({g, kMaxBlocksPerRow, std::max<int64_t>(1, (stride + kMinChunk - 1) / kMinChunk)});
+    const int64_t per_block = (stride + g - 1) / g;
+    const int64_t seg = ((per_block + kWarps - 1) / kWarps + 31) / 32 * 32;  // whole 32-wide rounds per warp
+    const int64_t chunk = seg * kWarps, per_row = (stride + chunk - 1) / chunk;
+    topk.blocks = B * double(per_row);
+    topk.block_bytes = n > K ? double(chunk) * 4 : 0;
+    topk.pass_blocks = B;
+  }
   ops.push_back(topk);
   for (DecodeOpWork& w : ops) w.tokens = B;
   return ops;

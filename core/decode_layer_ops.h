@@ -19,8 +19,13 @@ struct DecodeOpWork {
   double bytes = 0;    // weights + activations in and out + caches read
   double tokens = 0;   // decode tokens of the call (the batch): a per-row cost (top-k's per-row select pass)
   double blocks = 0;   // thread blocks the project's kernel launches (0 = unknown): its time moves in whole waves
+  double block_bytes = 0; // bytes each of those blocks reads (0 = unknown or equal for all): a wave of them takes
+                          // longer the more each block reads (top-k's slice of a row)
+  double pass_blocks = 0; // blocks of a second launch of the op, whose waves step on their own (0 = none): top-k's
+                          // select pass, a block per row
   bool by_work = false; // its time depends on its work alone (bytes), in steps no roofline shape holds: the
-                        // calibration keeps a measured table over the work instead (the indexer: B x n)
+                        // calibration fits a measured table over the work and whole waves of its blocks, and keeps
+                        // the one that predicts left-out fit points better (the indexer: B x n)
   int per_layer = 1;   // times it runs in one MoE layer (the hidden-state norm runs twice)
   bool in_moe_layer = true;  // false: dense-MLP layers only (dense_gate_up, dense_down)
 };

@@ -96,6 +96,7 @@ HardwareSpec load_hardware_spec(const std::string& path) {
   map.get("fp8_flops", &h.fp8_flops, 1e12, 1e18, Unit::kFlopsPerSecond);
   map.get("nvlink_bytes_per_s", &h.nvlink_bytes_per_s, 0, 1e13, Unit::kBytesPerSecond);
   map.get_integral("kernel_launch_ns", &h.kernel_launch_ns, 0, 100000000, Unit::kNanoseconds);
+  map.get("sm_count", &h.sm_count, 0, 100000);
   {
     StrictMap pcie = map.child("pcie");
     for (const char* key : {"h2d_bulk_bytes_per_s", "d2h_bulk_bytes_per_s", "gather_row_bytes_per_s"})
@@ -113,11 +114,14 @@ HardwareSpec load_hardware_spec(const std::string& path) {
   map.get("numa_nodes", &h.numa_nodes, 1, 64);
   map.get("gpus_per_node", &h.gpus_per_node, 1, 1024);
   // Calibration files are named relative to the hardware file and must exist (a typo would silently fall back).
-  for (auto [key, out] : {std::pair{"calibration", &h.calibration}, std::pair{"step_calibration", &h.step_calibration}}) {
+  for (auto [key, out] : {std::pair{"calibration", &h.calibration}, std::pair{"step_calibration", &h.step_calibration},
+                          std::pair{"cost_model", &h.cost_model}}) {
     if (!map.has(key)) continue;
     map.get(key, out);
     const fs::path p = fs::path(*out).is_absolute() ? fs::path(*out) : fs::path(path).parent_path() / *out;
-    if (!fs::exists(p)) throw_error("{}: no file {} (expected a calibration YAML)", map.where(key), p.string());
+    if (!fs::exists(p))
+      throw_error("{}: no file {} (expected a {} YAML)", map.where(key), p.string(),
+                  std::string(key) == "cost_model" ? "cost-model" : "calibration");
     *out = p.lexically_normal().string();
   }
   {

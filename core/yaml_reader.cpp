@@ -182,6 +182,11 @@ bool StrictMap::has(const std::string& key) const {
   return n.IsDefined();
 }
 
+bool StrictMap::is_map(const std::string& key) const {
+  const YAML::Node n = node_[key];
+  return n.IsDefined() && n.IsMap();
+}
+
 void StrictMap::require(const std::string& key) const {
   if (!has(key)) throw_error("{}: missing required key '{}'", file_, key_path(key));
 }

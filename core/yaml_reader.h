@@ -36,6 +36,8 @@ class StrictMap {
   StrictMap(YAML::Node node, std::string file, std::string path);
 
   bool has(const std::string& key) const;
+  /// True when `key` is present and holds a mapping (a value given with its provenance, say).
+  bool is_map(const std::string& key) const;
   /// Throws unless `key` is present (for fields without a sensible default).
   void require(const std::string& key) const;
 

@@ -15,6 +15,8 @@ namespace {
 constexpr double kMaxRate = 1e13;   // bytes/s: far above any PCIe link, catches unit slips (GB/s given as B/s * 1e9)
 constexpr double kMaxNs = 1e9;
 constexpr int64_t kMaxSmallBatch = 1 << 20;  // swap_in.small_batch_max: a batch size, far above any real one
+constexpr int64_t kMaxRowsPerRound = 1 << 20;  // copy_rows_per_round: rows in flight per block, far above any real one
+constexpr int64_t kMaxSlices = 1024;           // copy_slices: blocks per request (a cluster has at most 16)
 
 void read_regime(StrictMap& m, double h2d_bulk, SwapInRegimeCost* c) {
   m.require("plan_fixed_ns");
@@ -27,6 +29,13 @@ void read_regime(StrictMap& m, double h2d_bulk, SwapInRegimeCost* c) {
   m.get("small_row_efficiency", &eff, 1e-4, 1.5);
   c->row_bytes_per_s = eff * h2d_bulk;
   m.get("per_request_row_bytes_per_s", &c->per_request_row_bytes_per_s, 0, kMaxRate, Unit::kBytesPerSecond);
+  // The copy's latency rounds (absent: 0, the linear copy every file before them meant).
+  m.get("copy_round_ns", &c->copy_round_ns, 0, kMaxNs, Unit::kNanoseconds);
+  m.get("copy_rows_per_round", &c->copy_rows_per_round, 0, kMaxRowsPerRound);
+  m.get("copy_slices", &c->copy_slices, 1, kMaxSlices);
+  if (c->copy_round_ns == 0 && (m.has("copy_rows_per_round") || m.has("copy_slices")))
+    throw_error("{} is given but copy_round_ns is 0 or absent (the rounds' shape needs their latency)",
+                m.where(m.has("copy_slices") ? "copy_slices" : "copy_rows_per_round"));
 }
 
 /// One copy mode: the large-batch (or only) terms, and under `small_batch` those of batches 1..small_batch_max.
@@ -81,6 +90,13 @@ std::string regime_yaml(const SwapInRegimeCost& c, double h2d_bulk, int64_t row_
                    row_bytes);
   s += fmt::format("{}per_request_row_bytes_per_s: {:.4e}{}\n", indent, c.per_request_row_bytes_per_s,
                    c.per_request_row_bytes_per_s > 0 ? "" : "   # 0: no per-request bound seen");
+  if (c.copy_round_ns > 0) {  // written only when present: a linear copy's text is what it always was
+    s += fmt::format("{}copy_round_ns: {:.1f}   # one round of row loads of the busiest block\n", indent, c.copy_round_ns);
+    s += fmt::format("{}copy_rows_per_round: {}   # rows a block keeps in flight (a warp per row){}\n", indent,
+                     c.copy_rows_per_round, c.copy_rows_per_round > 0 ? "" : "; 0: one round per call");
+    s += fmt::format("{}copy_slices: {}   # blocks per request, each serving the misses of its LRU slice\n", indent,
+                     c.copy_slices);
+  }
   return s;
 }
 
@@ -139,12 +155,14 @@ Calibration load_calibration(const std::string& path) {
   if (root.has("backup")) read_row_rate(root.child("backup"), &c.backup);
   if (root.has("fit")) {
     const YAML::Node fit = doc["fit"];
-    StrictMap f(without(fit, {"batches", "miss_rates"}), path, "fit");
+    StrictMap f(without(fit, {"batches", "miss_rates", "H"}), path, "fit");
     f.finish();
     const YAML::Node b = sequence(fit["batches"], path + ": fit.batches");
     for (size_t i = 0; i < b.size(); ++i) c.fit_batches.push_back(b[i].as<int32_t>());
     const YAML::Node m = sequence(fit["miss_rates"], path + ": fit.miss_rates");
     for (size_t i = 0; i < m.size(); ++i) c.fit_miss_rates.push_back(m[i].as<double>());
+    const YAML::Node h = sequence(fit["H"], path + ": fit.H");  // absent: every H was fitted
+    for (size_t i = 0; i < h.size(); ++i) c.fit_H.push_back(h[i].as<int32_t>());
     root.child("fit");  // marks the key as read
   }
   root.finish();
@@ -182,7 +200,10 @@ std::string calibration_yaml(const Calibration& c) {
                    c.h2d_bulk_bytes_per_s, c.d2h_bulk_bytes_per_s);
   s += fmt::format("timing_overhead_ns: {:.1f}   # an empty kernel timed the same way (inside every fixed cost)\n",
                    c.timing_overhead_ns);
-  s += "swap_in:   # plan = fixed + per_request*B + per_slot*H; copy = copy_fixed + bytes / min(efficiency*bulk, B*per_request)\n";
+  s += "swap_in:   # plan = fixed + per_request*B + per_slot*H; copy = copy_fixed + smax(bytes / min(efficiency*bulk, "
+       "B*per_request), rounds*copy_round_ns)\n"
+       "  # smax(a, b) = sqrt(a^2 + b^2); rounds = ceil(min(M, ceil((H - K + M) / copy_slices)) / copy_rows_per_round), M = "
+       "rows per request (sim/swap_in_cost.h); no copy_round_ns: the linear copy_fixed + bytes / rate\n";
   const int64_t bc = c.swap_in().small_batch_max;
   if (bc > 0)
     s += fmt::format("  small_batch_max: {}   # batches 1..{} run the small-batch (cluster) kernel: each mode's small_batch "
@@ -192,12 +213,19 @@ std::string calibration_yaml(const Calibration& c) {
   for (auto [name, r] : {std::pair<const char*, const RowRateCost*>{"gather", &c.gather}, {"backup", &c.backup}})
     if (r->present())
       s += fmt::format("{}:\n  fixed_ns: {:.1f}\n  row_bytes_per_s: {:.4e}\n", name, r->fixed_ns, r->row_bytes_per_s);
-  std::vector<std::string> b, m;
+  std::vector<std::string> b, m, h;
   for (int32_t x : c.fit_batches) b.push_back(std::to_string(x));
   for (double x : c.fit_miss_rates) m.push_back(fmt::format("{:g}", x));
-  s += fmt::format("fit:   # swap-in points with both batch and miss rate in these lists were fitted; the rest are held out\n"
-                   "  batches: [{}]\n  miss_rates: [{}]\n",
-                   fmt::join(b, ", "), fmt::join(m, ", "));
+  for (int32_t x : c.fit_H) h.push_back(std::to_string(x));
+  if (c.fit_H.size() <= 1) {  // one H: the lists of files before the H sweep
+    s += fmt::format("fit:   # swap-in points with both batch and miss rate in these lists were fitted; the rest are held out\n"
+                     "  batches: [{}]\n  miss_rates: [{}]\n",
+                     fmt::join(b, ", "), fmt::join(m, ", "));
+  } else {
+    s += fmt::format("fit:   # swap-in points with batch, miss rate and H in these lists were fitted; the rest are held out\n"
+                     "  batches: [{}]\n  miss_rates: [{}]\n  H: [{}]\n",
+                     fmt::join(b, ", "), fmt::join(m, ", "), fmt::join(h, ", "));
+  }
   s += "points:\n";
   for (const CalibrationPoint& p : c.points)
     s += fmt::format("  - {{op: {}, mode: {}, batch: {}, H: {}, K: {}, miss_rate: {:g}, rows: {}, measured_us: {:.3f}, "
@@ -217,9 +245,14 @@ void apply_calibration(const Calibration& c, Scenario* sc, CostParams* params) {
 }
 
 SimTime predict_swap_in_copy_ns(const SwapInCopyCost& cost, double h2d_link_bytes_per_s, int64_t row_bytes,
-                                int64_t batch, int64_t H, int64_t rows) {
-  return cost.plan_ns(batch, H) + cost.copy_ns(batch, static_cast<double>(rows) * static_cast<double>(row_bytes),
-                                               h2d_link_bytes_per_s);
+                                int64_t batch, int64_t H, int64_t rows, int64_t K) {
+  SwapInCall call;
+  call.requests = batch;
+  call.rows = static_cast<double>(rows);
+  call.row_bytes = row_bytes;
+  call.H = H;
+  call.K = K;
+  return cost.plan_ns(batch, H) + cost.copy_ns(call, h2d_link_bytes_per_s);
 }
 
 }  // namespace hisparse::sim

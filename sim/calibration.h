@@ -47,6 +47,7 @@ struct Calibration {
   double timing_overhead_ns = 0;    // an empty kernel timed the same way (0 = not measured); part of every fixed cost
   std::vector<int32_t> fit_batches;
   std::vector<double> fit_miss_rates;
+  std::vector<int32_t> fit_H;       // H values fitted (empty: every H, as files before the H sweep meant)
   std::vector<CalibrationPoint> points;
 
   const SwapInCopyCost& swap_in() const { return copy_mode == "separate" ? separate : fused; }
@@ -54,7 +55,8 @@ struct Calibration {
 
 /// Strict reading (unknown keys and out-of-range values are errors naming the file and key). swap_in.small_batch_max
 /// (optional, 0 when absent: one regime) and swap_in.<mode>.small_batch (required exactly when it is > 0) carry the
-/// small-batch kernel's terms; files without them mean what they always meant.
+/// small-batch kernel's terms; copy_round_ns / copy_rows_per_round / copy_slices (optional, default 0 / 0 / 1: no
+/// latency rounds) the copy's rounds. Files without them mean what they always meant.
 Calibration load_calibration(const std::string& path);
 /// YAML text of `c` (read back by load_calibration to the same values up to the printed precision).
 std::string calibration_yaml(const Calibration& c);
@@ -64,8 +66,9 @@ std::string calibration_yaml(const Calibration& c);
 void apply_calibration(const Calibration& c, Scenario* scenario, CostParams* params);
 
 /// The simulator's time for one swap-in call (one layer) of `batch` requests on the slow path copying `rows`
-/// rows: the plan (DecodeCostModel) plus the miss flow on an otherwise idle link (serving simulation).
+/// rows: the plan (DecodeCostModel) plus the miss flow on an otherwise idle link (serving simulation). `K` (top-k,
+/// 0 = not known) enters the copy's latency rounds only (SwapInRegimeCost::copy_rounds).
 SimTime predict_swap_in_copy_ns(const SwapInCopyCost& cost, double h2d_link_bytes_per_s, int64_t row_bytes,
-                                int64_t batch, int64_t H, int64_t rows);
+                                int64_t batch, int64_t H, int64_t rows, int64_t K = 0);
 
 }  // namespace hisparse::sim

@@ -1,5 +1,5 @@
-// @brief DecodeCostModel: roofline time of each decode-step operation and of prefill, from the model,
-// hardware and cost parameters. Pure arithmetic: the engine decides when each piece runs.
+// @brief DecodeCostModel: time of each decode-step operation (measured per-op models where calibrated, else the
+// roofline at the cost-model file's efficiencies) and of prefill, from the model, hardware and cost parameters. Pure arithmetic: the engine decides when each piece runs.
 #pragma once
 
 #include <cstdint>
@@ -55,19 +55,24 @@ class DecodeCostModel {
  private:
   /// The ops of one layer as deployed (fp8 projections) at `batch` tokens per GPU and mean context `context`.
   std::vector<DecodeOpWork> deployed_ops(double batch, double context) const;
-  /// Sum of the step calibration's time of `ops` (each with its count per layer) in `work`, ns.
-  SimTime calibrated_ns(std::initializer_list<const char*> ops, const std::vector<DecodeOpWork>& work) const;
-  SimTime roofline(double flops, double bytes, double peak_flops, double efficiency, int launches) const;
+  /// Time of one op of `work` (by name; top-k's either form), `count` times: its step-calibration model where the
+  /// op is calibrated (see is_calibrated), else its roofline at the family's efficiency plus one graph gap.
+  SimTime op_ns(const char* op, const std::vector<DecodeOpWork>& work, int count = 1) const;
+  SimTime ops_ns(std::initializer_list<const char*> ops, const std::vector<DecodeOpWork>& work) const;
+  /// max(flops / (peak · e.compute), bytes / (hbm · e.memory)), rounded up to a nanosecond.
+  SimTime roofline(double flops, double bytes, double peak_flops, const RooflineEfficiency& e) const;
+  /// One kernel's roofline plus the gap to the next kernel of the step's CUDA graph.
+  SimTime kernel(double flops, double bytes, double peak_flops, const RooflineEfficiency& e) const {
+    return roofline(flops, bytes, peak_flops, e) + p_.graph_kernel_gap_ns;
+  }
+  double fp8_peak() const;
 
   const Scenario& sc_;
   CostParams p_;
   bool hisparse_;
   int layers_ = 0, kv_layers_ = 0, selecting_layers_ = 0;
   double kv_row_bytes_ = 0, indexer_key_bytes_ = 0;
-  double attn_params_ = 0;     // per layer
-  double indexer_params_ = 0;  // per layer
   double expert_params_ = 0;   // per expert (gate, up, down)
-  double dense_mlp_params_ = 0;
   double lm_head_params_ = 0;
 };
 

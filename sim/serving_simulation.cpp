@@ -15,6 +15,7 @@
 #include "sim/link_model.h"
 #include "sim/network_resource.h"
 #include "sim/simulator.h"
+#include "sim/zero_copy_sm_share.h"
 
 namespace hisparse::sim {
 
@@ -462,8 +463,13 @@ class Engine final : public EventHandler, public FlowListener {
       f.max_rate = sc_.hardware.pcie.gather_row_bytes_per_s;
       if (const SwapInCopyCost& c = opt_.cost.swap_in_cost; c.calibrated) {
         // Measured: a fixed cost per copying call, rows at the small-row rate, few requests bound by their own rate.
+        // The copy's latency rounds (sim/swap_in_cost.h) are not a rate: what they add over the transfer is part of
+        // each call's fixed latency, the rows are the flow. One call's rows are the layer's mean (misses / layers),
+        // spread evenly over the running requests (the rounds follow the busiest one: an estimate from below).
         const auto requests = static_cast<int64_t>(g.running.size());  // picks the kernel regime (small/large batch)
-        f.latency = static_cast<SimTime>(cost_.layers()) * c.copy_latency_ns(requests);
+        SwapInCall call{requests, g.miss_bytes / static_cast<double>(row_) / static_cast<double>(cost_.layers()),
+                        static_cast<int64_t>(row_), H_, K_};
+        f.latency = static_cast<SimTime>(cost_.layers()) * c.copy_latency_ns(call, sc_.hardware.pcie.h2d_bulk_bytes_per_s);
         f.max_rate = c.copy_rate(requests);
       }
       f.add_link(g.h2d);
@@ -484,7 +490,17 @@ class Engine final : public EventHandler, public FlowListener {
     Gpu& g = gpus_[static_cast<size_t>(gi)];
     if (!g.compute_done || !g.io_done) return;
     const SimTime io_side = g.miss_bytes > 0 ? g.io_end + g.tail : g.io_end;
-    const SimTime done = std::max(g.compute_end, io_side);
+    // The zero-copy swap-in moves rows with SMs: while it overlaps the other micro-batch's compute, that compute
+    // runs on the SMs the copy leaves free (sim/zero_copy_sm_share.h); the delay counts as exposed copy time.
+    SimTime stolen = 0;
+    if (g.miss_bytes > 0) {
+      const int64_t first_half = (static_cast<int64_t>(g.running.size()) + 1) / 2;
+      const double share = zero_copy_sm_share(opt_.cost.swap_in_copy_mode, opt_.cost.swap_in_cost, first_half,
+                                              sc_.hardware.sm_count);
+      const SimTime overlap = std::max<SimTime>(0, std::min(g.io_end, g.compute_end) - std::max(g.io_start, g.start));
+      stolen = static_cast<SimTime>(std::llround(static_cast<double>(overlap) * share));
+    }
+    const SimTime done = std::max(g.compute_end + stolen, io_side);
     const SimTime exposed = done - g.compute_end;
     const SimTime wait = g.io_start - g.a_end;
     g.cost.stall = std::min(wait, exposed);

@@ -31,7 +31,15 @@ struct Point {
   double bytes, flops, tokens, blocks, us;
   bool fit;
   bool by_work = false;
+  double block_bytes = 0, pass_blocks = 0;  // see DecodeOpWork
 };
+
+Point point_of(const DecodeOpWork& w) {
+  Point p{w.bytes, w.flops, w.tokens, w.blocks, 0, false, w.by_work};
+  p.block_bytes = w.block_bytes;
+  p.pass_blocks = w.pass_blocks;
+  return p;
+}
 
 /// Log-log interpolation in a (bytes, µs) table (see OpTimeModel::table).
 double table_us(const std::vector<std::pair<double, double>>& t, double bytes) {
@@ -54,14 +62,15 @@ int form_index(const std::string& form) {
   return -1;
 }
 
-/// The model's parameters in the units the search uses: µs, µs per byte, per FLOP, per token, per wave.
+/// The model's parameters in the units the search uses: µs, µs per byte, per FLOP, per token, per wave, per byte a
+/// block reads (in each wave), per wave of the second launch.
 struct Params {
   int form = 0;
-  double a = 0, ib = 0, if_ = 0, c = 0, wave_blocks = 0, per_wave = 0;
+  double a = 0, ib = 0, if_ = 0, c = 0, wave_blocks = 0, per_wave = 0, ibb = 0, pass_wave_blocks = 0, per_pass_wave = 0;
 };
 
-double shape(const Params& p, double bytes, double flops, double tokens, double blocks) {
-  const double tb = bytes * p.ib, tf = flops * p.if_;
+double shape(const Params& p, const Point& q) {
+  const double tb = q.bytes * p.ib, tf = q.flops * p.if_;
   double t = 0;
   switch (p.form) {
     case 0: t = std::max({p.a, tb, tf}); break;
@@ -69,8 +78,9 @@ double shape(const Params& p, double bytes, double flops, double tokens, double 
     case 2: t = p.a + tb + tf; break;
     default: t = std::sqrt(std::sqrt(p.a * p.a * p.a * p.a + tb * tb * tb * tb + tf * tf * tf * tf)); break;
   }
-  t += tokens * p.c;
-  if (p.wave_blocks > 0) t += p.per_wave * std::ceil(blocks / p.wave_blocks);
+  t += q.tokens * p.c;
+  if (p.wave_blocks > 0) t += (p.per_wave + q.block_bytes * p.ibb) * std::ceil(q.blocks / p.wave_blocks);
+  if (p.pass_wave_blocks > 0) t += p.per_pass_wave * std::ceil(q.pass_blocks / p.pass_wave_blocks);
   return t;
 }
 
@@ -79,7 +89,7 @@ double loss(const Params& p, const std::vector<Point>& pts) {
   double s = 0;
   for (const Point& q : pts)
     if (q.fit) {
-      const double e = (shape(p, q.bytes, q.flops, q.tokens, q.blocks) - q.us) / q.us;
+      const double e = (shape(p, q) - q.us) / q.us;
       s += e * e;
     }
   return s;
@@ -108,7 +118,8 @@ void refine(Params& p, double& l, const std::vector<Point>& pts) {
     bool moved = true;
     while (moved) {
       moved = false;
-      for (double Params::*field : {&Params::a, &Params::ib, &Params::if_, &Params::c, &Params::per_wave})
+      for (double Params::*field :
+           {&Params::a, &Params::ib, &Params::if_, &Params::c, &Params::per_wave, &Params::ibb, &Params::per_pass_wave})
         for (double dir : {1.0, -1.0}) {
           Params q = p;
           if (q.*field == 0) continue;
@@ -135,24 +146,171 @@ void record_errors(OpTimeModel& m, const std::vector<Point>& pts, Predict predic
   }
 }
 
-/// Fits one op: for each roofline shape, rates from a log grid around the measured ratios and the floor from the
-/// measured times, then a pattern search (from no per-token term, and from a small one); the wave shape where the
-/// op's kernel reports its block count. The shape with the smallest fit loss wins.
-OpTimeModel fit_op(const std::vector<Point>& pts) {
-  if (!pts.empty() && pts.front().by_work) {
-    // The table of the fit points (the median time of each distinct work).
-    std::map<double, std::vector<double>> at;
-    for (const Point& q : pts)
-      if (q.fit) at[q.bytes].push_back(q.us);
-    OpTimeModel m;
-    m.form = "table";
-    for (auto& [x, ys] : at) {
-      std::sort(ys.begin(), ys.end());
-      m.table.emplace_back(x, ys[ys.size() / 2]);
-    }
-    record_errors(m, pts, [&](const Point& q) { return table_us(m.table, q.bytes); });
-    return m;
+/// The table of the fit points: the median time of each distinct work (bytes).
+std::vector<std::pair<double, double>> make_table(const std::vector<Point>& pts) {
+  std::map<double, std::vector<double>> at;
+  for (const Point& q : pts)
+    if (q.fit) at[q.bytes].push_back(q.us);
+  std::vector<std::pair<double, double>> t;
+  for (auto& [x, ys] : at) {
+    std::sort(ys.begin(), ys.end());
+    t.emplace_back(x, ys[ys.size() / 2]);
   }
+  return t;
+}
+
+/// Non-negative least squares (Lawson-Hanson) on the normal equations G x = b of a weighted fit: the x >= 0 that
+/// minimises the weighted squared residual. Columns are scaled to unit diagonal first; a column of zeros stays 0.
+std::vector<double> nnls(std::vector<std::vector<double>> G, std::vector<double> b) {
+  const size_t k = b.size();
+  std::vector<double> scale(k, 0), x(k, 0);
+  std::vector<bool> passive(k, false), excluded(k, false);
+  for (size_t i = 0; i < k; ++i) {
+    scale[i] = G[i][i] > 0 ? 1 / std::sqrt(G[i][i]) : 0;
+    excluded[i] = G[i][i] <= 0;
+  }
+  for (size_t i = 0; i < k; ++i) {
+    b[i] *= scale[i];
+    for (size_t j = 0; j < k; ++j) G[i][j] *= scale[i] * scale[j];
+  }
+  // Solves G_PP z_P = b_P by Gaussian elimination with partial pivoting; false if singular.
+  auto solve = [&](std::vector<double>& z) {
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < k; ++i)
+      if (passive[i]) idx.push_back(i);
+    const size_t m = idx.size();
+    std::vector<std::vector<double>> M(m, std::vector<double>(m + 1));
+    for (size_t r = 0; r < m; ++r) {
+      for (size_t c = 0; c < m; ++c) M[r][c] = G[idx[r]][idx[c]];
+      M[r][m] = b[idx[r]];
+    }
+    for (size_t c = 0; c < m; ++c) {
+      size_t piv = c;
+      for (size_t r = c + 1; r < m; ++r)
+        if (std::abs(M[r][c]) > std::abs(M[piv][c])) piv = r;
+      if (!(std::abs(M[piv][c]) > 1e-12)) return false;
+      std::swap(M[c], M[piv]);
+      for (size_t r = 0; r < m; ++r)
+        if (r != c) {
+          const double f = M[r][c] / M[c][c];
+          for (size_t j = c; j <= m; ++j) M[r][j] -= f * M[c][j];
+        }
+    }
+    z.assign(k, 0);
+    for (size_t r = 0; r < m; ++r) z[idx[r]] = M[r][m] / M[r][r];
+    return true;
+  };
+  for (size_t outer = 0; outer < 4 * k + 4; ++outer) {
+    size_t pick = k;
+    double best_g = 1e-10;
+    for (size_t i = 0; i < k; ++i) {
+      if (passive[i] || excluded[i]) continue;
+      double g = b[i];
+      for (size_t j = 0; j < k; ++j) g -= G[i][j] * x[j];
+      if (g > best_g) best_g = g, pick = i;
+    }
+    if (pick == k) break;
+    passive[pick] = true;
+    for (size_t inner = 0; inner < 4 * k + 4; ++inner) {
+      std::vector<double> z;
+      if (!solve(z)) {  // the column adds nothing the others do not: leave it out
+        passive[pick] = false;
+        excluded[pick] = true;
+        break;
+      }
+      bool all_positive = true;
+      for (size_t i = 0; i < k; ++i) all_positive = all_positive && (!passive[i] || z[i] > 0);
+      if (all_positive) {
+        x = z;
+        break;
+      }
+      double alpha = 1;
+      for (size_t i = 0; i < k; ++i)
+        if (passive[i] && z[i] <= 0) alpha = std::min(alpha, x[i] / (x[i] - z[i]));
+      for (size_t i = 0; i < k; ++i) {
+        x[i] += alpha * (z[i] - x[i]);
+        if (passive[i] && x[i] <= 1e-15) passive[i] = false, x[i] = 0;
+      }
+    }
+  }
+  for (size_t i = 0; i < k; ++i) x[i] = std::max(0.0, x[i]) * scale[i];
+  return x;
+}
+
+/// Wave sizes worth trying for block counts `blocks`: ceil(blocks / W) only changes where W = ceil(b / k) for a
+/// count b and a whole k, so these are the smallest wave size of every distinct assignment of waves to the points.
+std::vector<double> wave_sizes(const std::vector<double>& blocks) {
+  double top = 0;
+  for (double b : blocks) top = std::max(top, b);
+  if (!(top >= 1)) return {};
+  std::vector<char> seen(size_t(top) + 1, 0);
+  for (double b : blocks)
+    for (int64_t k = 1; k <= int64_t(b); ++k) seen[size_t((int64_t(b) + k - 1) / k)] = 1;
+  std::vector<double> out;
+  for (size_t w = 1; w < seen.size(); ++w)
+    if (seen[w]) out.push_back(double(w));
+  return out;
+}
+
+/// Whole waves of the op's blocks, linear in every constant: fixed + bytes/rate + flops/rate + per token
+///   + ceil(blocks / W) x (per wave + block_bytes / rate)  + ceil(pass_blocks / W2) x per pass wave
+/// (form sum). For every wave size (and second-launch wave size) that changes the fit points' wave counts, the
+/// constants come from a weighted (1/us²) non-negative least squares; the smallest fit loss wins, the smallest wave
+/// sizes on a tie. Returns the loss through `loss_out`.
+Params fit_waves(const std::vector<Point>& pts, double* loss_out) {
+  std::vector<double> blocks, pass;
+  bool has_block_bytes = false;
+  for (const Point& q : pts)
+    if (q.fit) {
+      if (q.blocks > 0) blocks.push_back(q.blocks);
+      if (q.pass_blocks > 0) pass.push_back(q.pass_blocks);
+      has_block_bytes = has_block_bytes || q.block_bytes > 0;
+    }
+  std::vector<double> ws = wave_sizes(blocks), w2s = wave_sizes(pass);
+  if (ws.empty()) ws.push_back(0);
+  if (w2s.empty()) w2s.push_back(0);
+  constexpr size_t kCols = 7;
+  Params best;
+  double best_l = std::numeric_limits<double>::infinity();
+  for (double w : ws)
+    for (double w2 : w2s) {
+      std::vector<std::vector<double>> G(kCols, std::vector<double>(kCols, 0));
+      std::vector<double> rhs(kCols, 0);
+      for (const Point& q : pts) {
+        if (!q.fit) continue;
+        const double waves = w > 0 ? std::ceil(q.blocks / w) : 0;
+        const double col[kCols] = {1,
+                                   q.bytes,
+                                   q.flops,
+                                   q.tokens,
+                                   waves,
+                                   has_block_bytes ? waves * q.block_bytes : 0,
+                                   w2 > 0 ? std::ceil(q.pass_blocks / w2) : 0};
+        const double wt = 1 / (q.us * q.us);
+        for (size_t i = 0; i < kCols; ++i) {
+          rhs[i] += wt * col[i] * q.us;
+          for (size_t j = 0; j < kCols; ++j) G[i][j] += wt * col[i] * col[j];
+        }
+      }
+      const std::vector<double> x = nnls(G, rhs);
+      Params p;
+      p.form = 2;
+      p.a = x[0], p.ib = x[1], p.if_ = x[2], p.c = x[3];
+      p.wave_blocks = w, p.per_wave = x[4], p.ibb = x[5];
+      p.pass_wave_blocks = w2, p.per_pass_wave = x[6];
+      const double l = loss(p, pts);
+      if (l < best_l * (1 - 1e-9)) best_l = l, best = p;
+    }
+  if (best.per_wave == 0 && best.ibb == 0) best.wave_blocks = 0;
+  if (best.per_pass_wave == 0) best.pass_wave_blocks = 0;
+  if (loss_out) *loss_out = best_l;
+  return best;
+}
+
+/// The roofline shapes: for each, rates from a log grid around the measured ratios and the floor from the measured
+/// times, then a pattern search (from no per-token term, and from a small one); then the wave shapes where the
+/// op's kernel reports its block count. The shape with the smallest fit loss wins.
+Params fit_shapes(const std::vector<Point>& pts) {
   double rb_lo = 1e300, rb_hi = 0, rf_lo = 1e300, rf_hi = 0, rc = 0;
   bool has_blocks = true;
   for (const Point& q : pts) {
@@ -208,7 +366,7 @@ OpTimeModel fit_op(const std::vector<Point>& pts) {
       double num = 0, den = 0;
       for (const Point& pt : pts)
         if (pt.fit) {
-          const double waves = std::ceil(pt.blocks / w), r = pt.us - shape(q, pt.bytes, pt.flops, pt.tokens, pt.blocks);
+          const double waves = std::ceil(pt.blocks / w), r = pt.us - shape(q, pt);
           num += waves * r / (pt.us * pt.us);
           den += waves * waves / (pt.us * pt.us);
         }
@@ -234,7 +392,45 @@ OpTimeModel fit_op(const std::vector<Point>& pts) {
       if (lq < best_l * (1 - 1e-9)) best_l = lq, best = q;
     }
   }
-  if (best.per_wave < 1e-3) best.wave_blocks = 0, best.per_wave = 0;  // under a nanosecond a wave: no wave term
+  // A kernel whose work per block or second launch is known: every constant of whole waves at once (fit_waves).
+  bool per_block_work = false;
+  for (const Point& q : pts) per_block_work = per_block_work || q.block_bytes > 0 || q.pass_blocks > 0;
+  if (has_blocks && per_block_work) {
+    double lw = 0;
+    Params w = fit_waves(pts, &lw);
+    refine(w, lw, pts);
+    if (lw < best_l * (1 - 1e-9)) best_l = lw, best = w;
+  }
+  if (best.per_wave < 1e-3 && best.ibb == 0) best.wave_blocks = 0, best.per_wave = 0;  // under a nanosecond a wave
+  if (best.per_pass_wave < 1e-3) best.pass_wave_blocks = 0, best.per_pass_wave = 0;
+  return best;
+}
+
+/// Leave-one-work-out loss of the table and of whole waves on the fit points of a by-work op: each distinct work's
+/// fit points predicted by the candidate fitted to the other fit points (the table interpolates across the gap,
+/// the waves refit); the sum of squared relative errors.
+std::pair<double, double> left_out_losses(const std::vector<Point>& pts) {
+  std::set<double> works;
+  for (const Point& q : pts)
+    if (q.fit) works.insert(q.bytes);
+  double table_l = 0, waves_l = 0;
+  for (double x : works) {
+    std::vector<Point> rest = pts;
+    for (Point& q : rest) q.fit = q.fit && q.bytes != x;
+    const auto t = make_table(rest);
+    const Params w = fit_waves(rest, nullptr);
+    if (t.empty()) return {0, std::numeric_limits<double>::infinity()};
+    for (const Point& q : pts)
+      if (q.fit && q.bytes == x) {
+        const double et = (table_us(t, q.bytes) - q.us) / q.us, ew = (shape(w, q) - q.us) / q.us;
+        table_l += et * et;
+        waves_l += ew * ew;
+      }
+  }
+  return {table_l, waves_l};
+}
+
+OpTimeModel to_model(const Params& best) {
   OpTimeModel m;
   m.form = kForms[best.form];
   m.fixed_us = best.a;
@@ -243,7 +439,37 @@ OpTimeModel fit_op(const std::vector<Point>& pts) {
   m.per_token_us = best.c;
   m.wave_blocks = best.wave_blocks;
   m.per_wave_us = best.per_wave;
-  record_errors(m, pts, [&](const Point& q) { return shape(best, q.bytes, q.flops, q.tokens, q.blocks); });
+  m.block_bytes_per_s = best.ibb > 0 ? 1e6 / best.ibb : 0;
+  m.pass_wave_blocks = best.pass_wave_blocks;
+  m.per_pass_wave_us = best.per_pass_wave;
+  return m;
+}
+
+/// Fits one op. An op whose time depends on its work alone (by_work) gets the table of its fit points or whole
+/// waves of its blocks (fit_waves), whichever predicts left-out fit works better; every other op, fit_shapes.
+OpTimeModel fit_op(const std::vector<Point>& pts) {
+  bool has_blocks = !pts.empty();
+  for (const Point& q : pts) has_blocks = has_blocks && q.blocks > 0;
+  if (!pts.empty() && pts.front().by_work) {
+    const auto [table_l, waves_l] = has_blocks ? left_out_losses(pts)
+                                               : std::pair<double, double>{0, std::numeric_limits<double>::infinity()};
+    OpTimeModel m;
+    if (waves_l < table_l) {
+      const Params w = fit_waves(pts, nullptr);
+      m = to_model(w);
+      record_errors(m, pts, [&](const Point& q) { return shape(w, q); });
+    } else {
+      m.form = "table";
+      m.table = make_table(pts);
+      record_errors(m, pts, [&](const Point& q) { return table_us(m.table, q.bytes); });
+    }
+    m.left_out_table_loss = table_l;
+    m.left_out_waves_loss = waves_l;
+    return m;
+  }
+  const Params best = fit_shapes(pts);
+  OpTimeModel m = to_model(best);
+  record_errors(m, pts, [&](const Point& q) { return shape(best, q); });
   return m;
 }
 
@@ -259,7 +485,10 @@ double OpTimeModel::predict(const DecodeOpWork& w) const {
   p.c = per_token_us;
   p.wave_blocks = wave_blocks;
   p.per_wave = per_wave_us;
-  return shape(p, w.bytes, w.flops, w.tokens, w.blocks);
+  p.ibb = block_bytes_per_s > 0 ? 1e6 / block_bytes_per_s : 0;
+  p.pass_wave_blocks = pass_wave_blocks;
+  p.per_pass_wave = per_pass_wave_us;
+  return shape(p, point_of(w));
 }
 
 std::vector<StepBenchMeasurement> read_step_csv(const std::string& path) {
@@ -325,8 +554,10 @@ StepCalibration fit_step_calibration(const std::vector<StepBenchMeasurement>& ro
     if (!work)
       throw_error("bench step fit: row {} ({}) at batch {} is not an op of core/decode_layer_ops.h for {}", r.op,
                   r.dtype, r.batch, model.name);
-    by_op[{op, r.dtype}].push_back({work->bytes, work->flops, work->tokens, work->blocks, r.median_us,
-                                    fit.count(r.batch) > 0, work->by_work});
+    Point pt = point_of(*work);
+    pt.us = r.median_us;
+    pt.fit = fit.count(r.batch) > 0;
+    by_op[{op, r.dtype}].push_back(pt);
     family[{op, r.dtype}] = work->family;
     const bool by_context = work->family == "indexer" || work->family == "topk";
     measured[{op, r.dtype, r.batch, by_context ? r.context : 0}] = r.median_us;
@@ -383,10 +614,13 @@ double predict_moe_layer_us(const StepCalibration& c, const ModelSpec& model, in
 std::string step_calibration_yaml(const StepCalibration& c) {
   std::ostringstream os;
   os << "# Per-op time models of one decode layer, fitted to `hisparse bench step` rows (sim/step_calibration.h).\n"
-        "# time_us = shape + per_token_us * tokens + per_wave_us * ceil(blocks / wave_blocks), where shape is\n"
+        "# time_us = shape + per_token_us * tokens + (per_wave_us + block_bytes/block_bytes_per_s) * ceil(blocks /\n"
+        "# wave_blocks) + per_pass_wave_us * ceil(pass_blocks / pass_wave_blocks), where shape is\n"
         "#   max: max(fixed, bytes/bytes_per_s, flops/flops_per_s)   fixed+max: fixed + max(bytes/.., flops/..)\n"
         "#   sum: fixed + bytes/.. + flops/..   smooth: (fixed^4 + (bytes/..)^4 + (flops/..)^4)^(1/4)\n"
-        "# (a rate or wave size of 0 leaves its term out; work per op: core/decode_layer_ops.h). Errors are\n"
+        "# (a rate or wave size of 0, or one not written, leaves its term out; work per op: core/decode_layer_ops.h);\n"
+        "# or form table: (bytes, us) interpolated log-log. An op timed by its work alone gets the table or the\n"
+        "# waves, whichever has the smaller left_out_*_loss (each fit work left out of the fit in turn). Errors are\n"
         "# max |predicted - measured| / measured over the fit batches and over the held-out ones.\n";
   os << fmt::format("device: \"{}\"\nmodel: {}\ndate: \"{}\"\nmade_from: \"{}\"\nep: {}\ngraph_gap_us: {:.4g}\n", c.device,
                     c.model, c.date, c.made_from, c.ep, c.graph_gap_us);
@@ -396,11 +630,19 @@ std::string step_calibration_yaml(const StepCalibration& c) {
   for (const OpTimeModel& m : c.ops) {
     std::string table;
     for (const auto& [x, y] : m.table) table += fmt::format("{}[{:.6g}, {:.6g}]", table.empty() ? "" : ", ", x, y);
+    // Keys of the later terms only where they are used: files without them read as before.
+    std::string extra;
+    if (m.block_bytes_per_s > 0) extra += fmt::format("block_bytes_per_s: {:.6g}, ", m.block_bytes_per_s);
+    if (m.pass_wave_blocks > 0)
+      extra += fmt::format("pass_wave_blocks: {:.0f}, per_pass_wave_us: {:.6g}, ", m.pass_wave_blocks, m.per_pass_wave_us);
+    if (m.left_out_table_loss > 0 || m.left_out_waves_loss > 0)
+      extra += fmt::format("left_out_table_loss: {:.4g}, left_out_waves_loss: {:.4g}, ", m.left_out_table_loss,
+                           m.left_out_waves_loss);
     os << fmt::format("  - {{op: {}, dtype: {}, family: {}, form: {}, fixed_us: {:.6g}, bytes_per_s: {:.6g}, "
                       "flops_per_s: {:.6g}, per_token_us: {:.6g}, wave_blocks: {:.0f}, per_wave_us: {:.6g}, "
-                      "fit_max_error: {:.4f}, held_out_max_error: {:.4f}, fit_points: {}, held_out_points: {}{}}}\n",
+                      "{}fit_max_error: {:.4f}, held_out_max_error: {:.4f}, fit_points: {}, held_out_points: {}{}}}\n",
                       m.op, m.dtype, m.family, m.form, m.fixed_us, m.bytes_per_s, m.flops_per_s, m.per_token_us,
-                      m.wave_blocks, m.per_wave_us, m.fit_max_error, m.held_out_max_error, m.fit_points,
+                      m.wave_blocks, m.per_wave_us, extra, m.fit_max_error, m.held_out_max_error, m.fit_points,
                       m.held_out_points, m.form == "table" ? ", table: [" + table + "]" : "");
   }
   std::set<std::string> whats;
@@ -442,6 +684,11 @@ StepCalibration load_step_calibration(const std::string& path) {
     op.get("per_token_us", &m.per_token_us, 0, 1e9);
     op.get("wave_blocks", &m.wave_blocks, 0, 1e9);
     op.get("per_wave_us", &m.per_wave_us, 0, 1e9);
+    op.get("block_bytes_per_s", &m.block_bytes_per_s, 0, 1e30);
+    op.get("pass_wave_blocks", &m.pass_wave_blocks, 0, 1e9);
+    op.get("per_pass_wave_us", &m.per_pass_wave_us, 0, 1e9);
+    op.get("left_out_table_loss", &m.left_out_table_loss, 0, 1e30);
+    op.get("left_out_waves_loss", &m.left_out_waves_loss, 0, 1e30);
     if (m.form == "table") {
       for (const YAML::Node& row : op.sequence("table")) {
         double x = 0, y = 0;
@@ -460,7 +707,7 @@ StepCalibration load_step_calibration(const std::string& path) {
     op.get("held_out_points", &m.held_out_points, 0, 1 << 20);
     op.finish();
     if (m.form != "table" && m.bytes_per_s == 0 && m.flops_per_s == 0 && m.fixed_us == 0 && m.per_token_us == 0 &&
-        m.per_wave_us == 0)
+        m.per_wave_us == 0 && m.per_pass_wave_us == 0 && m.block_bytes_per_s == 0)
       throw_error("{}: ops[{}] ({}) has no term: every time would be 0", path, i - 1, m.op);
     c.ops.push_back(m);
   }
@@ -471,17 +718,29 @@ StepCalibration load_step_calibration(const std::string& path) {
 }
 
 std::string step_calibration_table(const StepCalibration& c) {
-  std::string out = fmt::format("{:<18} {:<5} {:<13} {:<10} {:>9} {:>9} {:>9} {:>8} {:>13} {:>8} {:>9}\n", "op",
-                                "dtype", "family", "form", "fixed_us", "GB/s", "TFLOP/s", "us/token", "wave", "fit_err",
-                                "held_err");
-  for (const OpTimeModel& m : c.ops)
-    out += fmt::format("{:<18} {:<5} {:<13} {:<10} {:>9.2f} {:>9} {:>9} {:>8} {:>13} {:>7.1f}% {:>8.1f}%\n", m.op,
+  // wave: per wave / wave size, and the rate a block's bytes are read at within a wave; pass: the second launch.
+  std::string out = fmt::format("{:<18} {:<5} {:<13} {:<10} {:>9} {:>9} {:>9} {:>8} {:>20} {:>10} {:>8} {:>9}\n", "op",
+                                "dtype", "family", "form", "fixed_us", "GB/s", "TFLOP/s", "us/token", "wave",
+                                "pass wave", "fit_err", "held_err");
+  for (const OpTimeModel& m : c.ops) {
+    std::string wave = "-";
+    if (m.wave_blocks > 0) {
+      wave = fmt::format("{:.1f}us/{:.0f}", m.per_wave_us, m.wave_blocks);
+      if (m.block_bytes_per_s > 0) wave += fmt::format(" +{:.1f}GB/s", m.block_bytes_per_s / 1e9);
+    }
+    out += fmt::format("{:<18} {:<5} {:<13} {:<10} {:>9.2f} {:>9} {:>9} {:>8} {:>20} {:>10} {:>7.1f}% {:>8.1f}%\n", m.op,
                        m.dtype, m.family, m.form, m.fixed_us,
                        m.bytes_per_s > 0 ? fmt::format("{:.0f}", m.bytes_per_s / 1e9) : "-",
                        m.flops_per_s > 0 ? fmt::format("{:.1f}", m.flops_per_s / 1e12) : "-",
-                       m.per_token_us > 0 ? fmt::format("{:.3f}", m.per_token_us) : "-",
-                       m.wave_blocks > 0 ? fmt::format("{:.1f}us/{:.0f}", m.per_wave_us, m.wave_blocks) : "-",
+                       m.per_token_us > 0 ? fmt::format("{:.3f}", m.per_token_us) : "-", wave,
+                       m.pass_wave_blocks > 0 ? fmt::format("{:.1f}us/{:.0f}", m.per_pass_wave_us, m.pass_wave_blocks)
+                                              : "-",
                        100 * m.fit_max_error, 100 * m.held_out_max_error);
+  }
+  for (const OpTimeModel& m : c.ops)
+    if (m.left_out_table_loss > 0 || m.left_out_waves_loss > 0)
+      out += fmt::format("{} {}: {} (each fit work left out in turn: table loss {:.4g}, waves loss {:.4g})\n", m.op,
+                         m.dtype, m.form == "table" ? "table" : "waves", m.left_out_table_loss, m.left_out_waves_loss);
   std::set<std::string> whats;
   for (const StepCheck& k : c.checks) whats.insert(k.what);
   out += fmt::format("\n{:<22} {:>14} {:>14}\n", "sum checked", "fit max |err|", "held-out max |err|");

@@ -30,16 +30,23 @@ std::vector<StepBenchMeasurement> read_step_csv(const std::string& path);
 ///   smooth:     (fixed^4 + (bytes / bytes_per_s)^4 + (flops / flops_per_s)^4)^(1/4)  (a rounded max: the
 ///               transition from the floor to the bound is gradual where the grid fills the GPU step by step)
 ///   each of those + per_token_us x tokens
-///                 + per_wave_us x ceil(blocks / wave_blocks), for a kernel whose block count is known (one block
-///                 per (token, 64 heads) leaves SMs idle until the grid spans a wave, then steps up a wave at a
-///                 time; top-k's select pass runs a block per row)
+///                 + (per_wave_us + block_bytes / block_bytes_per_s) x ceil(blocks / wave_blocks), for a kernel
+///                 whose block count is known (one block per (token, 64 heads) leaves SMs idle until the grid spans
+///                 a wave, then steps up a wave at a time; a wave takes longer the more each block reads: top-k's
+///                 slice of a row)
+///                 + per_pass_wave_us x ceil(pass_blocks / pass_wave_blocks), for an op with a second launch of
+///                 its own block count (top-k's select pass: a block per row)
 ///   table:      a measured (bytes, µs) table, interpolated log-log, held flat below its first point and extended
 ///               along its last segment above its last (ops whose time is a staircase in their work alone)
-/// A rate of 0 leaves its term out.
+/// A rate or wave size of 0 leaves its term out. An op whose time depends on its work alone (DecodeOpWork::by_work)
+/// gets the table or whole waves of its blocks (form sum), whichever predicts fit points better when each work
+/// is left out of the fit in turn (left_out_*_loss: sums of squared relative errors).
 struct OpTimeModel {
   std::string op, dtype, family, form;
   double fixed_us = 0, bytes_per_s = 0, flops_per_s = 0, per_token_us = 0, wave_blocks = 0, per_wave_us = 0;
+  double block_bytes_per_s = 0, pass_wave_blocks = 0, per_pass_wave_us = 0;
   std::vector<std::pair<double, double>> table;  // form table: (bytes, µs), bytes ascending
+  double left_out_table_loss = 0, left_out_waves_loss = 0;  // by-work ops: what chose between table and waves
   double fit_max_error = 0, held_out_max_error = 0;  // |predicted - measured| / measured over its points
   int fit_points = 0, held_out_points = 0;
   double predict(const DecodeOpWork& work) const;  // µs

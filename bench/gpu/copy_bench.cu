@@ -483,33 +483,43 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions& o) {
     BenchRow r = make_row("swap-in-kernel", "cluster kernel up to batch", "cluster", 0, 0, 0);
     r.batch = swap_in_cluster_max_batch(o.kernels.swap_in);
     rows.push_back(r);
+    // Its blocks per request: each serves the misses of its LRU slice, which bounds the fused copy's rounds.
+    BenchRow c = make_row("swap-in-kernel", "cluster blocks per request", "cluster-blocks", 0, 0, 0);
+    c.batch = o.kernels.swap_in.cluster;
+    rows.push_back(c);
   }
   if (o.sweep) {
     // Batch x miss-rate sweep (fused and separate): the data a cost model is fitted to and checked on. The GPU time
     // of a call, as the decode step's CUDA graph sees it: graphs of (restore the state; call) pairs minus graphs of
     // the restores alone. Per-call event timing would add the host's launch latency (4-6 us here, and jittery),
-    // which a graph-replayed decode step never pays.
-    for (int32_t B : {1, 4, 16, 64, 128}) {
-      for (double miss : {0.0, 0.05, 0.2, 0.5}) {
-        SwapInBed bed(B, H, K, miss, o.seed + 100 + B);
-        const double bytes = double(bed.misses) * kRowBytes;
-        // The ceiling timed the same way: same-size bulk copies replayed from a graph.
-        const double ceiling = bytes > 0 ? bulk_graph_gbps(int64_t(bytes), true, 8, 5) : 0;
-        for (CopyMode m : {CopyMode::kFused, CopyMode::kSeparate}) {
-          if (miss == 0.0 && m == CopyMode::kSeparate) continue;
-          const double us = graph_minus_restore_us(
-              std::max(5, o.iters / 2), [&](cudaStream_t st) { bed.restore(st); },
-              [&](cudaStream_t st) { swap_in_device(bed.args(true), m, o.kernels.swap_in, st); });
-          bed.check();
-          BenchRow r = make_row("swap-in-sweep", fmt::format("B={} H=4096 K=2048 miss={:.0f}%", B, miss * 100),
-                                copy_mode_name(m), us, bytes, ceiling);
-          r.batch = B;
-          r.miss_rate = miss;
-          r.rows = bed.misses;
-          rows.push_back(r);
-        }
+    // which a graph-replayed decode step never pays. Every bed has n ~ 1M > H: the slow path, which walks the H slots.
+    auto sweep_point = [&](int32_t B, int32_t h, double miss) {
+      SwapInBed bed(B, h, K, miss, o.seed + 100 + uint64_t(B) + (h == H ? 0 : uint64_t(h)));
+      const double bytes = double(bed.misses) * kRowBytes;
+      // The ceiling timed the same way: same-size bulk copies replayed from a graph.
+      const double ceiling = bytes > 0 ? bulk_graph_gbps(int64_t(bytes), true, 8, 5) : 0;
+      for (CopyMode m : {CopyMode::kFused, CopyMode::kSeparate}) {
+        if (miss == 0.0 && m == CopyMode::kSeparate) continue;
+        const double us = graph_minus_restore_us(
+            std::max(5, o.iters / 2), [&](cudaStream_t st) { bed.restore(st); },
+            [&](cudaStream_t st) { swap_in_device(bed.args(true), m, o.kernels.swap_in, st); });
+        bed.check();
+        BenchRow r = make_row("swap-in-sweep", fmt::format("B={} H={} K={} miss={:.0f}%", B, h, K, miss * 100),
+                              copy_mode_name(m), us, bytes, ceiling);
+        r.batch = B;
+        r.miss_rate = miss;
+        r.rows = bed.misses;
+        rows.push_back(r);
       }
-    }
+    };
+    for (int32_t B : {1, 4, 16, 64, 128})
+      for (double miss : {0.0, 0.05, 0.2, 0.5}) sweep_point(B, H, miss);
+    // H sweep: the plan's per-slot cost (the walk of H slots) and the fused copy's slice bound (E / blocks per
+    // request grows with H) at two batches of each swap-in kernel (1, 4: cluster; 16, 64: one block per row), same
+    // miss rates. `bench --calibrate` fits H 2048 and 16384 with the sweep's 4096 and holds 8192 out. About 10 s.
+    for (int32_t h : {2048, 8192, 16384})
+      for (int32_t B : {1, 4, 16, 64})
+        for (double miss : {0.0, 0.05, 0.2, 0.5}) sweep_point(B, h, miss);
   }
   return rows;
 }

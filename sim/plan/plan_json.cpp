@@ -96,10 +96,14 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
       d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio);
   o += fmt::format("  \"limits\": \"{}\",\n", p.options.memory_only ? "memory" : "all");
   o += fmt::format("  \"miss_model\": {},\n", esc(p.miss_source));
+  const std::string terms = jarray(p.options.cost.sources, [](const TermSource& t) {
+    return fmt::format("{{\"term\": {}, \"value\": {}, \"kind\": {}, \"source\": {}}}", esc(t.term), esc(t.value),
+                       esc(t.kind), esc(t.source));
+  }, "      ");
   o += fmt::format("  \"cost_model\": {{\"overlap\": \"{}\", \"step_overhead_ns\": {}, \"h2d_bytes_per_s\": {}, "
-                   "\"d2h_bytes_per_s\": {}, \"host_dram_per_gpu_bytes\": {}}},\n",
+                   "\"d2h_bytes_per_s\": {}, \"host_dram_per_gpu_bytes\": {}, \"terms_file\": {}, \"terms\": {}}},\n",
                    to_string(p.options.cost.overlap), p.options.cost.step_overhead_ns, jnum(p.h2d_rate), jnum(p.d2h_rate),
-                   jnum(p.host_dram_per_gpu));
+                   jnum(p.host_dram_per_gpu), esc(p.options.cost.terms_file), terms);
   o += fmt::format("  \"hbm_per_gpu\": {{\"hbm\": {}, \"weights\": {}, \"activation_reserve\": {}, \"kv_budget\": {}, "
                    "\"outside_static\": {}}},\n",
                    jnum(p.hbm.hbm), jnum(p.hbm.weights), jnum(p.hbm.activation_reserve), jnum(p.hbm.kv_budget),

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "sim/zero_copy_sm_share.h"
 
 namespace hisparse::sim {
 
@@ -97,7 +98,16 @@ StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix) const {
     e.misses = Bd * mix.expect([&](int64_t n) { return misses_per_request(n); });
     e.h2d_bytes = e.misses * row_bytes_;
     // One swap-in kernel per layer pays the per-operation latency (as the engine charges it).
-    if (e.h2d_bytes > 0) e.h2d_transfer_ns = h2d_fixed_ns(B) + transfer_ns(e.h2d_bytes, h2d_rate(B));
+    if (e.h2d_bytes > 0) {
+      SimTime fixed = h2d_fixed_ns(B);
+      if (const SwapInCopyCost& c = params_.swap_in_cost; c.calibrated) {
+        // The small-batch fused copy's latency rounds (sim/swap_in_cost.h), charged as the engine charges them: one
+        // call per layer moving the layer's mean rows, the rounds' excess over the transfer as its fixed part.
+        const SwapInCall call{B, e.misses / cost_.layers(), static_cast<int64_t>(row_bytes_), H_, top_k_};
+        fixed = static_cast<SimTime>(cost_.layers()) * c.copy_latency_ns(call, s.hardware.pcie.h2d_bulk_bytes_per_s);
+      }
+      e.h2d_transfer_ns = fixed + transfer_ns(e.h2d_bytes, h2d_rate(B));
+    }
     // Steady state: every request backs up its previous token's row of every KV layer.
     e.backup_bytes = static_cast<double>(B) * cost_.kv_layers() * row_bytes_;
     e.backup_transfer_ns = latency + transfer_ns(e.backup_bytes, d2h_rate_);
@@ -138,7 +148,13 @@ StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix) const {
     const SimTime tail = (h2.requests > 0 ? p2.attention : p1.attention) / cost_.layers();
     const SimTime io_start = std::max(io_fill, e.backup_transfer_ns);
     const SimTime io_end = io_start + e.h2d_transfer_ns;
-    gpu_done = std::max(compute, e.h2d_bytes > 0 ? io_end + tail : io_end);
+    // The zero-copy swap-in moves rows with SMs: while it overlaps the other micro-batch's compute, that compute
+    // runs on the SMs the copy leaves free.
+    const double share = zero_copy_sm_share(params_.swap_in_copy_mode, params_.swap_in_cost, h1.requests,
+                                            s.hardware.sm_count);
+    const SimTime overlap = e.h2d_bytes > 0 ? std::max<SimTime>(0, std::min(io_end, compute) - io_start) : 0;
+    const auto stolen = static_cast<SimTime>(std::llround(static_cast<double>(overlap) * share));
+    gpu_done = std::max(compute + stolen, e.h2d_bytes > 0 ? io_end + tail : io_end);
     const SimTime exposed = gpu_done - compute;
     e.cost.stall = std::min(io_start - io_fill, exposed);
     e.cost.h2d = exposed - e.cost.stall;

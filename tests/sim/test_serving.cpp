@@ -139,6 +139,24 @@ TEST_CASE("two-batch overlap hides copies that `none` exposes") {
   CHECK(a.misses == b.misses);  // same miss model, same requests, same steps per request
 }
 
+TEST_CASE("two-batch overlap: the zero-copy swap-in's SM time lengthens the steps it overlaps") {
+  const Scenario& sc = scenario();
+  Scenario no_sms = sc;
+  no_sms.hardware.sm_count = 0;  // not known: not charged
+  const Workload w = generated(11, 40, 4);
+  StatisticalMissParams p = default_miss_params(sc);
+  p.by_ratio = {{1.0, 0.5}};
+  const auto miss = make_statistical_miss_model(p);
+  ServingOptions tb;
+  tb.miss_model = miss.get();
+  tb.cost.overlap = OverlapMode::kTwoBatch;
+  const ServingResult charged = run_serving(sc, w, tb), free_sms = run_serving(no_sms, w, tb);
+  REQUIRE(sc.hardware.sm_count > 0);
+  // The engine's breakdown check (critical path == step length) holds with the charge; the exposed copy grows.
+  CHECK(charged.gpu_cost_total.h2d > free_sms.gpu_cost_total.h2d);
+  CHECK(charged.misses == free_sms.misses);
+}
+
 TEST_CASE("max_running_requests caps each GPU's batch") {
   Scenario sc = scenario();
   sc.deployment.max_running_requests = 2;
