@@ -76,7 +76,16 @@ int run_bench(int argc, char** argv) {
       "calibrate: Bc, largest batch of the small-batch (cluster) swap-in kernel, fitted apart (0 = one regime; default: "
       "the CSV's swap-in-kernel row, or the device's)")(
       "fit-miss-rates", po::value(&cal.fit_miss_rates)->default_value(cal.fit_miss_rates), "calibrate: miss rates fitted (others held out)")(
-      "max-error", po::value(&cal.max_error_pct)->default_value(cal.max_error_pct), "calibrate: exit 1 when a held-out error exceeds this, %");
+      "max-error", po::value(&cal.max_error_pct)->default_value(cal.max_error_pct), "calibrate: exit 1 when a held-out error exceeds this, %")(
+      "no-step", po::bool_switch(), "calibrate: leave out the per-op models of a decode layer (the `bench step` sweep)")(
+      "step-csv", po::value(&cal.step_csv), "calibrate --from-csv: stored `bench step --csv` rows whose per-op models go "
+      "into the same file")(
+      "model", po::value(&cal.model), "calibrate: model of the per-op sweep (default deepseek-v3.2; from stored rows: theirs)")(
+      "step-batches", po::value(&cal.step_batches)->default_value(cal.step_batches), "calibrate: batches of the per-op sweep")(
+      "step-contexts", po::value(&cal.step_contexts)->default_value(cal.step_contexts), "calibrate: contexts of the per-op sweep")(
+      "step-fit-batches", po::value(&cal.step_fit_batches)->default_value(cal.step_fit_batches),
+      "calibrate: per-op models fitted on these batches, the others held out")(
+      "ep", po::value(&cal.ep)->default_value(cal.ep), "calibrate: expert-parallel size of the per-op sweep");
   po::variables_map vm;
   if (!parse_bench_args(argc, argv, desc, vm, "--kernel-config keys (docs/kernels.md):\n" + cuda::kernel_config_help()))
     return 0;
@@ -87,9 +96,10 @@ int run_bench(int argc, char** argv) {
     if (vm.count("what")) throw_error("bench --calibrate runs its own set of benchmarks; drop '{}'", what);
     cal.bench = opt;
     cal.csv = csv;
+    cal.step = !vm["no-step"].as<bool>();
     return run_calibrate(cal);
   }
-  for (const char* only : {"out", "from-csv", "date"})
+  for (const char* only : {"out", "from-csv", "date", "step-csv", "model"})
     if (vm.count(only)) throw_error("bench: --{} needs --calibrate", only);
   if (what != "swap-in" && what != "gather" && what != "backup" && what != "all")
     throw_error("bench: unknown benchmark '{}', expected swap-in, gather, backup or all", what);

@@ -2,17 +2,24 @@
 // with the held-out accuracy table on stdout.
 #include "apps/bench_calibrate.h"
 
+#include <sstream>
+
 #include <cctype>
 #include <ctime>
 
 #include <fmt/format.h>
 
+#include "apps/list_args.h"
+#include "apps/step_fit.h"
+#include "bench/gpu/step_bench.h"
 #include "core/error.h"
+#include "core/scenario_loader.h"
 #include "cuda/runtime.h"
 #include "cuda/swap_in.h"
 #include "sim/calibration.h"
 #include "sim/calibration_fit.h"
 #include "sim/output_file.h"
+#include "sim/step_calibration.h"
 
 namespace hisparse::apps {
 namespace {
@@ -42,13 +49,6 @@ double parse_number(const std::string& s, const std::string& flag) {
   throw_error("{}: '{}' is not a number", flag, s);
 }
 
-std::string today_utc() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04d}-{:02d}-{:02d}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
-}
-
 /// "NVIDIA H200" -> "nvidia-h200".
 std::string slug(const std::string& name) {
   std::string s;
@@ -58,6 +58,19 @@ std::string slug(const std::string& name) {
   }
   while (!s.empty() && s.back() == '-') s.pop_back();
   return s.empty() ? "device" : s;
+}
+
+/// `text` with every line indented by two spaces (a YAML document nested under a key).
+std::string indented(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line)) out += (line.empty() ? "" : "  ") + line + "\n";
+  return out;
+}
+
+/// `out` without its .yaml suffix, plus `suffix`.
+std::string beside(const std::string& out, const std::string& suffix) {
+  return (out.size() > 5 && out.substr(out.size() - 5) == ".yaml" ? out.substr(0, out.size() - 5) : out) + suffix;
 }
 
 }  // namespace
@@ -85,6 +98,7 @@ int run_calibrate(const CalibrateOptions& o) {
   if (o.small_batch_max < -1) throw_error("--small-batch-max {}: expected a batch size >= 0 (0 = one regime)", o.small_batch_max);
   fit.small_batch_max = o.small_batch_max;
   std::string csv = o.from_csv;
+  std::string step_csv = o.step_csv;  // live: the step sweep's rows once measured
   if (csv.empty()) {
     std::string why;
     if (!cuda::cuda_available(&why)) throw_error("bench --calibrate needs a CUDA device ({}); or fit a stored sweep with --from-csv", why);
@@ -98,23 +112,56 @@ int run_calibrate(const CalibrateOptions& o) {
     std::vector<bench::BenchRow> rows;
     for (auto part : {bench::bench_bulk(b), bench::bench_swap_in(b), bench::bench_gather(b), bench::bench_backup(b)})
       rows.insert(rows.end(), part.begin(), part.end());
-    csv = o.csv;
-    if (csv.empty()) {
-      const std::string out = o.out.empty() ? fmt::format("calibration-{}-{}.yaml", slug(device), fit.date) : o.out;
-      csv = (out.size() > 5 && out.substr(out.size() - 5) == ".yaml" ? out.substr(0, out.size() - 5) : out) + ".csv";
-    }
+    const std::string out = o.out.empty() ? fmt::format("calibration-{}-{}.yaml", slug(device), fit.date) : o.out;
+    csv = o.csv.empty() ? beside(out, ".csv") : o.csv;
     write_bench_csv(csv, device, rows);
     // The kernel this build and device run for small batches (also in the CSV's swap-in-kernel row).
     if (fit.small_batch_max < 0) fit.small_batch_max = cuda::swap_in_cluster_max_batch(o.bench.kernels.swap_in);
     fit.made_from = fmt::format("hisparse bench --calibrate --kernel-config {} on {} (rows in {})",
-                                cuda::to_spec(o.bench.kernels), device, csv);
+                                cuda::to_spec(o.bench.kernels), device, repo_relative(csv));
+    if (o.step) {
+      // Every op of one decode layer at the model's shapes (`hisparse bench step`), the rows beside the file.
+      bench::StepBenchOptions so;
+      for (int64_t b : parse_count_list(o.step_batches, "bench --calibrate", "--step-batches", 1, 4096, "1,8,64"))
+        so.batches.push_back(int(b));
+      so.contexts = parse_count_list(o.step_contexts, "bench --calibrate", "--step-contexts", 1, int64_t(1) << 20, "4K,64K");
+      so.ep = o.ep;
+      so.kernels = o.bench.kernels;
+      const ModelSpec m = load_model_spec(model_path(o.model.empty() ? "deepseek-v3.2" : o.model));
+      fmt::print("calibrating on {}: every op of a {} decode layer (batches {}, contexts {})\n", device, m.name,
+                 o.step_batches, o.step_contexts);
+      std::fflush(stdout);
+      const auto step_rows = bench::bench_step(m, so);
+      step_csv = beside(out, "-step.csv");
+      sim::write_file_atomically(step_csv, step_csv_text(device, m.name, step_rows));
+    }
   } else {
-    fit.made_from = o.from_csv;
+    fit.made_from = repo_relative(o.from_csv);
   }
   const sim::CalibrationInput input = sim::read_bench_csv(csv);
-  const sim::Calibration c = sim::fit_calibration(input, fit);
+  sim::Calibration c = sim::fit_calibration(input, fit);
+  if (o.from_csv.empty()) {
+    c.driver = cuda::driver_version();
+    c.sm_count = cuda::sm_count();
+  }
   const std::string out = o.out.empty() ? fmt::format("calibration-{}-{}.yaml", slug(c.device), fit.date) : o.out;
-  sim::write_file_atomically(out, sim::calibration_yaml(c));
+  std::string text = sim::calibration_yaml(c);
+  double step_worst = 0;
+  std::string step_worst_what;
+  if (!step_csv.empty()) {
+    sim::StepCalibration sc = fit_step_rows(sim::read_step_csv(step_csv), o.model, o.step_fit_batches, o.ep);
+    if (sc.device != c.device)
+      throw_error("bench --calibrate: the step rows {} are of {}, the swap-in rows of {}", step_csv, sc.device, c.device);
+    sc.date = fit.date;
+    sc.driver = c.driver;
+    sc.made_from = fmt::format("hisparse bench step rows {} fitted on batches {} (every other batch held out)",
+                               repo_relative(step_csv), o.step_fit_batches);
+    text += "# Per-op time models of one decode layer (sim/step_calibration.h), from the same device.\nstep:\n" +
+            indented(sim::step_calibration_yaml(sc));
+    fmt::print("per-op time models of {} on {}:\n{}", sc.model, sc.device, sim::step_calibration_table(sc));
+    step_worst = 100 * worst_held_out_check(sc, &step_worst_what);
+  }
+  sim::write_file_atomically(out, text);
   fmt::print("{}", sim::calibration_table(c));
   // The accuracy that counts is the charged mode's (the simulator uses no other); the other is reported.
   const double held = 100 * sim::max_relative_error(c, "held-out", c.copy_mode);
@@ -127,11 +174,20 @@ int run_calibrate(const CalibrateOptions& o) {
              c.device, out, fmt::join(c.fit_batches, ","), o.fit_miss_rates,
              bc > 0 ? fmt::format("two regimes, batches 1..{} and above", bc) : std::string("one regime"), c.copy_mode, held,
              o.max_error_pct);
+  if (!step_csv.empty())
+    fmt::print("per-op models: held-out max |error| of a family or the layer {:.1f}% ({}), limit {:.0f}%\n", step_worst,
+               step_worst_what, o.max_error_pct);
+  int status = 0;
   if (held > o.max_error_pct) {
-    fmt::print("calibration: held-out error {:.1f}% exceeds {:.0f}%\n", held, o.max_error_pct);
-    return 1;
+    fmt::print("calibration: swap-in held-out error {:.1f}% exceeds {:.0f}%\n", held, o.max_error_pct);
+    status = 1;
   }
-  return 0;
+  if (step_worst > o.max_error_pct) {
+    fmt::print("calibration: per-op held-out error {:.1f}% ({}) exceeds {:.0f}%\n", step_worst, step_worst_what,
+               o.max_error_pct);
+    status = 1;
+  }
+  return status;
 }
 
 }  // namespace hisparse::apps

@@ -1,5 +1,6 @@
-// @brief `hisparse bench --calibrate`: measure (or read a bench CSV), fit the simulator's calibration, check it on
-// held-out sizes, write the calibration YAML.
+// @brief `hisparse bench --calibrate`: measure (or read stored CSVs), fit every measured term of the simulator's
+// calibration (PCIe, swap-in plan and copy, gather, backup; the per-op models of a decode layer), check each on
+// held-out sizes, write one calibration YAML per device with its provenance.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,14 @@ struct CalibrateOptions {
   std::string fit_miss_rates = "0,0.2,0.5";
   double max_error_pct = 10;  // held-out error above this: exit status 1
   bench::BenchOptions bench;
+  // The per-op models of a decode layer (sim/step_calibration.h), written into the same file under `step:`.
+  bool step = true;                  // live: run `bench step`'s sweep too; --no-step leaves the section out
+  std::string step_csv;              // --from-csv: the stored `bench step --csv` rows to fit ("" = no step section)
+  std::string model;                 // "" = live: deepseek-v3.2; from stored rows: the rows' model
+  std::string step_batches = "1,2,3,4,6,8,12,16,24,32,48,64,96,128,160,192,224,256";
+  std::string step_contexts = "2K,4K,8K,16K,32K,64K";
+  std::string step_fit_batches = "1,3,6,12,24,48,96,160,256";
+  int ep = 8;
 };
 
 int run_calibrate(const CalibrateOptions& options);

@@ -13,6 +13,7 @@
 #include "apps/bench_options.h"
 #include "apps/command.h"
 #include "apps/list_args.h"
+#include "apps/step_fit.h"
 #include "bench/gpu/step_bench.h"
 #include "core/error.h"
 #include "core/scenario_loader.h"
@@ -24,54 +25,18 @@
 namespace hisparse::apps {
 namespace {
 
-std::string model_path(const std::string& name) {
-  if (name.find('/') != std::string::npos || (name.size() > 5 && name.substr(name.size() - 5) == ".yaml"))
-    return name;
-  for (const std::string& dir : scenario_dirs()) {
-    const std::string p = dir + "/models/" + name + ".yaml";
-    if (std::FILE* f = std::fopen(p.c_str(), "r")) {
-      std::fclose(f);
-      return p;
-    }
-  }
-  throw_error("bench step: --model {}: no models/{}.yaml in the scenario directories (hisparse info lists them)", name,
-              name);
-}
-
-std::string csv_text(const std::string& device, const std::string& model, const std::vector<bench::StepBenchRow>& rows) {
-  std::ostringstream os;
-  os << "device,model,op,family,dtype,impl,batch,context,median_us,flops,bytes\n";
-  for (const auto& r : rows)
-    os << fmt::format("\"{}\",{},{},{},{},\"{}\",{},{},{:.3f},{:.0f},{:.0f}\n", device, model, r.op, r.family, r.dtype,
-                      r.impl, r.batch, r.context, r.median_us, r.flops, r.bytes);
-  return os.str();
-}
-
 /// `bench step --fit`: per-op models from a stored sweep, the family and layer checks, a YAML.
 int fit_step(const std::string& csv, const std::string& model_override, const std::string& fit_batches, int ep,
              std::string out, std::string date, double max_error_pct) {
-  const auto rows = sim::read_step_csv(csv);
-  const ModelSpec m = load_model_spec(model_path(model_override.empty() ? rows.front().model : model_override));
-  std::vector<int> fit;
-  for (int64_t b : parse_count_list(fit_batches, "bench step", "--fit-batches", 1, 4096, "1,4,16,64,256"))
-    fit.push_back(int(b));
-  sim::StepCalibration c = sim::fit_step_calibration(rows, m, fit, ep);
-  if (date.empty()) {
-    const std::time_t now = std::time(nullptr);
-    char buf[16];
-    std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&now));
-    date = buf;
-  }
-  c.date = date;
-  c.made_from = "hisparse bench step --fit " + csv + " --fit-batches " + fit_batches;
-  if (out.empty()) out = fmt::format("step-calibration-{}-{}.yaml", m.name, date);
+  sim::StepCalibration c = fit_step_rows(sim::read_step_csv(csv), model_override, fit_batches, ep);
+  c.date = date.empty() ? today_utc() : date;
+  c.made_from = "hisparse bench step --fit " + repo_relative(csv) + " --fit-batches " + fit_batches;
+  if (out.empty()) out = fmt::format("step-calibration-{}-{}.yaml", c.model, c.date);
   sim::write_file_atomically(out, sim::step_calibration_yaml(c));
-  fmt::print("per-op time models of {} on {} (fit on batches {}; every other batch held out), calibrated:\n{}", m.name,
+  fmt::print("per-op time models of {} on {} (fit on batches {}; every other batch held out), calibrated:\n{}", c.model,
              c.device, fit_batches, sim::step_calibration_table(c));
-  double worst = 0;
   std::string worst_what;
-  for (const sim::StepCheck& k : c.checks)
-    if (k.held_out && std::abs(k.error()) > worst) worst = std::abs(k.error()), worst_what = k.what;
+  const double worst = worst_held_out_check(c, &worst_what);
   fmt::print("written to {}; held-out max |error| of a family or the layer: {:.1f}% ({}), limit {:.0f}%\n", out,
              100 * worst, worst_what, max_error_pct);
   return 100 * worst > max_error_pct ? 1 : 0;
@@ -143,7 +108,7 @@ int run_bench_step(int argc, char** argv) {
     fmt::print("{:>6} {:>8} {:>11.2f} {:>11.2f} {:>8.3f}\n", k.first, k.second, v.first, v.second,
                v.first > 0 ? v.second / v.first : 0.0);
   if (!csv.empty()) {
-    sim::write_file_atomically(csv, csv_text(device, m.name, rows));
+    sim::write_file_atomically(csv, step_csv_text(device, m.name, rows));
     fmt::print("rows written to {}\n", csv);
   }
   return 0;

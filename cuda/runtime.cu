@@ -1,6 +1,9 @@
 // @brief Device discovery for the CUDA backend.
 #include <cuda_runtime.h>
 
+#include <fstream>
+#include <string>
+
 #include "cuda/runtime.h"
 
 namespace hisparse::cuda {
@@ -20,6 +23,34 @@ std::string device_name() {
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "";
   return prop.name;
+}
+
+std::string driver_version() {
+  if (!cuda_available()) return "";
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess || cudaRuntimeGetVersion(&runtime) != cudaSuccess) return "";
+  // The kernel module's version ("580.159.04"): the first dotted number after "Module" in the proc file.
+  std::string module;
+  std::ifstream proc("/proc/driver/nvidia/version");
+  std::string word;
+  bool after_module = false;
+  while (proc >> word) {
+    if (word == "Module") after_module = true;
+    const bool dotted = word.find('.') != std::string::npos &&
+                        word.find_first_not_of("0123456789.") == std::string::npos;
+    if (after_module && dotted) {
+      module = word + ", ";
+      break;
+    }
+  }
+  return module + "driver CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) + ", runtime " +
+         std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+}
+
+int sm_count() {
+  if (!cuda_available()) return 0;
+  int sms = 0;
+  return cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess ? sms : 0;
 }
 
 }  // namespace hisparse::cuda

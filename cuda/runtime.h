@@ -11,4 +11,11 @@ bool cuda_available(std::string* why = nullptr);
 /// Name of device 0 ("NVIDIA H100 80GB HBM3"), or "" when none.
 std::string device_name();
 
+/// The driver's CUDA version and the runtime's ("driver CUDA 13.0, runtime 13.0"), or "" when no device: the
+/// provenance a calibration file records.
+std::string driver_version();
+
+/// Streaming multiprocessors of device 0, or 0 when none.
+int sm_count();
+
 }  // namespace hisparse::cuda

@@ -125,11 +125,14 @@ Calibration load_calibration(const std::string& path) {
   const YAML::Node doc = load_yaml_file(path);
   Calibration c;
   c.source = path;
-  StrictMap root(without(doc, {"points"}), path, "");
+  // `step:` (per-op models, sim/step_calibration.h) is read by load_step_calibration.
+  StrictMap root(without(doc, {"points", "step"}), path, "");
   for (const char* k : {"device", "date", "bulk", "swap_in"}) root.require(k);
   root.get("device", &c.device);
   root.get("date", &c.date);
   root.get("made_from", &c.made_from);
+  root.get("driver", &c.driver);
+  root.get("sm_count", &c.sm_count, 0, 100000);
   root.get_integral("row_bytes", &c.row_bytes, 1, 1 << 20, Unit::kBytes);
   root.get_choice("copy_mode", &c.copy_mode, {"fused", "separate"});
   {
@@ -194,8 +197,10 @@ std::string calibration_yaml(const Calibration& c) {
                    "--calibrate`.\n# Load with `hisparse simulate --calibration FILE`; every time is one call (one layer) "
                    "as CUDA events measure it.\n",
                    c.device);
-  s += fmt::format("device: {}\ndate: {}\nmade_from: {}\nrow_bytes: {}\ncopy_mode: {}\n", quoted(c.device), quoted(c.date),
-                   quoted(c.made_from), c.row_bytes, c.copy_mode);
+  s += fmt::format("device: {}\ndate: {}\nmade_from: {}\n", quoted(c.device), quoted(c.date), quoted(c.made_from));
+  if (!c.driver.empty()) s += fmt::format("driver: {}\n", quoted(c.driver));
+  if (c.sm_count > 0) s += fmt::format("sm_count: {}   # streaming multiprocessors, as the device reports them\n", c.sm_count);
+  s += fmt::format("row_bytes: {}\ncopy_mode: {}\n", c.row_bytes, c.copy_mode);
   s += fmt::format("bulk:   # pinned cudaMemcpy, largest size measured\n  h2d_bytes_per_s: {:.4e}\n  d2h_bytes_per_s: {:.4e}\n",
                    c.h2d_bulk_bytes_per_s, c.d2h_bulk_bytes_per_s);
   s += fmt::format("timing_overhead_ns: {:.1f}   # an empty kernel timed the same way (inside every fixed cost)\n",

@@ -38,6 +38,8 @@ struct Calibration {
   std::string device;               // "NVIDIA H200"
   std::string date;                 // YYYY-MM-DD of the fit
   std::string made_from;            // "bench on <device>" or the CSV path
+  std::string driver;               // kernel module and CUDA versions of a live run ("" in older files)
+  int sm_count = 0;                 // SMs the device reported (0 = not recorded)
   int64_t row_bytes = 1152;
   std::string copy_mode = "fused";  // which swap_in entry the simulator charges
   double h2d_bulk_bytes_per_s = 0;  // pinned bulk cudaMemcpy, largest size measured

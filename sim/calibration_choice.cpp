@@ -64,7 +64,13 @@ std::string apply_calibrations(const std::string& calibration, const std::string
                                  : fmt::format("PCIe and swap-in copy roofline (hardware {} names no calibration)",
                                                s->hardware.name);
   }
-  const std::string step_file = chosen(step_calibration, s->hardware.step_calibration);
+  // A device calibration from `bench --calibrate` carries its per-op models too: named on the command line, it brings
+  // them; named by the hardware file without a separate step_calibration, it does as well.
+  std::string step_default = s->hardware.step_calibration;
+  if (!cal_file.empty() && has_step_section(cal_file) &&
+      (step_default.empty() || (calibration != "auto" && !calibration.empty())))
+    step_default = cal_file;
+  const std::string step_file = chosen(step_calibration, step_default);
   if (!step_file.empty()) {
     auto step = std::make_shared<StepCalibration>(load_step_calibration(step_file));
     if (step->model != s->model.name) {

@@ -622,8 +622,10 @@ std::string step_calibration_yaml(const StepCalibration& c) {
         "# or form table: (bytes, us) interpolated log-log. An op timed by its work alone gets the table or the\n"
         "# waves, whichever has the smaller left_out_*_loss (each fit work left out of the fit in turn). Errors are\n"
         "# max |predicted - measured| / measured over the fit batches and over the held-out ones.\n";
-  os << fmt::format("device: \"{}\"\nmodel: {}\ndate: \"{}\"\nmade_from: \"{}\"\nep: {}\ngraph_gap_us: {:.4g}\n", c.device,
-                    c.model, c.date, c.made_from, c.ep, c.graph_gap_us);
+  os << fmt::format("device: \"{}\"\n", c.device);
+  if (!c.driver.empty()) os << fmt::format("driver: \"{}\"\n", c.driver);
+  os << fmt::format("model: {}\ndate: \"{}\"\nmade_from: \"{}\"\nep: {}\ngraph_gap_us: {:.4g}\n", c.model, c.date,
+                    c.made_from, c.ep, c.graph_gap_us);
   os << "fit_batches: [";
   for (size_t i = 0; i < c.fit_batches.size(); ++i) os << (i ? ", " : "") << c.fit_batches[i];
   os << "]\nops:\n";
@@ -652,10 +654,20 @@ std::string step_calibration_yaml(const StepCalibration& c) {
   return os.str();
 }
 
+bool has_step_section(const std::string& path) {
+  const YAML::Node doc = load_yaml_file(path);
+  return doc.IsMap() && doc["step"].IsDefined();
+}
+
 StepCalibration load_step_calibration(const std::string& path) {
-  const YAML::Node root = load_yaml_file(path);
-  StrictMap top(root, path, "");
+  const YAML::Node doc = load_yaml_file(path);
+  // A device calibration (`hisparse bench --calibrate`) carries its per-op models under `step:`.
+  const bool nested = doc.IsMap() && doc["step"].IsDefined();
+  if (nested && !doc["step"].IsMap()) throw_error("{}: step: expected a mapping of per-op models", path);
+  const YAML::Node root = nested ? doc["step"] : doc;
+  StrictMap top(root, path, nested ? "step" : "");
   StepCalibration c;
+  top.get("driver", &c.driver);
   for (const char* k : {"device", "model", "date", "made_from", "ops", "fit_batches"}) top.require(k);
   top.get("device", &c.device);
   top.get("model", &c.model);

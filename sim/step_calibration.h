@@ -64,6 +64,7 @@ struct StepCheck {
 
 struct StepCalibration {
   std::string device, model, date, made_from;
+  std::string driver;                // kernel module and CUDA versions of the run ("" in older files)
   int ep = 8;
   double graph_gap_us = 0;           // between two kernels of a CUDA graph, measured
   std::vector<int> fit_batches;
@@ -83,7 +84,11 @@ StepCalibration fit_step_calibration(const std::vector<StepBenchMeasurement>& ro
 double predict_moe_layer_us(const StepCalibration& c, const ModelSpec& model, int batch, int64_t context);
 
 std::string step_calibration_yaml(const StepCalibration& c);
+/// Reads a per-op calibration: a file of its own (`bench step --fit`) or the `step:` section of a device
+/// calibration (`bench --calibrate`). Strict: unknown keys and bad values are errors naming the file and key.
 StepCalibration load_step_calibration(const std::string& path);
+/// True when the file at `path` holds per-op models (a `step:` section of a device calibration).
+bool has_step_section(const std::string& path);
 /// Tables of the per-op fit and the family and layer checks.
 std::string step_calibration_table(const StepCalibration& c);
 

@@ -9,5 +9,7 @@ bool cuda_available(std::string* why) {
 }
 
 std::string device_name() { return ""; }
+std::string driver_version() { return ""; }
+int sm_count() { return 0; }
 
 }  // namespace hisparse::cuda
