@@ -1,5 +1,7 @@
-// @brief `hisparse simulate --scenario S --workload W [--mode full|hisparse|both] [--duration SECONDS] [--out DIR]`:
-// discrete-event serving simulation; writes summary/requests/steps/timeline files per run and report.json.
+// @brief `hisparse simulate --scenario S --workload W [--mode full|hisparse|both] [--duration SECONDS] [--out DIR]
+// [--concurrency N[,N2,...]] [HiSparse, pool and SLO overrides]`: discrete-event serving simulation; writes
+// summary/requests/steps/timeline files per run and report.json; with several concurrency levels, a sweep
+// (sweep.json, sweep.csv, sweep.png) and the crossover where HiSparse starts to beat full KV.
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "apps/command.h"
+#include "apps/plot_script.h"
 #include "core/error.h"
 #include "core/scenario_loader.h"
 #include "sim/calibration_choice.h"
@@ -21,6 +24,8 @@
 #include "sim/miss_surface.h"
 #include "sim/output_file.h"
 #include "sim/serving_report.h"
+#include "sim/serving/ranks.h"
+#include "sim/serving/sweep.h"
 #include "sim/serving_simulation.h"
 #include "sim/workload.h"
 #include "traces/trace_source.h"
@@ -36,13 +41,52 @@ SimTime seconds_flag(double s, const char* name) {
   return static_cast<SimTime>(std::llround(s * 1e9));
 }
 
+// A positive flag value, naming the flag.
+template <class T>
+void positive(const po::variables_map& vm, const char* name, T v) {
+  if (vm.count(name) && !(v > 0)) throw_error("--{} must be > 0, got {}", name, v);
+}
+
+// Deployment overrides from the command line, each replacing the field of the same name in the deployment YAML.
+void apply_overrides(const po::variables_map& vm, Scenario& sc) {
+  DeploymentSpec& d = sc.deployment;
+  auto get = [&](const char* k) { return vm.count(k) > 0; };
+  if (get("device-buffer-size")) d.hisparse.device_buffer_size = vm["device-buffer-size"].as<int>();
+  if (get("host-to-device-ratio")) d.hisparse.host_to_device_ratio = vm["host-to-device-ratio"].as<int>();
+  if (get("top-k")) d.hisparse.top_k = vm["top-k"].as<int>();
+  d.hisparse.validate(fmt::format("{} with the command-line overrides", sc.source));
+  if (get("kv-dtype")) {
+    const std::string t = vm["kv-dtype"].as<std::string>();
+    if (t != "bf16" && t != "fp8") throw_error("--kv-dtype '{}' is unknown (expected bf16 or fp8)", t);
+    d.kv_dtype = t == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;
+  }
+  if (get("tpot-slo-ms")) {
+    d.tpot_slo_ms = vm["tpot-slo-ms"].as<double>();
+    positive(vm, "tpot-slo-ms", d.tpot_slo_ms);
+  }
+  if (get("max-running-requests")) {
+    d.max_running_requests = vm["max-running-requests"].as<int>();
+    if (d.max_running_requests < 0) throw_error("--max-running-requests must be >= 0 (0 = no cap), got {}", d.max_running_requests);
+  }
+  auto pool = [&](const char* flag, int64_t* field) {
+    if (!get(flag)) return;
+    *field = vm[flag].as<int64_t>();
+    if (*field < 0) throw_error("--{} must be >= 0 (0 = derive), got {}", flag, *field);
+  };
+  pool("device-pool-tokens", &d.memory.device_pool_tokens);
+  pool("host-pool-tokens", &d.memory.host_pool_tokens);
+  pool("full-pool-tokens", &d.memory.full_pool_tokens);
+}
+
 }  // namespace
 
 int run_simulate(int argc, char** argv) {
   std::string scenario_name, workload_name, mode = "both", overlap, link_model, out_dir = "simulate_out", cost_file, calibration_file, step_calibration_file;
   std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru", miss_curve = kDefaultMissSurface;
-  int prefill_instances = 0;
-  double duration = 0, miss_fraction = -1, timeline_start = -1, timeline_length = 1.0;
+  int prefill_instances = 0, max_retries = 8;
+  double duration = 0, miss_fraction = -1, timeline_start = -1, timeline_length = 1.0, think_time = 0;
+  std::string concurrency, admission = "pools";
+  int64_t num_requests = 0;
   po::options_description desc("hisparse simulate options");
   desc.add_options()("help,h", "show this help")
       ("scenario", po::value(&scenario_name), "deployment name (scenarios/deployments/<name>.yaml) or YAML path")
@@ -65,7 +109,26 @@ int run_simulate(int argc, char** argv) {
       ("miss-trace", po::value(&miss_trace), "top-k trace: fits the statistical model, or is replayed with --miss-model trace")
       ("policy", po::value(&policy)->default_value(policy), "swap-in policy for trace replay and fitting (cpu_ref/policies)")
       ("timeline-start", po::value(&timeline_start), "Chrome-trace window start, seconds (default: min(60, duration / 2))")
-      ("timeline-length", po::value(&timeline_length)->default_value(timeline_length), "Chrome-trace window length, seconds (0 = none)");
+      ("timeline-length", po::value(&timeline_length)->default_value(timeline_length), "Chrome-trace window length, seconds (0 = none)")
+      ("concurrency", po::value(&concurrency), "closed-loop clients instead of the workload's arrivals: N, or a sweep "
+       "N1,N2,... (ascending) printing tokens/s, TPOT and TTFT per level and the crossover where HiSparse beats full KV; "
+       "request lengths come from the workload, in order, cycled")
+      ("think-time", po::value(&think_time), "closed loop: seconds a client waits after a reply before its next request (default 0)")
+      ("num-requests", po::value(&num_requests), "closed loop: requests sent per level (default 4 per client, at least 64)")
+      ("admission", po::value(&admission)->default_value(admission), "pools: admission checks every pool the request "
+       "uses (logical, device, host pages); logical: only the logical and device allocators, as SGLang before its host "
+       "check (host pages are taken as the KV lands and can fail: the request is aborted and retried)")
+      ("max-retries", po::value(&max_retries)->default_value(max_retries), "aborted attempts (host pool exhausted) before a request is rejected")
+      ("device-buffer-size", po::value<int>(), "HiSparse device_buffer_size H (replaces the deployment's)")
+      ("host-to-device-ratio", po::value<int>(), "HiSparse host_to_device_ratio (replaces the deployment's)")
+      ("top-k", po::value<int>(), "HiSparse top_k (replaces the deployment's)")
+      ("kv-dtype", po::value<std::string>(), "bf16 | fp8 (replaces the deployment's kv_dtype)")
+      ("tpot-slo-ms", po::value<double>(), "TPOT SLO in ms (replaces the deployment's tpot_slo_ms)")
+      ("max-running-requests", po::value<int>(), "per dp rank (0 = no cap; replaces the deployment's)")
+      ("device-pool-tokens", po::value<int64_t>(), "pin memory.device_pool_tokens per rank (0 = derive)")
+      ("host-pool-tokens", po::value<int64_t>(), "pin memory.host_pool_tokens per rank (0 = derive)")
+      ("full-pool-tokens", po::value<int64_t>(), "pin memory.full_pool_tokens per rank (0 = derive)")
+      ("no-plots", "skip scripts/plot_sweep.py after a sweep");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   po::notify(vm);
@@ -83,8 +146,36 @@ int run_simulate(int argc, char** argv) {
   Scenario sc = load_scenario(scenario_name);
   if (vm.count("prefill-instances")) {
     if (prefill_instances < 1) throw_error("--prefill-instances must be >= 1, got {}", prefill_instances);
+    if (!sc.deployment.pd_disaggregation)
+      throw_error("--prefill-instances: {} is colocated (pd_disaggregation false): prefill runs on its decode GPUs", sc.source);
+    if (sc.deployment.prefill.count == 0) {
+      // The deployment has no prefill section: the instances are the decode instance's shape, and the report says so.
+      sc.deployment.prefill = sc.deployment.decode;
+      fmt::print("prefill: {} instance(s) shaped like the decode instance ({} GPUs, tp {}), from --prefill-instances\n",
+                 prefill_instances, sc.deployment.prefill.gpus, sc.deployment.prefill.tp);
+    }
     sc.deployment.prefill.count = prefill_instances;
   }
+  apply_overrides(vm, sc);
+  if (sc.deployment.pd_disaggregation && sc.deployment.prefill.count == 0)
+    fmt::print("prefill: {} is PD-disaggregated without a prefill section: TTFT is not modelled (the KV leaves the prefill "
+               "nodes at each request's arrival; TPOT counts from there); add a prefill: section or --prefill-instances\n",
+               sc.deployment.name);
+  {
+    const ServingRanks rk = serving_ranks(sc);
+    fmt::print("ranks: {} per decode instance × {} GPU(s) each (attention {}), collectives on {}; prefill {}\n",
+               rk.layout.ranks, rk.gpus_per_rank, rk.gpus_per_rank > 1 ? "TP, all-reduce per layer" : "DP",
+               rk.collective_link,
+               !sc.deployment.pd_disaggregation ? "colocated (chunked, on the decode GPUs, staging backup)"
+               : sc.deployment.prefill.count > 0 ? fmt::format("on {} prefill instance(s), KV by RDMA", sc.deployment.prefill.count)
+                                                 : std::string("outside the scenario (TTFT not modelled)"));
+  }
+  const AdmissionCheck admission_check = parse_admission_check(admission, "--admission");
+  std::vector<int32_t> levels;
+  if (!concurrency.empty()) levels = parse_concurrency_levels(concurrency, "--concurrency");
+  if ((vm.count("think-time") || vm.count("num-requests")) && levels.empty())
+    throw_error("--think-time and --num-requests apply to closed-loop clients: give --concurrency");
+  if (vm.count("num-requests") && num_requests < 1) throw_error("--num-requests must be >= 1, got {}", num_requests);
   CostParams base;
   const std::string terms_line = load_cost_terms(cost_file, sc, &base);
   fmt::print("cost model: {}; {}\n", terms_line, apply_calibrations(calibration_file, step_calibration_file, &sc, &base));
@@ -139,6 +230,56 @@ int run_simulate(int argc, char** argv) {
   }
 
   std::filesystem::create_directories(out_dir);
+  const SimTime think = seconds_flag(think_time, "think-time");
+  auto clients_for = [&](int32_t level) {
+    ClientSpec c;
+    c.concurrency = level;
+    c.think_time = think;
+    c.requests = num_requests > 0 ? num_requests : std::max<int64_t>(64, 4 * static_cast<int64_t>(level));
+    return c;
+  };
+  if (levels.size() > 1) {
+    SweepTable table;
+    table.scenario = sc.deployment.name;
+    table.workload = w.name;
+    table.overlap = to_string(overlaps.front());
+    table.think_time = think;
+    for (int32_t level : levels)
+      for (KvMode m : modes) {
+        ServingOptions opt;
+        opt.mode = m;
+        opt.cost = base;
+        opt.cost.overlap = overlaps.front();
+        opt.miss_model = miss.get();
+        opt.admission = admission_check;
+        opt.max_retries = max_retries;
+        opt.clients = clients_for(level);
+        opt.record_steps = true;
+        const ServingResult r = run_serving(sc, w, opt);
+        const ServingSummary s = summarize(r, sc);
+        SweepPoint p;
+        p.concurrency = level;
+        p.mode = m;
+        p.tokens_per_s = s.tokens_per_s;
+        p.tpot_p50_ms = s.tpot_ms.p50;
+        p.tpot_p99_ms = s.tpot_ms.p99;
+        if (ttft_modelled(r)) { p.ttft_p50_ms = s.ttft_ms.p50; p.ttft_p99_ms = s.ttft_ms.p99; }
+        p.batch_per_rank = s.batch_per_gpu.mean;
+        p.finished = r.finished;
+        p.rejected = r.rejected;
+        p.host_alloc_failures = r.aborts;
+        table.points.push_back(p);
+        fmt::print("  level {:>5} {:<8} {} requests, {:.0f} tok/s, TPOT p50 {:.2f} ms\n", level, to_string(m), r.finished,
+                   p.tokens_per_s, p.tpot_p50_ms);
+      }
+    table.crossover = find_crossover(table.points);
+    fmt::print("{}", sweep_text(table));
+    write_file_atomically(out_dir + "/sweep.json", sweep_json(table));
+    write_file_atomically(out_dir + "/sweep.csv", sweep_csv(table));
+    if (!vm.count("no-plots")) run_plot_script("plot_sweep.py", out_dir, "simulate");
+    fmt::print("wrote {}/sweep.json, sweep.csv{}\n", out_dir, vm.count("no-plots") ? "" : ", sweep.png");
+    return 0;
+  }
   std::string report = fmt::format("{{\n\"scenario\": {},\n\"workload\": {},\n\"workload_source\": {},\n\"requests\": {},\n\"runs\": [\n",
                                    json_quote(sc.deployment.name), json_quote(w.name), json_quote(w.source), w.requests.size());
   bool first = true;
@@ -149,6 +290,9 @@ int run_simulate(int argc, char** argv) {
       opt.cost = base;
       opt.cost.overlap = ov;
       opt.miss_model = miss.get();
+      opt.admission = admission_check;
+      opt.max_retries = max_retries;
+      if (!levels.empty()) opt.clients = clients_for(levels.front());
       ChromeTrace timeline(tl_begin, tl_end);
       const auto t0 = std::chrono::steady_clock::now();
       const ServingResult r = run_serving(sc, w, opt, &timeline);
@@ -162,11 +306,14 @@ int run_simulate(int argc, char** argv) {
       report += (first ? "" : ",\n") + summary;
       first = false;
       const ServingSummary s = summarize(r, sc);
-      fmt::print("{:<20} requests {}/{} (rejected {})  TTFT p50 {:.1f} ms p99 {:.1f} ms  TPOT p50 {:.2f} ms p99 {:.2f} ms  "
-                 "{:.1f} tok/s/GPU  batch/GPU mean {:.1f}  hit {:.4f}  PCIe h2d {:.1f}%  IO stall {:.1f}%  "
-                 "({} events, {:.2f} s wall)\n",
-                 tag, r.finished, r.arrivals, r.rejected, s.ttft_ms.p50, s.ttft_ms.p99, s.tpot_ms.p50, s.tpot_ms.p99,
+      const std::string ttft = ttft_modelled(r) ? fmt::format("TTFT p50 {:.1f} ms p99 {:.1f} ms", s.ttft_ms.p50, s.ttft_ms.p99)
+                                                : std::string("TTFT not modelled");
+      fmt::print("{:<20} requests {}/{} (rejected {}, host-pool aborts {})  {}  TPOT p50 {:.2f} ms p99 {:.2f} ms  "
+                 "{:.1f} tok/s/GPU  batch/rank mean {:.1f}  hit {:.4f}  PCIe h2d {:.1f}%  IO stall {:.1f}%  "
+                 "({} events, {:.2f} s wall; modelled)\n",
+                 tag, r.finished, r.arrivals, r.rejected, r.aborts, ttft, s.tpot_ms.p50, s.tpot_ms.p99,
                  s.tokens_per_s_per_gpu, s.batch_per_gpu.mean, s.hit_rate, 100 * s.pcie_h2d_util, 100 * s.io_stall_fraction, r.events, wall);
+      if (!r.first_abort.empty()) fmt::print("  first host-pool failure: {}\n", r.first_abort);
     }
   }
   report += "\n]\n}\n";

@@ -66,9 +66,11 @@ std::string apply_calibrations(const std::string& calibration, const std::string
   }
   // A device calibration from `bench --calibrate` carries its per-op models too: named on the command line, it brings
   // them; named by the hardware file without a separate step_calibration, it does as well.
+  // (--calibration none drops the swap-in part only: --step-calibration none drops the per-op part.)
   std::string step_default = s->hardware.step_calibration;
-  if (!cal_file.empty() && has_step_section(cal_file) &&
-      (step_default.empty() || (calibration != "auto" && !calibration.empty())))
+  if (step_default.empty() && !s->hardware.calibration.empty() && has_step_section(s->hardware.calibration))
+    step_default = s->hardware.calibration;
+  if (calibration != "auto" && calibration != "none" && !calibration.empty() && has_step_section(cal_file))
     step_default = cal_file;
   const std::string step_file = chosen(step_calibration, step_default);
   if (!step_file.empty()) {

@@ -17,8 +17,8 @@ struct Percentiles {
 Percentiles percentiles(std::vector<double> v);
 
 struct ServingSummary {
-  Percentiles ttft_ms, tpot_ms, step_ms, batch_per_gpu;
-  double tokens_per_s_per_gpu = 0, tokens_per_s_per_instance = 0;
+  Percentiles ttft_ms, tpot_ms, step_ms, batch_per_gpu;  // batch_per_gpu: per dp rank, over steps that decode
+  double tokens_per_s_per_gpu = 0, tokens_per_s_per_instance = 0, tokens_per_s = 0;  // tokens of finished attempts
   double hit_rate = 1;
   double pcie_h2d_util = 0, pcie_d2h_util = 0, host_dram_util = 0, rdma_util = 0;  // mean over links, over the makespan
   double io_stall_s = 0, io_stall_fraction = 0;   // exposed h2d + stall, summed over GPU-steps; share of busy GPU time
@@ -26,6 +26,10 @@ struct ServingSummary {
   StepCost mean_step;                             // per busy GPU-step, ns
 };
 ServingSummary summarize(const ServingResult& r, const Scenario& scenario);
+/// Where a request's TPOT is measured from: its first token, or (PD without a prefill section: TTFT not modelled)
+/// its arrival, when the prefill nodes outside the scenario send its KV.
+SimTime tpot_origin(const RequestOutcome& o);
+bool ttft_modelled(const ServingResult& r);
 
 /// JSON object (no trailing newline) with the run's identity, counts, summary and conservation figures.
 std::string summary_json(const ServingResult& r, const Scenario& scenario);

@@ -130,6 +130,25 @@ void memory(std::vector<DocBlock>& doc, const CapacityPlan& p, const std::vector
   doc.push_back(u);
 }
 
+/// How one term of the step is obtained under `cp` (the per-op and swap-in calibrations it loaded, or the roofline).
+std::string step_term_kind(const CostParams& cp, const std::string& field) {
+  const bool step = cp.step != nullptr, swap = cp.swap_in_cost.calibrated;
+  if (field == "indexer")
+    return step ? "projections calibrated per op; scoring modelled (roofline at efficiency.indexer)" : "modelled (roofline)";
+  if (field == "topk") return step ? "calibrated per op" : "modelled (roofline)";
+  if (field == "swap_in") return swap ? "calibrated (swap-in plan)" : "modelled (roofline)";
+  if (field == "h2d") return swap ? "calibrated copy cost over the modelled PCIe/DRAM share" : "modelled (PCIe figures)";
+  if (field == "attention")
+    return step ? "projections, norms, RoPE calibrated per op; sparse attention modelled (efficiency.attention)"
+                : "modelled (roofline)";
+  if (field == "moe")
+    return step ? "router, shared expert, norms calibrated per op; routed experts, LM head modelled; all-to-all and "
+                  "step overhead modelled/assumed (cost terms table)"
+                : "modelled (roofline); all-to-all and step overhead modelled/assumed (cost terms table)";
+  if (field == "backup") return swap ? "calibrated PCIe d2h figures" : "modelled (PCIe figures)";
+  return "modelled";  // stall, sync
+}
+
 void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
   doc.push_back(heading("Limits per sequence length", "limits"));
   doc.push_back(para(fmt::format(
@@ -166,21 +185,25 @@ void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
                         z.per_rank < 0 ? muted(z.formula) : formula(z.formula)});
     }
     doc.push_back(t);
-    DocBlock s = table({"decode step at max concurrency", "full KV", "HiSparse"});
+    DocBlock s = table({"decode step at max concurrency", "full KV", "HiSparse", "how each term is obtained"});
+    const CostParams& cp = p.options.cost;
     s.rows.push_back({c("requests per rank / per instance"), strong(fmt::format("{} / {}", f->max_per_rank, f->max_concurrency)),
-                      strong(fmt::format("{} / {}", h->max_per_rank, h->max_concurrency))});
+                      strong(fmt::format("{} / {}", h->max_per_rank, h->max_concurrency)), c("modelled: the binding limit")});
     for (int i = 0; i < kStepCostFieldCount; ++i) {
       const double a = step_cost_field(f->at_max.cost, i) * 1e-6, z = step_cost_field(h->at_max.cost, i) * 1e-6;
       if (a == 0 && z == 0) continue;
       std::string name = kStepCostFields[i];
       if (name == "backup") name += " (copy engine, off the critical path)";
-      s.rows.push_back({c(name), c(ms(a)), c(ms(z))});
+      s.rows.push_back({c(name), c(ms(a)), c(ms(z)), c(step_term_kind(cp, kStepCostFields[i]))});
     }
-    s.rows.push_back({c("step = TPOT"), strong(ms(f->at_max.step_ns * 1e-6)), strong(ms(h->at_max.step_ns * 1e-6))});
+    s.rows.push_back({c("step = TPOT"), strong(ms(f->at_max.step_ns * 1e-6)), strong(ms(h->at_max.step_ns * 1e-6)),
+                      c("modelled: the sum of the terms above")});
     s.rows.push_back({c("misses per request per step (rows, all layers)"), muted("—"),
-                      c(fmt::format("{} (fraction {:.4f})", compact(h->misses_per_request_step), h->miss_fraction))});
-    s.rows.push_back({c("H2D bytes per GPU per step"), muted("—"), c(plan_bytes(h->at_max.h2d_bytes))});
-    s.rows.push_back({c("decode tokens/s per instance"), strong(tps(f->decode_tokens_per_s)), strong(tps(h->decode_tokens_per_s))});
+                      c(fmt::format("{} (fraction {:.4f})", compact(h->misses_per_request_step), h->miss_fraction)),
+                      c("modelled: " + p.miss_source)});
+    s.rows.push_back({c("H2D bytes per GPU per step"), muted("—"), c(plan_bytes(h->at_max.h2d_bytes)), c("modelled: misses × row bytes")});
+    s.rows.push_back({c("decode tokens/s per instance"), strong(tps(f->decode_tokens_per_s)), strong(tps(h->decode_tokens_per_s)),
+                      c("modelled: requests per instance / TPOT")});
     doc.push_back(s);
     std::vector<std::string> notes;
     if (!f->slo_note.empty()) notes.push_back("full KV past the SLO limit: " + f->slo_note);

@@ -31,4 +31,20 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   return dir;
 }
 
+/// What a `hisparse` run printed and its exit status.
+struct Run {
+  int status = 0;
+  std::string out, err;
+};
+
+/// Runs `hisparse <args>`, its stdout and stderr captured in files under `dir`.
+inline Run run(const std::string& args, const std::filesystem::path& dir) {
+  Run r;
+  const auto o = dir / "stdout.txt", e = dir / "stderr.txt";
+  r.status = std::system((cli() + " " + args + " > " + o.string() + " 2> " + e.string()).c_str());
+  r.out = slurp(o);
+  r.err = slurp(e);
+  return r;
+}
+
 }  // namespace hisparse::test

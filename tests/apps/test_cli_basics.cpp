@@ -13,24 +13,8 @@
 namespace fs = std::filesystem;
 using hisparse::test::cli;
 using hisparse::test::slurp;
-
-namespace {
-
-struct Run {
-  int status = 0;
-  std::string out, err;
-};
-
-Run run(const std::string& args, const fs::path& dir) {
-  Run r;
-  const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
-  r.status = std::system((cli() + " " + args + " > " + o.string() + " 2> " + e.string()).c_str());
-  r.out = slurp(o);
-  r.err = slurp(e);
-  return r;
-}
-
-}  // namespace
+using hisparse::test::Run;
+using hisparse::test::run;
 
 TEST_CASE("hisparse --version and the help of every subcommand exit 0") {
   const fs::path dir = hisparse::test::scratch_dir("cli_basics");

@@ -11,6 +11,7 @@
 #include "sim/serving_report.h"
 #include "sim/serving_simulation.h"
 #include "sim/workload.h"
+#include "tests/sim/serving_test_util.h"
 
 using namespace hisparse;
 using namespace hisparse::sim;
@@ -29,19 +30,6 @@ Workload one_request(int32_t input, int32_t output) {
   return w;
 }
 
-Workload generated(uint64_t seed, double rate, double seconds) {
-  GeneratorSpec g;
-  g.seed = seed;
-  g.rate_per_s = rate;
-  g.duration = static_cast<SimTime>(seconds * 1e9);
-  g.input_min = 1000;
-  g.input_max = 40000;
-  g.output_min = 8;
-  g.output_max = 64;
-  Workload w = generate_workload(g);
-  w.name = "gen";
-  return w;
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -53,7 +41,9 @@ std::string slurp(const std::string& path) {
 }  // namespace
 
 TEST_CASE("a lone full-KV request: TTFT is its prefill, each step is phases + MoE") {
-  const Scenario& sc = scenario();
+  // PD with an explicit prefill section (the shipped node has none: TTFT not modelled): one 8-GPU prefill instance.
+  Scenario sc = scenario();
+  sc.deployment.prefill = InstanceSpec{1, 8, 8, 8, 8};
   ServingOptions opt;
   opt.mode = KvMode::kFull;
   const Workload w = one_request(3000, 5);

@@ -249,13 +249,21 @@ TEST_CASE("step CSV: a wrong header, a short line or a bad number is an error na
 
 TEST_CASE("calibration choice: auto loads the hardware's files, none and a hardware without them say roofline") {
   Scenario s = load_scenario("dsv32-8xh200-1tb");
-  REQUIRE_FALSE(s.hardware.step_calibration.empty());
+  // The H200 names one device calibration (`bench --calibrate`) whose `step:` section holds the per-op models.
+  REQUIRE(s.hardware.step_calibration.empty());
+  REQUIRE(sim::has_step_section(s.hardware.calibration));
   sim::CostParams p;
   const std::string line = sim::apply_calibrations("auto", "auto", &s, &p);
-  CHECK(line.find("h200-2026-11-22-cluster.yaml") != std::string::npos);
-  CHECK(line.find("h200-step-2026-11-23.yaml") != std::string::npos);
+  CHECK(line.find("PCIe and swap-in copy calibrated (NVIDIA H200, 2026-11-23, ") != std::string::npos);
+  CHECK(line.find("calibrated per op (NVIDIA H200, 2026-11-23, ") != std::string::npos);
+  CHECK(line.find("h200-device-2026-11-23.yaml") != std::string::npos);
   CHECK(p.step != nullptr);
   CHECK(p.swap_in_cost.calibrated);
+  // A separate per-op file named by the hardware wins over the section.
+  Scenario t = load_scenario("dsv32-8xh200-1tb");
+  t.hardware.step_calibration = std::string(HISPARSE_SOURCE_DIR) + "/scenarios/calibration/h200-step-2026-11-23.yaml";
+  sim::CostParams tp;
+  CHECK(sim::apply_calibrations("auto", "auto", &t, &tp).find("h200-step-2026-11-23.yaml") != std::string::npos);
 
   Scenario r = load_scenario("dsv32-8xh200-1tb");
   sim::CostParams q;

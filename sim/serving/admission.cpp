@@ -1,0 +1,183 @@
+// @brief Arrivals (open-loop trace or closed-loop clients), admission by the rank's cpu_ref pools, host-pool
+// allocation as the KV lands (and its failure: abort, retry or reject), completion.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "sim/serving/engine.h"
+
+namespace hisparse::sim::serving {
+
+int64_t Engine::issue(SimTime at) {
+  const int64_t i = static_cast<int64_t>(specs_.size());
+  RequestSpec s = w_.requests[static_cast<size_t>(i) % w_.requests.size()];
+  s.id = i;
+  s.arrival = at;
+  specs_.push_back(s);
+  RequestOutcome o;
+  o.id = i; o.input_tokens = s.input_tokens; o.output_tokens = s.output_tokens; o.arrival = at;
+  outcomes_.push_back(o);
+  rt_.emplace_back();
+  --to_send_;
+  ++in_flight_;  // sent: a client is busy from here (think time 0 → no gap between two requests of a client)
+  sim_.schedule(at, handler_, kArrival, i);
+  return i;
+}
+
+void Engine::arrive(int64_t i) {
+  ++result_.arrivals;
+  if (opt_.clients.concurrency == 0) {
+    ++in_flight_;
+    if (static_cast<size_t>(i + 1) < specs_.size())
+      sim_.schedule(specs_[static_cast<size_t>(i + 1)].arrival, handler_, kArrival, i + 1);
+  }
+  waiting_.push_back(i);
+  try_admit();
+}
+
+PoolNeed Engine::needs(int64_t i) const {
+  const auto& r = spec(i);
+  const int64_t total = static_cast<int64_t>(r.input_tokens) + r.output_tokens;
+  PoolNeed n;
+  n.logical = paged(total);
+  if (!hisparse_) return n;
+  // The device buffer (docs/capacity.md): the whole request while it fits H, else H + one page (the newest-token
+  // slot). Colocated prefill first extends device rows for every prompt token; staging then shrinks to the buffer.
+  n.device = total <= H_ ? paged(total) : H_ + page_;
+  if (prefill_mode_ == PrefillMode::kColocated) n.device = std::max(n.device, paged(r.input_tokens));
+  n.host = paged(total);
+  return n;
+}
+
+void Engine::try_admit() {
+  if (admitting_) return;  // admission can finish or abort requests, which admit again: the outer loop goes on
+  admitting_ = true;
+  const int32_t max_run = sc_.deployment.max_running_requests;
+  const bool check_host = hisparse_ && opt_.admission == AdmissionCheck::kPools;
+  while (!waiting_.empty()) {
+    const int64_t i = waiting_.front();
+    PoolNeed n = needs(i);
+    const PoolSizes& s = pool_sizes_;
+    if (n.logical > s.logical || n.device > (hisparse_ ? s.device : 0) || (check_host && n.host > s.host)) {
+      outcomes_[static_cast<size_t>(i)].rejected = true;
+      ++result_.rejected;
+      waiting_.pop_front();
+      request_done(i);
+      continue;
+    }
+    if (!check_host) n.host = 0;  // taken as the KV lands (SGLang's _pre_alloc, staging, decode backup)
+    int32_t best = -1;
+    for (size_t g = 0; g < ranks_.size(); ++g) {
+      const Rank& r = ranks_[g];
+      if (max_run > 0 && r.reserved >= max_run) continue;
+      if (!r.pools->fits(n, check_host)) continue;
+      if (best < 0 || r.reserved < ranks_[static_cast<size_t>(best)].reserved) best = static_cast<int32_t>(g);
+    }
+    if (best < 0) break;  // head-of-line: wait for memory to free up
+    waiting_.pop_front();
+    if (!ranks_[static_cast<size_t>(best)].pools->take(i, n))
+      throw_error("serving engine: rank {} reported room for request {} but its pools refused the pages", best, i);
+    admitted(i, best);
+  }
+  admitting_ = false;
+}
+
+void Engine::admitted(int64_t i, int32_t rank) {
+  Rank& g = ranks_[static_cast<size_t>(rank)];
+  ++g.reserved;
+  Runtime& rt = rt_[static_cast<size_t>(i)];
+  rt = Runtime{};
+  rt.rank = rank;
+  auto& o = outcomes_[static_cast<size_t>(i)];
+  o.gpu = rank;
+  o.admitted = sim_.now();
+  ++result_.admitted;
+  const auto& r = spec(i);
+  switch (prefill_mode_) {
+    case PrefillMode::kColocated: {
+      g.prefill_queue.push_back(i);
+      Instance& inst = instances_[static_cast<size_t>(g.instance)];
+      if (!inst.stepping) start_step(g.instance);
+      return;
+    }
+    case PrefillMode::kPdExternal:
+    case PrefillMode::kPd: {
+      // The decode side pre-allocates the RDMA target: logical indices and, in HiSparse, host pages of the prompt.
+      if (hisparse_ && !host_alloc(i, r.input_tokens, "_pre_alloc")) return;
+      if (prefill_mode_ == PrefillMode::kPdExternal) {
+        // Prefill ran on nodes outside the scenario: its KV leaves them at the request's arrival (TTFT not modelled).
+        if (r.output_tokens <= 1) { complete(i); return; }
+        start_transfer(i);
+        return;
+      }
+      // Shortest prefill queue (the running request counts), lowest index on ties.
+      auto load = [](const PrefillInstance& p) { return p.queue.size() + (p.current >= 0 ? 1 : 0); };
+      size_t p = 0;
+      for (size_t k = 1; k < prefill_.size(); ++k)
+        if (load(prefill_[k]) < load(prefill_[p])) p = k;
+      prefill_[p].queue.push_back(i);
+      if (prefill_[p].current < 0) start_prefill(static_cast<int32_t>(p));
+      return;
+    }
+  }
+}
+
+bool Engine::host_alloc(int64_t i, int64_t tokens, const char* where) {
+  const int64_t short_pages = rank_of(i).pools->grow_host(i, tokens);
+  if (short_pages == 0) return true;
+  abort_request(i, short_pages, where);
+  return false;
+}
+
+void Engine::abort_request(int64_t i, int64_t pages, const char* where) {
+  Rank& g = rank_of(i);
+  auto& o = outcomes_[static_cast<size_t>(i)];
+  if (result_.first_abort.empty())
+    result_.first_abort = fmt::format("HiSparse host mem pool alloc failed for {} pages (request {}, {} tokens, in {}, "
+                                      "t = {:.6f} s)", pages, i, spec(i).input_tokens, where, ns_to_seconds(sim_.now()));
+  ++result_.aborts;
+  --result_.admitted;
+  // Alone on its rank and still short: the host pool can never hold it.
+  const bool hopeless = g.pools->owners() == 1;
+  g.pools->release(i);
+  --g.reserved;
+  auto drop = [i](std::vector<int64_t>& v) { v.erase(std::remove(v.begin(), v.end(), i), v.end()); };
+  drop(g.running);
+  drop(g.joining);
+  g.prefill_queue.erase(std::remove(g.prefill_queue.begin(), g.prefill_queue.end(), i), g.prefill_queue.end());
+  result_.wasted_decode_tokens += o.decoded;
+  o.decoded = 0;
+  o.selected = o.misses = 0;
+  o.admitted = o.prefill_start = o.first_token = o.ready = -1;
+  o.gpu = -1;
+  rt_[static_cast<size_t>(i)] = Runtime{};
+  ++o.retries;
+  if (hopeless || o.retries > opt_.max_retries) {
+    o.rejected = true;
+    ++result_.rejected;
+    request_done(i);
+    return;
+  }
+  retry_.push_back(i);  // retried once a request finishes and frees pages (complete())
+}
+
+void Engine::complete(int64_t i) {
+  auto& o = outcomes_[static_cast<size_t>(i)];
+  o.finish = sim_.now();
+  ++result_.finished;
+  Rank& g = rank_of(i);
+  g.pools->release(i);
+  --g.reserved;
+  // Aborted requests go back to the head of the queue, in abort order, now that pages were freed.
+  waiting_.insert(waiting_.begin(), retry_.begin(), retry_.end());
+  retry_.clear();
+  request_done(i);
+}
+
+void Engine::request_done(int64_t /*i*/) {
+  --in_flight_;
+  if (opt_.clients.concurrency > 0 && to_send_ > 0) issue(sim_.now() + opt_.clients.think_time);
+}
+
+}  // namespace hisparse::sim::serving

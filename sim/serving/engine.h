@@ -1,0 +1,156 @@
+// @brief The serving engine's state and its member functions, one concept per file:
+//   sim/serving_simulation.cpp   construction, topology, event dispatch, run_serving
+//   sim/serving/admission.cpp    arrivals, closed-loop clients, pool admission, aborts and retries, completion
+//   sim/serving/prefill.cpp      prefill instances + RDMA (PD), colocated chunked prefill and the staging backup
+//   sim/serving/decode_step.cpp  lockstep decode steps of an instance's ranks
+//   sim/serving/conservation.cpp the result and its conservation checks
+// Internal to sim/: include only from those files.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/decode_cost_model.h"
+#include "sim/network_resource.h"
+#include "sim/serving/pools.h"
+#include "sim/serving/ranks.h"
+#include "sim/serving_simulation.h"
+#include "sim/simulator.h"
+
+namespace hisparse::sim::serving {
+
+enum Kind : uint32_t { kArrival, kPrefillDone, kPhaseA, kIoStart, kComputeDone, kGpuDone, kStepEnd, kDecodeStart };
+enum FlowType : int64_t { kRdma = 1, kAdmitH2d = 2, kMissFlow = 3, kBackup = 4, kStaging = 5 };
+constexpr int64_t cookie(FlowType t, int64_t idx) { return (static_cast<int64_t>(t) << 56) | idx; }
+
+/// One dp rank: its GPUs' links, its requests, its pools, and the state of its current step.
+struct Rank {
+  int32_t instance = 0, local = 0;
+  std::vector<int32_t> h2d, d2h, dram, nic;  // link indices, one per GPU of the rank
+  std::vector<int64_t> running, joining;
+  std::deque<int64_t> prefill_queue;         // colocated: admitted, waiting for (more) prefill chunks
+  int32_t reserved = 0;                      // requests admitted here and not done
+  std::unique_ptr<RankPools> pools;
+  // Current step.
+  bool active = false, waiting_backup = false, compute_done = false, io_done = false;
+  int32_t io_pending = 0, backup_pending = 0;
+  GpuPhases ph;
+  SimTime compute_total = 0, io_fill = 0, tail = 0;
+  double miss_bytes = 0, backup_bytes = 0;
+  SimTime start = 0, a_end = 0, io_start = 0, io_end = 0, compute_end = 0, done = 0, backup_end = 0;
+  int64_t selected = 0, misses = 0;
+  StepCost cost;
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // colocated prefill this step: (request, tokens)
+};
+
+struct Instance {
+  int32_t first_rank = 0, ranks = 0;
+  bool stepping = false;
+  SimTime step_start = 0, decode_start = 0, barrier = 0;
+  int32_t outstanding = 0, in_flight = 0;
+  int64_t index = 0, prefill_tokens = 0;
+  SimTime moe_time = 0, prefill = 0;
+};
+
+struct PrefillInstance {
+  std::deque<int64_t> queue;
+  int64_t current = -1;
+};
+
+struct Runtime {
+  int32_t n = 0;            // sequence length at the next decode step
+  int64_t step = 0;         // decode steps done
+  double carry = 0;         // miss model rounding remainder
+  bool empty_start = false;
+  int32_t rank = -1;        // where it is admitted (-1 = not)
+  int64_t prefilled = 0;    // colocated: prompt tokens prefilled so far
+  int32_t pending = 0;      // per-GPU flows of the current transfer still running
+};
+
+enum class PrefillMode { kPd, kPdExternal, kColocated };
+
+class Engine final : public EventHandler, public FlowListener {
+ public:
+  Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt, ChromeTrace* trace);
+  ServingResult run();
+  void on_event(Simulator& sim, const Event& e) override;
+  void on_flow_done(Simulator& sim, int64_t c, const FlowDone& d) override;
+
+ private:
+  OverlapMode overlap() const { return opt_.cost.overlap; }
+  int64_t paged(int64_t t) const { return (t + page_ - 1) / page_ * page_; }
+  const RequestSpec& spec(int64_t i) const { return specs_[static_cast<size_t>(i)]; }
+  Rank& rank_of(int64_t i) { return ranks_[static_cast<size_t>(rt_[static_cast<size_t>(i)].rank)]; }
+  /// Starts one flow per GPU of the rank (each GPU of an attention-TP rank holds the whole latent).
+  void start_rank_flows(const Rank& r, double bytes, SimTime latency, double max_rate, bool h2d, bool d2h, bool dram,
+                        bool nic, int64_t cookie_value);
+
+  // serving_simulation.cpp
+  void build_topology();
+  // admission.cpp
+  void arrive(int64_t i);
+  int64_t issue(SimTime at);                     // closed loop: a client sends its next request
+  PoolNeed needs(int64_t i) const;
+  void try_admit();
+  void admitted(int64_t i, int32_t rank);
+  bool host_alloc(int64_t i, int64_t tokens, const char* where);  // false: aborted
+  void abort_request(int64_t i, int64_t pages, const char* where);
+  void complete(int64_t i);
+  void request_done(int64_t i);                  // finished or rejected: frees a closed-loop client
+  // prefill.cpp
+  void start_prefill(int32_t p);
+  void prefill_done(int32_t p);
+  void start_transfer(int64_t i);
+  void rdma_done(int64_t i);
+  void make_ready(int64_t i);
+  SimTime plan_prefill(Instance& inst);          // colocated: this step's chunks; returns the pass time
+  void prefill_chunks_done(Instance& inst);
+  void staging_done(int64_t i);
+  // decode_step.cpp
+  void start_step(int32_t ii);
+  void start_decode(int32_t ii);
+  void plan_rank(Rank& g);
+  void begin_io(Rank& g, int32_t gi);
+  void maybe_done(int32_t gi);
+  void rank_finished(int32_t gi);
+  void step_end(int32_t ii);
+  void trace_rank(const Rank& g, const Instance& inst, SimTime now);
+  // conservation.cpp
+  ServingResult finish();
+
+  const Scenario& sc_;
+  const Workload& w_;
+  const ServingOptions& opt_;
+  ChromeTrace* trace_;
+  bool hisparse_;
+  ServingRanks layout_;
+  DecodeCostModel cost_;          // one GPU of a rank (rank scenario)
+  Scenario prefill_scenario_;     // colocated: the decode instance running a prefill pass
+  DecodeCostModel prefill_cost_;
+  PrefillMode prefill_mode_ = PrefillMode::kPd;
+  Simulator sim_;
+  NetworkResource net_;
+  uint32_t handler_ = 0;
+  const MissModel* miss_ = nullptr;
+  std::unique_ptr<MissModel> own_miss_;
+  int32_t K_ = 0, H_ = 0, page_ = 64, kv_layers_ = 0, gpr_ = 1;
+  double row_ = 0, idx_ = 0;
+  PoolSizes pool_sizes_;
+  std::vector<Rank> ranks_;
+  std::vector<Instance> instances_;
+  std::vector<PrefillInstance> prefill_;
+  std::deque<int64_t> waiting_;
+  std::deque<int64_t> retry_;        // aborted, waiting for a completion to free pages
+  bool admitting_ = false;
+  std::vector<RequestSpec> specs_;   // open loop: the workload; closed loop: grows as clients send
+  std::vector<RequestOutcome> outcomes_;
+  std::vector<Runtime> rt_;
+  int64_t to_send_ = 0;              // closed loop: requests still to send
+  int64_t in_flight_ = 0;            // sent, not finished or rejected
+  ServingResult result_;
+};
+
+}  // namespace hisparse::sim::serving

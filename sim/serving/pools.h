@@ -1,0 +1,64 @@
+// @brief RankPools: one dp rank's KV pools as the project's SGLang allocators (cpu_ref/memory) hold them, driving
+// admission: the logical pool (req_to_token indices), the device pool (HiSparse: hot rows; full KV: the one pool)
+// and the host pool's pages. Every allocation is whole pages (page rounding per request, as the real allocators),
+// owned by the request, freed by it; a failed allocation changes nothing (OutOfMemoryError is caught here).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu_ref/memory/paged_allocator.h"
+
+namespace hisparse::sim {
+
+/// Pool sizes of one rank, tokens (docs/capacity.md: device and logical pools, host pool; full KV: one pool).
+struct PoolSizes {
+  int64_t logical = 0, device = 0, host = 0;  // host 0 = no host pool (full KV)
+  int64_t page = 64;
+};
+
+/// Tokens of each pool one request holds.
+struct PoolNeed {
+  int64_t logical = 0, device = 0, host = 0;  // page multiples
+};
+
+class RankPools {
+ public:
+  explicit RankPools(const PoolSizes& sizes);
+
+  const PoolSizes& sizes() const { return sizes_; }
+  /// Whether `need` fits the free pages now (host only when `check_host`).
+  bool fits(const PoolNeed& need, bool check_host) const;
+  /// Takes the pages of `need` for request `owner`, all or nothing; false when one pool is short.
+  bool take(int64_t owner, const PoolNeed& need);
+  /// Grows the request's host pages to cover `tokens` (rounded up to pages, as SGLang's alloc_paged_token_slots);
+  /// returns the pages it could not get (0 = done, nothing taken otherwise).
+  int64_t grow_host(int64_t owner, int64_t tokens);
+  /// Shrinks the request's device pages to `tokens` (a page multiple): staging done, the buffer stays.
+  void shrink_device(int64_t owner, int64_t tokens);
+  /// Frees everything the request holds in every pool.
+  void release(int64_t owner);
+
+  int64_t held(int64_t owner, int pool) const;  // pool: 0 logical, 1 device, 2 host; tokens
+  int64_t free_tokens(int pool) const;
+  int64_t owners() const;
+
+ private:
+  struct Held {
+    int64_t owner = -1;
+    std::vector<int64_t> pages[3];
+  };
+  cpu_ref::PagedTokenToKVPoolAllocator* pool(int k) const { return pools_[k].get(); }
+  Held* find(int64_t owner);
+  const Held* find(int64_t owner) const;
+  bool alloc_pages(int k, int64_t owner, int64_t tokens, std::vector<int64_t>* pages);
+  void free_pages(int k, int64_t owner, std::vector<int64_t>& pages, size_t keep);
+
+  PoolSizes sizes_;
+  std::unique_ptr<cpu_ref::PagedTokenToKVPoolAllocator> pools_[3];
+  std::vector<Held> held_;   // few live requests per rank: a linear search is cheaper than a map
+};
+
+}  // namespace hisparse::sim

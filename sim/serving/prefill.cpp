@@ -1,0 +1,137 @@
+// @brief Prefill: on prefill instances with the KV sent by RDMA (PD), or chunked on the decode GPUs with the
+// interference on the decode step and SGLang's staging backup (colocated), then the request joins decode.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "sim/serving/engine.h"
+
+namespace hisparse::sim::serving {
+
+// ---- PD: prefill instances, RDMA into the decode rank ----
+
+void Engine::start_prefill(int32_t p) {
+  PrefillInstance& pi = prefill_[static_cast<size_t>(p)];
+  if (pi.queue.empty()) return;
+  const int64_t i = pi.queue.front();
+  pi.queue.pop_front();
+  pi.current = i;
+  outcomes_[static_cast<size_t>(i)].prefill_start = sim_.now();
+  sim_.schedule(sim_.now() + cost_.prefill_time(spec(i).input_tokens), handler_, kPrefillDone, p);
+}
+
+void Engine::prefill_done(int32_t p) {
+  PrefillInstance& pi = prefill_[static_cast<size_t>(p)];
+  const int64_t i = pi.current;
+  pi.current = -1;
+  auto& o = outcomes_[static_cast<size_t>(i)];
+  o.first_token = sim_.now();
+  if (trace_) trace_->span(fmt::format("prefill r{} ({} tok)", i, o.input_tokens), "prefill", 100 + p, 0, o.prefill_start, sim_.now());
+  start_prefill(p);
+  if (spec(i).output_tokens <= 1) { complete(i); try_admit(); return; }
+  start_transfer(i);
+}
+
+void Engine::start_transfer(int64_t i) {
+  const auto& r = spec(i);
+  const Rank& g = rank_of(i);
+  // Every GPU of the rank receives the whole KV (attention TP replicates the latent).
+  const double bytes = static_cast<double>(r.input_tokens) * kv_layers_ * (row_ + idx_);
+  // One message per page per layer (how SGLang's transfer engines slice KV); their overhead is serial.
+  const int64_t messages = (static_cast<int64_t>(r.input_tokens) + page_ - 1) / page_ * kv_layers_;
+  rt_[static_cast<size_t>(i)].pending = gpr_;
+  // HiSparse lands in the host pool (host DRAM); full KV lands in HBM (GPUDirect RDMA).
+  start_rank_flows(g, bytes, messages * sc_.hardware.nic.per_message_ns, 0, false, false, hisparse_, true, cookie(kRdma, i));
+}
+
+void Engine::rdma_done(int64_t i) {
+  const auto& r = spec(i);
+  Runtime& rt = rt_[static_cast<size_t>(i)];
+  rt.n = r.input_tokens + 1;  // the first decode step consumes prefill's token
+  if (!hisparse_) { make_ready(i); return; }
+  rt.empty_start = rt.n > H_;  // the KV is in the host pool, the device buffer starts empty
+  // The indexer keys of every token live on the GPU; a short request (n <= H) also preloads its latent rows.
+  double bytes = static_cast<double>(r.input_tokens) * kv_layers_ * idx_;
+  if (rt.n <= H_) bytes += static_cast<double>(r.input_tokens) * kv_layers_ * row_;
+  rt.pending = gpr_;
+  start_rank_flows(rank_of(i), bytes, sc_.hardware.pcie.latency_ns, 0, true, false, true, false, cookie(kAdmitH2d, i));
+}
+
+void Engine::make_ready(int64_t i) {
+  auto& o = outcomes_[static_cast<size_t>(i)];
+  o.ready = sim_.now();
+  Rank& g = rank_of(i);
+  g.joining.push_back(i);
+  Runtime& rt = rt_[static_cast<size_t>(i)];
+  if (rt.n == 0) rt.n = spec(i).input_tokens + 1;
+  Instance& inst = instances_[static_cast<size_t>(g.instance)];
+  if (!inst.stepping) start_step(g.instance);
+}
+
+// ---- colocated: chunked prefill on the decode ranks ----
+
+SimTime Engine::plan_prefill(Instance& inst) {
+  // SGLang runs a prefill batch as its own forward pass before the decode batch; under DP attention every rank takes
+  // part in it (the MoE layers are shared), so the pass lasts as long as the slowest rank's chunk. One request's chunk
+  // per rank and pass, at most prefill_chunk_tokens (the cost file's chunked_prefill_size).
+  SimTime pass = 0;
+  inst.prefill_tokens = 0;
+  const int64_t chunk = std::max(1, opt_.cost.prefill_chunk_tokens);
+  for (int32_t k = 0; k < inst.ranks; ++k) {
+    Rank& g = ranks_[static_cast<size_t>(inst.first_rank + k)];
+    g.chunks.clear();
+    if (g.prefill_queue.empty()) continue;
+    const int64_t i = g.prefill_queue.front();
+    const Runtime& rt = rt_[static_cast<size_t>(i)];
+    const int64_t take = std::min<int64_t>(spec(i).input_tokens - rt.prefilled, chunk);
+    g.chunks.emplace_back(i, take);
+    auto& o = outcomes_[static_cast<size_t>(i)];
+    if (o.prefill_start < 0) o.prefill_start = sim_.now();
+    // The chunk's share of the prompt's prefill: the attention over the prefix already in the cache is part of it.
+    pass = std::max(pass, prefill_cost_.prefill_time(rt.prefilled + take) - prefill_cost_.prefill_time(rt.prefilled));
+    inst.prefill_tokens += take;
+  }
+  return pass;
+}
+
+void Engine::prefill_chunks_done(Instance& inst) {
+  for (int32_t k = 0; k < inst.ranks; ++k) {
+    Rank& g = ranks_[static_cast<size_t>(inst.first_rank + k)];
+    const auto chunks = g.chunks;
+    g.chunks.clear();
+    for (const auto& [i, take] : chunks) {
+      Runtime& rt = rt_[static_cast<size_t>(i)];
+      rt.prefilled += take;
+      result_.prefill_tokens += take;
+      const auto& r = spec(i);
+      if (rt.prefilled < r.input_tokens) continue;
+      g.prefill_queue.pop_front();
+      auto& o = outcomes_[static_cast<size_t>(i)];
+      o.first_token = sim_.now();
+      if (trace_) trace_->span(fmt::format("prefill r{} ({} tok)", i, r.input_tokens), "prefill", 1 + g.instance, g.local * 10 + 3,
+                               o.prefill_start, sim_.now());
+      if (r.output_tokens <= 1) { complete(i); continue; }
+      if (!hisparse_) { rt.n = r.input_tokens + 1; make_ready(i); continue; }
+      // Staging (admit_request_into_staging): host pages for every prompt token, then the prompt's latent is backed
+      // up device → host before the request enters HiSparse decode.
+      if (!host_alloc(i, r.input_tokens, "admit_request_into_staging")) continue;
+      rt.pending = gpr_;
+      const double bytes = static_cast<double>(r.input_tokens) * kv_layers_ * row_;
+      start_rank_flows(g, bytes, sc_.hardware.pcie.latency_ns, 0, false, true, true, false, cookie(kStaging, i));
+    }
+  }
+}
+
+void Engine::staging_done(int64_t i) {
+  const auto& r = spec(i);
+  const int64_t total = static_cast<int64_t>(r.input_tokens) + r.output_tokens;
+  // The prompt's device rows beyond the buffer go back to the device pool.
+  rank_of(i).pools->shrink_device(i, total <= H_ ? paged(total) : H_ + page_);
+  Runtime& rt = rt_[static_cast<size_t>(i)];
+  rt.n = r.input_tokens + 1;
+  rt.empty_start = false;  // the buffer keeps the prompt's rows it had on the device
+  make_ready(i);
+}
+
+}  // namespace hisparse::sim::serving

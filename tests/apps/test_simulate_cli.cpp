@@ -1,0 +1,53 @@
+// @brief `hisparse simulate` end to end: a closed-loop concurrency sweep writes its table, JSON, CSV and plot; the
+// HiSparse flags replace the deployment's values; bad flags are named.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tests/apps/cli_test_util.h"
+
+namespace fs = std::filesystem;
+using hisparse::test::cli;
+using hisparse::test::slurp;
+using hisparse::test::Run;
+using hisparse::test::run;
+
+TEST_CASE("simulate --concurrency sweeps closed-loop levels in both modes and writes the sweep files and plot") {
+  const fs::path dir = hisparse::test::scratch_dir("simulate_sweep");
+  const std::string out = (dir / "out").string();
+  const Run r = run("simulate --scenario dsv32-8xh200-1tb --workload synthetic_poisson --concurrency 1,4 --num-requests 8 "
+                    "--device-buffer-size 6144 --host-to-device-ratio 4 --tpot-slo-ms 80 --out " + out, dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("concurrency sweep (modelled)") != std::string::npos);
+  CHECK(r.out.find("crossover:") != std::string::npos);
+  CHECK(r.out.find("TTFT is not modelled") != std::string::npos);  // PD without a prefill section
+  CHECK(r.out.find("ranks: 8 per decode instance") != std::string::npos);
+  const std::string json = slurp(fs::path(out) / "sweep.json");
+  CHECK(json.find("\"concurrency\": 4, \"mode\": \"hisparse\"") != std::string::npos);
+  CHECK(json.find("\"figures_kind\": \"modelled\"") != std::string::npos);
+  CHECK(fs::file_size(fs::path(out) / "sweep.png") > 1000);
+  CHECK_FALSE(fs::exists(fs::path(out) / "sweep.json.tmp"));
+  // The flags reach the run: the single-level run's summary carries the overridden SLO and the host pool of ratio 4.
+  const std::string one = (dir / "one").string();
+  const Run s = run("simulate --scenario dsv32-8xh200-1tb --workload synthetic_poisson --mode hisparse --concurrency 2 "
+                    "--num-requests 4 --tpot-slo-ms 80 --host-pool-tokens 640000 --timeline-length 0 --out " + one, dir);
+  REQUIRE(s.status == 0);
+  const std::string summary = slurp(fs::path(one) / "summary_hisparse_none.json");
+  CHECK(summary.find("\"tpot_slo_ms\": 80") != std::string::npos);
+  CHECK(summary.find("\"host\": 640000") != std::string::npos);
+  CHECK(summary.find("\"clients\": 2") != std::string::npos);
+  // Bad values are named.
+  const Run b1 = run("simulate --scenario dsv32-8xh200-1tb --workload synthetic_poisson --concurrency 4,2", dir);
+  CHECK(b1.status != 0);
+  CHECK(b1.err.find("--concurrency '4,2'") != std::string::npos);
+  const Run b2 = run("simulate --scenario dsv32-8xh200-1tb --workload synthetic_poisson --device-buffer-size 1000", dir);
+  CHECK(b2.status != 0);
+  CHECK(b2.err.find("device_buffer_size") != std::string::npos);
+  const Run b3 = run("simulate --scenario dsv32-8xh200-1tb --workload synthetic_poisson --admission maybe", dir);
+  CHECK(b3.status != 0);
+  CHECK(b3.err.find("--admission") != std::string::npos);
+  fs::remove_all(dir);
+}
