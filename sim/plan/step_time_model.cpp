@@ -5,6 +5,8 @@
 #include <cmath>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "sim/zero_copy_sm_share.h"
 
@@ -21,6 +23,44 @@ RankLayout rank_layout(const Scenario& s) {
   return r;
 }
 
+CollectiveLink collective_link(const Scenario& s) {
+  const HardwareSpec& hw = s.hardware;
+  const RankLayout layout = rank_layout(s);
+  CollectiveLink c;
+  const int per_node = std::max(1, hw.gpus_per_node);
+  c.nodes = (layout.gpus + per_node - 1) / per_node;
+  if (c.nodes > 1) {
+    // Instance over several nodes: the collectives leave the node; each GPU's share of the node's NICs bounds them.
+    if (hw.nic.count <= 0 || !(hw.nic.bits_per_s > 0))
+      throw_error("{}: decode instance of {} GPUs spans {} nodes of {} (hardware gpus_per_node) but hardware nic.count "
+                  "and nic.bits_per_s are not set: the inter-node all-to-all needs them",
+                  s.source, layout.gpus, c.nodes, per_node);
+    const double nic = hw.nic.bits_per_s / 8 * hw.nic.count / per_node;
+    c.bytes_per_s = hw.nvlink_bytes_per_s > 0 ? std::min(hw.nvlink_bytes_per_s, nic) : nic;
+    c.label = fmt::format("inter-node nic ({} nodes, {:.1f} GB/s per GPU)", c.nodes, c.bytes_per_s / 1e9);
+  } else if (hw.nvlink_bytes_per_s > 0) {
+    c.bytes_per_s = hw.nvlink_bytes_per_s;
+    c.label = fmt::format("nvlink ({:.1f} GB/s per GPU)", c.bytes_per_s / 1e9);
+  } else {
+    // No NVLink: peer-to-peer over PCIe, bounded by the GPU's own link (the switch's other ports are not modelled).
+    if (!(hw.pcie.h2d_bulk_bytes_per_s > 0))
+      throw_error("{}: hardware has no nvlink_bytes_per_s and no pcie.h2d_bulk_bytes_per_s: no link for the all-to-all",
+                  s.source);
+    c.bytes_per_s = hw.pcie.h2d_bulk_bytes_per_s;
+    c.label = fmt::format("pcie peer, no nvlink ({:.1f} GB/s per GPU)", c.bytes_per_s / 1e9);
+  }
+  return c;
+}
+
+SimTime attention_allreduce_ns(int gpus_per_rank, double collective_bytes_per_s, const ModelSpec& model,
+                               const CostParams& p, int64_t batch) {
+  if (gpus_per_rank <= 1 || batch <= 0) return 0;
+  const double bytes = static_cast<double>(batch) * model.hidden_size * 2.0;
+  const double moved = 2.0 * (gpus_per_rank - 1) / gpus_per_rank * bytes;
+  const SimTime per_layer = p.all_to_all_latency_ns + seconds_to_ns_ceil(moved / (collective_bytes_per_s * p.efficiency.nvlink));
+  return per_layer * model.layers;
+}
+
 namespace {
 
 Scenario make_rank_scenario(const Scenario& s) {
@@ -29,6 +69,8 @@ Scenario make_rank_scenario(const Scenario& s) {
   // only the FLOP side of attention (and its sharded projections) shrinks.
   const RankLayout r = rank_layout(s);
   out.model.attention_heads = std::max(1, s.model.attention_heads / r.attention_tp);
+  // The all-to-all runs on the instance's collective link (DecodeCostModel prices it at nvlink_bytes_per_s).
+  out.hardware.nvlink_bytes_per_s = collective_link(s).bytes_per_s;
   return out;
 }
 
@@ -43,6 +85,7 @@ StepTimeModel::StepTimeModel(const Scenario& scenario, const CostParams& params,
       cost_(rank_scenario_, params_, hisparse),
       layout_(rank_layout(scenario)) {
   const HardwareSpec& hw = scenario.hardware;
+  collective_bytes_per_s_ = rank_scenario_.hardware.nvlink_bytes_per_s;
   row_bytes_ = cost_.kv_row_bytes();
   top_k_ = hisparse ? scenario.deployment.hisparse.top_k : scenario.model.top_k;
   H_ = scenario.deployment.hisparse.device_buffer_size;
@@ -117,7 +160,8 @@ StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix) const {
   const double per_gpu_tokens = T / layout_.gpus;
   SimTime gpu_done = 0, moe = 0;
   if (params_.overlap == OverlapMode::kNone) {
-    const GpuPhases ph = cost_.gpu_phases(b);
+    GpuPhases ph = cost_.gpu_phases(b);
+    ph.attention += allreduce(B);
     const SimTime a_end = ph.before_io();
     const SimTime io_start = std::max(a_end, e.backup_transfer_ns);
     e.cost.indexer = ph.indexer;
@@ -138,7 +182,9 @@ StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix) const {
     h1.sum_n = b.sum_n * f1; h2.sum_n = b.sum_n - h1.sum_n;
     h1.sum_attended = b.sum_attended * f1; h2.sum_attended = b.sum_attended - h1.sum_attended;
     h1.slow_path = (b.slow_path + 1) / 2; h2.slow_path = b.slow_path - h1.slow_path;
-    const GpuPhases p1 = cost_.gpu_phases(h1), p2 = cost_.gpu_phases(h2);
+    GpuPhases p1 = cost_.gpu_phases(h1), p2 = cost_.gpu_phases(h2);
+    p1.attention += allreduce(h1.requests);
+    p2.attention += allreduce(h2.requests);
     e.cost.indexer = p1.indexer + p2.indexer;
     e.cost.topk = p1.topk + p2.topk;
     e.cost.swap_in = p1.swap_in + p2.swap_in;

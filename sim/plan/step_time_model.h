@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "core/deployment_spec.h"
 #include "sim/cost_params.h"
@@ -46,6 +47,22 @@ struct RankLayout {
   int gpus_per_numa = 1;     // GPUs sharing one NUMA node's host-memory bandwidth
 };
 RankLayout rank_layout(const Scenario& scenario);
+
+/// The link an instance's collectives (expert all-to-all, attention all-reduce) run on, per GPU and direction:
+/// NVLink inside a node, the node's NICs shared by its GPUs when the instance spans nodes, PCIe peer-to-peer
+/// without NVLink. Throws naming the file when the hardware gives no such link.
+struct CollectiveLink {
+  double bytes_per_s = 0;
+  int nodes = 1;          // nodes one instance spans
+  std::string label;      // "nvlink (450.0 GB/s per GPU)", ...
+};
+CollectiveLink collective_link(const Scenario& scenario);
+
+/// Attention all-reduce of one step under attention TP over `gpus_per_rank` GPUs (0 when 1): per layer, a ring
+/// all-reduce of the o_proj output (batch × hidden × 2 B, bf16): 2 (p − 1) / p of it over the collective link at the
+/// NVLink efficiency, plus one collective latency (the cost file's all_to_all_latency).
+SimTime attention_allreduce_ns(int gpus_per_rank, double collective_bytes_per_s, const ModelSpec& model,
+                               const CostParams& params, int64_t batch);
 
 class StepTimeModel {
  public:
@@ -93,6 +110,11 @@ class StepTimeModel {
   DecodeCostModel cost_;
   RankLayout layout_;
   double row_bytes_ = 0, h2d_rate_ = 0, h2d_link_ = 0, d2h_rate_ = 0;
+  double collective_bytes_per_s_ = 0;  // collective_link(scenario)
+  /// The attention all-reduce of `batch` requests under attention TP (0 under attention DP).
+  SimTime allreduce(int64_t batch) const {
+    return attention_allreduce_ns(layout_.attention_tp, collective_bytes_per_s_, rank_scenario_.model, params_, batch);
+  }
   int64_t top_k_ = 0, H_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/scenario_loader.h"
 #include "sim/calibration.h"
+#include "sim/decode_cost_model.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/serving_simulation.h"
 
@@ -180,4 +181,32 @@ TEST_CASE("plan: HiSparse SLO row, gain and sweeps are consistent") {
   // An H below top_k is rejected as SGLang rejects it.
   o.sweep_buffer_sizes = {1024};
   CHECK_THROWS_AS(compute_capacity_plan(s, o, default_miss_curves(s)), hisparse::Error);
+}
+
+TEST_CASE("step model under attention TP: each layer pays the o_proj all-reduce over the collective link") {
+  // GLM-5.1 on 8 x H200 with attention TP 8: one rank of 8 GPUs, each computing 1/8 of the heads.
+  const Scenario s = load_scenario("glm51-8xh200-tp8-r11");
+  const StepTimeModel tp(s, CostParams{}, false, nullptr);
+  REQUIRE(tp.layout().ranks == 1);
+  REQUIRE(tp.layout().attention_tp == 8);
+  const CollectiveLink link = collective_link(s);
+  CHECK(link.label.rfind("nvlink", 0) == 0);
+  const DecodeCostModel cost(tp.rank_scenario(), CostParams{}, false);
+  for (int64_t B : {1, 4, 32}) {
+    CAPTURE(B);
+    GpuBatch b;
+    b.requests = B;
+    b.sum_n = static_cast<double>(B) * 8192;
+    b.sum_attended = static_cast<double>(B) * std::min<int64_t>(8192, s.model.top_k);
+    const StepEstimate e = tp.step(B, 8192);
+    // Hand-derived: per layer, latency + 2 (8 - 1) / 8 × B × hidden × 2 bytes over NVLink at its efficiency.
+    const CostParams p;
+    const double moved = 2.0 * 7 / 8 * static_cast<double>(B) * s.model.hidden_size * 2;
+    const SimTime per_layer = p.all_to_all_latency_ns + seconds_to_ns_ceil(moved / (link.bytes_per_s * p.efficiency.nvlink));
+    CHECK(e.cost.attention == cost.gpu_phases(b).attention + per_layer * s.model.layers);
+  }
+  // Attention DP (the DeepSeek node): no all-reduce.
+  const Scenario dp = load_scenario("dsv32-8xh200-1tb");
+  CHECK(attention_allreduce_ns(StepTimeModel(dp, CostParams{}, false, nullptr).layout().attention_tp, 450e9, dp.model,
+                               CostParams{}, 16) == 0);
 }
