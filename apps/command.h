@@ -31,5 +31,6 @@ int run_replay(int argc, char** argv);
 int run_plan(int argc, char** argv);
 int run_fit_miss_model(int argc, char** argv);
 int run_advise(int argc, char** argv);
+int run_select(int argc, char** argv);
 
 }  // namespace hisparse::apps

@@ -23,6 +23,9 @@ const std::vector<Command>& commands() {
        run_advise},
       {"fit-miss-model", "fit a miss surface (miss fraction by H/K, n/H, warm-up) to top-k traces, with provenance",
        run_fit_miss_model},
+      {"select", "selection study: oracle, indexer, Quest, ClusterKV, sink+recent top-k from keys/queries; recall, "
+                 "overlap, swap-in bytes",
+       run_select},
       {"simulate", "discrete-event serving simulation (full-KV vs HiSparse): TTFT, TPOT, breakdown, timeline", run_simulate},
       {"bench", "GPU kernel benchmarks (swap-in, gather, backup) against bulk-copy ceilings", run_bench},
   };

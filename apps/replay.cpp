@@ -24,6 +24,7 @@
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
 #include "sim/output_file.h"
+#include "sim/replay/replay_cuda.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
 #include "traces/trace_source.h"
@@ -58,8 +59,7 @@ std::vector<int32_t> rescaled_sizes(const std::vector<int32_t>& sizes, int32_t t
 /// The replay's recommendation: the advice for the trace's own context mix (or --seq-lens) on the deployment,
 /// with the replayed trace as the miss model over the replayed buffer sizes.
 std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, const sim::ReplayResult& result,
-                        const std::vector<int32_t>& sizes, const std::string& trace_path,
-                        const traces::TraceOpenOptions& open_opts) {
+                        const std::vector<int32_t>& sizes, const std::string& trace_path) {
   if (args.scenario.empty())
     return "{\"device_buffer_size\": null, \"reason\": \"no deployment given: a device_buffer_size recommendation "
            "weighs HBM, PCIe shared by the batch and the TPOT SLO of a deployment; pass --scenario S, or run hisparse "
@@ -74,11 +74,11 @@ std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, con
   if (!a.seq_lens.empty() || !a.workload.empty()) {
     mixes = advise_mixes(a, setup.scenario, "replay");
   } else {
-    // Every step record is one decode step of one request: the trace's own decode-time-weighted mix.
+    // Every step record is one decode step of one request: the trace's own decode-time-weighted mix (the replay kept
+    // each step's seq_len, so the trace is not read a second time).
     std::vector<std::pair<double, double>> samples;
-    auto src = traces::open_trace(trace_path, open_opts);
-    traces::StepRecord rec;
-    while (src->next(rec)) samples.emplace_back(static_cast<double>(rec.seq_len), 1.0);
+    samples.reserve(result.step_seq_lens.size());
+    for (int32_t n : result.step_seq_lens) samples.emplace_back(static_cast<double>(n), 1.0);
     mixes.push_back(sim::context_mix_from_samples(std::move(samples), a.mix_classes,
                                                   fmt::format("the trace's {} decode steps", result.decode_steps)));
   }
@@ -101,10 +101,12 @@ std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, con
 }  // namespace
 
 int run_replay(int argc, char** argv) {
-  std::string trace_path, sizes_text, policies_text, initial_text, csv_path, out_dir;
+  const auto t_command = std::chrono::steady_clock::now();
+  std::string trace_path, sizes_text, policies_text, initial_text, csv_path, out_dir, backend = "cpu";
   int32_t top_k = 0;
   int64_t row_bytes = 1152;
   int threads = 0;
+  int64_t lookahead_mb = 1024;
   AdviseArgs advise_args;
   po::options_description desc(
       "hisparse replay --trace T [options]\n\n"
@@ -127,6 +129,12 @@ int run_replay(int argc, char** argv) {
       "out", po::value(&out_dir), "write replay.json, replay.csv and PNG plots into this directory")(
       "no-plots", "with --out: skip the PNG plots (stale ones are removed)")(
       "threads", po::value(&threads), "worker threads (default: hardware threads); output is identical for any")(
+      "lookahead-mb", po::value(&lookahead_mb)->default_value(1024),
+      "offline policies (belady): MiB of step records and next-use indexes held per look-ahead window; a request "
+      "longer than the window is replayed with a sliding look-ahead of at least half of it (said in the output)")(
+      "backend", po::value(&backend)->default_value("cpu"),
+      "cpu | cuda: cuda runs sglang-lru through the swap-in kernels (plan only, every request x layer a batch row), "
+      "same results")(
       "quiet", "no progress on stderr");
   po::options_description advice_desc("advice (with --scenario)");
   add_advise_options(advice_desc, advise_args, /*with_trace=*/false);
@@ -166,8 +174,13 @@ int run_replay(int argc, char** argv) {
                   trace_path, K, s.deployment.name, s.deployment.hisparse.top_k, s.deployment.hisparse.top_k);
   }
 
+  if (backend != "cpu" && backend != "cuda")
+    throw_error("replay: --backend '{}' unknown (expected cpu or cuda)", backend);
+  if (lookahead_mb < 1 || lookahead_mb > (int64_t{1} << 30))
+    throw_error("replay: --lookahead-mb {} must be in 1..2^30", lookahead_mb);
   auto source = traces::open_trace(trace_path, open_opts);
   sim::ReplayOptions opt;
+  opt.lookahead_bytes = static_cast<size_t>(lookahead_mb) << 20;
   opt.policies = split_list(policies_text);
   opt.buffer_sizes = parse_sizes(sizes_text);
   opt.row_bytes = row_bytes;
@@ -197,15 +210,18 @@ int run_replay(int argc, char** argv) {
       config_names.push_back(s);
     }
   }
-  const sim::ReplayResult result = sim::run_replay(*source, opt, [&](const sim::ReplayRequestRows& rows) {
-    csv->write(rows, config_names, row_bytes);
-  });
+  auto sink = [&](const sim::ReplayRequestRows& rows) { csv->write(rows, config_names, row_bytes); };
+  sim::ReplayCudaOptions cuda_opt;
+  cuda_opt.open_trace = [&] { return traces::open_trace(trace_path, open_opts); };
+  const sim::ReplayResult result = backend == "cuda" ? sim::run_replay_cuda(*source, opt, sink, cuda_opt)
+                                                     : sim::run_replay(*source, opt, sink);
   if (csv) csv->finish();
 
   fmt::print("{}", sim::format_replay_table(result, row_bytes));
+  if (result.lookahead_steps > 0) fmt::print("{}", sim::format_lookahead(result));
   const std::string recommendation =
       advice_json(advise_args, vm, result, rescaled_sizes(opt.buffer_sizes, result.meta.top_k, advise_args.scenario),
-                  trace_path, open_opts);
+                  trace_path);
   if (advise_args.scenario.empty())
     fmt::print("\nno recommendation: choosing device_buffer_size needs a deployment (HBM per request, PCIe shared by "
                "the batch, the TPOT SLO); pass --scenario S, or run `hisparse advise --scenario S --trace {}`\n",
@@ -222,6 +238,12 @@ int run_replay(int argc, char** argv) {
                vm.count("no-plots") ? "" : ", replay_hit_rate.png, replay_misses.png");
   }
   if (!csv_path.empty()) fmt::print("wrote {}\n", csv_path);
+  // The whole command, as a user times it (from here: options, trace opening, replay, table, files, plots).
+  fmt::print("{}", sim::format_replay_speed(result, std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                                                    t_command).count()));
+  if (backend == "cuda")
+    fmt::print("cuda: swap-in kernels ran {:.4f} s: {:.1f} M entries/s on the GPU\n", sim::last_replay_cuda_kernel_seconds(),
+               static_cast<double>(result.entries) / std::max(sim::last_replay_cuda_kernel_seconds(), 1e-9) / 1e6);
   return 0;
 }
 

@@ -96,7 +96,7 @@ int64_t NpyHeader::elements() const {
   return n;
 }
 
-NpyHeader read_npy_header(std::istream& in, const std::string& path, uint64_t file_size) {
+NpyDict read_npy_dict(std::istream& in, const std::string& path, uint64_t file_size) {
   unsigned char pre[12];
   if (file_size < 10 || !in.read(reinterpret_cast<char*>(pre), 10)) {
     throw_error("{}: truncated .npy file ({} bytes, the preamble alone is 10)", path, file_size);
@@ -120,17 +120,16 @@ NpyHeader read_npy_header(std::istream& in, const std::string& path, uint64_t fi
   std::string text(hlen, '\0');
   if (!in.read(text.data(), static_cast<std::streamsize>(hlen))) throw_error("{}: truncated .npy header", path);
 
-  NpyHeader h;
+  NpyDict h;
   h.data_offset = prefix + hlen;
   DictParser p(text, path);
   p.expect('{');
-  std::string descr;
   bool have_descr = false, have_order = false, have_shape = false, fortran = false;
   while (!p.eat('}')) {
     const std::string key = p.string_literal();
     p.expect(':');
     if (key == "descr") {
-      descr = p.string_literal();
+      h.descr = p.string_literal();
       have_descr = true;
     } else if (key == "fortran_order") {
       fortran = p.boolean();
@@ -148,6 +147,15 @@ NpyHeader read_npy_header(std::istream& in, const std::string& path, uint64_t fi
   }
   if (!have_descr || !have_order || !have_shape) p.fail("missing descr, fortran_order or shape");
   if (fortran) throw_error("{}: Fortran-order arrays are not supported (save with C order)", path);
+  return h;
+}
+
+NpyHeader read_npy_header(std::istream& in, const std::string& path, uint64_t file_size) {
+  const NpyDict dict = read_npy_dict(in, path, file_size);
+  const std::string& descr = dict.descr;
+  NpyHeader h;
+  h.shape = dict.shape;
+  h.data_offset = dict.data_offset;
   if (descr == "<i4") {
     h.itemsize = 4;
   } else if (descr == "<i8") {

@@ -96,6 +96,16 @@ class MemoryFiles final : public NpyFiles {
   std::map<std::string, std::string_view> files_;
 };
 
+constexpr bool kLittleEndian = [] {
+  // C++17 has no std::endian: every platform this builds on (x86-64, aarch64) is little-endian; the GCC/Clang macro
+  // says so at compile time.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return true;
+#else
+  return false;
+#endif
+}();
+
 int64_t read_element(const unsigned char* p, int32_t itemsize) {
   uint64_t v = 0;
   for (int32_t i = 0; i < itemsize; ++i) v |= uint64_t{p[i]} << (8 * i);
@@ -247,6 +257,7 @@ class NpyTraceSource final : public TraceSource {
     }
     steps_ = topk_header_.shape[0];
     step_ = 0;
+    next_offset_ = topk_header_.data_offset;  // read_npy_header left the stream at the first element
     opened_ = true;
   }
 
@@ -254,22 +265,34 @@ class NpyTraceSource final : public TraceSource {
     const RequestFiles& r = requests_[cur_];
     const size_t n = static_cast<size_t>(meta_.layers) * width_;
     const size_t bytes = n * topk_header_.itemsize;
-    buf_.resize(bytes);
-    topk_->seekg(static_cast<std::streamoff>(topk_header_.data_offset + static_cast<uint64_t>(step_) * bytes));
-    if (!topk_->read(reinterpret_cast<char*>(buf_.data()), static_cast<std::streamsize>(bytes))) {
-      throw_error("{}: truncated data (file changed while reading?)", where(topk_path_, r.id, step_));
-    }
     out.request_id = r.id;
     out.step = step_;
     out.seq_len = seq_lens_[static_cast<size_t>(step_)];
     out.positions.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t v = read_element(buf_.data() + i * topk_header_.itemsize, topk_header_.itemsize);
-      if (v < -1 || v > std::numeric_limits<int32_t>::max()) {
-        throw_error("{}: position {} at index {} out of range (expected -1 or 0..seq_len-1)",
-                    where(topk_path_, r.id, step_, static_cast<int32_t>(i / width_)), v, i % width_);
+    // Steps are read in order: seek only when the stream is not already there (after a seek_request or an error).
+    const uint64_t at = topk_header_.data_offset + static_cast<uint64_t>(step_) * bytes;
+    if (next_offset_ != at) topk_->seekg(static_cast<std::streamoff>(at));
+    next_offset_ = at + bytes;
+    if (topk_header_.itemsize == 4 && kLittleEndian) {
+      // int32 little-endian on a little-endian host: the file's bytes are the record's (every int32 is in range).
+      if (!topk_->read(reinterpret_cast<char*>(out.positions.data()), static_cast<std::streamsize>(bytes))) {
+        next_offset_ = ~uint64_t{0};
+        throw_error("{}: truncated data (file changed while reading?)", where(topk_path_, r.id, step_));
       }
-      out.positions[i] = static_cast<int32_t>(v);
+    } else {
+      buf_.resize(bytes);
+      if (!topk_->read(reinterpret_cast<char*>(buf_.data()), static_cast<std::streamsize>(bytes))) {
+        next_offset_ = ~uint64_t{0};
+        throw_error("{}: truncated data (file changed while reading?)", where(topk_path_, r.id, step_));
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t v = read_element(buf_.data() + i * topk_header_.itemsize, topk_header_.itemsize);
+        if (v < -1 || v > std::numeric_limits<int32_t>::max()) {
+          throw_error("{}: position {} at index {} out of range (expected -1 or 0..seq_len-1)",
+                      where(topk_path_, r.id, step_, static_cast<int32_t>(i / width_)), v, i % width_);
+        }
+        out.positions[i] = static_cast<int32_t>(v);
+      }
     }
     refit_width(out.positions, meta_.layers, width_, meta_.top_k, topk_path_, r.id, step_);
     validate_step_with_source(out, topk_path_);
@@ -295,6 +318,7 @@ class NpyTraceSource final : public TraceSource {
   NpyHeader topk_header_;
   std::vector<int32_t> seq_lens_;  // [steps] of the current request
   int64_t steps_ = 0, step_ = 0;
+  uint64_t next_offset_ = ~uint64_t{0};  // where the top-k stream stands (~0: unknown, seek)
   std::vector<unsigned char> buf_;
   std::vector<int32_t> scratch_;
 };

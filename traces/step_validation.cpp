@@ -17,6 +17,27 @@ std::string where(const std::string& source, int64_t request, int64_t step, int3
 
 void validate_layer(const int32_t* list, int32_t width, int32_t top_k, int32_t seq_len, const std::string& source,
                     int64_t request, int64_t step, int32_t layer, std::vector<int32_t>& scratch) {
+  if (width <= top_k && width > 0 && list[0] >= 0 && list[width - 1] < seq_len) {
+    // Commonest of all: no padding, ascending. Strictly ascending from list[0] >= 0 to list[width-1] < seq_len puts
+    // every entry in range; the pairwise test has no loop-carried dependency, so it vectorises.
+    bool ascending = true;
+    for (int32_t i = 1; i < width; ++i) ascending &= list[i] > list[i - 1];
+    if (ascending) return;
+  }
+  {
+    // One branch-free pass for the common case (valid entries ascending, in range, at most top_k): nothing to copy or
+    // sort. Anything else (an error, or an unsorted list) takes the full check below, which names the entry.
+    int32_t prev = -1, valid = 0;
+    bool ok = true;
+    for (int32_t i = 0; i < width; ++i) {
+      const int32_t p = list[i];
+      const bool pad = p == -1;
+      ok &= pad | ((p > prev) & (p < seq_len));  // p > prev >= -1: also p >= 0
+      prev = pad ? prev : p;
+      valid += !pad;
+    }
+    if (ok && valid <= top_k) return;
+  }
   scratch.clear();
   bool sorted = true;
   for (int32_t i = 0; i < width; ++i) {
@@ -37,7 +58,23 @@ void validate_layer(const int32_t* list, int32_t width, int32_t top_k, int32_t s
     throw_error("{}: {} valid positions, more than top_k = {}", where(source, request, step, layer),
                 scratch.size(), top_k);
   }
-  // Recorded lists are often in score order; only then is a sort needed to find duplicates.
+  // Recorded lists are often in score order. While the positions are few enough, a bitmap over [0, seq_len) (kept per
+  // thread, cleared after use: at most 512 KiB) finds a duplicate in O(width) instead of sorting; only a list that
+  // has one is sorted, so the message names the same (smallest) duplicated position as before.
+  if (!sorted && seq_len <= (1 << 22)) {
+    thread_local std::vector<uint64_t> bits;
+    const size_t words = (static_cast<size_t>(seq_len) + 63) / 64;
+    if (bits.size() < words) bits.assign(words, 0);
+    bool dup_found = false;
+    for (int32_t p : scratch) {
+      uint64_t& w = bits[static_cast<size_t>(p) >> 6];
+      const uint64_t m = uint64_t{1} << (p & 63);
+      dup_found |= (w & m) != 0;
+      w |= m;
+    }
+    for (int32_t p : scratch) bits[static_cast<size_t>(p) >> 6] = 0;
+    if (!dup_found) return;
+  }
   if (!sorted) std::sort(scratch.begin(), scratch.end());
   const auto dup = std::adjacent_find(scratch.begin(), scratch.end());
   if (dup != scratch.end()) {

@@ -1,10 +1,13 @@
-// @brief Replay engine: batches of step records, one task per layer running every configuration, fixed-slot
-// results, integer accumulators (see replay_engine.h).
+// @brief Replay engine: a window of step records read once, one task per layer running every configuration on every
+// step of the window (positions marked once for all sglang-lru sizes), a persistent thread pool, fixed-slot results
+// reduced in order (see replay_engine.h).
 #include "sim/replay/replay_engine.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <cmath>
 #include <exception>
 #include <map>
@@ -14,6 +17,7 @@
 
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
+#include "sim/replay/lru_counter.h"
 #include "traces/trace_limits.h"
 
 namespace hisparse::sim {
@@ -46,22 +50,16 @@ int64_t histogram_quantile(const std::vector<int64_t>& hist, double q) {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
 struct Config {
   std::string policy;
   int32_t H = 0;
   bool offline = false;
-};
-
-/// Per-thread accumulators of one configuration (merged after the run; integer sums, so order is irrelevant).
-struct Accum {
-  int64_t selected = 0, hits = 0, newest_hits = 0, misses = 0, step_layers = 0, fast = 0;
-  std::vector<int64_t> miss_hist;
-};
-
-struct Worker {
-  cpu_ref::SwapInScratch scratch;
-  SwapInPlan plan;
-  std::vector<Accum> acc;  // [config]
+  int32_t lru_index = -1;      // >= 0: counting sglang-lru state index (replay_detail::LruTokens)
+  int32_t future_index = -1;   // >= 0: index of its buffer size among the offline sizes
 };
 
 std::vector<Config> make_configs(const ReplayOptions& o, int32_t top_k) {
@@ -88,221 +86,381 @@ std::vector<Config> make_configs(const ReplayOptions& o, int32_t top_k) {
   return out;
 }
 
+/// Per-thread working memory (allocated once, reused for every step).
+struct Worker {
+  cpu_ref::SwapInScratch scratch;
+  SwapInPlan plan;
+  replay_detail::StepMarks marks;
+  std::vector<int32_t> ref_slot_token, ref_lru;  // lru_reference_step
+  std::vector<const int32_t*> fut_sel;           // build_layer_future arguments
+  std::vector<int32_t> fut_counts, fut_ns;
+};
+
+/// A fixed set of threads that run one job at a time (the caller's thread is worker 0). Spawning per batch would
+/// cost more than a small batch's work.
+class Pool {
+ public:
+  explicit Pool(int threads) {
+    for (int t = 1; t < threads; ++t) threads_.emplace_back([this, t] { loop(t); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& th : threads_) th.join();
+  }
+  /// Runs job(worker) on every thread and returns when all are done.
+  void run(const std::function<void(int)>& job) {
+    if (threads_.empty()) {
+      job(0);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      job_ = &job;
+      pending_ = static_cast<int>(threads_.size());
+      ++generation_;
+    }
+    cv_.notify_all();
+    job(0);
+    std::unique_lock<std::mutex> lock(m_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop(int t) {
+    uint64_t seen = 0;
+    while (true) {
+      const std::function<void(int)>* job;
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        job = job_;
+      }
+      (*job)(t);
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        if (--pending_ == 0) done_.notify_one();
+      }
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex m_;
+  std::condition_variable cv_, done_;
+  const std::function<void(int)>* job_ = nullptr;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+size_t future_bytes(const cpu_ref::LayerFuture& f) {
+  return f.step_begin.capacity() * sizeof(int64_t) +
+         (f.next_use.capacity() + f.first_use.capacity() + f.first_use_keys.capacity()) * sizeof(int32_t);
+}
+
 }  // namespace
+
+void add_request_rows(ReplayResult& result, const ReplayRequestRows& rows, const std::vector<int32_t>& seq_lens,
+                      int64_t row_bytes) {
+  const size_t steps = rows.steps.size();
+  for (size_t c = 0; c < result.configs.size(); ++c) {
+    auto& s = result.configs[c];
+    const size_t L = rows.rows[c].size();
+    for (size_t j = 0; j < steps; ++j) {
+      int64_t m = 0;
+      for (size_t l = 0; l < L; ++l) {
+        const ReplayStepRow& row = rows.rows[c][l][j];
+        s.selected += row.selected;
+        s.hits += row.hits;
+        s.newest_hits += row.newest_hits;
+        s.misses += row.misses;
+        s.fast_path_step_layers += row.seq_len <= s.buffer_size;
+        s.miss_hist[static_cast<size_t>(row.misses)] += 1;
+        result.entries += row.selected;
+        m += row.misses;
+      }
+      s.step_layers += static_cast<int64_t>(L);
+      s.step_miss_hist[static_cast<size_t>(m)] += 1;
+      s.decode_steps += 1;
+    }
+    s.h2d_bytes = s.misses * row_bytes;
+  }
+  result.decode_steps += static_cast<int64_t>(steps);
+  result.step_seq_lens.insert(result.step_seq_lens.end(), seq_lens.begin(), seq_lens.end());
+  result.requests += 1;
+}
 
 ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& options,
                         const std::function<void(const ReplayRequestRows&)>& row_sink) {
+  const auto t_start = Clock::now();
   const traces::TraceMeta meta = source.meta();
   const int32_t L = meta.layers;
   const int32_t K = meta.top_k;
   if (L < 1 || K < 1) throw_error("replay: trace {} declares {} layers and top_k {}", meta.source, L, K);
-  const std::vector<Config> configs = make_configs(options, K);
+  std::vector<Config> configs = make_configs(options, K);
   const size_t C = configs.size();
-  const bool offline = std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.offline; });
-  const size_t record_bytes = static_cast<size_t>(L) * static_cast<size_t>(K) * sizeof(int32_t);
-  const size_t batch_cap = offline ? SIZE_MAX : std::max<size_t>(1, options.batch_bytes / record_bytes);
+  const size_t Ls = static_cast<size_t>(L);
+
+  // Which configurations run the counting sglang-lru, which need a future (and for which distinct H).
+  std::vector<int32_t> lru_H;       // per counting state
+  std::vector<int32_t> offline_H;   // distinct offline buffer sizes
+  int32_t H_max = 0;
+  for (auto& c : configs) {
+    H_max = std::max(H_max, c.H);
+    if (c.policy == "sglang-lru" && !options.reference_lru) {
+      c.lru_index = static_cast<int32_t>(lru_H.size());
+      lru_H.push_back(c.H);
+    } else if (c.offline) {
+      auto it = std::find(offline_H.begin(), offline_H.end(), c.H);
+      c.future_index = static_cast<int32_t>(it - offline_H.begin());
+      if (it == offline_H.end()) offline_H.push_back(c.H);
+    }
+  }
+  const bool offline = !offline_H.empty();
+  const size_t record_bytes = Ls * static_cast<size_t>(K) * sizeof(int32_t);
+  // Window: online, batch_bytes of records; offline, the look-ahead budget over records plus one next-use index per
+  // offline size (about a record's bytes each), at least 2 steps so that the window can slide.
+  size_t cap = 1;
+  if (offline) {
+    cap = std::max<size_t>(2, options.lookahead_bytes / (record_bytes * (1 + offline_H.size())));
+  } else {
+    cap = std::max<size_t>(1, options.batch_bytes / record_bytes);
+  }
   const int threads = std::min(options.threads, L);
 
   ReplayResult result;
   result.meta = meta;
-  result.requests = 0;
+  result.threads = threads;
+  result.lookahead_steps = offline ? static_cast<int64_t>(cap) : 0;
   for (size_t c = 0; c < C; ++c) {
     ReplayConfigStats s;
     s.policy = configs[c].policy;
     s.buffer_size = configs[c].H;
     s.miss_hist.assign(static_cast<size_t>(K) + 1, 0);
-    s.step_miss_hist.assign(static_cast<size_t>(L) * K + 1, 0);
+    s.step_miss_hist.assign(Ls * static_cast<size_t>(K) + 1, 0);
     result.configs.push_back(std::move(s));
   }
   std::vector<Worker> workers(static_cast<size_t>(threads));
-  for (auto& w : workers) {
-    w.acc.resize(C);
-    for (auto& a : w.acc) a.miss_hist.assign(static_cast<size_t>(K) + 1, 0);
+  // States per (layer, configuration), reset at each request: counting LRU states, and policy objects for the rest.
+  std::vector<std::vector<replay_detail::LruTokens>> lru_states(Ls, std::vector<replay_detail::LruTokens>(lru_H.size()));
+  std::vector<std::vector<std::unique_ptr<cpu_ref::SwapInPolicy>>> policies(Ls);
+  for (auto& per_layer : policies) {
+    per_layer.resize(C);
+    for (size_t c = 0; c < C; ++c)
+      if (configs[c].lru_index < 0) per_layer[c] = cpu_ref::make_policy(configs[c].policy);
   }
-  // states[layer][config]: one policy state per (request, layer, config), reset at each request.
-  std::vector<std::vector<std::unique_ptr<cpu_ref::SwapInPolicy>>> states(static_cast<size_t>(L));
-  for (auto& per_layer : states) {
-    for (const auto& cfg : configs) per_layer.push_back(cpu_ref::make_policy(cfg.policy));
-  }
+  // futures[layer][offline size]: the layer's next uses over the window, rebuilt when the window moves.
+  std::vector<std::vector<std::shared_ptr<const cpu_ref::LayerFuture>>> futures(
+      Ls, std::vector<std::shared_ptr<const cpu_ref::LayerFuture>>(offline_H.size()));
+  std::vector<size_t> layer_future_bytes(Ls, 0);
+  Pool pool(threads);
 
   const int64_t requests_total = static_cast<int64_t>(source.request_ids().size());
-  const auto t0 = std::chrono::steady_clock::now();
   ReplayProgress progress;
   progress.requests_total = requests_total;
 
-  std::vector<traces::StepRecord> recs(1);
-  bool have = source.next(recs[0]);
-  std::vector<ReplayStepRow> batch_rows;  // [config][layer][step in batch]
+  // recs[0..nbuf) is the window (one request's consecutive steps); `pending` the next record read.
+  std::vector<traces::StepRecord> recs;
+  traces::StepRecord pending;
+  auto read = [&](traces::StepRecord& r) {
+    const auto t0 = Clock::now();
+    const bool got = source.next(r);
+    result.read_seconds += since(t0);
+    if (got) {
+      // Every source is held to the readers' bound (they check it too; sources may be any).
+      if (r.seq_len < 1 || r.seq_len > traces::kMaxSeqLen)
+        throw_error("replay: trace {}: request {}, step {}: seq_len {} (expected 1..{})", meta.source, r.request_id,
+                    r.step, r.seq_len, traces::kMaxSeqLen);
+      if (r.positions.size() != Ls * static_cast<size_t>(K)) {
+        throw_error("replay: trace {}: request {}, step {} holds {} positions, expected layers x top_k = {} x {}",
+                    meta.source, r.request_id, r.step, r.positions.size(), L, K);
+      }
+    }
+    return got;
+  };
+  bool have = read(pending);
+  std::vector<ReplayStepRow> rows;  // [config][layer][step in chunk]
   ReplayRequestRows request_rows;
+  std::atomic<int32_t> next_layer{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+
   while (have) {
-    const int64_t request = recs[0].request_id;
-    bool first_batch = true;
+    const int64_t request = pending.request_id;
     if (options.keep_step_rows) {
       request_rows.request_id = request;
       request_rows.steps.clear();
-      request_rows.rows.assign(C, std::vector<std::vector<ReplayStepRow>>(static_cast<size_t>(L)));
+      request_rows.rows.assign(C, std::vector<std::vector<ReplayStepRow>>(Ls));
     }
+    size_t nbuf = 0;
     bool request_done = false;
-    while (!request_done) {
-      // Fill a batch: recs[0] is already read; read on until the request changes or the batch is full. A record
-      // of the next request stays in recs[nb] and moves to recs[0] afterwards.
-      size_t nb = 1;
-      while (true) {
-        if (nb >= batch_cap) break;
-        if (recs.size() <= nb) recs.emplace_back();
-        have = source.next(recs[nb]);
-        if (!have) {
-          request_done = true;
-          break;
-        }
-        if (recs[nb].request_id != request) {
-          request_done = true;
-          break;
-        }
-        ++nb;
+    bool first_chunk = true;
+    bool cut = false;
+    while (true) {
+      while (!request_done && nbuf < cap) {
+        if (recs.size() <= nbuf) recs.emplace_back();
+        std::swap(recs[nbuf], pending);
+        ++nbuf;
+        have = read(pending);
+        request_done = !have || pending.request_id != request;
       }
-      if (nb >= batch_cap && have) {
-        // Full batch: peek whether the request continues (the peeked record opens the next batch).
-        if (recs.size() <= nb) recs.emplace_back();
-        have = source.next(recs[nb]);
-        request_done = !have || recs[nb].request_id != request;
-      }
-      for (size_t j = 0; j < nb; ++j) {
-        const auto& r = recs[j];
-        // Every source is held to the readers' bound (they check it too; sources may be any).
-        if (r.seq_len < 1 || r.seq_len > traces::kMaxSeqLen)
-          throw_error("replay: trace {}: request {}, step {}: seq_len {} (expected 1..{})", meta.source, r.request_id,
-                      r.step, r.seq_len, traces::kMaxSeqLen);
-        if (r.positions.size() != static_cast<size_t>(L) * K) {
-          throw_error("replay: trace {}: request {}, step {} holds {} positions, expected layers x top_k = {} x {}",
-                      meta.source, r.request_id, r.step, r.positions.size(), L, K);
-        }
-      }
+      // Online: the whole window. Offline: all of it once the request ends inside it, else its first half (the rest
+      // stays as look-ahead).
+      const size_t adv = request_done || !offline ? nbuf : std::max<size_t>(1, nbuf / 2);
+      if (!request_done) cut = cut || offline;
+      result.peak_window_bytes = std::max(result.peak_window_bytes, nbuf * record_bytes);
+      const size_t nb = adv;
+      rows.assign(C * Ls * nb, ReplayStepRow{});
 
-      // One task per layer; each runs every configuration over the batch's steps.
-      batch_rows.assign(C * static_cast<size_t>(L) * nb, ReplayStepRow{});
-      std::atomic<int32_t> next_layer{0};
-      std::exception_ptr error;
-      std::mutex error_mutex;
-      auto work = [&](Worker& w) {
-        try {
-          for (int32_t l = next_layer++; l < L; l = next_layer++) {
-            std::map<int32_t, std::shared_ptr<const cpu_ref::LayerFuture>> futures;  // by H
-            for (size_t c = 0; c < C; ++c) {
-              cpu_ref::SwapInPolicy& p = *states[l][c];
-              if (first_batch) {
-                p.reset(configs[c].H, meta.initial_state);
-                if (configs[c].offline) {
-                  auto& f = futures[configs[c].H];
-                  if (!f) {
-                    std::vector<const int32_t*> sel(nb);
-                    std::vector<int32_t> counts(nb, K), ns(nb);
-                    for (size_t j = 0; j < nb; ++j) {
-                      sel[j] = recs[j].layer(l, K);
-                      ns[j] = recs[j].seq_len;
-                    }
-                    f = std::make_shared<const cpu_ref::LayerFuture>(
-                        cpu_ref::build_layer_future(sel, counts, ns, configs[c].H));
-                  }
-                  p.set_future(f);
-                }
+      auto layer_task = [&](Worker& w, int32_t l) {
+        const size_t lz = static_cast<size_t>(l);
+        if (first_chunk) {
+          for (size_t k = 0; k < lru_H.size(); ++k) lru_states[lz][k].reset(lru_H[k], meta.initial_state);
+          for (size_t c = 0; c < C; ++c)
+            if (policies[lz][c]) policies[lz][c]->reset(configs[c].H, meta.initial_state);
+        }
+        if (offline) {
+          // The window's future (all of it, look-ahead included), one per offline buffer size.
+          w.fut_sel.resize(nbuf);
+          w.fut_counts.assign(nbuf, K);
+          w.fut_ns.resize(nbuf);
+          for (size_t j = 0; j < nbuf; ++j) {
+            w.fut_sel[j] = recs[j].layer(l, K);
+            w.fut_ns[j] = recs[j].seq_len;
+          }
+          size_t bytes = 0;
+          for (size_t h = 0; h < offline_H.size(); ++h) {
+            futures[lz][h].reset();
+            futures[lz][h] = std::make_shared<const cpu_ref::LayerFuture>(
+                cpu_ref::build_layer_future(w.fut_sel, w.fut_counts, w.fut_ns, offline_H[h]));
+            bytes += future_bytes(*futures[lz][h]);
+          }
+          layer_future_bytes[lz] = bytes;
+          for (size_t c = 0; c < C; ++c)
+            if (configs[c].future_index >= 0)
+              policies[lz][c]->set_future(futures[lz][static_cast<size_t>(configs[c].future_index)]);
+        }
+        for (size_t j = 0; j < nb; ++j) {
+          const traces::StepRecord& r = recs[j];
+          const int32_t* sel = r.layer(l, K);
+          const int32_t n = r.seq_len;
+          const cpu_ref::StepContext where{r.request_id, l, r.step};
+          const bool marked = !lru_H.empty() && w.marks.mark(sel, K, n, K, H_max, static_cast<int32_t>(lru_H.size()));
+          int32_t code = 0;
+          for (size_t c = 0; c < C; ++c) {
+            ReplayStepRow& row = rows[(c * Ls + lz) * nb + j];
+            const Config& cfg = configs[c];
+            if (cfg.lru_index >= 0) {
+              replay_detail::LruTokens& s = lru_states[lz][static_cast<size_t>(cfg.lru_index)];
+              if (!s.started) {
+                // An `empty` request whose first step has n <= H was preloaded whole (SwapInPolicy::step).
+                if (s.initial == InitialState::kEmpty && n <= cfg.H) s.reset(cfg.H, InitialState::kIdentity);
+                s.started = true;
               }
-              Accum& a = w.acc[c];
-              ReplayStepRow* out = batch_rows.data() + (c * static_cast<size_t>(L) + static_cast<size_t>(l)) * nb;
-              for (size_t j = 0; j < nb; ++j) {
-                const auto& r = recs[j];
-                cpu_ref::StepInput in{r.layer(l, K), K, r.seq_len, K, nullptr, options.row_bytes};
-                p.step(in, {r.request_id, l, r.step}, w.plan, w.scratch);
-                const SwapInCounters& k = w.plan.counters;
-                out[j] = {r.seq_len, static_cast<int32_t>(k.selected), static_cast<int32_t>(k.hits),
-                          static_cast<int32_t>(k.newest_hits), static_cast<int32_t>(k.misses)};
-                a.selected += k.selected;
-                a.hits += k.hits;
-                a.newest_hits += k.newest_hits;
-                a.misses += k.misses;
-                a.step_layers += 1;
-                a.fast += k.fast_path;
-                a.miss_hist[static_cast<size_t>(k.misses)] += 1;
+              replay_detail::LruCounts k;
+              if (!marked) {
+                k = replay_detail::lru_reference_step(s, sel, K, n, K, where, w.scratch, w.plan, w.ref_slot_token,
+                                                      w.ref_lru);
+              } else if (n <= cfg.H) {
+                k = {w.marks.selected, w.marks.newest_hit, 0};  // fast path: nothing moves
+              } else {
+                k = replay_detail::lru_slow_step(s, sel, K, n, w.marks, code++, where);
               }
+              row = {n, k.selected, k.selected - k.newest_hits - k.misses, k.newest_hits, k.misses};
+            } else {
+              policies[lz][c]->step({sel, K, n, K, nullptr, options.row_bytes}, where, w.plan, w.scratch);
+              const SwapInCounters& k = w.plan.counters;
+              row = {n, static_cast<int32_t>(k.selected), static_cast<int32_t>(k.hits),
+                     static_cast<int32_t>(k.newest_hits), static_cast<int32_t>(k.misses)};
             }
           }
+        }
+      };
+      next_layer = 0;
+      const std::function<void(int)> job = [&](int t) {
+        Worker& w = workers[static_cast<size_t>(t)];
+        try {
+          for (int32_t l = next_layer++; l < L; l = next_layer++) layer_task(w, l);
         } catch (...) {
           std::lock_guard<std::mutex> lock(error_mutex);
           if (!error) error = std::current_exception();
           next_layer = L;  // stop the others early
         }
       };
-      if (threads == 1) {
-        work(workers[0]);
-      } else {
-        std::vector<std::thread> pool;
-        for (int t = 1; t < threads; ++t) pool.emplace_back(work, std::ref(workers[static_cast<size_t>(t)]));
-        work(workers[0]);
-        for (auto& th : pool) th.join();
-      }
-      // The first error in layer order would need all layers to finish; any error is reported, naming its place.
+      pool.run(job);
+      // Any error is reported, naming its place (the first in layer order would need every layer to finish).
       if (error) std::rethrow_exception(error);
+      if (offline) {
+        size_t fb = 0;
+        for (size_t b : layer_future_bytes) fb += b;
+        result.peak_lookahead_bytes = std::max(result.peak_lookahead_bytes, fb + nbuf * record_bytes);
+      }
 
-      auto row_at = [&](size_t c, int32_t l, size_t j) -> const ReplayStepRow& {
-        return batch_rows[(c * static_cast<size_t>(L) + static_cast<size_t>(l)) * nb + j];
-      };
-      // Per decode step: misses summed over layers (host->device traffic of one step of one request).
+      // Reduction in a fixed order: counters, histograms, misses per decode step summed over layers.
       for (size_t c = 0; c < C; ++c) {
         auto& s = result.configs[c];
+        const int32_t H = configs[c].H;
         for (size_t j = 0; j < nb; ++j) {
           int64_t m = 0;
-          for (int32_t l = 0; l < L; ++l) m += row_at(c, l, j).misses;
+          for (size_t l = 0; l < Ls; ++l) {
+            const ReplayStepRow& row = rows[(c * Ls + l) * nb + j];
+            s.selected += row.selected;
+            s.hits += row.hits;
+            s.newest_hits += row.newest_hits;
+            s.misses += row.misses;
+            s.fast_path_step_layers += row.seq_len <= H;
+            s.miss_hist[static_cast<size_t>(row.misses)] += 1;
+            m += row.misses;
+          }
+          s.step_layers += L;
           s.step_miss_hist[static_cast<size_t>(m)] += 1;
           s.decode_steps += 1;
         }
         if (options.keep_step_rows) {
-          for (int32_t l = 0; l < L; ++l) {
-            const ReplayStepRow* src = batch_rows.data() + (c * static_cast<size_t>(L) + static_cast<size_t>(l)) * nb;
-            auto& dst = request_rows.rows[c][static_cast<size_t>(l)];
+          for (size_t l = 0; l < Ls; ++l) {
+            const ReplayStepRow* src = rows.data() + (c * Ls + l) * nb;
+            auto& dst = request_rows.rows[c][l];
             dst.insert(dst.end(), src, src + nb);
           }
         }
       }
-      if (options.keep_step_rows) {
-        for (size_t j = 0; j < nb; ++j) request_rows.steps.push_back(recs[j].step);
+      for (size_t j = 0; j < nb; ++j) {
+        result.step_seq_lens.push_back(recs[j].seq_len);
+        if (options.keep_step_rows) request_rows.steps.push_back(recs[j].step);
       }
       result.decode_steps += static_cast<int64_t>(nb);
       progress.steps_done += static_cast<int64_t>(nb);
-      for (size_t j = 0; j < nb; ++j) {
-        for (int32_t l = 0; l < L; ++l) {
-          for (size_t c = 0; c < C; ++c) {
-            progress.entries_done += row_at(c, l, j).selected;
-          }
-        }
-      }
-      first_batch = false;
-      if (have) std::swap(recs[0], recs[nb]);
-      if (request_done) {
+      int64_t entries = 0;
+      for (const ReplayStepRow& row : rows) entries += row.selected;
+      progress.entries_done += entries;
+      result.entries += entries;
+      first_chunk = false;
+      // Drop the steps done; the look-ahead (offline) moves to the front (swaps of record buffers, no copies).
+      std::rotate(recs.begin(), recs.begin() + static_cast<std::ptrdiff_t>(nb),
+                  recs.begin() + static_cast<std::ptrdiff_t>(nbuf));
+      nbuf -= nb;
+      const bool finished = request_done && nbuf == 0;
+      if (finished) {
         ++result.requests;
         ++progress.requests_done;
+        result.lookahead_cut_requests += cut;
         if (options.keep_step_rows && row_sink) row_sink(request_rows);
       }
       if (options.progress) {
-        progress.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        progress.seconds = since(t_start);
         options.progress(progress);
       }
+      if (finished) break;
     }
   }
 
-  for (size_t c = 0; c < C; ++c) {
-    auto& s = result.configs[c];
-    for (const auto& w : workers) {
-      const Accum& a = w.acc[c];
-      s.selected += a.selected;
-      s.hits += a.hits;
-      s.newest_hits += a.newest_hits;
-      s.misses += a.misses;
-      s.step_layers += a.step_layers;
-      s.fast_path_step_layers += a.fast;
-      for (size_t m = 0; m < a.miss_hist.size(); ++m) s.miss_hist[m] += a.miss_hist[m];
-    }
-    s.h2d_bytes = s.misses * options.row_bytes;
-  }
+  for (auto& s : result.configs) s.h2d_bytes = s.misses * options.row_bytes;
+  result.seconds = since(t_start);
   return result;
 }
 

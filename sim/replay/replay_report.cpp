@@ -51,6 +51,28 @@ std::string format_replay_table(const ReplayResult& r, int64_t row_bytes) {
   return o;
 }
 
+std::string format_lookahead(const ReplayResult& r) {
+  std::string o = fmt::format(
+      "belady look-ahead: windows of up to {} steps per request, peak {} held (step records + next-use indexes; "
+      "--lookahead-mb bounds it)\n",
+      r.lookahead_steps, human_bytes(static_cast<double>(r.peak_lookahead_bytes)));
+  if (r.lookahead_cut_requests > 0)
+    o += fmt::format("  {} of {} requests are longer than a window: their belady is the optimum for a sliding look-ahead "
+                     "of at least {} steps (an upper bound on the true optimum's misses); raise --lookahead-mb to "
+                     "replay them with their whole future\n",
+                     r.lookahead_cut_requests, r.requests, std::max<int64_t>(1, r.lookahead_steps / 2));
+  return o;
+}
+
+std::string format_replay_speed(const ReplayResult& r, double command_seconds) {
+  const double secs = std::max(command_seconds, 1e-9);
+  return fmt::format(
+      "speed: {} entries ({} configurations) in {:.3f} s: {:.1f} M entries/s for the whole command ({} thread{}; "
+      "replay {:.3f} s, of which reading the trace {:.3f} s)\n",
+      r.entries, r.configs.size(), command_seconds, static_cast<double>(r.entries) / secs / 1e6, r.threads,
+      r.threads == 1 ? "" : "s", r.seconds, r.read_seconds);
+}
+
 std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::string& recommendation_json) {
   std::string o = "{\n";
   o += fmt::format("  \"trace\": {{\"source\": {}, \"layers\": {}, \"top_k\": {}, \"initial_state\": \"{}\", "

@@ -19,6 +19,13 @@ std::string recommended_policy(const ReplayResult& r);
 /// Human-readable table of every (policy, buffer size); H2D bytes use `row_bytes` per missed row.
 std::string format_replay_table(const ReplayResult& r, int64_t row_bytes);
 
+/// The offline policies' look-ahead: window length, peak memory, requests longer than it (one or two lines).
+std::string format_lookahead(const ReplayResult& r);
+
+/// The speed line: entries replayed (selected entries x configurations), the whole command's seconds and rate, and
+/// the share spent reading the trace; `command_seconds` is measured by the caller around everything it did.
+std::string format_replay_speed(const ReplayResult& r, double command_seconds);
+
 /// replay.json / replay.csv contents (deterministic: no timings, no thread count). `recommendation_json` is the
 /// value of the "recommendation" key: an advice object when a deployment was given, else an object saying why
 /// there is none.

@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "cuda/runtime.h"
 #include "tests/apps/cli_test_util.h"
 #include "traces/trace_generator.h"
 #include "traces/trace_writer.h"
@@ -113,6 +114,28 @@ TEST_CASE("hisparse replay end to end: table, JSON, CSV, plots, per-step CSV, th
   CHECK(steps[1][4] == "0");
   CHECK(steps[1][5] == "40");
   CHECK(steps[2][4] == "1");
+
+  // The whole command's speed, and belady's look-ahead memory, are printed.
+  CHECK(table.find("M entries/s for the whole command (1 thread;") != std::string::npos);
+  CHECK(table.find("belady look-ahead: windows of up to") != std::string::npos);
+
+  // --backend cuda: the same files with a GPU; without one a clear error and no output.
+  const std::string lru_base = cli() + " replay --trace " + trace.string() +
+                               " --buffer-sizes 32,16,24 --policy sglang-lru --row-bytes 1000 --quiet --threads 1";
+  const std::string cuda_run = lru_base + " --backend cuda --no-plots --out " +
+                               (dir / "out_cuda").string() + " > /dev/null 2> " + (dir / "cuda_err.txt").string();
+  std::string why;
+  if (cuda::cuda_available(&why)) {
+    REQUIRE(std::system(cuda_run.c_str()) == 0);
+    const std::string cpu_run = lru_base + " --no-plots --out " +
+                                (dir / "out_cpu").string() + " > /dev/null";
+    REQUIRE(std::system(cpu_run.c_str()) == 0);
+    CHECK(slurp(dir / "out_cuda" / "replay.json") == slurp(dir / "out_cpu" / "replay.json"));
+  } else {
+    CHECK(std::system(cuda_run.c_str()) != 0);
+    CHECK(slurp(dir / "cuda_err.txt").find("replay --backend cuda: no usable GPU: ") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "out_cuda" / "replay.json"));
+  }
 
   // A buffer size below top_k is refused with the flag named, and no output appears.
   const std::string bad = cli() + " replay --trace " + trace.string() + " --buffer-sizes 8 --quiet --out " +

@@ -1,0 +1,119 @@
+// @brief `hisparse select`: the selection study (docs/selection.md). From recorded keys and decode queries, the top-k
+// lists of oracle, indexer stand-in, Quest, ClusterKV and sink + recent; their recall of the oracle's attention mass,
+// adjacent-step overlap, and sglang-lru misses / PCIe bytes per buffer size; table, select.json, select.csv, a PNG,
+// and optionally each selector's lists as a native trace for `hisparse replay`.
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include "apps/command.h"
+#include "apps/list_args.h"
+#include "apps/plot_script.h"
+#include "core/error.h"
+#include "sim/output_file.h"
+#include "sim/select/select_study.h"
+#include "traces/trace_writer.h"
+
+namespace hisparse::apps {
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+int run_select(int argc, char** argv) {
+  std::string kq_path, selectors_text, ks_text, mult_text, out_dir, traces_dir, initial_text;
+  sim::select::StudyOptions opt;
+  int64_t seed = 1;
+  po::options_description desc(
+      "hisparse select --kq KQ.npz [options]\n"
+      "Top-k lists by several selectors from recorded keys and queries, side by side: recall of the oracle's attention\n"
+      "mass, adjacent-step overlap, and the sglang-lru swap-in misses and H2D bytes at H = m*K (docs/selection.md)");
+  desc.add_options()("help,h", "show this help")(
+      "kq", po::value(&kq_path)->required(),
+      ".npz (numpy savez / savez_compressed) or directory of .npy files: keys [layers, N, kv_heads, D], queries "
+      "[steps, layers, q_heads, D], seq_lens [steps], scaling, optional layers (traces/real/README.md)")(
+      "selectors", po::value(&selectors_text)->default_value("oracle,indexer,quest,clusterkv,sink-recent"),
+      "which selectors, in report order")(
+      "top-k", po::value(&ks_text)->default_value("128,256"), "K values (the recorded SmolLM2 traces use 128 and 256)")(
+      "buffer-multiples", po::value(&mult_text)->default_value("1,2,4"), "replay at H = m*K for each m")(
+      "page-size", po::value(&opt.page_size)->default_value(16), "Quest page size in tokens")(
+      "sinks", po::value(&opt.sinks)->default_value(4), "sink-recent: initial tokens kept")(
+      "clusters", po::value(&opt.clusters)->default_value(256), "ClusterKV: k-means centroids per KV head (prefill keys)")(
+      "kmeans-iters", po::value(&opt.kmeans_iters)->default_value(20), "ClusterKV: Lloyd iterations at most")(
+      "seed", po::value(&seed)->default_value(1), "ClusterKV: k-means++ seed")(
+      "indexer-dims", po::value(&opt.indexer_dims)->default_value(16),
+      "indexer stand-in: key dimensions kept per KV head (highest prefill energy)")(
+      "indexer-heads", po::value(&opt.indexer_heads_per_group)->default_value(1),
+      "indexer stand-in: query heads used per GQA group")(
+      "row-bytes", po::value(&opt.row_bytes)->default_value(0),
+      "bytes moved per missed row and layer; 0: K and V in fp16 from the data's shape (2 * kv_heads * D * 2)")(
+      "steps", po::value(&opt.max_steps)->default_value(0), "use the first N steps only (0: all)")(
+      "initial-state", po::value(&initial_text)->default_value("identity"),
+      "buffer state before the first step: identity | empty (docs/swap_in.md)")(
+      "threads", po::value(&opt.threads), "worker threads (default: hardware threads); output is identical for any")(
+      "out", po::value(&out_dir), "write select.json, select.csv and select.png into this directory")(
+      "no-plots", "with --out: skip the PNG")(
+      "write-traces", po::value(&traces_dir),
+      "write each selector's lists as <dir>/<selector>_k<K>.hstr (native, for hisparse replay)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  po::notify(vm);
+  opt.selectors = split_list(selectors_text);
+  for (int64_t k : parse_count_list(ks_text, "select", "--top-k", 1, int64_t{1} << 20, "128,256"))
+    opt.top_ks.push_back(static_cast<int32_t>(k));
+  for (int64_t m : parse_count_list(mult_text, "select", "--buffer-multiples", 1, 1024, "1,2,4"))
+    opt.buffer_multiples.push_back(static_cast<int32_t>(m));
+  if (seed < 0) throw_error("select: --seed {} must be >= 0", seed);
+  opt.seed = static_cast<uint64_t>(seed);
+  if (opt.row_bytes < 0) throw_error("select: --row-bytes {} must be >= 0", opt.row_bytes);
+  if (opt.sinks < 0) throw_error("select: --sinks {} must be >= 0", opt.sinks);
+  if (opt.clusters < 1) throw_error("select: --clusters {} must be >= 1", opt.clusters);
+  if (opt.kmeans_iters < 1) throw_error("select: --kmeans-iters {} must be >= 1", opt.kmeans_iters);
+  if (opt.max_steps < 0) throw_error("select: --steps {} must be >= 0", opt.max_steps);
+  opt.initial_state = traces::parse_initial_state(initial_text, "--initial-state");
+  if (!vm.count("threads")) opt.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  const sim::select::KqData data = sim::select::load_kq(kq_path);
+  fmt::print("select: {}: {} layers (model layers", kq_path, data.layers);
+  for (int32_t l : data.layer_ids) fmt::print(" {}", l);
+  fmt::print("), {} steps, n {}..{}, {} query heads / {} KV heads x {}, scaling {}\n", data.steps, data.seq_lens.front(),
+             data.seq_lens.back(), data.q_heads, data.kv_heads, data.head_dim, data.scaling);
+  const sim::select::StudyResult r = sim::select::run_study(data, opt);
+  fmt::print("{}", sim::select::study_table(r));
+  fmt::print("\nrecall = mass(selected) / mass(oracle top-K) of the true score Σ_h softmax; mass = share of all attention; "
+             "{} steps x {} layers in {:.1f} s\n",
+             r.steps, r.layer_ids.size(), r.seconds);
+
+  if (!traces_dir.empty()) {
+    fs::create_directories(traces_dir);
+    for (const auto& [key, recs] : r.traces) {
+      const std::string path = (fs::path(traces_dir) / fmt::format("{}_k{}.hstr", key.first, key.second)).string();
+      auto w = traces::make_native_writer(path, r.trace_meta(key.second));
+      for (const auto& rec : recs) w->write(rec);
+      w->finish();
+    }
+    fmt::print("wrote {} traces to {}\n", r.traces.size(), traces_dir);
+  }
+  if (!out_dir.empty()) {
+    fs::create_directories(out_dir);
+    sim::write_file_atomically((fs::path(out_dir) / "select.json").string(), sim::select::study_json(r));
+    sim::write_file_atomically((fs::path(out_dir) / "select.csv").string(), sim::select::study_csv(r));
+    const fs::path png = fs::path(out_dir) / "select.png";
+    if (vm.count("no-plots")) {
+      fs::remove(png);
+    } else {
+      run_plot_script("plot_select.py", out_dir, "select");
+    }
+    fmt::print("wrote {}/select.json, select.csv{}\n", out_dir, vm.count("no-plots") ? "" : ", select.png");
+  }
+  return 0;
+}
+
+}  // namespace hisparse::apps

@@ -1,0 +1,294 @@
+// @brief Differential tests of the issue-16 replay engine against the engine it replaced (old_replay_engine.cpp, the
+// code of commit cc913fa): totals, histograms and every per-step row, on several generated traces (ascending and
+// shuffled lists, padding, identity and empty initial states, the fast path, several requests, long contexts that take
+// the reference's hashed table), every policy, 1 and 3 threads, small and large windows; the counting sglang-lru
+// against cpu_ref::swap_in step by step (scalar and AVX2 walks); and belady's bounded look-ahead.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "cpu_ref/swap_in.h"
+#include "sim/replay/lru_counter.h"
+#include "sim/replay/replay_engine.h"
+#include "sim/replay/replay_report.h"
+#include "tests/sim/old_replay_engine.h"
+#include "tests/sim/vector_trace_source.h"
+#include "traces/trace_generator.h"
+
+using namespace hisparse;
+
+namespace {
+
+
+struct Case {
+  std::string name;
+  traces::GeneratorOptions gen;
+  std::vector<int32_t> sizes;
+  bool pad = false;  // replace a few entries by -1 (moved to random places)
+};
+
+VectorSource make_source(const Case& c) {
+  auto gen = traces::make_generated_trace(c.gen);
+  std::vector<traces::StepRecord> recs;
+  traces::StepRecord r;
+  std::mt19937 rng(7);
+  while (gen->next(r)) {
+    if (c.pad) {
+      for (auto& p : r.positions)
+        if (rng() % 9 == 0) p = -1;
+    }
+    recs.push_back(r);
+  }
+  traces::TraceMeta meta = gen->meta();
+  meta.source = "generated:" + c.name;
+  return VectorSource(meta, recs);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  {
+    Case c{"tiny-identity", traces::generator_preset("tiny"), {16, 17, 24, 48}};
+    c.gen.requests = 3;
+    c.gen.steps = 25;
+    c.gen.prompt_len = 30;  // crosses n = H + 1: fast path first
+    out.push_back(c);
+  }
+  {
+    Case c{"tiny-empty-shuffled-padded", traces::generator_preset("tiny"), {16, 20, 40}, true};
+    c.gen.requests = 4;
+    c.gen.steps = 18;
+    c.gen.prompt_len = 12;  // first steps n <= H: an empty request preloaded
+    c.gen.initial_state = InitialState::kEmpty;
+    c.gen.shuffle = true;
+    c.gen.seed = 5;
+    out.push_back(c);
+  }
+  {
+    Case c{"empty-long", traces::generator_preset("tiny"), {16, 64}};
+    c.gen.requests = 2;
+    c.gen.steps = 12;
+    c.gen.prompt_len = 400;
+    c.gen.initial_state = InitialState::kEmpty;
+    c.gen.seed = 9;
+    out.push_back(c);
+  }
+  {
+    // n far beyond 256 x (K + H): the byte table is not used, steps go through cpu_ref::swap_in (hashed table).
+    Case c{"hashed-n", traces::generator_preset("tiny"), {16, 32}};
+    c.gen.requests = 2;
+    c.gen.steps = 10;
+    c.gen.prompt_len = 200000;
+    c.gen.top_k = 16;
+    c.gen.seed = 13;
+    out.push_back(c);
+  }
+  {
+    Case c{"k64-8layers", traces::generator_preset("default"), {64, 96, 128}};
+    c.gen.requests = 2;
+    c.gen.steps = 30;
+    c.gen.layers = 8;
+    c.gen.top_k = 64;
+    c.gen.prompt_len = 300;
+    c.gen.recent_window = 8;
+    c.gen.topic_width = 40;
+    c.gen.seed = 21;
+    out.push_back(c);
+  }
+  return out;
+}
+
+struct Captured {
+  sim::ReplayResult result;
+  std::vector<sim::ReplayRequestRows> rows;
+};
+
+template <class F>
+Captured capture(const Case& c, const sim::ReplayOptions& o, F&& run) {
+  VectorSource src = make_source(c);
+  Captured out;
+  out.result = run(src, o, [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); });
+  return out;
+}
+
+void check_same(const Captured& a, const Captured& b) {
+  const std::string none = "null";
+  CHECK(sim::replay_json(a.result, 100, none) == sim::replay_json(b.result, 100, none));
+  CHECK(sim::replay_csv(a.result) == sim::replay_csv(b.result));
+  REQUIRE(a.result.configs.size() == b.result.configs.size());
+  for (size_t c = 0; c < a.result.configs.size(); ++c) {
+    CHECK(a.result.configs[c].miss_hist == b.result.configs[c].miss_hist);
+    CHECK(a.result.configs[c].step_miss_hist == b.result.configs[c].step_miss_hist);
+  }
+  REQUIRE(a.rows.size() == b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    CHECK(a.rows[i].request_id == b.rows[i].request_id);
+    CHECK(a.rows[i].steps == b.rows[i].steps);
+    REQUIRE(a.rows[i].rows.size() == b.rows[i].rows.size());
+    for (size_t c = 0; c < a.rows[i].rows.size(); ++c)
+      for (size_t l = 0; l < a.rows[i].rows[c].size(); ++l) {
+        const auto& x = a.rows[i].rows[c][l];
+        const auto& y = b.rows[i].rows[c][l];
+        REQUIRE(x.size() == y.size());
+        for (size_t j = 0; j < x.size(); ++j) {
+          INFO("request " << a.rows[i].request_id << " config " << c << " layer " << l << " step " << j);
+          CHECK(x[j].seq_len == y[j].seq_len);
+          CHECK(x[j].selected == y[j].selected);
+          CHECK(x[j].hits == y[j].hits);
+          CHECK(x[j].newest_hits == y[j].newest_hits);
+          CHECK(x[j].misses == y[j].misses);
+        }
+      }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("differential: new replay engine == the pre-issue-16 engine, every policy, traces, threads and windows") {
+  for (const Case& c : cases()) {
+    sim::ReplayOptions o;
+    o.policies = {"sglang-lru", "belady", "fifo", "lfu", "clock", "topk-only"};
+    o.buffer_sizes = c.sizes;
+    o.row_bytes = 100;
+    o.keep_step_rows = true;
+    o.threads = 1;
+    const Captured old = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::old::old_run_replay(s, opt, sink); });
+    for (int threads : {1, 3}) {
+      for (size_t batch : {size_t{1}, size_t{64} << 20}) {
+        for (bool reference : {false, true}) {
+          INFO(c.name << ", " << threads << " threads, batch " << batch << ", reference " << reference);
+          o.threads = threads;
+          o.batch_bytes = batch;
+          o.reference_lru = reference;
+          const Captured now = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::run_replay(s, opt, sink); });
+          check_same(old, now);
+          CHECK(now.result.lookahead_cut_requests == 0);
+          CHECK(now.result.lookahead_steps > 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("differential: errors are the same as the old engine's (request, layer, step named)") {
+  traces::TraceMeta meta;
+  meta.layers = 3;
+  meta.top_k = 2;
+  meta.source = "hand-made";
+  for (int bad : {0, 1, 2}) {
+    std::vector<traces::StepRecord> recs;
+    for (int64_t s = 0; s < 4; ++s) {
+      traces::StepRecord r;
+      r.request_id = 5;
+      r.step = s;
+      r.seq_len = static_cast<int32_t>(10 + s);
+      r.positions = {0, 1, 2, 3, 4, 5};
+      if (s == 2) {
+        if (bad == 0) r.positions[2] = r.positions[3] = 7;  // duplicate in layer 1
+        if (bad == 1) r.positions[3] = 12;                  // >= seq_len 12
+        if (bad == 2) r.positions[3] = -3;                  // negative, not padding
+      }
+      recs.push_back(r);
+    }
+    sim::ReplayOptions o;
+    o.policies = {"sglang-lru"};
+    o.buffer_sizes = {4};
+    std::string old_msg, new_msg;
+    try {
+      VectorSource s(meta, recs);
+      sim::old::old_run_replay(s, o);
+    } catch (const Error& e) {
+      old_msg = e.what();
+    }
+    try {
+      VectorSource s(meta, recs);
+      sim::run_replay(s, o);
+    } catch (const Error& e) {
+      new_msg = e.what();
+    }
+    CHECK_FALSE(old_msg.empty());
+    CHECK(old_msg == new_msg);
+    CHECK(new_msg.find("request 5, layer 1, step 2") != std::string::npos);
+  }
+}
+
+TEST_CASE("counting sglang-lru == cpu_ref::swap_in step by step (scalar and AVX2 walks, several configurations)") {
+  std::mt19937_64 rng(99);
+  for (int32_t H : {8, 9, 31, 64, 100}) {
+    const int32_t K = std::min<int32_t>(H, 24);
+    for (InitialState init : {InitialState::kIdentity, InitialState::kEmpty}) {
+      std::vector<int32_t> slot_token(H), lru(H);
+      cpu_ref::init_swap_in_state({slot_token.data(), lru.data(), H}, init);
+      sim::replay_detail::LruTokens scalar, simd;
+      scalar.reset(H, init);
+      simd.reset(H, init);
+      sim::replay_detail::StepMarks marks;
+      cpu_ref::SwapInScratch scratch;
+      SwapInPlan plan;
+      int32_t n = H + 1;
+      for (int step = 0; step < 300; ++step) {
+        n += static_cast<int32_t>(rng() % 3);  // sometimes n does not grow: a slot may hold the newest token
+        std::vector<int32_t> sel;
+        std::vector<char> used(n, 0);
+        while (static_cast<int32_t>(sel.size()) < K) {
+          const int32_t p = rng() % 4 ? n - 1 - static_cast<int32_t>(rng() % std::min(n, 3 * H))
+                                      : static_cast<int32_t>(rng() % n);
+          if (used[p]) continue;
+          used[p] = 1;
+          sel.push_back(p);
+        }
+        if (step % 3 == 0) std::sort(sel.begin(), sel.end());  // ascending: the plain-scatter marking
+        if (step % 5 == 0) sel[rng() % sel.size()] = -1;       // padding
+        cpu_ref::swap_in({slot_token.data(), lru.data(), H}, sel.data(), K, n, K, nullptr, 1, {}, plan, scratch);
+        REQUIRE(marks.mark(sel.data(), K, n, K, H, 2));
+        const auto a = sim::replay_detail::lru_slow_step(scalar, sel.data(), K, n, marks, 0, {}, false);
+        const auto b = sim::replay_detail::lru_slow_step(simd, sel.data(), K, n, marks, 1, {}, true);
+        INFO("H " << H << " step " << step);
+        CHECK(a.misses == plan.counters.misses);
+        CHECK(a.selected == plan.counters.selected);
+        CHECK(a.newest_hits == plan.counters.newest_hits);
+        CHECK(b.misses == a.misses);
+        CHECK(scalar.tok == simd.tok);
+        for (int32_t j = 0; j < H; ++j) CHECK(scalar.tok[j] == slot_token[lru[j]]);  // tokens in LRU order
+      }
+    }
+  }
+}
+
+TEST_CASE("belady with a bounded look-ahead: exact while a request fits, bounded memory and said so when not") {
+  Case c{"belady-window", traces::generator_preset("tiny"), {16, 24}};
+  c.gen.requests = 2;
+  c.gen.steps = 40;
+  c.gen.prompt_len = 30;
+  sim::ReplayOptions o;
+  o.policies = {"belady", "sglang-lru"};
+  o.buffer_sizes = c.sizes;
+  o.keep_step_rows = true;
+  o.row_bytes = 100;
+  const Captured old = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::old::old_run_replay(s, opt, sink); });
+  const size_t record = 3 * 16 * 4;  // layers x K x 4 bytes
+  // A window of exactly 40 steps (records + one next-use index per size): exact.
+  o.lookahead_bytes = 40 * record * 3;
+  const Captured fits = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::run_replay(s, opt, sink); });
+  check_same(old, fits);
+  CHECK(fits.result.lookahead_steps == 40);
+  CHECK(fits.result.lookahead_cut_requests == 0);
+  // 8 steps: the window slides by 4 and memory stays bounded; the optimum with the whole future is a lower bound of
+  // belady with a bounded look-ahead; sglang-lru is not affected.
+  o.lookahead_bytes = 8 * record * 3;
+  const Captured cut = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::run_replay(s, opt, sink); });
+  CHECK(cut.result.lookahead_steps == 8);
+  CHECK(cut.result.lookahead_cut_requests == 2);
+  CHECK(cut.result.peak_window_bytes <= 8 * record);
+  CHECK(cut.result.peak_lookahead_bytes < fits.result.peak_lookahead_bytes);
+  for (size_t h = 0; h < 2; ++h) {
+    CHECK(cut.result.configs[h].misses >= fits.result.configs[h].misses);        // optimum <= bounded look-ahead
+    CHECK(cut.result.configs[2 + h].misses == fits.result.configs[2 + h].misses);  // sglang-lru: not affected
+  }
+  const std::string text = sim::format_lookahead(cut.result);
+  CHECK(text.find("windows of up to 8 steps") != std::string::npos);
+  CHECK(text.find("2 of 2 requests are longer than a window") != std::string::npos);
+}
