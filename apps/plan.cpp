@@ -126,6 +126,18 @@ int run_plan(int argc, char** argv) {
       "sweep-buffer-sizes", po::value(&sweep_h_text), "device_buffer_size sweep (default top_k × 1, 1.5, 2, 3, 4, 6, 8)")(
       "sweep-ratios", po::value(&sweep_r_text), "host_to_device_ratio sweep (default 1,2,3,4,5,6,8,10,12,16,20)")(
       "batch-cap", po::value<int64_t>(), "largest batch per rank considered (default 65536)")(
+      "strategies", "add the cache-strategy comparison (full KV, HiSparse, physical eviction, logical masking, hybrid "
+      "compression) to stdout, plan.md/html and plan.json (docs/capacity.md, \"Cache strategies\")")(
+      "eviction-budget", po::value<int64_t>(), "--strategies: tokens kept per request by physical eviction (default: top_k)")(
+      "compression-ratio", po::value<double>(), "--strategies: hybrid compression ratio c of the compressed rows (default 4, >= 1)")(
+      "compression-sinks", po::value<int64_t>(), "--strategies: full-precision sink tokens (default 4)")(
+      "compression-recent", po::value<int64_t>(), "--strategies: full-precision recent tokens (default 256)")(
+      "reconstruct-bytes", po::value<double>(), "--strategies: HBM bytes of reconstruction work per compressed row attended "
+      "per layer (default, assumed: row / c + row)")(
+      "recall-from", po::value<std::string>(), "--strategies: select.json of `hisparse select` for the recall column "
+      "(without it recall is \"not measured\")")(
+      "recall-top-k", po::value<int64_t>(), "--strategies: read the recall at this K of the select file (default: top_k; "
+      "E for eviction)")(
       "limits", po::value<std::string>()->default_value("all"),
       "all | memory: with memory, only the max_running_requests cap and memory (HBM, pools, host DRAM) limit "
       "concurrency — the memory-only capacity question; PCIe and the TPOT SLO are reported, not applied");
@@ -191,6 +203,33 @@ int run_plan(int argc, char** argv) {
   const std::string limits = vm["limits"].as<std::string>();
   if (limits != "all" && limits != "memory") throw_error("plan: --limits '{}' (expected all or memory)", limits);
   opt.memory_only = limits == "memory";
+  opt.strategies.enabled = vm.count("strategies") > 0;
+  for (const char* f : {"eviction-budget", "compression-ratio", "compression-sinks", "compression-recent",
+                        "reconstruct-bytes", "recall-from", "recall-top-k"})
+    if (vm.count(f) && !opt.strategies.enabled) throw_error("plan: --{} needs --strategies", f);
+  if (vm.count("eviction-budget")) {
+    opt.strategies.eviction_budget = vm["eviction-budget"].as<int64_t>();
+    if (opt.strategies.eviction_budget < 1) throw_error("plan: --eviction-budget {} (expected >= 1)", opt.strategies.eviction_budget);
+  }
+  if (vm.count("compression-ratio")) opt.strategies.compression_ratio = vm["compression-ratio"].as<double>();
+  if (vm.count("compression-sinks")) opt.strategies.compression_sinks = vm["compression-sinks"].as<int64_t>();
+  if (vm.count("compression-recent")) opt.strategies.compression_recent = vm["compression-recent"].as<int64_t>();
+  if (vm.count("reconstruct-bytes")) {
+    opt.strategies.reconstruct_bytes = vm["reconstruct-bytes"].as<double>();
+    if (!(opt.strategies.reconstruct_bytes >= 0))
+      throw_error("plan: --reconstruct-bytes {} (expected >= 0)", opt.strategies.reconstruct_bytes);
+  }
+  if (vm.count("recall-top-k")) {
+    opt.strategies.recall_top_k = vm["recall-top-k"].as<int64_t>();
+    if (opt.strategies.recall_top_k < 1) throw_error("plan: --recall-top-k {} (expected >= 1)", opt.strategies.recall_top_k);
+  }
+  if (vm.count("recall-from")) {
+    opt.strategies.recall_file = vm["recall-from"].as<std::string>();
+    if (!fs::is_regular_file(opt.strategies.recall_file))
+      throw_error("plan: --recall-from {}: no such file", opt.strategies.recall_file);
+    opt.strategies.recall_json = read_file(opt.strategies.recall_file);
+    if (opt.strategies.recall_json.empty()) throw_error("plan: --recall-from {}: empty or unreadable", opt.strategies.recall_file);
+  }
   if (!sweep_h_text.empty())
     opt.sweep_buffer_sizes = to_i32(parse_count_list(sweep_h_text, "plan", "--sweep-buffer-sizes", 1, int64_t{1} << 30,
                                                      "2048,4096,8K"), "--sweep-buffer-sizes");
@@ -278,6 +317,7 @@ int run_plan(int argc, char** argv) {
              sim::plan_int(static_cast<int64_t>(b.host_pool_tokens.value)), b.host_pool_bytes_per_gpu.value * 1e-9);
   fmt::print("cost model: {}\n", info.calibration);
   fmt::print("{}", sim::plan_to_text(plan));
+  if (opt.strategies.enabled) fmt::print("{}", sim::strategies_to_text(plan.strategies));
   for (const auto& w : plan.warnings) fmt::print("warning: {}\n", w);
   fmt::print("plan computed in {:.3f} s (plotting excluded); wrote {}/plan.json, plan.md, plan.html{}\n", info.plan_seconds,
              out_dir, vm.count("no-plots") ? "" : " and plan_*.png");

@@ -360,6 +360,7 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
       p.sweep_ratio.push_back(sweep_row("host_to_device_ratio", rr, rr == d.hisparse.host_to_device_ratio,
                                         plan_row(cr, q, KvMode::kHiSparse, hs), br));
   }
+  if (options.strategies.enabled) p.strategies = compute_cache_strategies(p, options.strategies);
   return p;
 }
 

@@ -11,6 +11,7 @@
 #include "core/deployment_spec.h"
 #include "core/memory_budget.h"
 #include "sim/cost_params.h"
+#include "sim/plan/cache_strategies.h"
 #include "sim/plan/miss_curve.h"
 #include "sim/plan/step_time_model.h"
 #include "sim/serving_simulation.h"
@@ -27,6 +28,7 @@ struct PlanOptions {
   int curve_points = 40;                    // batch sizes per throughput curve (plus the marked limits)
   bool memory_only = false;                 // `--limits memory`: only count caps and memory limit concurrency (no PCIe,
                                             // no SLO); the step time at that concurrency is still reported
+  StrategyOptions strategies;               // `--strategies`: the cache-strategy section (off by default)
 };
 
 /// One limit on concurrent requests per rank (per_rank = -1: does not apply to this mode).
@@ -116,6 +118,7 @@ struct CapacityPlan {
   std::vector<ThroughputCurve> curves;   // same order as rows
   std::vector<SweepRow> sweep_buffer, sweep_ratio;
   std::vector<std::string> warnings;
+  StrategyTable strategies;              // filled only when options.strategies.enabled (sim/plan/cache_strategies.h)
 };
 
 /// `misses` must hold a curve for the scenario's device_buffer_size and every sweep buffer size.

@@ -291,6 +291,33 @@ void method(std::vector<DocBlock>& doc, const CapacityPlan& p, const PlanRunInfo
   doc.push_back(terms);
 }
 
+void strategies(std::vector<DocBlock>& doc, const CapacityPlan& p) {
+  const StrategyTable& t = p.strategies;
+  doc.push_back(heading("Cache strategies", "strategies"));
+  doc.push_back(para(
+      "Five ways to hold the KV cache on this deployment, per request on one GPU holding it. HBM, host memory, PCIe, "
+      "concurrency, TPOT and tokens/s are modelled (this plan's memory budget and step model; concurrency = the "
+      "smallest of max_running_requests, the strategy's HBM limit and the TPOT SLO). Recall is the share of the "
+      "oracle top-K attention mass kept, measured by `hisparse select` (" + t.recall_source +
+      ") for the selector standing for the strategy, or not measured. Definitions: docs/capacity.md, \"Cache "
+      "strategies\"."));
+  DocBlock tb = table({"seq_len", "strategy", "HBM/req", "host/req", "PCIe B/step/req", "attended rows",
+                       "max concurrency", "binding", "TPOT", "tokens/s", "recall"});
+  for (const StrategyRow& r : t.rows)
+    tb.rows.push_back({c(seq_name(r.seq_len)), c(r.name), c(plan_bytes(r.hbm_per_request)),
+                       r.host_per_request > 0 ? c(plan_bytes(r.host_per_request)) : muted("—"),
+                       r.pcie_bytes_per_step > 0 ? c(plan_bytes(r.pcie_bytes_per_step)) : muted("—"),
+                       c(fmt::format("{:.0f}", r.attended_rows)), strong(plan_int(r.max_concurrency)), c(r.binding_limit),
+                       c(ms(r.tpot_ms)), c(tps(r.decode_tokens_per_s)),
+                       r.recall.known ? c(fmt::format("{:.4f}", r.recall.value)) : muted("not measured")});
+  doc.push_back(tb);
+  std::vector<std::string> items;
+  for (const StrategyRow& r : t.rows)
+    if (r.seq_len == t.rows.front().seq_len) items.push_back(r.name + ": " + r.definition + "; recall " + r.recall.text);
+  for (const auto& n : t.notes) items.push_back(n);
+  doc.push_back(list(items));
+}
+
 }  // namespace
 
 std::vector<DocBlock> build_plan_document(const CapacityPlan& p, const PlanRunInfo& info, const std::vector<PlanPlot>& plots) {
@@ -319,15 +346,20 @@ std::vector<DocBlock> build_plan_document(const CapacityPlan& p, const PlanRunIn
   add_plot(doc, plots, "plan_limits.png");
   memory(doc, p, plots);
   per_seq_len(doc, p);
+  if (p.options.strategies.enabled) strategies(doc, p);
   sweeps(doc, p, plots);
   method(doc, p, info);
   return doc;
 }
 
 std::string plan_to_html(const CapacityPlan& plan, const PlanRunInfo& info, const std::vector<PlanPlot>& plots) {
-  return document_to_html("Capacity plan — " + plan.scenario.deployment.name,
-                          {{"summary", "Summary"}, {"hbm", "HBM per GPU"}, {"pools", "SGLang pools"}, {"limits", "Limits"},
-                           {"sweep-h", "Buffer sweep"}, {"sweep-ratio", "Ratio sweep"}, {"method", "Method"}},
+  std::vector<std::pair<std::string, std::string>> nav = {
+      {"summary", "Summary"}, {"hbm", "HBM per GPU"}, {"pools", "SGLang pools"}, {"limits", "Limits"}};
+  if (plan.options.strategies.enabled) nav.emplace_back("strategies", "Cache strategies");
+  for (auto x : std::vector<std::pair<std::string, std::string>>{
+           {"sweep-h", "Buffer sweep"}, {"sweep-ratio", "Ratio sweep"}, {"method", "Method"}})
+    nav.push_back(x);
+  return document_to_html("Capacity plan — " + plan.scenario.deployment.name, nav,
                           build_plan_document(plan, info, plots), plots);
 }
 

@@ -3,26 +3,14 @@
 
 #include <fmt/format.h>
 
+#include "sim/output_file.h"
 #include "sim/plan/plan_report.h"
 
 namespace hisparse::sim {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+std::string esc(const std::string& s) { return json_quote(s); }
 
 std::string jnum(double v) {
   if (!std::isfinite(v)) return "null";
@@ -148,6 +136,7 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
        }, "    ") + ",\n";
   o += "  \"sweeps\": {\n    \"device_buffer_size\": " + jarray(p.sweep_buffer, jsweep, "      ") + ",\n";
   o += "    \"host_to_device_ratio\": " + jarray(p.sweep_ratio, jsweep, "      ") + "\n  },\n";
+  if (p.options.strategies.enabled) o += "  \"strategies\": " + strategies_to_json(p.strategies) + ",\n";
   o += "  \"warnings\": " + jarray(p.warnings, esc, "    ") + ",\n";
   o += fmt::format("  \"run\": {{\"command\": {}, \"calibration\": {}, \"workload\": {}, \"plan_seconds\": {}}}\n}}\n",
                    esc(info.command_line), esc(info.calibration),

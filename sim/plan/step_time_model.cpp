@@ -214,27 +214,6 @@ StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix) const {
   return e;
 }
 
-namespace {
-
-// Largest B in [0, cap] with fits(B); fits must be monotone (true up to some B, false after).
-template <class Fits>
-int64_t largest_fitting(int64_t cap, const Fits& fits) {
-  if (cap <= 0 || !fits(1)) return 0;
-  int64_t lo = 1, hi = 2;
-  while (hi <= cap && fits(hi)) { lo = hi; hi *= 2; }
-  if (hi > cap) {
-    if (fits(cap)) return cap;
-    hi = cap;
-  }
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (fits(mid) ? lo : hi) = mid;
-  }
-  return lo;
-}
-
-}  // namespace
-
 int64_t StepTimeModel::max_batch_within(const ContextMix& mix, SimTime slo_ns, int64_t cap) const {
   // Every term of the step is non-decreasing in B, so the fitting batches form a prefix.
   return largest_fitting(cap, [&](int64_t B) { return step(B, mix).step_ns <= slo_ns; });

@@ -23,6 +23,24 @@ namespace hisparse::sim {
 /// Per-layer miss fraction of a slow-path step (n > H) of the K − 1 selections that can miss; a function of n.
 using MissFraction = std::function<double(int64_t n)>;
 
+/// Largest B in [0, cap] with fits(B); fits must be monotone (true up to some B, false after): doubling, then
+/// bisection.
+template <class Fits>
+int64_t largest_fitting(int64_t cap, const Fits& fits) {
+  if (cap <= 0 || !fits(1)) return 0;
+  int64_t lo = 1, hi = 2;
+  while (hi <= cap && fits(hi)) { lo = hi; hi *= 2; }
+  if (hi > cap) {
+    if (fits(cap)) return cap;
+    hi = cap;
+  }
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 /// One step of one data-parallel rank holding `batch` requests of `seq_len` tokens.
 struct StepEstimate {
   int64_t batch = 0;             // requests per rank

@@ -1,0 +1,386 @@
+// @brief Cache strategies side by side (see cache_strategies.h; definitions and formulas in docs/capacity.md,
+// "Cache strategies"). Symbols as docs/capacity.md: L kv_layers, row latent row bytes, idx indexer key bytes,
+// paged(n) = ⌈n / page⌉ × page, full_pool = full-KV max_total_num_tokens, K = the deployment's top_k.
+//
+// Per request at context n, per strategy:
+//   full KV      — the plan's full-KV row, copied: HBM n × L × (row + idx); attends min(n, model top_k).
+//   HiSparse     — the plan's HiSparse row, copied: HBM device buffer + indexer keys of all n; host n × L × row;
+//                  PCIe misses × row (H2D) + L × row (D2H backup of the newest token) per step.
+//   eviction E   — SnapKV / PyramidKV: after prefill only the kept = min(n, E) tokens stay, latent AND indexer key
+//                  (the model's DSA indexer keeps scoring what is kept, so the model runs unchanged on the kept set);
+//                  HBM kept × L × (row + idx), no host memory, no PCIe; indexes kept and attends min(kept, top_k):
+//                  the full-KV step at n = kept. Limits: hbm ⌊full_pool / paged(kept)⌋, cap, SLO.
+//   masking      — OmniKV: every token stays in HBM (memory exactly as full KV); attention reads only the top-K
+//                  selected rows and the indexer scores all n: the full-KV step with the model's top_k set to the
+//                  deployment's K = HiSparse's step without swap-in, miss copy or backup. No host memory, no PCIe.
+//   compression  — DeltaKV: the S sink and R recent tokens' rows in full precision, the other n − min(n, S + R)
+//                  latent rows compressed by c (row / c bytes each); indexer keys of all n uncompressed (the DSA
+//                  indexer still scores every token). HBM L × (f × row + m × row / c + n × idx), f = min(n, S+R),
+//                  m = n − f. Step = the full-KV step at n plus the reconstruction: per compressed row attended
+//                  (at most min(min(n, top_k), m): assumed every attended row may be compressed, the upper bound)
+//                  and layer, `reconstruct_bytes` of HBM traffic at the hardware's hbm_bytes_per_s. The hbm limit
+//                  is ⌊full_pool × full_cell / per_request(paged(n))⌋: the full-KV pool's bytes over the request's.
+#include "sim/plan/cache_strategies.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "sim/output_file.h"
+#include "sim/plan/capacity_plan.h"
+#include "sim/plan/plan_report.h"
+#include "traces/json_value.h"
+
+namespace hisparse::sim {
+
+namespace {
+
+/// A plan row copied into a strategy row.
+StrategyRow from_plan(const PlanRow& r, const std::string& key, const std::string& name, const std::string& def) {
+  StrategyRow o;
+  o.key = key;
+  o.name = name;
+  o.definition = def;
+  o.seq_len = r.seq_len;
+  o.hbm_per_request = r.hbm_per_request.value;
+  o.host_per_request = r.host_per_request.value;
+  o.hbm_formula = r.hbm_per_request.formula;
+  o.max_per_rank = r.max_per_rank;
+  o.max_concurrency = r.max_concurrency;
+  o.binding_limit = r.binding_limit;
+  o.tpot_ms = r.at_max.step_ns * 1e-6;
+  o.decode_tokens_per_s = r.decode_tokens_per_s;
+  for (const auto& l : r.limits) {
+    if (l.key == "hbm") o.hbm_limit_per_rank = l.per_rank;
+    if (l.key == "slo") o.slo_limit_per_rank = l.per_rank;
+  }
+  return o;
+}
+
+/// Concurrency of a strategy limited by the cap, its HBM limit and the SLO: `step_ns(B)` must be non-decreasing.
+template <class StepNs>
+void set_limits(StrategyRow& o, const CapacityPlan& p, int64_t hbm_limit, const std::string& hbm_formula,
+                const StepNs& step_ns, const std::function<double(int64_t)>& tokens_per_s) {
+  const DeploymentSpec& d = p.scenario.deployment;
+  const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
+  std::vector<PlanLimit> limits = unset_limits();
+  if (d.max_running_requests > 0) find_limit(limits, "max_running_requests").per_rank = d.max_running_requests;
+  find_limit(limits, "hbm").per_rank = hbm_limit;
+  find_limit(limits, "hbm").formula = hbm_formula;
+  o.hbm_limit_per_rank = hbm_limit;
+  o.hbm_formula = hbm_formula;
+  o.slo_limit_per_rank = largest_fitting(p.options.batch_cap, [&](int64_t B) { return step_ns(B) <= slo; });
+  if (!p.options.memory_only) find_limit(limits, "slo").per_rank = o.slo_limit_per_rank;
+  const PlanLimit& bind = binding_limit(limits);
+  o.binding_limit = bind.key;
+  o.max_per_rank = bind.per_rank;
+  o.max_concurrency = o.max_per_rank * p.layout.ranks;
+  o.tpot_ms = o.max_per_rank > 0 ? static_cast<double>(step_ns(o.max_per_rank)) * 1e-6 : 0;
+  o.decode_tokens_per_s = o.max_per_rank > 0 ? tokens_per_s(o.max_per_rank) : 0;
+}
+
+const traces::JsonValue* find_row(const traces::JsonValue& doc, const std::string& selector, int64_t k) {
+  const traces::JsonValue* rows = doc.find("rows");
+  if (!rows || rows->kind != traces::JsonValue::Kind::kArray) return nullptr;
+  for (const auto& r : rows->items) {
+    const auto* sel = r.find("selector");
+    const auto* tk = r.find("top_k");
+    const auto* layer = r.find("layer");
+    const auto* rec = r.find("recall");
+    if (!sel || !tk || !layer || !rec || sel->kind != traces::JsonValue::Kind::kString) continue;
+    if (sel->text != selector || !tk->is_integer || tk->integer != k) continue;
+    if (layer->kind != traces::JsonValue::Kind::kString || layer->text != "all") continue;
+    if (rec->kind != traces::JsonValue::Kind::kNumber) continue;
+    return &r;
+  }
+  return nullptr;
+}
+
+std::string available_ks(const traces::JsonValue& doc, const std::string& selector) {
+  std::vector<int64_t> ks;
+  if (const auto* rows = doc.find("rows"); rows && rows->kind == traces::JsonValue::Kind::kArray)
+    for (const auto& r : rows->items) {
+      const auto* sel = r.find("selector");
+      const auto* tk = r.find("top_k");
+      if (sel && tk && sel->text == selector && tk->is_integer &&
+          std::find(ks.begin(), ks.end(), tk->integer) == ks.end())
+        ks.push_back(tk->integer);
+    }
+  if (ks.empty()) return "none";
+  std::string s;
+  for (int64_t k : ks) s += fmt::format("{}{}", s.empty() ? "" : ",", k);
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& strategy_keys() {
+  static const std::vector<std::string> keys = {"full", "hisparse", "eviction", "masking", "compression"};
+  return keys;
+}
+
+StrategyRecall strategy_recall(const std::string& key, const std::string& json, const std::string& source,
+                               int64_t top_k, int64_t eviction_budget, int64_t recall_top_k) {
+  StrategyRecall r;
+  if (key == "full") {
+    r.known = true;
+    r.value = 1.0;
+    r.text = "1 (by definition: every row kept, the model's own selection over all of them)";
+    return r;
+  }
+  if (key == "compression") {
+    r.text = "not measured (the select study has no compressed-key selector)";
+    return r;
+  }
+  if (json.empty()) {
+    r.text = "not measured (no --recall-from select.json)";
+    return r;
+  }
+  const traces::JsonValue doc = traces::parse_json(json, source);
+  std::string selector = "oracle";
+  int64_t k = top_k;
+  if (key == "eviction") {
+    selector = "sink-recent";
+    k = eviction_budget;
+  } else if (key != "hisparse" && key != "masking") {
+    throw_error("plan: unknown cache strategy '{}'", key);
+  }
+  if (recall_top_k > 0) k = recall_top_k;
+  const traces::JsonValue* row = find_row(doc, selector, k);
+  if (!row) {
+    r.text = fmt::format("not measured ({} has no {} row at K={}; K there: {})", source, selector, k,
+                         available_ks(doc, selector));
+    return r;
+  }
+  r.known = true;
+  r.value = row->find("recall")->number;
+  r.text = fmt::format("{:.4f} ({}, K={}, {})", r.value, selector, k, source);
+  if (key != "eviction")
+    if (const traces::JsonValue* ix = find_row(doc, "indexer", k))
+      r.text += fmt::format("; untrained indexer stand-in {:.4f}", ix->find("recall")->number);
+  return r;
+}
+
+StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOptions& opt) {
+  StrategyTable t;
+  t.options = opt;
+  const Scenario& s = p.scenario;
+  const DeploymentSpec& d = s.deployment;
+  const MemoryBudget& b = p.budget;
+  const int page = d.page_size;
+  const double L = b.kv_layers.value, row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
+  const int64_t K = d.hisparse.top_k;
+  const int64_t model_k = s.model.top_k > 0 ? s.model.top_k : 0;
+  const auto full_pool = static_cast<int64_t>(b.full_pool_tokens.value);
+  const double full_cell = b.full_cell_bytes.value;
+  t.eviction_budget = opt.eviction_budget > 0 ? opt.eviction_budget : K;
+  if (!(opt.compression_ratio >= 1)) throw_error("plan: --compression-ratio {} (expected >= 1)", opt.compression_ratio);
+  if (opt.compression_sinks < 0 || opt.compression_recent < 0)
+    throw_error("plan: --compression-sinks {} / --compression-recent {} (expected >= 0)", opt.compression_sinks,
+                opt.compression_recent);
+  t.reconstruct_assumed = opt.reconstruct_bytes < 0;
+  t.reconstruct_bytes = t.reconstruct_assumed ? row / opt.compression_ratio + row : opt.reconstruct_bytes;
+  t.recall_source = opt.recall_file.empty() ? "none" : opt.recall_file;
+  const double hbm_rate = s.hardware.hbm_bytes_per_s;
+  if (!(hbm_rate > 0) && t.reconstruct_bytes > 0)
+    throw_error("{}: hardware hbm_bytes_per_s must be > 0 to price the compression's reconstruction", s.source);
+
+  const StepTimeModel full(s, p.options.cost, false, nullptr);
+  Scenario sm = s;
+  sm.model.top_k = static_cast<int>(K);
+  const StepTimeModel masked(sm, p.options.cost, false, nullptr);
+  auto attended = [](int64_t n, int64_t k) { return static_cast<double>(k > 0 ? std::min(n, k) : n); };
+
+  for (size_t i = 0; i + 1 < p.rows.size(); i += 2) {
+    const PlanRow &fr = p.rows[i], &hr = p.rows[i + 1];
+    const int64_t n = fr.seq_len;
+    const int64_t paged = round_up_to_page(n, page);
+    auto recall = [&](const std::string& key) {
+      return strategy_recall(key, opt.recall_json, t.recall_source, K, t.eviction_budget, opt.recall_top_k);
+    };
+
+    // Full KV and HiSparse: the plan's rows.
+    StrategyRow f = from_plan(fr, "full", "full KV", "every token's latent and indexer key in HBM");
+    f.attended_rows = attended(n, model_k);
+    f.indexed_rows = static_cast<double>(n);
+    f.recall = recall("full");
+    t.rows.push_back(f);
+    StrategyRow h = from_plan(hr, "hisparse", "HiSparse",
+                              fmt::format("device buffer H={} + indexer keys in HBM, latent in host DRAM, LRU swap-in",
+                                          d.hisparse.device_buffer_size));
+    h.pcie_bytes_per_step = hr.misses_per_request_step * row + L * row;
+    h.attended_rows = attended(n, K);
+    h.indexed_rows = static_cast<double>(n);
+    h.recall = recall("hisparse");
+    t.rows.push_back(h);
+
+    // Physical eviction at budget E.
+    const int64_t kept = std::min(n, t.eviction_budget);
+    const int64_t kept_paged = round_up_to_page(kept, page);
+    StrategyRow e;
+    e.key = "eviction";
+    e.name = fmt::format("eviction E={}", t.eviction_budget);
+    e.definition = "SnapKV/PyramidKV: only min(n, E) tokens (latent + indexer key) stay, in HBM; the rest dropped";
+    e.seq_len = n;
+    e.hbm_per_request = static_cast<double>(kept) * L * (row + idx);
+    e.attended_rows = attended(kept, model_k);
+    e.indexed_rows = static_cast<double>(kept);
+    set_limits(e, p, kept_paged > 0 ? full_pool / kept_paged : 0,
+               fmt::format("floor(full_pool / paged(min(n, E))) = floor({} / {})", full_pool, kept_paged),
+               [&](int64_t B) { return full.step(B, kept).step_ns; },
+               [&](int64_t B) { return full.step(B, kept).tokens_per_s; });
+    e.recall = recall("eviction");
+    t.rows.push_back(e);
+
+    // Logical masking.
+    StrategyRow m;
+    m.key = "masking";
+    m.name = "logical masking";
+    m.definition = "OmniKV: every token stays in HBM (as full KV); attention reads only the top-K selected rows";
+    m.seq_len = n;
+    m.hbm_per_request = fr.hbm_per_request.value;
+    m.attended_rows = attended(n, K);
+    m.indexed_rows = static_cast<double>(n);
+    set_limits(m, p, paged > 0 ? full_pool / paged : 0,
+               fmt::format("floor(full_pool / paged_seq_len) = floor({} / {}) (as full KV)", full_pool, paged),
+               [&](int64_t B) { return masked.step(B, n).step_ns; },
+               [&](int64_t B) { return masked.step(B, n).tokens_per_s; });
+    m.recall = recall("masking");
+    t.rows.push_back(m);
+
+    // Hybrid compression.
+    const int64_t S = opt.compression_sinks, R = opt.compression_recent;
+    const double c = opt.compression_ratio;
+    auto bytes_at = [&](int64_t tokens) {
+      const int64_t fp = std::min(tokens, S + R);
+      return L * (static_cast<double>(fp) * row + static_cast<double>(tokens - fp) * row / c + static_cast<double>(tokens) * idx);
+    };
+    StrategyRow z;
+    z.key = "compression";
+    z.name = fmt::format("compression c={}", c);
+    z.definition = fmt::format("DeltaKV: {} sink + {} recent rows full precision, the rest at 1/c of a row; "
+                               "indexer keys of all n", S, R);
+    z.seq_len = n;
+    z.hbm_per_request = bytes_at(n);
+    z.attended_rows = attended(n, model_k);
+    z.indexed_rows = static_cast<double>(n);
+    const double compressed_attended = std::min(z.attended_rows, static_cast<double>(n - std::min(n, S + R)));
+    z.reconstruct_bytes_per_step = compressed_attended * L * t.reconstruct_bytes;
+    const double per_req_paged = bytes_at(paged);
+    const double pool_bytes = static_cast<double>(full_pool) * full_cell;
+    const auto zlimit = per_req_paged > 0 ? static_cast<int64_t>(std::floor(pool_bytes / per_req_paged)) : 0;
+    auto rec_ns = [&](int64_t B) {
+      return t.reconstruct_bytes > 0
+                 ? static_cast<SimTime>(std::llround(static_cast<double>(B) * z.reconstruct_bytes_per_step / hbm_rate * 1e9))
+                 : SimTime{0};
+    };
+    auto z_step = [&](int64_t B) { return full.step(B, n).step_ns + rec_ns(B); };
+    set_limits(z, p, zlimit,
+               fmt::format("floor(full_pool × full_cell / per_request(paged n)) = floor({} × {} / {})", full_pool,
+                           full_cell, per_req_paged),
+               z_step, [&](int64_t B) {
+                 const SimTime st = z_step(B);
+                 return st > 0 ? static_cast<double>(B) * p.layout.ranks / (static_cast<double>(st) * 1e-9) : 0.0;
+               });
+    z.recall = recall("compression");
+    t.rows.push_back(z);
+  }
+  t.notes.push_back(fmt::format(
+      "eviction budget E = {} ({}): the rows DSA attends per step, so eviction, masking and HiSparse attend the same "
+      "number of rows and differ in memory and in what they can still select",
+      t.eviction_budget, opt.eviction_budget > 0 ? "--eviction-budget" : "default: the deployment's top_k"));
+  t.notes.push_back(fmt::format(
+      "compression: S = {} sinks, R = {} recent, ratio c = {}; reconstruction {:.0f} B of HBM traffic per compressed row "
+      "attended per layer ({}), at hbm_bytes_per_s {:.3g} TB/s, added to the full-KV step",
+      opt.compression_sinks, opt.compression_recent, opt.compression_ratio, t.reconstruct_bytes,
+      t.reconstruct_assumed ? "assumed: row / c + row, read compressed + write full precision" : "--reconstruct-bytes",
+      hbm_rate * 1e-12));
+  if (opt.recall_top_k > 0 && !opt.recall_json.empty())
+    t.notes.push_back(fmt::format(
+        "recall read at K = {} of {} (--recall-top-k) for every strategy, not at this deployment's K = {} / E = {}: "
+        "a figure of the recorded model at that K, not of this deployment",
+        opt.recall_top_k, t.recall_source, K, t.eviction_budget));
+  if (model_k > 0 && model_k == K)
+    t.notes.push_back(fmt::format(
+        "the model's attention is already top-{} sparse (DSA): full KV attends min(n, {}) rows, so logical masking "
+        "with the same K computes what full KV computes (same row) — it differs only for a dense-attention model or "
+        "another --top-k",
+        K, K));
+  return t;
+}
+
+namespace {
+
+std::string recall_cell(const StrategyRecall& r) { return r.known ? fmt::format("{:.4f}", r.value) : "not measured"; }
+
+std::string dash(double b) { return b > 0 ? plan_bytes(b) : "-"; }
+
+}  // namespace
+
+std::string strategies_to_text(const StrategyTable& t) {
+  std::string o = "\n== cache strategies (per request; HBM, host, PCIe, concurrency, tokens/s modelled by this plan's "
+                  "memory budget and step model; recall measured by `hisparse select` where a file is given)\n";
+  o += fmt::format("recall from: {}\n", t.recall_source);
+  int64_t last = -1;
+  for (const StrategyRow& r : t.rows) {
+    if (r.seq_len != last) {
+      last = r.seq_len;
+      o += fmt::format("-- seq_len {}\n{:<20} {:>10} {:>10} {:>12} {:>8} {:>11} {:>9} {:<12} {:>9} {:>9} {:>12}\n",
+                       r.seq_len, "strategy", "HBM/req", "host/req", "PCIe/step", "attended", "max_concur", "per_rank",
+                       "binding", "TPOT ms", "tok/s", "recall");
+    }
+    o += fmt::format("{:<20} {:>10} {:>10} {:>12} {:>8.0f} {:>11} {:>9} {:<12} {:>9.2f} {:>9.0f} {:>12}\n", r.name,
+                     plan_bytes(r.hbm_per_request), dash(r.host_per_request), dash(r.pcie_bytes_per_step), r.attended_rows,
+                     plan_int(r.max_concurrency), r.max_per_rank, r.binding_limit, r.tpot_ms, r.decode_tokens_per_s,
+                     recall_cell(r.recall));
+  }
+  o += "recall per strategy:\n";
+  last = -1;
+  for (const StrategyRow& r : t.rows)
+    if (r.seq_len == t.rows.front().seq_len) o += fmt::format("  {:<20} {}\n", r.name, r.recall.text);
+  for (const auto& n : t.notes) o += "note: " + n + "\n";
+  return o;
+}
+
+namespace {
+
+
+std::string jn(double v) {
+  if (!std::isfinite(v)) return "null";
+  if (v == std::floor(v) && std::fabs(v) < 9e15) return fmt::format("{}", static_cast<int64_t>(v));
+  return fmt::format("{:.10g}", v);
+}
+
+}  // namespace
+
+std::string strategies_to_json(const StrategyTable& t) {
+  std::string o = fmt::format(
+      "{{\"eviction_budget\": {}, \"compression_sinks\": {}, \"compression_recent\": {}, \"compression_ratio\": {}, "
+      "\"reconstruct_bytes\": {}, \"reconstruct_assumed\": {}, \"recall_source\": {}, \"labels\": {{\"memory\": "
+      "\"modelled\", \"pcie\": \"modelled\", \"concurrency\": \"modelled\", \"tokens_per_s\": \"modelled\", \"recall\": "
+      "\"measured by hisparse select, or null = not measured\"}},\n    \"rows\": [",
+      t.eviction_budget, t.options.compression_sinks, t.options.compression_recent, jn(t.options.compression_ratio),
+      jn(t.reconstruct_bytes), t.reconstruct_assumed ? "true" : "false", json_quote(t.recall_source));
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const StrategyRow& r = t.rows[i];
+    o += fmt::format(
+        "{}\n      {{\"seq_len\": {}, \"strategy\": {}, \"name\": {}, \"definition\": {}, \"hbm_per_request\": {}, "
+        "\"host_per_request\": {}, \"pcie_bytes_per_step\": {}, \"attended_rows\": {}, \"indexed_rows\": {}, "
+        "\"reconstruct_bytes_per_step\": {}, \"hbm_limit_per_rank\": {}, \"slo_limit_per_rank\": {}, \"max_per_rank\": {}, "
+        "\"max_concurrency\": {}, \"binding_limit\": {}, \"tpot_ms\": {}, \"decode_tokens_per_s\": {}, \"hbm_formula\": {}, "
+        "\"recall\": {}, \"recall_text\": {}}}",
+        i ? "," : "", r.seq_len, json_quote(r.key), json_quote(r.name), json_quote(r.definition), jn(r.hbm_per_request),
+        jn(r.host_per_request), jn(r.pcie_bytes_per_step), jn(r.attended_rows), jn(r.indexed_rows),
+        jn(r.reconstruct_bytes_per_step), r.hbm_limit_per_rank, r.slo_limit_per_rank, r.max_per_rank, r.max_concurrency,
+        json_quote(r.binding_limit), jn(r.tpot_ms), jn(r.decode_tokens_per_s), json_quote(r.hbm_formula),
+        r.recall.known ? jn(r.recall.value) : "null", json_quote(r.recall.text));
+  }
+  o += "\n    ], \"notes\": [";
+  for (size_t i = 0; i < t.notes.size(); ++i) o += (i ? ", " : "") + json_quote(t.notes[i]);
+  return o + "]}";
+}
+
+}  // namespace hisparse::sim
