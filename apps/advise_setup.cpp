@@ -72,6 +72,7 @@ std::vector<int32_t> int_list(const std::string& text, const std::string& comman
 AdviseSetup make_advise_setup(const AdviseArgs& a, const po::variables_map& vm, const std::string& command) {
   AdviseSetup out;
   out.scenario = load_scenario(a.scenario);
+  require_sparse_indexer(out.scenario, "hisparse advise");
   Scenario& s = out.scenario;
   if (vm.count("tpot-slo-ms")) {
     s.deployment.tpot_slo_ms = vm["tpot-slo-ms"].as<double>();

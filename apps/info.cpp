@@ -64,13 +64,14 @@ void print_json(const Scenario& s, const MemoryBudget& b) {
   const auto figs = b.figures();
   for (size_t i = 0; i < figs.size(); ++i)
     out += fmt::format("    {}{}\n", json_figure(*figs[i]), i + 1 < figs.size() ? "," : "");
-  out += "  ],\n  \"per_seq_len\": [\n";
+  out += fmt::format("  ],\n  \"attention\": \"{}\",\n  \"per_seq_len\": [\n", b.attention);
   for (size_t i = 0; i < b.per_seq_len.size(); ++i) {
     const SeqLenBudget& q = b.per_seq_len[i];
     out += fmt::format("    {{\"seq_len\": {}, \"figures\": [\n", q.seq_len);
-    const Figure* fs[] = {&q.full_kv_bytes,       &q.full_latent_bytes,   &q.full_indexer_bytes,
-                          &q.hisparse_hbm_bytes,  &q.hisparse_host_bytes, &q.max_requests_full,
-                          &q.max_requests_hisparse};
+    std::vector<const Figure*> fs = {&q.full_kv_bytes,      &q.full_latent_bytes,   &q.full_indexer_bytes,
+                                     &q.hisparse_hbm_bytes, &q.hisparse_host_bytes, &q.max_requests_full,
+                                     &q.max_requests_hisparse};
+    if (b.sliding_layer_count > 0) fs.push_back(&q.swa_tokens);
     for (size_t j = 0; j < std::size(fs); ++j)
       out += fmt::format("      {}{}\n", json_figure(*fs[j]), j + 1 < std::size(fs) ? "," : "");
     out += fmt::format("    ]}}{}\n", i + 1 < b.per_seq_len.size() ? "," : "");
@@ -84,7 +85,55 @@ void print_section(const std::string& title, const std::vector<const Figure*>& f
   for (const Figure* f : figs) fmt::print("  {:<46} {:>18}   {}\n", f->label, show(*f), f->formula);
 }
 
+/// A model without a sparse indexer (GQA / MHA, with or without sliding layers): SGLang's MHA or SWA pools, no HiSparse.
+void print_gqa_text(const Scenario& s, const MemoryBudget& b) {
+  const DeploymentSpec& d = s.deployment;
+  const ModelSpec& m = s.model;
+  fmt::print("scenario {}  ({})\n", d.name, s.source);
+  fmt::print("  model {} ({}: {} query heads, {} KV heads of {}{}) · hardware {} · decode {} × {} GPUs (tp {}, "
+             "dp_attention {}, ep {})\n",
+             m.name, b.attention, m.attention_heads, m.num_key_value_heads, m.head_dim,
+             b.sliding_layer_count > 0 ? fmt::format("; window {} on {} of {} layers", m.sliding_window,
+                                                      b.sliding_layer_count, m.layers)
+                                       : "",
+             s.hardware.name, d.decode.count, d.decode.gpus, d.decode.tp, d.decode.dp_attention, d.decode.ep);
+  fmt::print("  page_size {} · {} KV · mem_fraction_static {}{}\n", d.page_size,
+             d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.mem_fraction_static,
+             b.sliding_layer_count > 0 ? fmt::format(" · swa_full_tokens_ratio {}", d.swa_full_tokens_ratio) : "");
+  fmt::print("  HiSparse: not applicable (no sparse indexer: HiSparse offloads what DeepSeek Sparse Attention's "
+             "indexer selects)\n");
+  std::vector<const Figure*> per_token = {&b.kv_layers, &b.kv_heads_per_rank, &b.latent_row_bytes};
+  if (b.sliding_layer_count > 0) per_token.insert(per_token.end(), {&b.full_attention_layers, &b.sliding_layers});
+  per_token.insert(per_token.end(), {&b.latent_bytes_per_token, &b.full_cell_bytes});
+  print_section("Bytes per token", per_token);
+  print_section("HBM per GPU", {&b.hbm_bytes, &b.weights_per_gpu_bytes, &b.activation_reserve_bytes, &b.kv_budget_bytes});
+  std::vector<const Figure*> pools;
+  if (b.sliding_layer_count > 0) pools = {&b.profile_pool_tokens, &b.swa_full_tokens_ratio, &b.full_pool_tokens,
+                                          &b.swa_pool_tokens};
+  else pools = {&b.full_pool_tokens};
+  print_section(b.sliding_layer_count > 0 ? "SGLang SWA pools per GPU (SWAKVPool; full pool = max_total_num_tokens)"
+                                          : "SGLang pool per GPU (MHATokenToKVPool; max_total_num_tokens in the server log)",
+                pools);
+  fmt::print("\nOne request by sequence length (max requests: per dp rank, memory limits only — `hisparse plan` adds "
+             "the SLO limit)\n");
+  fmt::print("  {:>8} {:>12} {:>14} {:>9}\n", "seq_len", "KV / request", "sliding kept", "max full");
+  for (const auto& q : b.per_seq_len)
+    fmt::print("  {:>8} {:>12} {:>14} {:>9}\n", group_digits(q.seq_len), human_bytes(q.full_kv_bytes.value),
+               b.sliding_layer_count > 0 ? group_digits(static_cast<int64_t>(q.swa_tokens.value)) : std::string("-"),
+               group_digits(static_cast<int64_t>(q.max_requests_full.value)));
+  if (!b.per_seq_len.empty()) {
+    const SeqLenBudget& q = b.per_seq_len.front();
+    fmt::print("  formulas (seq_len {}):\n", group_digits(q.seq_len));
+    std::vector<const Figure*> fs = {&q.full_kv_bytes, &q.max_requests_full};
+    if (b.sliding_layer_count > 0) fs.insert(fs.begin() + 1, &q.swa_tokens);
+    for (const Figure* f : fs) fmt::print("    {:<38} {}\n", f->label, f->formula);
+  }
+  if (b.kv_budget_bytes.value <= 0)
+    fmt::print("\nwarning: no HBM left for KV: the weights do not fit at mem_fraction_static {}\n", d.mem_fraction_static);
+}
+
 void print_text(const Scenario& s, const MemoryBudget& b) {
+  if (s.model.is_gqa()) return print_gqa_text(s, b);
   const DeploymentSpec& d = s.deployment;
   const HiSparseConfig& hs = d.hisparse;
   fmt::print("scenario {}  ({})\n", d.name, s.source);

@@ -266,6 +266,9 @@ int run_plan(int argc, char** argv) {
     }
   }
 
+  if (!s.model.has_sparse_indexer() && !trace_path.empty())
+    throw_error("plan: --trace {}: model {} has no sparse indexer, so no top-k trace drives its cache (HiSparse is not "
+                "applicable)", trace_path, s.model.name);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<int32_t> hs = opt.sweep_buffer_sizes.empty() ? sim::default_buffer_sweep(s) : opt.sweep_buffer_sizes;
   hs.push_back(d.hisparse.device_buffer_size);
@@ -296,6 +299,11 @@ int run_plan(int argc, char** argv) {
   const fs::path dir(out_dir);
   sim::write_file_atomically((dir / "plan.json").string(), sim::plan_to_json(plan, info));
   std::vector<sim::PlanPlot> plots = sim::plan_plot_list();
+  // A model without a sparse indexer has no HiSparse sweeps: scripts/plot_plan.py draws its full-KV panels only.
+  if (!plan.hisparse_not_applicable.empty())
+    plots.erase(std::remove_if(plots.begin(), plots.end(),
+                               [](const sim::PlanPlot& p) { return p.file.rfind("plan_sweep_", 0) == 0; }),
+                plots.end());
   if (!vm.count("no-plots")) {
     run_plot_script("plot_plan.py", out_dir, "plan");
     for (auto& p : plots) p.png = read_file(dir / p.file);
@@ -307,14 +315,27 @@ int run_plan(int argc, char** argv) {
   sim::write_file_atomically((dir / "plan.html").string(), sim::plan_to_html(plan, info, plots));
 
   const MemoryBudget& b = plan.budget;
-  fmt::print("scenario {} ({}): {} rank{} per decode instance; miss model: {}\n", d.name, s.source, plan.layout.ranks,
-             plan.layout.ranks == 1 ? "" : "s", plan.miss_source);
-  fmt::print("SGLang pools per GPU: full-KV max_total_num_tokens {}, HiSparse device pool {} (max_total_num_tokens), "
-             "logical {}, host pool {} tokens = {:.2f} GB\n",
-             sim::plan_int(static_cast<int64_t>(b.full_pool_tokens.value)),
-             sim::plan_int(static_cast<int64_t>(b.device_pool_tokens.value)),
-             sim::plan_int(static_cast<int64_t>(b.logical_pool_tokens.value)),
-             sim::plan_int(static_cast<int64_t>(b.host_pool_tokens.value)), b.host_pool_bytes_per_gpu.value * 1e-9);
+  if (!plan.hisparse_not_applicable.empty()) {
+    fmt::print("scenario {} ({}): {} rank{} per decode instance; {} attention; HiSparse {}\n", d.name, s.source,
+               plan.layout.ranks, plan.layout.ranks == 1 ? "" : "s", b.attention, plan.hisparse_not_applicable);
+    if (b.sliding_layer_count > 0)
+      fmt::print("SGLang SWA pools per GPU: full-attention layers {} tokens (max_total_num_tokens), sliding layers {} "
+                 "tokens (swa_full_tokens_ratio {})\n",
+                 sim::plan_int(static_cast<int64_t>(b.full_pool_tokens.value)),
+                 sim::plan_int(static_cast<int64_t>(b.swa_pool_tokens.value)), d.swa_full_tokens_ratio);
+    else
+      fmt::print("SGLang pool per GPU: max_total_num_tokens {} ({} B per token)\n",
+                 sim::plan_int(static_cast<int64_t>(b.full_pool_tokens.value)), b.full_cell_bytes.value);
+  } else {
+    fmt::print("scenario {} ({}): {} rank{} per decode instance; miss model: {}\n", d.name, s.source, plan.layout.ranks,
+               plan.layout.ranks == 1 ? "" : "s", plan.miss_source);
+    fmt::print("SGLang pools per GPU: full-KV max_total_num_tokens {}, HiSparse device pool {} (max_total_num_tokens), "
+               "logical {}, host pool {} tokens = {:.2f} GB\n",
+               sim::plan_int(static_cast<int64_t>(b.full_pool_tokens.value)),
+               sim::plan_int(static_cast<int64_t>(b.device_pool_tokens.value)),
+               sim::plan_int(static_cast<int64_t>(b.logical_pool_tokens.value)),
+               sim::plan_int(static_cast<int64_t>(b.host_pool_tokens.value)), b.host_pool_bytes_per_gpu.value * 1e-9);
+  }
   fmt::print("cost model: {}\n", info.calibration);
   fmt::print("{}", sim::plan_to_text(plan));
   if (opt.strategies.enabled) fmt::print("{}", sim::strategies_to_text(plan.strategies));

@@ -144,6 +144,7 @@ int run_simulate(int argc, char** argv) {
   if (modes.empty()) throw_error("--mode '{}' is unknown (expected full, hisparse or both)", mode);
 
   Scenario sc = load_scenario(scenario_name);
+  require_sparse_indexer(sc, "hisparse simulate");
   if (vm.count("prefill-instances")) {
     if (prefill_instances < 1) throw_error("--prefill-instances must be >= 1, got {}", prefill_instances);
     if (!sc.deployment.pd_disaggregation)

@@ -48,6 +48,9 @@ struct DeploymentSpec {
   int max_running_requests = 0;      // per decode GPU (dp rank); 0 = unlimited
   double activation_reserve_bytes = 0;  // per GPU: activations and CUDA graphs outside the static pool
   double tpot_slo_ms = 50;
+  // Sliding-window models: SGLang's --swa-full-tokens-ratio, tokens of the sliding-layer pool per token of the
+  // full-attention pool (server_args.py default 0.8).
+  double swa_full_tokens_ratio = 0.8;
   bool hisparse_enabled = true;
   HiSparseConfig hisparse;
   MemoryOverrides memory;

@@ -30,12 +30,27 @@ struct SeqLenBudget {
   Figure hisparse_host_bytes;    // latent of all tokens in the host pool
   Figure max_requests_full;      // per dp rank, from the full-KV device pool
   Figure max_requests_hisparse;  // per dp rank, min(device pool / buffer, logical pool / tokens)
+  Figure swa_tokens;             // GQA with sliding layers: tokens each sliding layer keeps (window-capped)
 };
 
 struct MemoryBudget {
+  // What the pools hold (docs/capacity.md): "mla+dsa" (latent + indexer keys; HiSparse applies), "mla", "gqa"
+  // (SGLang's MHATokenToKVPool) or "gqa+swa" (SWAKVPool: full-attention and sliding layers in two pools).
+  std::string attention = "mla+dsa";
+  bool sparse_indexer = true;        // false: every HiSparse figure below is 0 and "not applicable"
+  int page_size = 1;
+  int64_t sliding_window = 0;        // tokens (0 = none)
+  int full_layers = 0, sliding_layer_count = 0;  // KV layers of each kind (MLA: all full)
+  // GQA only (absent from figures() for MLA).
+  Figure kv_heads_per_rank;          // max(1, num_key_value_heads / attention TP)
+  Figure full_attention_layers;
+  Figure sliding_layers;
+  Figure swa_full_tokens_ratio;
+  Figure profile_pool_tokens;        // SWA: SGLang's first max_total_num_tokens over the whole cell, before the split
+  Figure swa_pool_tokens;            // SWA: tokens of the sliding-layer pool
   // Per token.
   Figure kv_layers;                  // layers + MTP layers
-  Figure latent_row_bytes;           // per token per layer, in the deployment's KV dtype
+  Figure latent_row_bytes;           // per token per layer, in the deployment's KV dtype (GQA: K + V, key kv_row_bytes)
   Figure indexer_key_bytes;          // per token per layer
   Figure latent_bytes_per_token;     // all KV layers
   Figure indexer_bytes_per_token;    // all KV layers
@@ -74,8 +89,26 @@ const std::vector<int64_t>& default_seq_lens();
 MemoryBudget compute_memory_budget(const Scenario& scenario,
                                    const std::vector<int64_t>& seq_lens = default_seq_lens());
 
+// Per-request arithmetic of the full-KV pools, shared by `info`, `plan` and `plan --strategies` (MLA and GQA alike).
+/// Tokens a sliding layer keeps of a request of `tokens`: min(tokens, window + page) (all of them without SWA).
+int64_t sliding_tokens_kept(const MemoryBudget& b, int64_t tokens);
+/// HBM bytes of a full-KV request of `tokens` on one GPU holding it: every KV layer (latent + indexer key for MLA;
+/// K + V for GQA, window-capped on sliding layers).
+double full_kv_request_bytes(const MemoryBudget& b, int64_t tokens);
+/// The formula of full_kv_request_bytes with its numbers.
+std::string full_kv_request_formula(const MemoryBudget& b, int64_t tokens);
+/// Requests of `tokens` the full-KV pools hold: floor(full_pool / paged(n)), and for SWA also
+/// floor(swa_pool / paged(sliding_tokens_kept(n))); `formula` (optional) gets the arithmetic.
+int64_t full_pool_requests(const MemoryBudget& b, int64_t tokens, std::string* formula = nullptr);
+
 // Building blocks, usable on their own by the planner.
 int64_t latent_row_bytes(const ModelSpec& model, KvDtype dtype);
+/// GQA: KV heads one GPU holds under attention TP `attention_tp` (SGLang's get_num_kv_heads: max(1, heads / tp)).
+int kv_heads_per_rank(const ModelSpec& model, int attention_tp);
+/// GQA: K + V bytes per token per layer on one GPU: 2 × kv_heads_per_rank × head_dim × dtype bytes.
+int64_t gqa_kv_row_bytes(const ModelSpec& model, KvDtype dtype, int attention_tp);
+/// Bytes per token per layer of the cache the attention reads: the MLA latent row or the GQA K + V row.
+int64_t kv_row_bytes(const ModelSpec& model, const InstanceSpec& decode, KvDtype dtype);
 double weights_per_gpu_bytes(const ModelSpec& model, const InstanceSpec& inst, double weight_bytes);
 /// SGLang's max_total_num_tokens: floor(budget / cell) rounded down to whole pages.
 int64_t pool_tokens(double budget_bytes, double cell_bytes, int page_size);

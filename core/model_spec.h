@@ -1,13 +1,27 @@
-// @brief ModelSpec: the per-token memory and compute figures of a sparse-attention model (scenarios/models/*.yaml).
+// @brief ModelSpec: the per-token memory and compute figures of a model (scenarios/models/*.yaml): MLA + DSA
+// (DeepSeek-V3.2, GLM-5) or grouped-query attention (MHA when kv heads = heads), optionally with sliding-window layers.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hisparse {
 
+/// How a layer's KV cache is laid out. MLA caches one latent row per token (DeepSeek's sparse attention adds an
+/// indexer key); GQA caches K and V of num_key_value_heads heads (SGLang's MHATokenToKVPool).
+enum class AttentionKind { kMla, kGqa };
+
 struct ModelSpec {
   std::string name;
+  AttentionKind attention = AttentionKind::kMla;  // YAML `attention: mla | gqa` (absent: mla)
+  // GQA only (attention: gqa).
+  int num_key_value_heads = 0;       // KV heads (= attention_heads for MHA)
+  int head_dim = 0;                  // per head, K and V alike
+  int sliding_window = 0;            // tokens a sliding layer attends (0 = no sliding layers)
+  std::vector<bool> sliding_layers;  // per decoder layer: true = sliding window (empty when sliding_window = 0)
+  double dense_weight_bytes_per_param = 0;   // attention / dense-MLP / LM-head weights as deployed (bf16: 2)
+  double expert_weight_bytes_per_param = 0;  // routed experts as deployed (0 = the cost model's weight_bytes_per_param)
   int layers = 0;                    // decoder layers that hold a KV cache (DeepSeek-V3.2: 61)
   int mtp_layers = 0;                // extra multi-token-prediction layers with their own KV (DeepSeek-V3.2: 1)
   int kv_lora_rank = 0;              // latent width (512), also used as V
@@ -40,6 +54,16 @@ struct ModelSpec {
   double active_params = 0;          // parameters touched per token (≈ 37e9)
 
   int kv_layers() const { return layers + mtp_layers; }
+  bool is_gqa() const { return attention == AttentionKind::kGqa; }
+  /// DeepSeek Sparse Attention's lightning indexer: what HiSparse's selection and pools need.
+  bool has_sparse_indexer() const { return attention == AttentionKind::kMla && indexer_head_dim > 0 && top_k > 0; }
+  int sliding_layer_count() const {
+    int n = 0;
+    for (bool s : sliding_layers) n += s ? 1 : 0;
+    return n;
+  }
+  /// Layers that attend (and cache) every token: all of them without a sliding window.
+  int full_attention_layer_count() const { return kv_layers() - sliding_layer_count(); }
   int cache_row_width() const { return kv_lora_rank + qk_rope_head_dim; }  // 576
 };
 

@@ -35,11 +35,140 @@ void read_instance(StrictMap map, InstanceSpec* inst) {
 
 }  // namespace
 
+namespace {
+
+/// The keys only one attention kind has: naming one under the other kind is a mistake, not a no-op.
+const std::vector<const char*>& mla_only_keys() {
+  static const std::vector<const char*> k = {"kv_lora_rank", "qk_rope_head_dim", "latent_row_bytes",
+                                             "latent_row_bytes_fp8", "indexer_heads", "indexer_head_dim",
+                                             "indexer_key_bytes", "top_k", "topk_layer_group", "q_lora_rank",
+                                             "qk_nope_head_dim", "v_head_dim", "dp_replicated_weight_bytes"};
+  return k;
+}
+const std::vector<const char*>& gqa_only_keys() {
+  static const std::vector<const char*> k = {"num_key_value_heads", "head_dim", "sliding_window", "layer_types",
+                                             "sliding_window_pattern", "dense_weight_bytes_per_param",
+                                             "expert_weight_bytes_per_param"};
+  return k;
+}
+
+/// Which layers slide: config.json's `layer_types` list (gpt-oss, newer Gemma configs) or Gemma-3's
+/// `sliding_window_pattern` P (every P-th layer is global, the others local).
+void read_sliding_layout(StrictMap& map, ModelSpec* m) {
+  const bool has_types = map.has("layer_types"), has_pattern = map.has("sliding_window_pattern");
+  if (has_types && has_pattern)
+    throw_error("{}: both layer_types and sliding_window_pattern given; expected at most one of them", map.file());
+  if (m->sliding_window == 0) {
+    if (has_types || has_pattern)
+      throw_error("{}: expected sliding_window > 0 with it (sliding_window is 0 or absent)",
+                  map.where(has_types ? "layer_types" : "sliding_window_pattern"));
+    return;
+  }
+  if (!has_types && !has_pattern)
+    throw_error("{}: sliding_window {} given without layer_types or sliding_window_pattern; expected one of them to "
+                "say which layers slide", map.where("sliding_window"), m->sliding_window);
+  m->sliding_layers.assign(static_cast<size_t>(m->layers), false);
+  if (has_types) {
+    const YAML::Node list = map.sequence("layer_types");
+    if (static_cast<int>(list.size()) != m->layers)
+      throw_error("{}: got {} entries, expected one per layer ({})", map.where("layer_types"), list.size(), m->layers);
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string v = list[i].IsScalar() ? list[i].as<std::string>() : describe_node(list[i]);
+      if (v != "sliding_attention" && v != "full_attention")
+        throw_error("{}[{}]: got '{}', expected sliding_attention or full_attention", map.where("layer_types"), i, v);
+      m->sliding_layers[i] = v == "sliding_attention";
+    }
+  } else {
+    int pattern = 0;
+    map.get("sliding_window_pattern", &pattern, 2, m->layers);
+    for (int i = 0; i < m->layers; ++i) m->sliding_layers[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  }
+  if (m->sliding_layer_count() == 0)
+    throw_error("{}: sliding_window {} but no layer slides; expected at least one sliding_attention layer "
+                "(or no sliding_window)", map.where("sliding_window"), m->sliding_window);
+}
+
+/// attention: gqa — K and V of num_key_value_heads heads per layer, dense or MoE MLP.
+void read_gqa_model(StrictMap& map, ModelSpec* m) {
+  for (const char* key : mla_only_keys())
+    if (map.has(key))
+      throw_error("{}: only for attention: mla; this model is attention: gqa (K/V heads: num_key_value_heads, "
+                  "head_dim)", map.where(key));
+  for (const char* key : {"layers", "attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
+                          "weight_bytes", "active_params", "vocab_size"})
+    map.require(key);
+  map.get("layers", &m->layers, 1, 4096);
+  map.get("mtp_layers", &m->mtp_layers, 0, 0);  // no MTP KV layers are modelled for GQA models
+  map.get("attention_heads", &m->attention_heads, 1, 65536);
+  map.get("num_key_value_heads", &m->num_key_value_heads, 1, m->attention_heads);
+  if (m->attention_heads % m->num_key_value_heads != 0)
+    throw_error("{}: got {}, expected a divisor of attention_heads {} (each KV head serves a whole group of query "
+                "heads)", map.where("num_key_value_heads"), m->num_key_value_heads, m->attention_heads);
+  map.get("head_dim", &m->head_dim, 1, 65536);
+  map.get("sliding_window", &m->sliding_window, 0, 1 << 24);
+  read_sliding_layout(map, m);
+  map.get("weight_bytes", &m->weight_bytes, 1, 1e15, Unit::kBytes);
+  map.get("vocab_size", &m->vocab_size, 1, kMaxInt);
+  map.get("hidden_size", &m->hidden_size, 1, 1 << 20);
+  map.get("routed_experts", &m->routed_experts, 0, 1 << 16);
+  // A dense model's MoE keys get their own message below; an MoE model picks at most all its experts.
+  map.get("experts_per_token", &m->experts_per_token, 0, m->routed_experts > 0 ? m->routed_experts : 1 << 16);
+  map.get("shared_experts", &m->shared_experts, 0, 1 << 10);
+  map.get("moe_intermediate_size", &m->moe_intermediate_size, 0, 1 << 20);
+  map.get("dense_intermediate_size", &m->dense_intermediate_size, 0, 1 << 22);
+  if (m->routed_experts > 0) {
+    // MoE: every layer routes (gpt-oss); dense layers first when the model has them.
+    for (const char* key : {"experts_per_token", "moe_intermediate_size"}) map.require(key);
+    if (m->experts_per_token < 1)
+      throw_error("{}: got {}, expected >= 1 with routed_experts {}", map.where("experts_per_token"),
+                  m->experts_per_token, m->routed_experts);
+    if (m->moe_intermediate_size < 1)
+      throw_error("{}: got {}, expected >= 1 with routed_experts {}", map.where("moe_intermediate_size"),
+                  m->moe_intermediate_size, m->routed_experts);
+    map.get("dense_layers", &m->dense_layers, 0, m->layers);
+    if (m->dense_layers > 0 && m->dense_intermediate_size < 1)
+      throw_error("{}: dense_layers {} need dense_intermediate_size >= 1", map.where("dense_intermediate_size"),
+                  m->dense_layers);
+  } else {
+    // Dense: config.json's intermediate_size is the MLP of every layer.
+    map.require("dense_intermediate_size");
+    if (m->dense_intermediate_size < 1)
+      throw_error("{}: got {}, expected >= 1 (config.json intermediate_size) for a dense model",
+                  map.where("dense_intermediate_size"), m->dense_intermediate_size);
+    m->dense_layers = m->layers;
+    map.get("dense_layers", &m->dense_layers, m->layers, m->layers);
+    for (auto [key, value] : {std::pair{"experts_per_token", m->experts_per_token},
+                              std::pair{"moe_intermediate_size", m->moe_intermediate_size},
+                              std::pair{"shared_experts", m->shared_experts}})
+      if (value > 0)
+        throw_error("{}: got {}, expected 0 or absent for a dense model (routed_experts 0)", map.where(key), value);
+  }
+  m->dense_weight_bytes_per_param = 2;  // bf16 checkpoints
+  map.get("dense_weight_bytes_per_param", &m->dense_weight_bytes_per_param, 0.25, 4);
+  map.get("expert_weight_bytes_per_param", &m->expert_weight_bytes_per_param, 0.25, 4);
+  if (m->expert_weight_bytes_per_param > 0 && m->routed_experts == 0)
+    throw_error("{}: a dense model (routed_experts 0) has no routed experts", map.where("expert_weight_bytes_per_param"));
+  map.get("active_params", &m->active_params, 1, 1e14);
+  map.finish();
+}
+
+}  // namespace
+
 ModelSpec load_model_spec(const std::string& path) {
   ModelSpec m;
   StrictMap map(load_yaml_file(path), path, "");
   m.name = stem_of(path);
   map.get("name", &m.name);
+  std::string kind = "mla";
+  map.get_choice("attention", &kind, {"mla", "gqa"});
+  if (kind == "gqa") {
+    m.attention = AttentionKind::kGqa;
+    read_gqa_model(map, &m);
+    return m;
+  }
+  for (const char* key : gqa_only_keys())
+    if (map.has(key))
+      throw_error("{}: only for attention: gqa; this model is attention: mla (the default)", map.where(key));
   for (const char* key : {"layers", "kv_lora_rank", "indexer_heads", "indexer_head_dim", "attention_heads", "top_k",
                           "weight_bytes"})
     map.require(key);
@@ -158,6 +287,7 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   map.get("max_running_requests", &d.max_running_requests, 0, 1 << 24);
   map.get("activation_reserve_bytes", &d.activation_reserve_bytes, 0, 1e13, Unit::kBytes);
   map.get("tpot_slo_ms", &d.tpot_slo_ms, 0.01, 1e6);
+  map.get("swa_full_tokens_ratio", &d.swa_full_tokens_ratio, 0.01, 1.0);
   map.get("hisparse_enabled", &d.hisparse_enabled);
   // The knobs come either as a YAML mapping or verbatim as the JSON string given to SGLang's --hisparse-config.
   if (map.has("hisparse") && map.has("hisparse_config"))
@@ -246,6 +376,14 @@ std::string resolve(const std::string& name, const std::string& kind, const std:
 
 }  // namespace
 
+void require_sparse_indexer(const Scenario& s, const std::string& command) {
+  if (s.model.has_sparse_indexer()) return;
+  throw_error("{}: {} models HiSparse's selection and pools, which need DeepSeek Sparse Attention's indexer; model {} "
+              "has {} attention and no sparse indexer (use `hisparse info` / `hisparse plan` for its memory and "
+              "capacity)",
+              s.source, command, s.model.name, s.model.is_gqa() ? "gqa" : "mla");
+}
+
 Scenario load_scenario(const std::string& name_or_path) {
   std::string path = name_or_path;
   std::error_code ec;
@@ -270,8 +408,23 @@ Scenario load_scenario(const std::string& name_or_path) {
   };
   s.model = load_model_spec(find(s.deployment.model, "models"));
   s.hardware = load_hardware_spec(find(s.deployment.hardware, "hardware"));
+  if (!s.model.has_sparse_indexer() && s.deployment.hisparse_enabled)
+    throw_error("{}: hisparse_enabled: got true, expected false: model {} has no sparse indexer ({} attention), and "
+                "HiSparse offloads what DeepSeek Sparse Attention's indexer selects",
+                path, s.model.name, s.model.is_gqa() ? "gqa" : "mla without DSA");
+  if (s.model.is_gqa()) {
+    // SGLang shards KV heads over the attention TP group and replicates them when the group is larger.
+    const int atp = std::max(1, s.deployment.decode.tp / std::max(1, s.deployment.decode.dp_attention));
+    const int kvh = s.model.num_key_value_heads;
+    if (atp < kvh && kvh % atp != 0)
+      throw_error("{}: decode.tp / dp_attention = {}: expected a divisor of the model's num_key_value_heads {} (or a "
+                  "multiple of it, which replicates the KV heads)", path, atp, kvh);
+    if (atp > kvh && atp % kvh != 0)
+      throw_error("{}: decode.tp / dp_attention = {}: expected a multiple of the model's num_key_value_heads {} "
+                  "when larger than it", path, atp, kvh);
+  }
   // SGLang takes top_k from the model's index_topk, whatever --hisparse-config says.
-  if (s.deployment.hisparse.top_k != s.model.top_k)
+  if (s.model.has_sparse_indexer() && s.deployment.hisparse.top_k != s.model.top_k)
     throw_error("{}: hisparse.top_k: got {}, expected the model's top_k {} (SGLang uses the model's index_topk)", path,
                 s.deployment.hisparse.top_k, s.model.top_k);
   if (s.deployment.decode.gpus > s.hardware.gpus_per_node && s.deployment.decode.gpus % s.hardware.gpus_per_node)

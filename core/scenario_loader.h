@@ -21,6 +21,10 @@ DeploymentSpec load_deployment_spec(const std::string& path);
 /// `name_or_path`: a deployment name (scenarios/deployments/<name>.yaml) or a path to a deployment YAML.
 Scenario load_scenario(const std::string& name_or_path);
 
+/// Throws naming the scenario, its model and `command` unless the model has DeepSeek Sparse Attention's indexer:
+/// for the commands that model HiSparse's selection and pools only (simulate, advise, replay's scenario defaults).
+void require_sparse_indexer(const Scenario& scenario, const std::string& command);
+
 /// The scenario directories searched, in order (existing ones only, each once): $HISPARSE_SCENARIO_DIR, then
 /// ./scenarios of the working directory, then the scenarios/ of the source tree the binary was built from.
 std::vector<std::string> scenario_dirs();

@@ -1,10 +1,12 @@
 #!/usr/bin/env -S /usr/bin/python3
 # @brief Plots of `hisparse plan`: reads DIR/plan.json, writes plan_memory.png, plan_throughput.png, plan_limits.png,
-# plan_sweep_buffer.png and plan_sweep_ratio.png into DIR (each to a temp name, then renamed).
+# plan_sweep_buffer.png and plan_sweep_ratio.png into DIR (each to a temp name, then renamed). A plan without HiSparse
+# (a model with no sparse indexer: "hisparse_applicable": false) has full-KV panels only and no sweeps.
 import json
 import math
 import os
 import sys
+import textwrap
 
 import matplotlib
 
@@ -29,13 +31,23 @@ def save(fig, out_dir, name):
     plt.close(fig)
 
 
+def hisparse_applies(plan):
+    return plan.get("hisparse_applicable", True)
+
+
+def plan_modes(plan):
+    return ["full", "hisparse"] if hisparse_applies(plan) else ["full"]
+
+
 def plot_memory(plan, out_dir):
     hbm = plan["hbm_per_gpu"]
-    details = plan["details"]
+    modes = plan_modes(plan)
+    details = [d for d in plan["details"] if d["mode"] in modes]
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 1.3]})
     labels, x = [], []
+    kv_name = "latent in use" if hisparse_applies(plan) else "K + V in use"
     parts = [("weights", "#4d4d4d"), ("outside static pool", "#b0b0b0"), ("activation reserve", "#d9d9d9"),
-             ("latent in use", "#1f6fb4"), ("indexer keys in use", "#ff9f40"), ("KV pool free", "#e8f1fa")]
+             (kv_name, "#1f6fb4"), ("indexer keys in use", "#ff9f40"), ("KV pool free", "#e8f1fa")]
     for i, d in enumerate(details):
         u = d["hbm_use"]
         free = max(0.0, hbm["kv_budget"] - u["latent_used"] - u["indexer_used"])
@@ -43,6 +55,8 @@ def plot_memory(plan, out_dir):
                 u["indexer_used"], free]
         bottom = 0.0
         for (name, color), v in zip(parts, vals):
+            if name == "indexer keys in use" and not hisparse_applies(plan):
+                continue
             ax.bar(i, v / 1e9, bottom=bottom / 1e9, color=color, edgecolor="white", linewidth=0.5,
                    label=name if i == 0 else None)
             bottom += v
@@ -56,6 +70,12 @@ def plot_memory(plan, out_dir):
     ax.legend(fontsize=8, ncol=3, loc="lower center", bbox_to_anchor=(0.5, -0.32))
     ax.set_ylim(0, hbm["hbm"] / 1e9 * 1.12)
 
+    if not hisparse_applies(plan):
+        ax2.axis("off")
+        note = "No host KV pool. HiSparse " + plan.get("hisparse_not_applicable", "not applicable")
+        ax2.text(0.0, 0.5, textwrap.fill(note, 42), fontsize=8.5, va="center", ha="left", transform=ax2.transAxes)
+        save(fig, out_dir, "plan_memory.png")
+        return
     # Host DRAM per node: the host pools are allocated whole at start-up; the used part depends on concurrency.
     pools = {f["key"]: f["value"] for f in plan["pools"]}
     dram = plan["scenario"]["host_dram_bytes"]
@@ -145,11 +165,13 @@ def plot_throughput(plan, out_dir):
 
 
 def plot_limits(plan, out_dir):
-    details = plan["details"]
+    modes = plan_modes(plan)
+    details = [d for d in plan["details"] if d["mode"] in modes]
     lens = sorted({d["seq_len"] for d in details})
     keys = [l["key"] for l in details[0]["limits"]]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2), sharey=True)
-    for ax, mode in zip(axes, ["full", "hisparse"]):
+    fig, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.2), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, mode in zip(axes, modes):
         width = 0.8 / len(keys)
         for j, key in enumerate(keys):
             for i, L in enumerate(lens):
@@ -187,6 +209,10 @@ def plot_limits(plan, out_dir):
 def plot_sweep(plan, out_dir, key, name, xlabel):
     rows = plan["sweeps"][key]
     if not rows:
+        # No sweep (HiSparse not applicable): remove a stale PNG of an earlier run rather than leave it.
+        stale = os.path.join(out_dir, name)
+        if os.path.exists(stale):
+            os.remove(stale)
         return
     lens = sorted({r["seq_len"] for r in rows})
     cmap = plt.get_cmap("viridis")

@@ -8,6 +8,7 @@
 
 #include "core/decode_layer_ops.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "sim/step_calibration.h"
 
 namespace hisparse::sim {
@@ -42,7 +43,13 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   layers_ = m.layers;
   kv_layers_ = m.kv_layers();
   selecting_layers_ = (m.layers + std::max(1, m.topk_layer_group) - 1) / std::max(1, m.topk_layer_group);
-  kv_row_bytes_ = static_cast<double>(sc_.deployment.kv_dtype == KvDtype::kFp8 ? m.latent_row_bytes_fp8 : m.latent_row_bytes);
+  kv_row_bytes_ = static_cast<double>(hisparse::kv_row_bytes(m, sc_.deployment.decode, sc_.deployment.kv_dtype));
+  if (m.is_gqa()) {
+    const int atp = std::max(1, sc_.deployment.decode.tp / std::max(1, sc_.deployment.decode.dp_attention));
+    kv_heads_ = kv_heads_per_rank(m, atp);
+    full_attn_layers_ = m.full_attention_layer_count();
+    sliding_attn_layers_ = m.sliding_layer_count();
+  }
   indexer_key_bytes_ = static_cast<double>(m.indexer_key_bytes);
   expert_params_ = 3.0 * m.hidden_size * m.moe_intermediate_size;
   lm_head_params_ = static_cast<double>(m.vocab_size) * m.hidden_size;
@@ -91,6 +98,7 @@ SimTime DecodeCostModel::roofline(double flops, double bytes, double peak_flops,
 GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   GpuPhases out;
   if (b.requests == 0) return out;
+  if (sc_.model.is_gqa()) return gqa_phases(b);
   const ModelSpec& m = sc_.model;
   const double B = static_cast<double>(b.requests);
   const double K = hisparse_ ? sc_.deployment.hisparse.top_k : m.top_k;
@@ -130,6 +138,7 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
 DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tokens) const {
   MoeTime out;
   if (!(T > 0)) return out;
+  if (sc_.model.is_gqa()) return gqa_mlp_phase(T, max_gpu_tokens);
   const ModelSpec& m = sc_.model;
   const HardwareSpec& hw = sc_.hardware;
   const double ep = std::max(1, sc_.deployment.decode.ep);
@@ -166,6 +175,7 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
 
 SimTime DecodeCostModel::prefill_time(int64_t tokens) const {
   if (tokens <= 0) return 0;
+  if (sc_.model.is_gqa()) return gqa_prefill_time(tokens);
   const ModelSpec& m = sc_.model;
   const HardwareSpec& hw = sc_.hardware;
   const double gpus = std::max(1, sc_.deployment.prefill.gpus);

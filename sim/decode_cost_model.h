@@ -17,11 +17,14 @@ namespace hisparse::sim {
 struct GpuBatch {
   int64_t requests = 0;
   double sum_n = 0;         // Σ sequence length (indexer reads every token's key)
-  double sum_attended = 0;  // Σ min(n, K) (sparse attention rows)
+  double sum_attended = 0;  // Σ min(n, K) (sparse attention rows); GQA: rows a full-attention layer reads
+  double sum_window_attended = 0;  // GQA sliding layers: Σ min(n, K, window) rows a sliding layer reads
   int64_t slow_path = 0;    // requests with n > H (hit detection walks the LRU)
 };
 
-/// Compute time of one GPU's step before the expert all-to-all, split by operation (all layers summed).
+/// Compute time of one GPU's step before the expert all-to-all, split by operation (all layers summed). A GQA model
+/// has no indexer, top-k or swap-in: its whole layer is `attention` (QKV / O projections, norms, RoPE and the
+/// memory-bound read of every cached K and V row, window-capped on sliding layers).
 struct GpuPhases {
   SimTime indexer = 0;
   SimTime topk = 0;
@@ -48,7 +51,7 @@ class DecodeCostModel {
   SimTime prefill_time(int64_t tokens) const;
 
   int layers() const { return layers_; }
-  double kv_row_bytes() const { return kv_row_bytes_; }           // latent row bytes per token per layer
+  double kv_row_bytes() const { return kv_row_bytes_; }           // latent (GQA: K + V) row bytes per token per layer
   double indexer_key_bytes() const { return indexer_key_bytes_; } // indexer key bytes per token per layer
   int kv_layers() const { return kv_layers_; }
 
@@ -66,6 +69,14 @@ class DecodeCostModel {
     return roofline(flops, bytes, peak_flops, e) + p_.graph_kernel_gap_ns;
   }
   double fp8_peak() const;
+  // GQA models (ModelSpec::is_gqa): the layer's work from the model's shapes, roofline at the cost file's efficiencies.
+  GpuPhases gqa_phases(const GpuBatch& batch) const;
+  MoeTime gqa_mlp_phase(double instance_tokens, double max_gpu_tokens) const;
+  SimTime gqa_prefill_time(int64_t tokens) const;
+  /// One GEMM of `out × in` weights at `tokens` rows, weights of `bytes_per_param`.
+  SimTime gemm_ns(double out, double in, double tokens, double bytes_per_param) const;
+  int kv_heads_ = 0;           // GQA: KV heads one GPU holds (replicated when attention TP > KV heads)
+  int full_attn_layers_ = 0, sliding_attn_layers_ = 0;
 
   const Scenario& sc_;
   CostParams p_;

@@ -203,19 +203,25 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     };
 
     // Full KV and HiSparse: the plan's rows.
-    StrategyRow f = from_plan(fr, "full", "full KV", "every token's latent and indexer key in HBM");
+    StrategyRow f = from_plan(fr, "full", "full KV",
+                              b.sparse_indexer ? "every token's latent and indexer key in HBM"
+                              : b.sliding_layer_count > 0
+                                  ? "every token's K and V in HBM (sliding layers: their window)"
+                                  : "every token's K and V in HBM");
     f.attended_rows = attended(n, model_k);
     f.indexed_rows = static_cast<double>(n);
     f.recall = recall("full");
     t.rows.push_back(f);
-    StrategyRow h = from_plan(hr, "hisparse", "HiSparse",
-                              fmt::format("device buffer H={} + indexer keys in HBM, latent in host DRAM, LRU swap-in",
-                                          d.hisparse.device_buffer_size));
-    h.pcie_bytes_per_step = hr.misses_per_request_step * row + L * row;
-    h.attended_rows = attended(n, K);
-    h.indexed_rows = static_cast<double>(n);
-    h.recall = recall("hisparse");
-    t.rows.push_back(h);
+    if (b.sparse_indexer) {
+      StrategyRow h = from_plan(hr, "hisparse", "HiSparse",
+                                fmt::format("device buffer H={} + indexer keys in HBM, latent in host DRAM, LRU swap-in",
+                                            d.hisparse.device_buffer_size));
+      h.pcie_bytes_per_step = hr.misses_per_request_step * row + L * row;
+      h.attended_rows = attended(n, K);
+      h.indexed_rows = static_cast<double>(n);
+      h.recall = recall("hisparse");
+      t.rows.push_back(h);
+    }
 
     // Physical eviction at budget E.
     const int64_t kept = std::min(n, t.eviction_budget);
@@ -225,11 +231,13 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     e.name = fmt::format("eviction E={}", t.eviction_budget);
     e.definition = "SnapKV/PyramidKV: only min(n, E) tokens (latent + indexer key) stay, in HBM; the rest dropped";
     e.seq_len = n;
-    e.hbm_per_request = static_cast<double>(kept) * L * (row + idx);
+    e.hbm_per_request = full_kv_request_bytes(b, kept);
     e.attended_rows = attended(kept, model_k);
-    e.indexed_rows = static_cast<double>(kept);
-    set_limits(e, p, kept_paged > 0 ? full_pool / kept_paged : 0,
-               fmt::format("floor(full_pool / paged(min(n, E))) = floor({} / {})", full_pool, kept_paged),
+    e.indexed_rows = b.sparse_indexer ? static_cast<double>(kept) : 0;
+    std::string e_formula = fmt::format("floor(full_pool / paged(min(n, E))) = floor({} / {})", full_pool, kept_paged);
+    int64_t e_limit = kept_paged > 0 ? full_pool / kept_paged : 0;
+    if (b.sliding_layer_count > 0) e_limit = full_pool_requests(b, kept, &e_formula);
+    set_limits(e, p, e_limit, e_formula,
                [&](int64_t B) { return full.step(B, kept).step_ns; },
                [&](int64_t B) { return full.step(B, kept).tokens_per_s; });
     e.recall = recall("eviction");
@@ -243,9 +251,10 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     m.seq_len = n;
     m.hbm_per_request = fr.hbm_per_request.value;
     m.attended_rows = attended(n, K);
-    m.indexed_rows = static_cast<double>(n);
-    set_limits(m, p, paged > 0 ? full_pool / paged : 0,
-               fmt::format("floor(full_pool / paged_seq_len) = floor({} / {}) (as full KV)", full_pool, paged),
+    m.indexed_rows = b.sparse_indexer ? static_cast<double>(n) : 0;
+    std::string m_formula;
+    const int64_t m_limit = full_pool_requests(b, n, &m_formula);
+    set_limits(m, p, m_limit, m_formula + " (as full KV)",
                [&](int64_t B) { return masked.step(B, n).step_ns; },
                [&](int64_t B) { return masked.step(B, n).tokens_per_s; });
     m.recall = recall("masking");
@@ -254,9 +263,14 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     // Hybrid compression.
     const int64_t S = opt.compression_sinks, R = opt.compression_recent;
     const double c = opt.compression_ratio;
-    auto bytes_at = [&](int64_t tokens) {
+    // Full-attention layers compress; a sliding layer already keeps only its window (full precision).
+    const double Lf = b.full_layers, Ls = b.sliding_layer_count;
+    auto full_layer_bytes = [&](int64_t tokens) {
       const int64_t fp = std::min(tokens, S + R);
-      return L * (static_cast<double>(fp) * row + static_cast<double>(tokens - fp) * row / c + static_cast<double>(tokens) * idx);
+      return Lf * (static_cast<double>(fp) * row + static_cast<double>(tokens - fp) * row / c + static_cast<double>(tokens) * idx);
+    };
+    auto bytes_at = [&](int64_t tokens) {
+      return full_layer_bytes(tokens) + Ls * static_cast<double>(sliding_tokens_kept(b, tokens)) * row;
     };
     StrategyRow z;
     z.key = "compression";
@@ -268,30 +282,53 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     z.attended_rows = attended(n, model_k);
     z.indexed_rows = static_cast<double>(n);
     const double compressed_attended = std::min(z.attended_rows, static_cast<double>(n - std::min(n, S + R)));
-    z.reconstruct_bytes_per_step = compressed_attended * L * t.reconstruct_bytes;
+    z.reconstruct_bytes_per_step = compressed_attended * Lf * t.reconstruct_bytes;
     const double per_req_paged = bytes_at(paged);
     const double pool_bytes = static_cast<double>(full_pool) * full_cell;
-    const auto zlimit = per_req_paged > 0 ? static_cast<int64_t>(std::floor(pool_bytes / per_req_paged)) : 0;
+    auto zlimit = per_req_paged > 0 ? static_cast<int64_t>(std::floor(pool_bytes / per_req_paged)) : 0;
+    std::string z_formula = fmt::format("floor(full_pool × full_cell / per_request(paged n)) = floor({} × {} / {})",
+                                        full_pool, full_cell, per_req_paged);
+    if (Ls > 0) {
+      // SWA: the full-layer pool holds the compressed rows, the sliding pool the windows.
+      const double full_pool_bytes = static_cast<double>(full_pool) * Lf * row;
+      const int64_t swa_slots = round_up_to_page(sliding_tokens_kept(b, paged), page);
+      const auto swa_pool = static_cast<int64_t>(b.swa_pool_tokens.value);
+      zlimit = std::min(static_cast<int64_t>(std::floor(full_pool_bytes / full_layer_bytes(paged))), swa_pool / swa_slots);
+      z_formula = fmt::format("min(floor(full_pool × full_layers × kv_row / full-layer bytes(paged n)), floor(swa_pool / "
+                              "paged window)) = min(floor({} × {} × {} / {}), floor({} / {}))",
+                              full_pool, Lf, row, full_layer_bytes(paged), swa_pool, swa_slots);
+    }
     auto rec_ns = [&](int64_t B) {
       return t.reconstruct_bytes > 0
                  ? static_cast<SimTime>(std::llround(static_cast<double>(B) * z.reconstruct_bytes_per_step / hbm_rate * 1e9))
                  : SimTime{0};
     };
     auto z_step = [&](int64_t B) { return full.step(B, n).step_ns + rec_ns(B); };
-    set_limits(z, p, zlimit,
-               fmt::format("floor(full_pool × full_cell / per_request(paged n)) = floor({} × {} / {})", full_pool,
-                           full_cell, per_req_paged),
-               z_step, [&](int64_t B) {
+    set_limits(z, p, zlimit, z_formula, z_step, [&](int64_t B) {
                  const SimTime st = z_step(B);
                  return st > 0 ? static_cast<double>(B) * p.layout.ranks / (static_cast<double>(st) * 1e-9) : 0.0;
                });
     z.recall = recall("compression");
     t.rows.push_back(z);
   }
-  t.notes.push_back(fmt::format(
-      "eviction budget E = {} ({}): the rows DSA attends per step, so eviction, masking and HiSparse attend the same "
-      "number of rows and differ in memory and in what they can still select",
-      t.eviction_budget, opt.eviction_budget > 0 ? "--eviction-budget" : "default: the deployment's top_k"));
+  if (b.sparse_indexer)
+    t.notes.push_back(fmt::format(
+        "eviction budget E = {} ({}): the rows DSA attends per step, so eviction, masking and HiSparse attend the same "
+        "number of rows and differ in memory and in what they can still select",
+        t.eviction_budget, opt.eviction_budget > 0 ? "--eviction-budget" : "default: the deployment's top_k"));
+  else
+    t.notes.push_back(fmt::format(
+        "{}: HiSparse {}. Eviction budget E = {} and masking K = {} ({}) are inputs, not a selection this model makes: "
+        "a {} model attends every cached row, so eviction and masking stand for a page- or token-level selector "
+        "(Quest, SnapKV) added on top; their recall needs a select study of this model",
+        s.model.name, p.hisparse_not_applicable, t.eviction_budget, K,
+        opt.eviction_budget > 0 ? "--eviction-budget" : "default: the deployment's hisparse.top_k, unused by the model",
+        b.attention));
+  if (b.sliding_layer_count > 0)
+    t.notes.push_back(fmt::format(
+        "sliding layers ({} of {}) keep at most window + page = {} tokens under every strategy; eviction and "
+        "compression act on the {} full-attention layers",
+        b.sliding_layer_count, b.full_layers + b.sliding_layer_count, b.sliding_window + b.page_size, b.full_layers));
   t.notes.push_back(fmt::format(
       "compression: S = {} sinks, R = {} recent, ratio c = {}; reconstruction {:.0f} B of HBM traffic per compressed row "
       "attended per layer ({}), at hbm_bytes_per_s {:.3g} TB/s, added to the full-KV step",

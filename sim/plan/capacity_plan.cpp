@@ -77,12 +77,13 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
     r.gpu_latent_per_request = q.full_latent_bytes;
     r.gpu_indexer_per_request = q.full_indexer_bytes;
     const auto pool = static_cast<int64_t>(b.full_pool_tokens.value);
-    lim("hbm").per_rank = pool / paged;
-    lim("hbm").formula = fmt::format("floor(full_pool / paged_seq_len) = floor({} / {})", pool, paged);
+    lim("hbm").per_rank = full_pool_requests(b, n, &lim("hbm").formula);
     const char* na = "full KV: no host pool";
     lim("logical_pool").formula = lim("host_pool").formula = lim("host_dram").formula = na;
     lim("pcie").formula = "full KV: nothing crosses PCIe per step";
-    r.latent_pool_bytes = static_cast<double>(pool) * L * row;
+    // The pools as allocated: one token of every KV layer per pool token (SWA: the sliding layers' own pool).
+    r.latent_pool_bytes = static_cast<double>(pool) * b.full_layers * row +
+                          b.swa_pool_tokens.value * b.sliding_layer_count * row;
     r.indexer_pool_bytes = static_cast<double>(pool) * L * idx;
   } else {
     r.hbm_per_request = q.hisparse_hbm_bytes;
@@ -162,9 +163,23 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
     r.indexer_used_bytes = B * static_cast<double>(paged) * L * idx;
     r.host_used_bytes_per_gpu = B * static_cast<double>(paged) * L * row;
   } else {
-    r.latent_used_bytes = B * static_cast<double>(paged) * L * row;
+    r.latent_used_bytes = B * (full_kv_request_bytes(b, paged) - static_cast<double>(paged) * L * idx);
     r.indexer_used_bytes = B * static_cast<double>(paged) * L * idx;
   }
+  return r;
+}
+
+/// The HiSparse row of a model without a sparse indexer: nothing to offload, every limit "not applicable".
+PlanRow not_applicable_row(int64_t n, const std::string& why) {
+  PlanRow r;
+  r.seq_len = n;
+  r.mode = KvMode::kHiSparse;
+  r.limits = unset_limits();
+  for (auto& l : r.limits) l.formula = why;
+  r.binding_limit = kNotApplicable;
+  for (Figure* f : {&r.hbm_per_request, &r.host_per_request, &r.gpu_latent_per_request, &r.gpu_indexer_per_request})
+    *f = Figure{"not_applicable", "HiSparse", 0, "B", why};
+  r.slo_note = why;
   return r;
 }
 
@@ -281,7 +296,7 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
     if (n < 1) throw_error("plan: sequence length {} (expected >= 1)", n);
   if (!(d.tpot_slo_ms > 0)) throw_error("{}: tpot_slo_ms {} (expected > 0)", s.source, d.tpot_slo_ms);
   if (options.batch_cap < 1) throw_error("plan: batch cap {} (expected >= 1)", options.batch_cap);
-  d.hisparse.validate(s.source + ": hisparse");
+  if (s.model.has_sparse_indexer()) d.hisparse.validate(s.source + ": hisparse");
   p.budget = compute_memory_budget(s, options.seq_lens);
   p.layout = rank_layout(s);
   p.hbm.hbm = p.budget.hbm_bytes.value;
@@ -294,11 +309,38 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
   const int32_t H = d.hisparse.device_buffer_size;
 
   const StepTimeModel full(s, options.cost, false, nullptr);
+  const RowContext ctx = make_context(s, p.budget, options);
+  p.host_dram_per_gpu = ctx.dram_per_gpu;
+  if (!s.model.has_sparse_indexer()) {
+    // GQA / MHA (with or without sliding layers): SGLang's MHA or SWA pools, full KV only.
+    p.hisparse_not_applicable = fmt::format(
+        "not applicable: no sparse indexer ({} has {} attention; HiSparse offloads what DeepSeek Sparse Attention's "
+        "indexer selects)", s.model.name, p.budget.attention);
+    for (const SeqLenBudget& q : p.budget.per_seq_len) {
+      p.rows.push_back(plan_row(ctx, q, KvMode::kFull, full));
+      p.curves.push_back(make_curve(p.rows.back(), full, options, slo, p.layout.ranks));
+      p.rows.push_back(not_applicable_row(q.seq_len, p.hisparse_not_applicable));
+      if (q.seq_len > d.context_length)
+        p.warnings.push_back(fmt::format("seq_len {} exceeds the deployment's context_length {}", q.seq_len, d.context_length));
+    }
+    if (p.budget.kv_budget_bytes.value <= 0)
+      p.warnings.push_back(fmt::format("no HBM left for the KV cache: {}", p.budget.kv_budget_bytes.formula));
+    if (options.memory_only)
+      p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and the KV pools limit "
+                                       "concurrency; the TPOT SLO of {} ms is not applied", d.tpot_slo_ms));
+    if (p.layout.attention_tp > 1)
+      p.warnings.push_back(fmt::format(
+          "attention TP {} (tp {} / dp_attention {}): each GPU computes {} of the {} query heads and holds {} of the {} "
+          "KV heads ({}); the MLP is split over the same GPUs and all-reduced",
+          p.layout.attention_tp, d.decode.tp, p.layout.ranks, s.model.attention_heads / p.layout.attention_tp,
+          s.model.attention_heads, static_cast<int64_t>(p.budget.kv_heads_per_rank.value), s.model.num_key_value_heads,
+          p.budget.kv_heads_per_rank.formula));
+    if (options.strategies.enabled) p.strategies = compute_cache_strategies(p, options.strategies);
+    return p;
+  }
   const StepTimeModel hs(s, options.cost, true, [&misses, H](int64_t n) { return misses.fraction(H, n); });
   p.h2d_rate = hs.h2d_rate();
   p.d2h_rate = hs.d2h_rate();
-  const RowContext ctx = make_context(s, p.budget, options);
-  p.host_dram_per_gpu = ctx.dram_per_gpu;
   for (const SeqLenBudget& q : p.budget.per_seq_len) {
     p.rows.push_back(plan_row(ctx, q, KvMode::kFull, full));
     p.curves.push_back(make_curve(p.rows.back(), full, options, slo, p.layout.ranks));

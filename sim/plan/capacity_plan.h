@@ -31,6 +31,9 @@ struct PlanOptions {
   StrategyOptions strategies;               // `--strategies`: the cache-strategy section (off by default)
 };
 
+/// binding_limit of a HiSparse row when the model has no sparse indexer (GQA / MHA models).
+inline constexpr const char* kNotApplicable = "not applicable";
+
 /// One limit on concurrent requests per rank (per_rank = -1: does not apply to this mode).
 struct PlanLimit {
   std::string key;      // one of limit_keys()
@@ -115,10 +118,13 @@ struct CapacityPlan {
   double h2d_rate = 0, d2h_rate = 0;     // bytes/s per GPU used for misses and backups
   double host_dram_per_gpu = 0;          // (host DRAM − reserve) / GPUs per node
   std::vector<PlanRow> rows;             // per seq_len: full, then hisparse
-  std::vector<ThroughputCurve> curves;   // same order as rows
+  std::vector<ThroughputCurve> curves;   // same order as rows (no curve for a "not applicable" HiSparse row)
   std::vector<SweepRow> sweep_buffer, sweep_ratio;
   std::vector<std::string> warnings;
   StrategyTable strategies;              // filled only when options.strategies.enabled (sim/plan/cache_strategies.h)
+  // Non-empty when the model has no sparse indexer: why every HiSparse row reads "not applicable" (its rows keep
+  // their place after each full-KV row; no HiSparse curve and no sweep is computed).
+  std::string hisparse_not_applicable;
 };
 
 /// `misses` must hold a curve for the scenario's device_buffer_size and every sweep buffer size.

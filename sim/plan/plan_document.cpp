@@ -91,6 +91,11 @@ void summary(std::vector<DocBlock>& doc, const CapacityPlan& p) {
                       "HBM / request", "host / request", "gain"});
   for (size_t i = 0; i < p.rows.size(); ++i) {
     const PlanRow& r = p.rows[i];
+    if (r.binding_limit == kNotApplicable) {
+      t.rows.push_back({c(seq_name(r.seq_len)), c(mode_name(r.mode)), muted("—"), muted(kNotApplicable), muted("—"),
+                        muted("—"), muted("—"), muted("—"), muted("no sparse indexer")});
+      continue;
+    }
     std::string gain = "";
     if (r.mode == KvMode::kHiSparse && i > 0) {
       const PlanRow& f = p.rows[i - 1];
@@ -122,6 +127,17 @@ void memory(std::vector<DocBlock>& doc, const CapacityPlan& p, const std::vector
                      "--host-pool-tokens, --kv-budget-bytes, --weights-per-gpu-bytes or --hbm-bytes when the log "
                      "disagrees (or under `memory:` in the deployment YAML)."));
   DocBlock u = table({"figure", "value", "formula / source"});
+  if (!b.sparse_indexer && b.attention != "mla") {
+    // GQA / MHA: SGLang's MHATokenToKVPool or SWAKVPool, every figure but the HBM ones above.
+    std::vector<const Figure*> figs;
+    for (const Figure* f : b.figures())
+      if (f != &b.hbm_bytes && f != &b.weights_per_gpu_bytes && f != &b.activation_reserve_bytes &&
+          f != &b.kv_budget_bytes)
+        figs.push_back(f);
+    figure_rows(u, figs);
+    doc.push_back(u);
+    return;
+  }
   figure_rows(u, {&b.kv_layers, &b.latent_row_bytes, &b.indexer_key_bytes, &b.full_cell_bytes, &b.hisparse_cell_bytes,
                   &b.full_pool_tokens, &b.device_pool_tokens, &b.logical_pool_tokens, &b.indexer_pool_tokens,
                   &b.device_latent_pool_bytes, &b.indexer_pool_bytes, &b.host_pool_tokens, &b.host_pool_bytes_per_gpu,
@@ -149,6 +165,42 @@ std::string step_term_kind(const CostParams& cp, const std::string& field) {
   return "modelled";  // stall, sync
 }
 
+/// One sequence length of a model without a sparse indexer: the full-KV row alone.
+void full_kv_only(std::vector<DocBlock>& doc, const CapacityPlan& p, const PlanRow& f) {
+  DocBlock m = table({"bytes per request", "full KV", "formula"});
+  m.rows.push_back({c("K + V on GPU (HBM total)"), strong(plan_bytes(f.hbm_per_request.value)),
+                    formula(f.hbm_per_request.formula)});
+  doc.push_back(m);
+  DocBlock t = table({"limit", "full KV", "formula"});
+  for (const PlanLimit& l : f.limits) {
+    DocCell x = l.per_rank < 0 ? muted("—") : c(plan_limit_value(l.per_rank));
+    if (l.key == f.binding_limit) x.strong = true, x.text += " ← binds";
+    t.rows.push_back({c(l.label), x, l.per_rank < 0 ? muted(l.formula) : formula(l.formula)});
+  }
+  doc.push_back(t);
+  DocBlock s = table({"decode step at max concurrency", "full KV", "how it is obtained"});
+  s.rows.push_back({c("requests per rank / per instance"), strong(fmt::format("{} / {}", f.max_per_rank, f.max_concurrency)),
+                    c("modelled: the binding limit")});
+  for (int i = 0; i < kStepCostFieldCount; ++i) {
+    const double a = step_cost_field(f.at_max.cost, i) * 1e-6;
+    if (a == 0) continue;
+    const std::string name = kStepCostFields[i];
+    s.rows.push_back({c(name), c(ms(a)),
+                      c(name == "attention" ? "modelled (roofline): QKV/O projections, norms, RoPE, K + V read of every "
+                                              "attended row (sliding layers window-capped)"
+                                            : name == "moe" ? "modelled (roofline): MLP or routed experts, LM head, "
+                                                              "all-reduce / all-to-all, step overhead"
+                                                            : "modelled")});
+  }
+  s.rows.push_back({c("step = TPOT"), strong(ms(f.at_max.step_ns * 1e-6)), c("modelled: the sum of the terms above")});
+  s.rows.push_back({c("decode tokens/s per instance"), strong(tps(f.decode_tokens_per_s)),
+                    c("modelled: requests per instance / TPOT")});
+  doc.push_back(s);
+  std::vector<std::string> notes = {"HiSparse: " + p.hisparse_not_applicable};
+  if (!f.slo_note.empty()) notes.push_back("full KV past the SLO limit: " + f.slo_note);
+  doc.push_back(list(notes));
+}
+
 void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
   doc.push_back(heading("Limits per sequence length", "limits"));
   doc.push_back(para(fmt::format(
@@ -161,6 +213,10 @@ void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
     const PlanRow* h = find_row(p, n, KvMode::kHiSparse);
     if (!f || !h) continue;
     doc.push_back(heading(fmt::format("seq_len {} ({} tokens)", seq_name(n), plan_int(n)), fmt::format("n{}", n), 3));
+    if (h->binding_limit == kNotApplicable) {
+      full_kv_only(doc, p, *f);
+      continue;
+    }
     DocBlock m = table({"bytes per request", "full KV", "HiSparse", "formula (HiSparse; full KV)"});
     m.rows.push_back({c("latent on GPU"), c(plan_bytes(f->gpu_latent_per_request.value)),
                       c(plan_bytes(h->gpu_latent_per_request.value)),
@@ -219,6 +275,13 @@ std::string sweep_cell(const SweepRow& w) {
 
 void sweeps(std::vector<DocBlock>& doc, const CapacityPlan& p, const std::vector<PlanPlot>& plots) {
   const auto& lens = p.options.seq_lens;
+  if (!p.hisparse_not_applicable.empty()) {
+    doc.push_back(heading("Sweep: device_buffer_size H", "sweep-h"));
+    doc.push_back(para("HiSparse " + p.hisparse_not_applicable + ": no buffer to sweep."));
+    doc.push_back(heading("Sweep: host_to_device_ratio", "sweep-ratio"));
+    doc.push_back(para("HiSparse " + p.hisparse_not_applicable + ": no host pool to size."));
+    return;
+  }
   doc.push_back(heading("Sweep: device_buffer_size H", "sweep-h"));
   doc.push_back(para("A larger buffer costs HBM per request ((H + page) × layers × row bytes) and so fewer requests "
                      "per device pool, and saves misses (PCIe time per step). Each cell: HiSparse max concurrency "
@@ -263,6 +326,29 @@ void method(std::vector<DocBlock>& doc, const CapacityPlan& p, const PlanRunInfo
   const Scenario& s = p.scenario;
   const CostParams& cp = p.options.cost;
   doc.push_back(heading("Method and sources", "method"));
+  if (!p.hisparse_not_applicable.empty()) {
+    doc.push_back(list({
+        "Pool sizes follow SGLang's own arithmetic (core/memory_budget.cpp cites the files): cell = Σ layers 2 × "
+        "kv_heads_per_rank × head_dim × dtype bytes (MHATokenToKVPool), kv_heads_per_rank = max(1, KV heads / attention "
+        "TP); max_total_num_tokens = floor(KV budget / cell / page) × page; with sliding layers SGLang splits that "
+        "memory into a full-layer pool and a sliding-layer pool of swa_full_tokens_ratio × its tokens (SWAKVPool), and "
+        "a request keeps at most window + page tokens on a sliding layer (modelled bound).",
+        "Step time (modelled, roofline at the cost file's efficiencies; no per-op calibration of this model): per layer "
+        "the QKV and O projections, norms and RoPE, and the attention kernel reading the K + V row of every attended "
+        "token (every token on a full-attention layer, at most the window on a sliding one), then the dense MLP or the "
+        "routed experts, the LM head and the step overhead for the instance's B × ranks tokens. TPOT = step time.",
+        "HiSparse: " + p.hisparse_not_applicable + ".",
+        fmt::format("Cost model: overlap {}; {}. Each cost term, its value, kind and source is in the table below.",
+                    to_string(cp.overlap), info.calibration.empty() ? "built-in test defaults" : info.calibration),
+        fmt::format("Generated by `{}` in {:.3f} s (plotting excluded).", info.command_line, info.plan_seconds),
+    }));
+    DocBlock terms = table({"cost term", "value", "kind", "source"},
+                           cp.terms_file.empty() ? "Built-in test defaults (no cost-model file loaded)."
+                                                 : "From " + cp.terms_file + " (sim/cost_params.h).");
+    for (const TermSource& t : cp.sources) terms.rows.push_back({c(t.term), c(t.value), c(t.kind), c(t.source)});
+    doc.push_back(terms);
+    return;
+  }
   doc.push_back(list({
       "Pool sizes follow SGLang's own arithmetic (core/memory_budget.cpp cites the files): cell size = kv_layers × "
       "(latent row + host_to_device_ratio × indexer key) with HiSparse; device pool = floor(KV budget / cell / page) × page; "
@@ -325,6 +411,15 @@ std::vector<DocBlock> build_plan_document(const CapacityPlan& p, const PlanRunIn
   const DeploymentSpec& d = s.deployment;
   std::vector<DocBlock> doc;
   doc.push_back(heading("Capacity plan — " + d.name, "top", 1));
+  if (!p.hisparse_not_applicable.empty())
+    doc.push_back(para(fmt::format(
+        "{} ({}) on {} × {} (decode instance: {} GPUs, tp {}, dp_attention {}, ep {}; {} rank{} of {} GPU{}), {} KV, "
+        "page {}, mem_fraction_static {}. HiSparse {}. TPOT SLO {} ms.",
+        s.model.name, p.budget.attention, p.layout.gpus, s.hardware.name, p.layout.gpus, d.decode.tp,
+        d.decode.dp_attention, d.decode.ep, p.layout.ranks, p.layout.ranks == 1 ? "" : "s", p.layout.attention_tp,
+        p.layout.attention_tp == 1 ? "" : "s", d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.page_size,
+        d.mem_fraction_static, p.hisparse_not_applicable, d.tpot_slo_ms)));
+  else
   doc.push_back(para(fmt::format(
       "{} on {} × {} (decode instance: {} GPUs, tp {}, dp_attention {}, ep {}; {} rank{} of {} GPU{}), {} KV, page {}, "
       "mem_fraction_static {}. HiSparse: top_k {}, device_buffer_size {}, host_to_device_ratio {}. Host DRAM {} per node. "

@@ -82,6 +82,9 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
       d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", jnum(d.mem_fraction_static), jnum(d.tpot_slo_ms),
       d.max_running_requests, jnum(d.host_dram_bytes), jnum(p.options.host_reserve_bytes), d.hisparse.top_k,
       d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio);
+  o += fmt::format("  \"attention\": {}, \"hisparse_applicable\": {}, \"hisparse_not_applicable\": {},\n",
+                   esc(p.budget.attention), p.hisparse_not_applicable.empty() ? "true" : "false",
+                   esc(p.hisparse_not_applicable));
   o += fmt::format("  \"limits\": \"{}\",\n", p.options.memory_only ? "memory" : "all");
   o += fmt::format("  \"miss_model\": {},\n", esc(p.miss_source));
   const std::string terms = jarray(p.options.cost.sources, [](const TermSource& t) {
@@ -117,9 +120,10 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
   std::vector<std::string> gains;
   for (size_t i = 0; i + 1 < p.rows.size(); i += 2) {
     const PlanRow &f = p.rows[i], &h = p.rows[i + 1];
+    const bool na = h.binding_limit == kNotApplicable;
     gains.push_back(fmt::format("{{\"seq_len\": {}, \"concurrency_gain\": {}, \"throughput_gain\": {}}}", f.seq_len,
-                                f.max_concurrency > 0 ? jnum(static_cast<double>(h.max_concurrency) / f.max_concurrency) : "null",
-                                f.decode_tokens_per_s > 0 ? jnum(h.decode_tokens_per_s / f.decode_tokens_per_s) : "null"));
+                                na ? "null" : f.max_concurrency > 0 ? jnum(static_cast<double>(h.max_concurrency) / f.max_concurrency) : "null",
+                                !na && f.decode_tokens_per_s > 0 ? jnum(h.decode_tokens_per_s / f.decode_tokens_per_s) : "null"));
   }
   o += "  \"gains\": " + jarray(gains, [](const std::string& g) { return g; }, "    ") + ",\n";
   o += "  \"curves\": " + jarray(p.curves, [](const ThroughputCurve& c) {

@@ -36,11 +36,16 @@ std::string plan_to_markdown(const CapacityPlan& plan, const PlanRunInfo& info, 
 std::string plan_to_text(const CapacityPlan& p) {
   std::string o = fmt::format("{:>8}  {:<9} {:>10} {:<21} {:>10} {:>12} {:>12} {:>12}\n", "seq_len", "mode", "max conc",
                               "binding limit", "TPOT ms", "tok/s", "HBM/req", "host/req");
-  for (const PlanRow& r : p.rows)
+  for (const PlanRow& r : p.rows) {
+    if (r.binding_limit == kNotApplicable) {
+      o += fmt::format("{:>8}  {:<9} {:>10} {}\n", r.seq_len, to_string(r.mode), "-", p.hisparse_not_applicable);
+      continue;
+    }
     o += fmt::format("{:>8}  {:<9} {:>10} {:<21} {:>10.2f} {:>12.0f} {:>12} {:>12}\n", r.seq_len, to_string(r.mode),
                      plan_int(r.max_concurrency), r.binding_limit, r.at_max.step_ns * 1e-6, r.decode_tokens_per_s,
                      plan_bytes(r.hbm_per_request.value),
                      r.host_per_request.value > 0 ? plan_bytes(r.host_per_request.value) : "-");
+  }
   return o;
 }
 

@@ -85,9 +85,13 @@ StepTimeModel::StepTimeModel(const Scenario& scenario, const CostParams& params,
       cost_(rank_scenario_, params_, hisparse),
       layout_(rank_layout(scenario)) {
   const HardwareSpec& hw = scenario.hardware;
+  if (hisparse && !scenario.model.has_sparse_indexer())
+    throw_error("{}: HiSparse step of model {}: not applicable, the model has no sparse indexer", scenario.source,
+                scenario.model.name);
   collective_bytes_per_s_ = rank_scenario_.hardware.nvlink_bytes_per_s;
   row_bytes_ = cost_.kv_row_bytes();
   top_k_ = hisparse ? scenario.deployment.hisparse.top_k : scenario.model.top_k;
+  window_ = scenario.model.is_gqa() ? scenario.model.sliding_window : 0;
   H_ = scenario.deployment.hisparse.device_buffer_size;
   if (hisparse) {
     if (!(hw.pcie.h2d_bulk_bytes_per_s > 0) || !(hw.pcie.d2h_bulk_bytes_per_s > 0))
@@ -134,7 +138,11 @@ StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix) const {
   GpuBatch b;
   b.requests = B;
   b.sum_n = Bd * mix.mean_seq_len();
-  b.sum_attended = Bd * mix.expect([&](int64_t n) { return static_cast<double>(std::min<int64_t>(n, top_k_)); });
+  // Rows attention reads per layer: the top-k of a sparse model, every token of a dense one (top_k 0).
+  auto attended = [&](int64_t n) { return top_k_ > 0 ? std::min<int64_t>(n, top_k_) : n; };
+  b.sum_attended = Bd * mix.expect([&](int64_t n) { return static_cast<double>(attended(n)); });
+  if (window_ > 0)
+    b.sum_window_attended = Bd * mix.expect([&](int64_t n) { return static_cast<double>(std::min(attended(n), window_)); });
   b.slow_path = hisparse_ ? std::llround(Bd * mix.expect([&](int64_t n) { return n > H_ ? 1.0 : 0.0; })) : 0;
 
   if (hisparse_) {
@@ -181,6 +189,8 @@ StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix) const {
     const double f1 = static_cast<double>(h1.requests) / static_cast<double>(B);
     h1.sum_n = b.sum_n * f1; h2.sum_n = b.sum_n - h1.sum_n;
     h1.sum_attended = b.sum_attended * f1; h2.sum_attended = b.sum_attended - h1.sum_attended;
+    h1.sum_window_attended = b.sum_window_attended * f1;
+    h2.sum_window_attended = b.sum_window_attended - h1.sum_window_attended;
     h1.slow_path = (b.slow_path + 1) / 2; h2.slow_path = b.slow_path - h1.slow_path;
     GpuPhases p1 = cost_.gpu_phases(h1), p2 = cost_.gpu_phases(h2);
     p1.attention += allreduce(h1.requests);

@@ -134,6 +134,7 @@ class StepTimeModel {
     return attention_allreduce_ns(layout_.attention_tp, collective_bytes_per_s_, rank_scenario_.model, params_, batch);
   }
   int64_t top_k_ = 0, H_ = 0;
+  int64_t window_ = 0;  // GQA sliding layers: tokens attended (0 = none)
 };
 
 }  // namespace hisparse::sim

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 
@@ -158,4 +159,128 @@ TEST_CASE("memory budget: building blocks") {
   CHECK(host_pool_tokens(130, 64) == 192);
   CHECK(round_up_to_page(65, 64) == 128);
   CHECK(round_up_to_page(64, 64) == 64);
+}
+
+// ---- GQA / MHA and sliding-window hybrids (SGLang's MHATokenToKVPool and SWAKVPool; docs/capacity.md) ----
+
+TEST_CASE("memory budget: llama31-8b-1xh100 (MHA pool) by hand") {
+  const Scenario s = load_scenario("llama31-8b-1xh100");
+  const MemoryBudget b = compute_memory_budget(s);
+  CHECK(b.attention == "gqa");
+  CHECK_FALSE(b.sparse_indexer);
+  // KV heads per GPU = max(1, 8 / 1) = 8; K + V row = 2 × 8 × 128 × 2 (bf16) = 4,096 B per token per layer.
+  CHECK(b.kv_heads_per_rank.value == 8);
+  CHECK(b.latent_row_bytes.value == 4096);
+  CHECK(b.latent_row_bytes.key == "kv_row_bytes");
+  // Cell = 32 layers × 4,096 = 131,072 B per token (no indexer).
+  CHECK(b.full_cell_bytes.value == 131072);
+  CHECK(b.indexer_key_bytes.value == 0);
+  // KV budget = 85,520,809,984 × 0.85 − 16,060,522,496 (bf16 weights, tp 1) = 56,632,165,990.4 B.
+  CHECK(b.kv_budget_bytes.value == doctest::Approx(56632165990.4));
+  // max_total_num_tokens = floor(56,632,165,990.4 / 131,072) = 432,069 (page 1).
+  CHECK(b.full_pool_tokens.value == 432069);
+  // HiSparse pools: not applicable, zero, and said so.
+  CHECK(b.device_pool_tokens.value == 0);
+  CHECK(b.device_pool_tokens.formula.find("not applicable") != std::string::npos);
+  // Per request at 16K: 16,384 × 32 × 4,096 = 2,147,483,648 B; floor(432,069 / 16,384) = 26 requests;
+  // at 128K: 17,179,869,184 B and floor(432,069 / 131,072) = 3.
+  REQUIRE(b.per_seq_len.size() == 4);
+  CHECK(b.per_seq_len[0].full_kv_bytes.value == 2147483648.0);
+  CHECK(b.per_seq_len[0].max_requests_full.value == 26);
+  CHECK(b.per_seq_len[3].full_kv_bytes.value == 17179869184.0);
+  CHECK(b.per_seq_len[3].max_requests_full.value == 3);
+  // Every figure printed carries its formula.
+  for (const Figure* f : b.figures()) {
+    CAPTURE(f->key);
+    CHECK_FALSE(f->formula.empty());
+  }
+}
+
+TEST_CASE("memory budget: qwen3-32b-2xh200-tp2 splits the KV heads over attention TP") {
+  const Scenario s = load_scenario("qwen3-32b-2xh200-tp2");
+  const MemoryBudget b = compute_memory_budget(s);
+  // 8 KV heads over tp 2 → 4 per GPU; row = 2 × 4 × 128 × 2 = 2,048 B; cell = 64 × 2,048 = 131,072 B.
+  CHECK(b.kv_heads_per_rank.value == 4);
+  CHECK(b.latent_row_bytes.value == 2048);
+  CHECK(b.full_cell_bytes.value == 131072);
+  // Weights per GPU = 65,524,246,528 / 2 = 32,762,123,264; budget = 150,754,820,096 × 0.85 − that
+  // = 128,141,597,081.6 − 32,762,123,264 = 95,379,473,817.6; pool = floor(/ 131,072) = 727,687.
+  CHECK(b.weights_per_gpu_bytes.value == doctest::Approx(32762123264.0));
+  CHECK(b.kv_budget_bytes.value == doctest::Approx(95379473817.6));
+  CHECK(b.full_pool_tokens.value == 727687);
+  // Per request on one GPU at 32K: 32,768 × 64 × 2,048 = 4,294,967,296 B; floor(727,687 / 32,768) = 22.
+  CHECK(b.per_seq_len[1].full_kv_bytes.value == 4294967296.0);
+  CHECK(b.per_seq_len[1].max_requests_full.value == 22);
+}
+
+TEST_CASE("memory budget: KV heads are replicated when attention TP exceeds them") {
+  Scenario s = load_scenario("llama31-8b-1xh100");
+  s.deployment.decode.gpus = s.deployment.decode.tp = 16;
+  // get_num_kv_heads(16) = max(1, 8 / 16) = 1: each GPU keeps one whole KV head; row = 2 × 1 × 128 × 2 = 512 B.
+  const MemoryBudget b = compute_memory_budget(s);
+  CHECK(b.kv_heads_per_rank.value == 1);
+  CHECK(b.latent_row_bytes.value == 512);
+  CHECK(b.kv_heads_per_rank.formula.find("replicated") != std::string::npos);
+  // fp8 KV halves the row: 2 × 8 × 128 × 1 = 2,048 B at tp 1.
+  Scenario f = load_scenario("llama31-8b-1xh100");
+  f.deployment.kv_dtype = KvDtype::kFp8;
+  CHECK(compute_memory_budget(f).latent_row_bytes.value == 2048);
+}
+
+TEST_CASE("memory budget: gptoss-120b-1xh200 SWA pools by hand") {
+  const Scenario s = load_scenario("gptoss-120b-1xh200");
+  const MemoryBudget b = compute_memory_budget(s);
+  CHECK(b.attention == "gqa+swa");
+  // 36 layers alternating sliding / full: 18 + 18; window 128.
+  CHECK(b.full_layers == 18);
+  CHECK(b.sliding_layer_count == 18);
+  CHECK(b.sliding_window == 128);
+  // Row = 2 × 8 × 64 × 2 = 2,048 B; profile cell = 36 × 2,048 = 73,728 B.
+  CHECK(b.latent_row_bytes.value == 2048);
+  CHECK(b.full_cell_bytes.value == 73728);
+  // Budget = 128,141,597,081.6 − 65.1e9 = 63,041,597,081.6; profiled max_total_num_tokens = floor(/ 73,728) = 855,056.
+  CHECK(b.kv_budget_bytes.value == doctest::Approx(63041597081.6));
+  CHECK(b.profile_pool_tokens.value == 855056);
+  // set_num_tokens_hybrid_swa: total = 855,056 × 73,728 = 63,041,568,768 B; denominator = 2,048 × 18 + 0.8 × 2,048 × 18
+  // = 66,355.2; full = int(63,041,568,768 / 66,355.2) = 950,062; swa = int(950,062 × 0.8) = 760,049 (page 1).
+  CHECK(b.swa_full_tokens_ratio.value == doctest::Approx(0.8));
+  CHECK(b.full_pool_tokens.value == 950062);
+  CHECK(b.swa_pool_tokens.value == 760049);
+  // The two pools never exceed the profiled memory: 950,062 × 18 × 2,048 + 760,049 × 18 × 2,048 ≤ 63,041,568,768.
+  CHECK(b.full_pool_tokens.value * 18 * 2048 + b.swa_pool_tokens.value * 18 * 2048 <= 63041568768.0);
+  // Per request at 16K: full layers 16,384 × 18 × 2,048 + sliding min(16,384, 128 + 1) = 129 × 18 × 2,048
+  // = 603,979,776 + 4,755,456 = 608,735,232 B; requests = min(floor(950,062 / 16,384), floor(760,049 / 129)) = 57.
+  CHECK(b.per_seq_len[0].swa_tokens.value == 129);
+  CHECK(b.per_seq_len[0].full_kv_bytes.value == 608735232.0);
+  CHECK(b.per_seq_len[0].max_requests_full.value == 57);
+  // At 128K: (131,072 × 18 + 129 × 18) × 2,048 = 4,836,593,664 B; floor(950,062 / 131,072) = 7.
+  CHECK(b.per_seq_len[3].full_kv_bytes.value == 4836593664.0);
+  CHECK(b.per_seq_len[3].max_requests_full.value == 7);
+  // A request shorter than the window keeps all of it on every layer: 100 tokens × 36 × 2,048.
+  CHECK(full_kv_request_bytes(b, 100) == 100.0 * 36 * 2048);
+}
+
+TEST_CASE("memory budget: SWA pools round each pool down to whole pages, and follow the ratio") {
+  Scenario s = load_scenario("gptoss-120b-1xh200");
+  s.deployment.page_size = 64;
+  const MemoryBudget b = compute_memory_budget(s);
+  // Profiled = floor(855,056.38 / 64) × 64 = 855,040; total = 855,040 × 73,728 = 63,040,389,120;
+  // full = int(/ 66,355.2) = 950,044 → 950,016 (pages); swa = int(950,044 × 0.8) = 760,035 → 760,000.
+  CHECK(b.profile_pool_tokens.value == 855040);
+  CHECK(b.full_pool_tokens.value == 950016);
+  CHECK(b.swa_pool_tokens.value == 760000);
+  // A sliding layer keeps window + page = 128 + 64 = 192 tokens of a long request.
+  CHECK(sliding_tokens_kept(b, 16384) == 192);
+  Scenario r = load_scenario("gptoss-120b-1xh200");
+  r.deployment.swa_full_tokens_ratio = 0.5;
+  // Denominator 2,048 × 18 × 1.5 = 55,296: full = int(63,041,568,768 / 55,296) = 1,140,074; swa = 570,037.
+  const MemoryBudget h = compute_memory_budget(r);
+  CHECK(h.full_pool_tokens.value == 1140074);
+  CHECK(h.swa_pool_tokens.value == 570037);
+}
+
+TEST_CASE("memory budget: a GQA deployment cannot pin HiSparse pools") {
+  Scenario s = load_scenario("llama31-8b-1xh100");
+  s.deployment.memory.device_pool_tokens = 1000;
+  CHECK_THROWS_WITH_AS(compute_memory_budget(s), doctest::Contains("memory.device_pool_tokens"), Error);
 }
