@@ -1,7 +1,7 @@
 // @brief `hisparse select`: the selection study (docs/selection.md). From recorded keys and decode queries, the top-k
-// lists of oracle, indexer stand-in, Quest, ClusterKV and sink + recent; their recall of the oracle's attention mass,
-// adjacent-step overlap, and sglang-lru misses / PCIe bytes per buffer size; table, select.json, select.csv, a PNG,
-// and optionally each selector's lists as a native trace for `hisparse replay`.
+// lists of oracle, indexer stand-in, Quest, ClusterKV and sink + recent, in tokens or pages, shared or per KV head;
+// their recall of the oracle's attention mass, adjacent-step overlap, and sglang-lru misses / PCIe bytes per buffer
+// size; table, select.json, select.csv, select.md, a PNG, and optionally each row's lists as a native trace.
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "sim/output_file.h"
 #include "sim/select/select_study.h"
+#include "traces/page_trace_source.h"
 #include "traces/trace_writer.h"
 
 namespace hisparse::apps {
@@ -24,13 +25,14 @@ namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
 int run_select(int argc, char** argv) {
-  std::string kq_path, selectors_text, ks_text, mult_text, out_dir, traces_dir, initial_text;
+  std::string kq_path, selectors_text, ks_text, mult_text, out_dir, traces_dir, initial_text, gran_text, pages_text;
   sim::select::StudyOptions opt;
   int64_t seed = 1;
   po::options_description desc(
       "hisparse select --kq KQ.npz [options]\n"
       "Top-k lists by several selectors from recorded keys and queries, side by side: recall of the oracle's attention\n"
-      "mass, adjacent-step overlap, and the sglang-lru swap-in misses and H2D bytes at H = m*K (docs/selection.md)");
+      "mass, adjacent-step overlap, and the sglang-lru swap-in misses and H2D bytes at H = m*K, at token and/or page\n"
+      "granularity, shared by the KV heads and/or per KV head (docs/selection.md)");
   desc.add_options()("help,h", "show this help")(
       "kq", po::value(&kq_path)->required(),
       ".npz (numpy savez / savez_compressed) or directory of .npy files: keys [layers, N, kv_heads, D], queries "
@@ -39,7 +41,14 @@ int run_select(int argc, char** argv) {
       "which selectors, in report order")(
       "top-k", po::value(&ks_text)->default_value("128,256"), "K values (the recorded SmolLM2 traces use 128 and 256)")(
       "buffer-multiples", po::value(&mult_text)->default_value("1,2,4"), "replay at H = m*K for each m")(
-      "page-size", po::value(&opt.page_size)->default_value(16), "Quest page size in tokens")(
+      "granularity", po::value(&gran_text)->default_value("token"),
+      "token | page | token,page: token lists replayed in tokens, and/or every selector choosing K/P pages of P tokens "
+      "replayed in pages (K a multiple of P)")(
+      "page-size", po::value(&pages_text)->default_value("16"),
+      "page sizes P in tokens, comma-separated: each one a page-granularity study; the first is also Quest's page at "
+      "token granularity")(
+      "per-kv-head", "also select per (layer, KV head) from that head's query heads only, each with its own buffer "
+      "(rows next to the shared ones)")(
       "sinks", po::value(&opt.sinks)->default_value(4), "sink-recent: initial tokens kept")(
       "clusters", po::value(&opt.clusters)->default_value(256), "ClusterKV: k-means centroids per KV head (prefill keys)")(
       "kmeans-iters", po::value(&opt.kmeans_iters)->default_value(20), "ClusterKV: Lloyd iterations at most")(
@@ -57,7 +66,8 @@ int run_select(int argc, char** argv) {
       "out", po::value(&out_dir), "write select.json, select.csv and select.png into this directory")(
       "no-plots", "with --out: skip the PNG")(
       "write-traces", po::value(&traces_dir),
-      "write each selector's lists as <dir>/<selector>_k<K>.hstr (native, for hisparse replay)");
+      "write each row's lists as <dir>/<selector>_k<K>[_p<P>][_kvh].hstr (native token traces for hisparse replay; "
+      "page rows: replay with --page-size P; per-KV-head: layers x kv_heads lists)");
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
   if (vm.count("help")) {
@@ -66,6 +76,32 @@ int run_select(int argc, char** argv) {
   }
   po::notify(vm);
   opt.selectors = split_list(selectors_text);
+  opt.token_granularity = false;
+  bool page_granularity = false;
+  for (const std::string& g : split_list(gran_text)) {
+    if (g == "token") opt.token_granularity = true;
+    else if (g == "page") page_granularity = true;
+    else throw_error("select: --granularity '{}' unknown (expected token, page or token,page)", g);
+  }
+  if (!opt.token_granularity && !page_granularity)
+    throw_error("select: --granularity '{}' names no granularity (expected token, page or token,page)", gran_text);
+  std::vector<int32_t> page_sizes;
+  for (const std::string& p : split_list(pages_text)) {
+    int64_t v = 0;
+    try {
+      size_t used = 0;
+      v = std::stoll(p, &used);
+      if (used != p.size()) throw std::invalid_argument(p);
+    } catch (const std::exception&) {
+      throw_error("select: --page-size '{}' is not a whole number of tokens", p);
+    }
+    traces::check_page_size(v, "select: --page-size");
+    page_sizes.push_back(static_cast<int32_t>(v));
+  }
+  if (page_sizes.empty()) throw_error("select: --page-size '{}' names no page size", pages_text);
+  opt.page_size = page_sizes.front();
+  if (page_granularity) opt.page_sizes = page_sizes;
+  opt.per_kv_head = vm.count("per-kv-head") > 0;
   for (int64_t k : parse_count_list(ks_text, "select", "--top-k", 1, int64_t{1} << 20, "128,256"))
     opt.top_ks.push_back(static_cast<int32_t>(k));
   for (int64_t m : parse_count_list(mult_text, "select", "--buffer-multiples", 1, 1024, "1,2,4"))
@@ -94,8 +130,8 @@ int run_select(int argc, char** argv) {
   if (!traces_dir.empty()) {
     fs::create_directories(traces_dir);
     for (const auto& [key, recs] : r.traces) {
-      const std::string path = (fs::path(traces_dir) / fmt::format("{}_k{}.hstr", key.first, key.second)).string();
-      auto w = traces::make_native_writer(path, r.trace_meta(key.second));
+      const std::string path = (fs::path(traces_dir) / key.file_name()).string();
+      auto w = traces::make_native_writer(path, r.trace_meta(key.top_k, key.per_kv_head));
       for (const auto& rec : recs) w->write(rec);
       w->finish();
     }
@@ -105,13 +141,14 @@ int run_select(int argc, char** argv) {
     fs::create_directories(out_dir);
     sim::write_file_atomically((fs::path(out_dir) / "select.json").string(), sim::select::study_json(r));
     sim::write_file_atomically((fs::path(out_dir) / "select.csv").string(), sim::select::study_csv(r));
+    sim::write_file_atomically((fs::path(out_dir) / "select.md").string(), sim::select::study_markdown(r));
     const fs::path png = fs::path(out_dir) / "select.png";
     if (vm.count("no-plots")) {
       fs::remove(png);
     } else {
       run_plot_script("plot_select.py", out_dir, "select");
     }
-    fmt::print("wrote {}/select.json, select.csv{}\n", out_dir, vm.count("no-plots") ? "" : ", select.png");
+    fmt::print("wrote {}/select.json, select.csv, select.md{}\n", out_dir, vm.count("no-plots") ? "" : ", select.png");
   }
   return 0;
 }

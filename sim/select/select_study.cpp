@@ -1,10 +1,12 @@
-// @brief The selection study: scoring, selection and metrics per layer (one thread per layer), then the replay of
-// each selector's lists through sglang-lru, and the JSON / CSV / table of the result.
+// @brief The selection study: scoring, selection and metrics per layer (one thread per layer) at token and page
+// granularity, shared and per KV head, then the replay of each selector's lists through sglang-lru (page lists through
+// the page trace adapter). The JSON / CSV / table are in select_report.cpp.
 #include "sim/select/select_study.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -13,7 +15,9 @@
 #include "sim/output_file.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/select/npz_reader.h"
+#include "sim/select/page_select.h"
 #include "sim/select/selectors.h"
+#include "traces/page_trace_source.h"
 
 namespace hisparse::sim::select {
 namespace {
@@ -31,10 +35,95 @@ const NumArray& need(const std::map<std::string, NumArray>& a, const std::string
   return it->second;
 }
 
-/// Trace records held in memory, one request.
-class VectorSource : public traces::TraceSource {
+bool ranked(const std::string& sel) { return sel != "sink-recent"; }
+
+/// One granularity and head scope of the study: P = 0 tokens, else pages of P tokens.
+struct Config {
+  int32_t page_size = 0;
+  bool per_kv_head = false;
+};
+
+/// One selection problem: every KV head of a layer (shared) or one KV head and its query heads, with the selectors'
+/// per-layer structures built for it.
+struct Scope {
+  const LayerKeys* keys = nullptr;
+  IndexerStandIn ix;
+  std::map<int32_t, QuestPages> quest;  // by page size
+  ClusterIndex ci;
+};
+
+/// What one step of one scope yields: the true score, the token oracle and every selector's ranked lists up to the
+/// largest K (token positions; pages for page sizes, best first). sink-recent is built per K.
+struct ScopeStep {
+  std::vector<double> score;
+  std::vector<int32_t> oracle;
+  std::vector<std::vector<int32_t>> tokens;               // [selector]
+  std::vector<std::vector<std::vector<int32_t>>> pages;   // [page size index][selector]
+  std::vector<std::vector<int32_t>> page_oracle;          // [page size index]
+};
+
+ScopeStep run_scope(const Scope& sc, const Query& q, const StudyOptions& opt, int32_t kmax) {
+  ScopeStep st;
+  st.score = true_scores(*sc.keys, q);
+  st.oracle = top_k_by_score(st.score, q.n, kmax);
+  const size_t NS = opt.selectors.size();
+  std::vector<double> ix_score, ckv_score;
+  const auto uses = [&](const char* s) { return std::find(opt.selectors.begin(), opt.selectors.end(), s) != opt.selectors.end(); };
+  if (uses("indexer")) ix_score = indexer_scores(sc.ix, *sc.keys, q);
+  if (uses("clusterkv")) ckv_score = clusterkv_scores(sc.ci, *sc.keys, q);
+  if (opt.token_granularity) {
+    st.tokens.resize(NS);
+    for (size_t si = 0; si < NS; ++si) {
+      const std::string& sel = opt.selectors[si];
+      if (sel == "oracle") st.tokens[si] = st.oracle;
+      else if (sel == "indexer") st.tokens[si] = top_k_by_score(ix_score, q.n, kmax);
+      else if (sel == "quest") st.tokens[si] = quest_select(sc.quest.at(opt.page_size), *sc.keys, q, kmax);
+      else if (sel == "clusterkv") st.tokens[si] = top_k_by_score(ckv_score, q.n, kmax);
+    }
+  }
+  for (int32_t P : opt.page_sizes) {
+    const int32_t budget = kmax / P;
+    st.page_oracle.push_back(top_pages(page_sums(st.score, q.n, P), budget));
+    std::vector<std::vector<int32_t>> per(NS);
+    for (size_t si = 0; si < NS; ++si) {
+      const std::string& sel = opt.selectors[si];
+      if (sel == "oracle") per[si] = st.page_oracle.back();
+      // The indexer's scores are ReLU logits: softmax puts a page's mass on its highest ones, and a sum of logits
+      // over a page is no mass, so a page is as good as its best token.
+      else if (sel == "indexer") per[si] = top_pages(page_maxima(ix_score, q.n, P), budget);
+      else if (sel == "quest") per[si] = top_pages(quest_page_scores(sc.quest.at(P), *sc.keys, q), budget);
+      // ClusterKV's token score is an estimated attention probability: summed over a page it is the page's mass.
+      else if (sel == "clusterkv") per[si] = top_pages(page_sums(ckv_score, q.n, P), budget);
+    }
+    st.pages.push_back(std::move(per));
+  }
+  return st;
+}
+
+/// The list of selector si at budget K in config c (token positions; a page list as its pages' positions).
+std::vector<int32_t> list_of(const ScopeStep& st, const StudyOptions& opt, size_t si, int32_t K, int32_t P, int32_t pi,
+                             int32_t n) {
+  const bool rk = ranked(opt.selectors[si]);
+  if (P == 0) {
+    if (!rk) return sink_recent_select(n, K, opt.sinks);
+    const auto& full = st.tokens[si];
+    return std::vector<int32_t>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(full.size(), K)));
+  }
+  if (!rk) return page_positions(sink_recent_pages(n, P, K / P, opt.sinks), n, P);
+  const auto& full = st.pages[pi][si];
+  const std::vector<int32_t> pages(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(full.size(), K / P)));
+  return page_positions(pages, n, P);
+}
+
+/// The token oracle's top-K, and (page configs) the page oracle's K/P pages as positions.
+std::vector<int32_t> prefix(const std::vector<int32_t>& v, size_t k) {
+  return std::vector<int32_t>(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size(), k)));
+}
+
+/// Trace records held in memory, one request (owned elsewhere).
+class RecordSource : public traces::TraceSource {
  public:
-  VectorSource(traces::TraceMeta meta, const std::vector<traces::StepRecord>& recs) : meta_(std::move(meta)), recs_(recs) {}
+  RecordSource(traces::TraceMeta meta, const std::vector<traces::StepRecord>& recs) : meta_(std::move(meta)), recs_(recs) {}
   const traces::TraceMeta& meta() const override { return meta_; }
   bool next(traces::StepRecord& out) override {
     if (i_ >= recs_.size()) return false;
@@ -52,10 +141,6 @@ class VectorSource : public traces::TraceSource {
   const std::vector<traces::StepRecord>& recs_;
   size_t i_ = 0;
 };
-
-bool ranked(const std::string& sel) { return sel != "sink-recent"; }
-
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6f}", v) : "null"; }
 
 }  // namespace
 
@@ -118,9 +203,16 @@ KqData load_kq(const std::string& path) {
   return d;
 }
 
-traces::TraceMeta StudyResult::trace_meta(int32_t top_k) const {
+std::string StudyResult::TraceKey::file_name() const {
+  std::string s = fmt::format("{}_k{}", selector, top_k);
+  if (page_size > 0) s += fmt::format("_p{}", page_size);
+  if (per_kv_head) s += "_kvh";
+  return s + ".hstr";
+}
+
+traces::TraceMeta StudyResult::trace_meta(int32_t top_k, bool per_kv_head) const {
   traces::TraceMeta m;
-  m.layers = static_cast<int32_t>(layer_ids.size());
+  m.layers = static_cast<int32_t>(layer_ids.size()) * (per_kv_head ? kv_heads : 1);
   m.top_k = top_k;
   m.initial_state = options.initial_state;
   m.source = source;
@@ -138,8 +230,18 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt) {
     if (k < 1 || k > data.n_keys) throw_error("select: --top-k {} outside [1, {}]", k, data.n_keys);
   for (int32_t m : opt.buffer_multiples)
     if (m < 1) throw_error("select: --buffer-multiples {} must be >= 1 (H >= K)", m);
+  if (!opt.token_granularity && opt.page_sizes.empty())
+    throw_error("select: no granularity to study (token granularity off and no page size)");
+  for (int32_t P : opt.page_sizes) {
+    traces::check_page_size(P, "select: --page-size");
+    for (int32_t k : opt.top_ks)
+      if (k % P != 0)
+        throw_error("select: --top-k {} is not a multiple of --page-size {}: at page granularity a budget of K tokens "
+                    "is K/P whole pages",
+                    k, P);
+  }
   const int32_t S = opt.max_steps > 0 ? std::min(opt.max_steps, data.steps) : data.steps;
-  const int32_t L = data.layers, D = data.head_dim, NS = static_cast<int32_t>(opt.selectors.size());
+  const int32_t L = data.layers, D = data.head_dim, G = data.kv_heads, NS = static_cast<int32_t>(opt.selectors.size());
   const int32_t NK = static_cast<int32_t>(opt.top_ks.size());
   const int32_t kmax = *std::max_element(opt.top_ks.begin(), opt.top_ks.end());
 
@@ -150,64 +252,135 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt) {
   r.prefill = data.prefill();
   r.n_first = data.seq_lens[0];
   r.n_last = data.seq_lens[S - 1];
-  r.q_heads = data.q_heads, r.kv_heads = data.kv_heads, r.head_dim = D;
+  r.q_heads = data.q_heads, r.kv_heads = G, r.head_dim = D;
   // K and V of one token in one layer, fp16 as recorded: 2 tensors x kv_heads x head_dim x 2 bytes.
-  r.row_bytes = opt.row_bytes > 0 ? opt.row_bytes : int64_t{2} * data.kv_heads * D * 2;
+  r.row_bytes = opt.row_bytes > 0 ? opt.row_bytes : int64_t{2} * G * D * 2;
+  if (opt.per_kv_head && r.row_bytes % G != 0)
+    throw_error("select: --row-bytes {} is not divisible by the {} KV heads: a per-KV-head buffer moves one head's share",
+                r.row_bytes, G);
   r.options = opt;
 
-  // lists[sel][k][layer][step]; per (sel, k, layer): recall / mass / overlap sums.
-  using Lists = std::vector<std::vector<std::vector<std::vector<std::vector<int32_t>>>>>;
-  Lists lists(NS, std::vector<std::vector<std::vector<std::vector<int32_t>>>>(
-                      NK, std::vector<std::vector<std::vector<int32_t>>>(L, std::vector<std::vector<int32_t>>(S))));
-  struct Acc { double recall = 0, mass = 0, overlap = 0; int64_t n = 0, pairs = 0; };
-  std::vector<Acc> acc(static_cast<size_t>(NS) * NK * L);
-  auto A = [&](int32_t s, int32_t k, int32_t l) -> Acc& { return acc[(static_cast<size_t>(s) * NK + k) * L + l]; };
+  std::vector<Config> configs;
+  for (int32_t P : opt.token_granularity ? std::vector<int32_t>{0} : std::vector<int32_t>{}) {
+    configs.push_back({P, false});
+    if (opt.per_kv_head) configs.push_back({P, true});
+  }
+  for (int32_t P : opt.page_sizes) {
+    configs.push_back({P, false});
+    if (opt.per_kv_head) configs.push_back({P, true});
+  }
+  const int32_t NC = static_cast<int32_t>(configs.size());
+  auto streams = [&](const Config& c) { return c.per_kv_head ? L * G : L; };
+  auto page_index = [&](int32_t P) {
+    return P == 0 ? -1 : static_cast<int32_t>(std::find(opt.page_sizes.begin(), opt.page_sizes.end(), P) - opt.page_sizes.begin());
+  };
+
+  // lists[config][sel][k][stream][step]; a stream is a layer, or a (layer, KV head) layer-major.
+  using StepLists = std::vector<std::vector<int32_t>>;
+  std::vector<std::vector<std::vector<std::vector<StepLists>>>> lists(static_cast<size_t>(NC));
+  for (int32_t c = 0; c < NC; ++c)
+    lists[c].assign(NS, std::vector<std::vector<StepLists>>(NK, std::vector<StepLists>(streams(configs[c]), StepLists(S))));
+  struct Acc {
+    double recall = 0, mass = 0, overlap = 0, tokens = 0, page_recall = 0;
+    std::vector<double> group;
+    int64_t n = 0, pairs = 0;
+  };
+  std::vector<Acc> acc(static_cast<size_t>(NC) * NS * NK * L);
+  for (Acc& a : acc) a.group.assign(opt.per_kv_head ? G : 0, 0.0);
+  auto A = [&](int32_t c, int32_t s, int32_t k, int32_t l) -> Acc& {
+    return acc[((static_cast<size_t>(c) * NS + s) * NK + k) * L + l];
+  };
+  const auto uses = [&](const char* s) { return std::find(opt.selectors.begin(), opt.selectors.end(), s) != opt.selectors.end(); };
 
   auto run_layer = [&](int32_t l) {
-    const size_t per_layer = static_cast<size_t>(data.n_keys) * data.kv_heads * D;
+    const size_t per_layer = static_cast<size_t>(data.n_keys) * G * D;
     LayerKeys keys(std::vector<float>(data.keys.begin() + static_cast<std::ptrdiff_t>(l * per_layer),
                                       data.keys.begin() + static_cast<std::ptrdiff_t>((l + 1) * per_layer)),
-                   data.n_keys, data.kv_heads, D);
-    const auto uses = [&](const char* s) { return std::find(opt.selectors.begin(), opt.selectors.end(), s) != opt.selectors.end(); };
-    IndexerStandIn ix;
-    QuestPages qp;
-    ClusterIndex ci;
-    if (uses("indexer")) ix = build_indexer(keys, data.prefill(), opt.indexer_dims, opt.indexer_heads_per_group);
-    if (uses("quest")) qp = build_quest_pages(keys, opt.page_size);
-    if (uses("clusterkv")) ci = build_cluster_index(keys, data.prefill(), opt.clusters, opt.kmeans_iters, opt.seed);
-    std::vector<int32_t> stamp(static_cast<size_t>(data.n_keys), -1);
+                   data.n_keys, G, D);
+    std::vector<int32_t> quest_sizes;
+    if (uses("quest")) {
+      if (opt.token_granularity) quest_sizes.push_back(opt.page_size);
+      quest_sizes.insert(quest_sizes.end(), opt.page_sizes.begin(), opt.page_sizes.end());
+    }
+    Scope shared;
+    shared.keys = &keys;
+    if (uses("indexer")) shared.ix = build_indexer(keys, data.prefill(), opt.indexer_dims, opt.indexer_heads_per_group);
+    for (int32_t P : quest_sizes)
+      if (!shared.quest.count(P)) shared.quest.emplace(P, build_quest_pages(keys, P));
+    if (uses("clusterkv")) shared.ci = build_cluster_index(keys, data.prefill(), opt.clusters, opt.kmeans_iters, opt.seed);
+    std::vector<LayerKeys> hkeys;
+    std::vector<Scope> heads;
+    if (opt.per_kv_head) {
+      for (int32_t g = 0; g < G; ++g) hkeys.push_back(head_keys(keys, g));
+      for (int32_t g = 0; g < G; ++g) {
+        Scope h;
+        h.keys = &hkeys[g];
+        // The same dims and centroids as the shared selection: only the scope of the scores differs.
+        if (uses("indexer")) h.ix = head_indexer(shared.ix, g);
+        if (uses("clusterkv")) h.ci = head_clusters(shared.ci, g);
+        for (int32_t P : quest_sizes)
+          if (!h.quest.count(P)) h.quest.emplace(P, build_quest_pages(hkeys[g], P));
+        heads.push_back(std::move(h));
+      }
+    }
+    std::vector<int32_t> stamp(static_cast<size_t>(data.n_keys), 0);
+    int32_t mark = 0;
+    auto overlap = [&](const std::vector<int32_t>& prev, const std::vector<int32_t>& cur) {
+      ++mark;
+      for (int32_t p : prev) stamp[p] = mark;
+      int64_t common = 0;
+      for (int32_t p : cur) common += stamp[p] == mark;
+      return cur.empty() ? 0.0 : static_cast<double>(common) / static_cast<double>(cur.size());
+    };
     for (int32_t s = 0; s < S; ++s) {
-      Query q{data.queries.data() + (static_cast<size_t>(s) * L + l) * data.q_heads * D, data.q_heads, data.scaling,
-              data.seq_lens[s]};
-      const std::vector<double> score = true_scores(keys, q);
-      const std::vector<int32_t> oracle = top_k_by_score(score, q.n, kmax);
-      for (int32_t si = 0; si < NS; ++si) {
-        const std::string& sel = opt.selectors[si];
-        std::vector<int32_t> full;
-        if (sel == "oracle") full = oracle;
-        else if (sel == "indexer") full = top_k_by_score(indexer_scores(ix, keys, q), q.n, kmax);
-        else if (sel == "quest") full = quest_select(qp, keys, q, kmax);
-        else if (sel == "clusterkv") full = clusterkv_select(ci, keys, q, kmax);
-        for (int32_t ki = 0; ki < NK; ++ki) {
-          const int32_t K = opt.top_ks[ki];
-          std::vector<int32_t> list = ranked(sel) ? std::vector<int32_t>(full.begin(), full.begin() + std::min<size_t>(full.size(), K))
-                                                  : sink_recent_select(q.n, K, opt.sinks);
-          const std::vector<int32_t> ok(oracle.begin(), oracle.begin() + std::min<size_t>(oracle.size(), K));
-          const double om = selected_mass(score, ok), m = selected_mass(score, list);
-          Acc& a = A(si, ki, l);
-          a.recall += om > 0 ? m / om : 1.0;
-          a.mass += m / data.q_heads;
-          ++a.n;
-          if (s > 0) {
-            const auto& prev = lists[si][ki][l][s - 1];
-            for (int32_t p : prev) stamp[p] = s;
-            int64_t common = 0;
-            for (int32_t p : list) common += stamp[p] == s;
-            a.overlap += list.empty() ? 0.0 : static_cast<double>(common) / static_cast<double>(list.size());
-            ++a.pairs;
+      const int32_t n = data.seq_lens[s];
+      const Query q{data.queries.data() + (static_cast<size_t>(s) * L + l) * data.q_heads * D, data.q_heads, data.scaling, n};
+      const ScopeStep sh = run_scope(shared, q, opt, kmax);
+      std::vector<ScopeStep> hs;
+      for (int32_t g = 0; g < static_cast<int32_t>(heads.size()); ++g)
+        hs.push_back(run_scope(heads[g], head_query(q, G, D, g), opt, kmax));
+      for (int32_t c = 0; c < NC; ++c) {
+        const int32_t P = configs[c].page_size, pi = page_index(P);
+        for (int32_t si = 0; si < NS; ++si)
+          for (int32_t ki = 0; ki < NK; ++ki) {
+            const int32_t K = opt.top_ks[ki];
+            Acc& a = A(c, si, ki, l);
+            // recall of `list` against scope st's token oracle (and page oracle) of this budget
+            auto ratio = [&](const ScopeStep& st, const std::vector<int32_t>& list, double& page_ratio) {
+              const double m = selected_mass(st.score, list), om = selected_mass(st.score, prefix(st.oracle, K));
+              if (P > 0) {
+                const double pm = selected_mass(st.score, page_positions(prefix(st.page_oracle[pi], K / P), n, P));
+                page_ratio = pm > 0 ? m / pm : 1.0;
+              }
+              return std::make_pair(om > 0 ? m / om : 1.0, m);
+            };
+            double pr = 0;
+            if (!configs[c].per_kv_head) {
+              std::vector<int32_t> list = list_of(sh, opt, si, K, P, pi, n);
+              const auto [rc, m] = ratio(sh, list, pr);
+              a.recall += rc, a.mass += m / data.q_heads, a.page_recall += pr, a.tokens += static_cast<double>(list.size());
+              for (int32_t g = 0; g < static_cast<int32_t>(hs.size()); ++g) {
+                const double om = selected_mass(hs[g].score, prefix(hs[g].oracle, K));
+                a.group[g] += om > 0 ? selected_mass(hs[g].score, list) / om : 1.0;
+              }
+              if (s > 0) a.overlap += overlap(lists[c][si][ki][l][s - 1], list), ++a.pairs;
+              lists[c][si][ki][l][s] = std::move(list);
+            } else {
+              double rsum = 0, msum = 0, psum = 0, tsum = 0, osum = 0;
+              for (int32_t g = 0; g < G; ++g) {
+                std::vector<int32_t> list = list_of(hs[g], opt, si, K, P, pi, n);
+                const auto [rc, m] = ratio(hs[g], list, pr);
+                rsum += rc, msum += m, psum += pr, tsum += static_cast<double>(list.size());
+                a.group[g] += rc;
+                const size_t stream = static_cast<size_t>(l) * G + g;
+                if (s > 0) osum += overlap(lists[c][si][ki][stream][s - 1], list);
+                lists[c][si][ki][stream][s] = std::move(list);
+              }
+              a.recall += rsum / G, a.mass += msum / data.q_heads, a.page_recall += psum / G, a.tokens += tsum / G;
+              if (s > 0) a.overlap += osum / G, ++a.pairs;
+            }
+            ++a.n;
           }
-          lists[si][ki][l][s] = std::move(list);
-        }
       }
     }
   };
@@ -226,153 +399,92 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt) {
   for (const auto& e : errors)
     if (!e.empty()) throw Error(e);
 
-  for (int32_t si = 0; si < NS; ++si) {
-    for (int32_t ki = 0; ki < NK; ++ki) {
-      const int32_t K = opt.top_ks[ki];
-      // The lists as trace records: one request, layer-major [layers * K], -1 padded (n < K early on).
-      std::vector<traces::StepRecord> recs(static_cast<size_t>(S));
-      for (int32_t s = 0; s < S; ++s) {
-        recs[s].request_id = 0;
-        recs[s].step = s;
-        recs[s].seq_len = data.seq_lens[s];
-        recs[s].positions.assign(static_cast<size_t>(L) * K, -1);
-        for (int32_t l = 0; l < L; ++l)
-          std::copy(lists[si][ki][l][s].begin(), lists[si][ki][l][s].end(), recs[s].positions.begin() + static_cast<std::ptrdiff_t>(l) * K);
-      }
-      ReplayOptions ro;
-      ro.policies = {"sglang-lru"};
-      for (int32_t m : opt.buffer_multiples) ro.buffer_sizes.push_back(m * K);
-      std::sort(ro.buffer_sizes.begin(), ro.buffer_sizes.end());
-      ro.buffer_sizes.erase(std::unique(ro.buffer_sizes.begin(), ro.buffer_sizes.end()), ro.buffer_sizes.end());
-      ro.row_bytes = r.row_bytes;
-      ro.threads = std::max(1, opt.threads);
-      ro.keep_step_rows = true;
-      const size_t NH = ro.buffer_sizes.size();
-      // per [h][layer]: selected, misses, step-layers
-      std::vector<std::vector<BufferStats>> per(NH, std::vector<BufferStats>(static_cast<size_t>(L)));
-      VectorSource src(r.trace_meta(K), recs);
-      run_replay(src, ro, [&](const ReplayRequestRows& rows) {
-        for (size_t h = 0; h < NH && h < rows.rows.size(); ++h)
-          for (int32_t l = 0; l < L; ++l)
-            for (const ReplayStepRow& row : rows.rows[h][l]) {
-              BufferStats& b = per[h][l];
-              b.selected += row.selected;
-              b.misses += row.misses;
-              ++b.step_layers;
-            }
-      });
-      for (int32_t l = -1; l < L; ++l) {
-        StudyRow row;
-        row.selector = opt.selectors[si];
-        row.top_k = K;
-        row.layer = l < 0 ? -1 : data.layer_ids[l];
-        Acc tot;
-        for (int32_t x = (l < 0 ? 0 : l); x < (l < 0 ? L : l + 1); ++x) {
-          const Acc& a = A(si, ki, x);
-          tot.recall += a.recall, tot.mass += a.mass, tot.overlap += a.overlap, tot.n += a.n, tot.pairs += a.pairs;
+  for (int32_t c = 0; c < NC; ++c) {
+    const Config& cf = configs[c];
+    const int32_t NSt = streams(cf), unit = std::max(cf.page_size, 1), per_stream = cf.per_kv_head ? G : 1;
+    const int64_t unit_bytes = r.row_bytes / per_stream * unit;
+    for (int32_t si = 0; si < NS; ++si) {
+      for (int32_t ki = 0; ki < NK; ++ki) {
+        const int32_t K = opt.top_ks[ki];
+        // The lists as trace records: one request, stream-major [streams * K], -1 padded (n < K early on).
+        std::vector<traces::StepRecord> recs(static_cast<size_t>(S));
+        for (int32_t s = 0; s < S; ++s) {
+          recs[s].request_id = 0;
+          recs[s].step = s;
+          recs[s].seq_len = data.seq_lens[s];
+          recs[s].positions.assign(static_cast<size_t>(NSt) * K, -1);
+          for (int32_t x = 0; x < NSt; ++x)
+            std::copy(lists[c][si][ki][x][s].begin(), lists[c][si][ki][x][s].end(),
+                      recs[s].positions.begin() + static_cast<std::ptrdiff_t>(x) * K);
         }
-        row.step_layers = tot.n;
-        row.recall = tot.n ? tot.recall / tot.n : 0;
-        row.mass_share = tot.n ? tot.mass / tot.n : 0;
-        row.overlap = tot.pairs ? tot.overlap / tot.pairs : 0;
-        for (size_t h = 0; h < NH; ++h) {
-          BufferStats b;
-          b.buffer_size = ro.buffer_sizes[h];
-          for (int32_t x = (l < 0 ? 0 : l); x < (l < 0 ? L : l + 1); ++x) {
-            b.selected += per[h][x].selected, b.misses += per[h][x].misses, b.step_layers += per[h][x].step_layers;
+        ReplayOptions ro;
+        ro.policies = {"sglang-lru"};
+        for (int32_t m : opt.buffer_multiples) ro.buffer_sizes.push_back(m * K / unit);
+        std::sort(ro.buffer_sizes.begin(), ro.buffer_sizes.end());
+        ro.buffer_sizes.erase(std::unique(ro.buffer_sizes.begin(), ro.buffer_sizes.end()), ro.buffer_sizes.end());
+        ro.row_bytes = unit_bytes;
+        ro.threads = std::max(1, opt.threads);
+        ro.keep_step_rows = true;
+        const size_t NH = ro.buffer_sizes.size();
+        // per [h][stream]: selected, misses, step rows
+        std::vector<std::vector<BufferStats>> per(NH, std::vector<BufferStats>(static_cast<size_t>(NSt)));
+        std::unique_ptr<traces::TraceSource> src = std::make_unique<RecordSource>(r.trace_meta(K, cf.per_kv_head), recs);
+        // A page list of K/P pages: the page trace's width is the budget, which no list exceeds.
+        if (cf.page_size > 0) src = std::make_unique<traces::PageTraceSource>(std::move(src), cf.page_size, K / cf.page_size);
+        run_replay(*src, ro, [&](const ReplayRequestRows& rows) {
+          for (size_t h = 0; h < NH && h < rows.rows.size(); ++h)
+            for (int32_t x = 0; x < NSt; ++x)
+              for (const ReplayStepRow& row : rows.rows[h][x]) {
+                BufferStats& b = per[h][x];
+                b.selected += row.selected;
+                b.misses += row.misses;
+                ++b.step_layers;
+              }
+        });
+        for (int32_t l = -1; l < L; ++l) {
+          StudyRow row;
+          row.selector = opt.selectors[si];
+          row.top_k = K;
+          row.layer = l < 0 ? -1 : data.layer_ids[l];
+          row.page_size = cf.page_size;
+          row.per_kv_head = cf.per_kv_head;
+          row.unit_bytes = unit_bytes;
+          Acc tot;
+          tot.group.assign(opt.per_kv_head ? G : 0, 0.0);
+          const int32_t lo = l < 0 ? 0 : l, hi = l < 0 ? L : l + 1;
+          for (int32_t x = lo; x < hi; ++x) {
+            const Acc& a = A(c, si, ki, x);
+            tot.recall += a.recall, tot.mass += a.mass, tot.overlap += a.overlap, tot.tokens += a.tokens;
+            tot.page_recall += a.page_recall, tot.n += a.n, tot.pairs += a.pairs;
+            for (size_t g = 0; g < tot.group.size(); ++g) tot.group[g] += a.group[g];
           }
-          b.h2d_bytes = b.misses * r.row_bytes;
-          row.buffers.push_back(b);
+          row.step_layers = tot.n;
+          const double nn = tot.n ? static_cast<double>(tot.n) : 1.0;
+          row.recall = tot.recall / nn;
+          row.mass_share = tot.mass / nn;
+          row.overlap = tot.pairs ? tot.overlap / static_cast<double>(tot.pairs) : 0;
+          row.tokens = tot.tokens / nn;
+          row.page_recall = cf.page_size > 0 ? tot.page_recall / nn : -1;
+          for (double g : tot.group) row.group_recall.push_back(g / nn);
+          for (size_t h = 0; h < NH; ++h) {
+            BufferStats b;
+            b.buffer_size = ro.buffer_sizes[h];
+            b.buffer_tokens = ro.buffer_sizes[h] * unit;
+            for (int32_t x = lo * per_stream; x < hi * per_stream; ++x) {
+              b.selected += per[h][x].selected, b.misses += per[h][x].misses;
+              if (x % per_stream == 0) b.step_layers += per[h][x].step_layers;  // a step-layer counts once, not per head
+            }
+            b.h2d_bytes = b.misses * unit_bytes;
+            row.buffers.push_back(b);
+          }
+          r.rows.push_back(std::move(row));
         }
-        r.rows.push_back(std::move(row));
+        r.traces[{opt.selectors[si], K, cf.page_size, cf.per_kv_head}] = std::move(recs);
       }
-      r.traces[{opt.selectors[si], K}] = std::move(recs);
     }
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
-}
-
-std::string study_json(const StudyResult& r) {
-  const StudyOptions& o = r.options;
-  std::string layers;
-  for (size_t i = 0; i < r.layer_ids.size(); ++i) layers += fmt::format("{}{}", i ? ", " : "", r.layer_ids[i]);
-  std::string s = "{\n";
-  s += fmt::format("  \"source\": {},\n  \"model_layers\": [{}],\n  \"steps\": {},\n  \"prefill\": {},\n", json_quote(r.source),
-                   layers, r.steps, r.prefill);
-  s += fmt::format("  \"seq_len_first\": {},\n  \"seq_len_last\": {},\n  \"q_heads\": {},\n  \"kv_heads\": {},\n  \"head_dim\": {},\n",
-                   r.n_first, r.n_last, r.q_heads, r.kv_heads, r.head_dim);
-  s += fmt::format("  \"row_bytes\": {},\n  \"policy\": \"sglang-lru\",\n  \"initial_state\": \"{}\",\n", r.row_bytes,
-                   traces::to_string(o.initial_state));
-  s += fmt::format(
-      "  \"params\": {{\"page_size\": {}, \"sinks\": {}, \"clusters\": {}, \"kmeans_iters\": {}, \"seed\": {}, "
-      "\"indexer_dims\": {}, \"indexer_heads_per_group\": {}}},\n",
-      o.page_size, o.sinks, o.clusters, o.kmeans_iters, o.seed, o.indexer_dims, o.indexer_heads_per_group);
-  s += "  \"rows\": [\n";
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    const StudyRow& row = r.rows[i];
-    s += fmt::format("    {{\"selector\": {}, \"top_k\": {}, \"layer\": {}, \"step_layers\": {}, \"recall\": {}, "
-                     "\"mass_share\": {}, \"overlap\": {}, \"replay\": [",
-                     json_quote(row.selector), row.top_k, row.layer < 0 ? std::string("\"all\"") : std::to_string(row.layer),
-                     row.step_layers, num(row.recall), num(row.mass_share), num(row.overlap));
-    for (size_t h = 0; h < row.buffers.size(); ++h) {
-      const BufferStats& b = row.buffers[h];
-      s += fmt::format("{}{{\"buffer_size\": {}, \"selected\": {}, \"misses\": {}, \"hit_rate\": {}, "
-                       "\"misses_per_step_layer\": {}, \"h2d_bytes\": {}, \"h2d_bytes_per_step_layer\": {}}}",
-                       h ? ", " : "", b.buffer_size, b.selected, b.misses, num(b.hit_rate()), num(b.misses_per_step_layer()),
-                       b.h2d_bytes, num(b.step_layers ? static_cast<double>(b.h2d_bytes) / b.step_layers : 0.0));
-    }
-    s += fmt::format("]}}{}\n", i + 1 < r.rows.size() ? "," : "");
-  }
-  s += "  ]\n}\n";
-  return s;
-}
-
-std::string study_csv(const StudyResult& r) {
-  std::string s = "selector,top_k,layer,step_layers,recall,mass_share,overlap,buffer_size,misses,misses_per_step_layer,hit_rate,h2d_bytes\n";
-  for (const StudyRow& row : r.rows)
-    for (const BufferStats& b : row.buffers)
-      s += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{},{},{:.4f},{:.6f},{}\n", row.selector, row.top_k,
-                       row.layer < 0 ? std::string("all") : std::to_string(row.layer), row.step_layers, row.recall,
-                       row.mass_share, row.overlap, b.buffer_size, b.misses, b.misses_per_step_layer(), b.hit_rate(),
-                       b.h2d_bytes);
-  return s;
-}
-
-std::string study_table(const StudyResult& r) {
-  std::string s;
-  std::vector<int32_t> ks;
-  for (const StudyRow& row : r.rows)
-    if (std::find(ks.begin(), ks.end(), row.top_k) == ks.end()) ks.push_back(row.top_k);
-  for (int32_t K : ks) {
-    const StudyRow* first = nullptr;
-    for (const StudyRow& row : r.rows)
-      if (row.top_k == K) {
-        first = &row;
-        break;
-      }
-    s += fmt::format("\n== K = {}: recall of the oracle's attention mass, share of all attention, adjacent-step overlap; "
-                     "sglang-lru misses per step-layer and H2D KiB per step-layer ({} B rows)\n",
-                     K, r.row_bytes);
-    std::string head = fmt::format("{:<12} {:>5} {:>7} {:>7} {:>7}", "selector", "layer", "recall", "mass", "overlap");
-    for (const BufferStats& b : first->buffers) head += fmt::format(" {:>9} {:>9}", fmt::format("miss@{}", b.buffer_size),
-                                                                     fmt::format("KiB@{}", b.buffer_size));
-    s += head + "\n";
-    for (int pass = 0; pass < 2; ++pass) {
-      for (const StudyRow& row : r.rows) {
-        if (row.top_k != K || (pass == 0) != (row.layer < 0)) continue;
-        std::string line = fmt::format("{:<12} {:>5} {:>7.4f} {:>7.4f} {:>7.4f}", row.selector,
-                                       row.layer < 0 ? std::string("all") : std::to_string(row.layer), row.recall,
-                                       row.mass_share, row.overlap);
-        for (const BufferStats& b : row.buffers)
-          line += fmt::format(" {:>9.2f} {:>9.2f}", b.misses_per_step_layer(),
-                              b.misses_per_step_layer() * static_cast<double>(r.row_bytes) / 1024.0);
-        s += line + "\n";
-      }
-      if (pass == 0) s += "  per layer:\n";
-    }
-  }
-  return s;
 }
 
 }  // namespace hisparse::sim::select

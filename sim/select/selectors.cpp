@@ -151,7 +151,7 @@ QuestPages build_quest_pages(const LayerKeys& keys, int32_t page_size) {
   return p;
 }
 
-std::vector<int32_t> quest_select(const QuestPages& pages, const LayerKeys& keys, const Query& query, int32_t k) {
+std::vector<double> quest_page_scores(const QuestPages& pages, const LayerKeys& keys, const Query& query) {
   check_query(keys, query);
   const int32_t n = query.n, P = pages.page_size, D = keys.head_dim;
   const int32_t np = (n + P - 1) / P;
@@ -182,6 +182,12 @@ std::vector<int32_t> quest_select(const QuestPages& pages, const LayerKeys& keys
     for (int32_t p = 0; p < np; ++p) z += (u[p] = std::min(P, n - p * P) * std::exp(u[p] - m));
     for (int32_t p = 0; p < np; ++p) page_score[p] += u[p] / z;
   }
+  return page_score;
+}
+
+std::vector<int32_t> quest_select(const QuestPages& pages, const LayerKeys& keys, const Query& query, int32_t k) {
+  const std::vector<double> page_score = quest_page_scores(pages, keys, query);
+  const int32_t n = query.n, P = pages.page_size, np = static_cast<int32_t>(page_score.size());
   std::vector<int32_t> out;
   for (int32_t p : rank(page_score, np, np)) {
     for (int32_t j = p * P; j < std::min(n, (p + 1) * P) && static_cast<int32_t>(out.size()) < k; ++j) out.push_back(j);
@@ -303,7 +309,7 @@ ClusterIndex build_cluster_index(const LayerKeys& keys, int32_t prefill, int32_t
   return ix;
 }
 
-std::vector<int32_t> clusterkv_select(const ClusterIndex& index, const LayerKeys& keys, const Query& query, int32_t k) {
+std::vector<double> clusterkv_scores(const ClusterIndex& index, const LayerKeys& keys, const Query& query) {
   check_query(keys, query);
   const int32_t n = query.n, C = index.clusters, D = keys.head_dim;
   std::vector<std::vector<double>> w(static_cast<size_t>(keys.kv_heads), std::vector<double>(static_cast<size_t>(C), 0.0));
@@ -329,7 +335,11 @@ std::vector<int32_t> clusterkv_select(const ClusterIndex& index, const LayerKeys
   std::vector<double> score(static_cast<size_t>(n), 0.0);
   for (int32_t g = 0; g < keys.kv_heads; ++g)
     for (int32_t j = 0; j < n; ++j) score[j] += w[g][index.assign[g][j]];
-  return rank(score, n, k);
+  return score;
+}
+
+std::vector<int32_t> clusterkv_select(const ClusterIndex& index, const LayerKeys& keys, const Query& query, int32_t k) {
+  return rank(clusterkv_scores(index, keys, query), query.n, k);
 }
 
 double selected_mass(const std::vector<double>& score, const std::vector<int32_t>& selected) {

@@ -65,6 +65,9 @@ struct QuestPages {
   std::vector<float> mins, maxs;
 };
 QuestPages build_quest_pages(const LayerKeys& keys, int32_t page_size);
+/// Page score of every page of positions < n (GQA, one list per layer): Σ_h size_p · exp(scaling · U_h(p)) /
+/// Σ_p' size_p' · exp(scaling · U_h(p')), U_h the Quest bound of head h (the newest, partial page boxed over < n).
+std::vector<double> quest_page_scores(const QuestPages& pages, const LayerKeys& keys, const Query& query);
 /// Page score (GQA, one list per layer): Σ_h size_p · exp(scaling · U_h(p)) / Σ_p' size_p' · exp(scaling · U_h(p')),
 /// U_h the Quest bound of head h. Pages best first (ties: lower page), then their positions ascending, up to k.
 std::vector<int32_t> quest_select(const QuestPages& pages, const LayerKeys& keys, const Query& query, int32_t k);
@@ -92,6 +95,7 @@ ClusterIndex build_cluster_index(const LayerKeys& keys, int32_t prefill, int32_t
 /// Token score: Σ_h exp(scaling · q_h · μ_c) / Σ_c' size_c'(n) · exp(scaling · q_h · μ_c'), c the cluster of the token
 /// under head h's KV head (the softmax if every key equalled its centroid); sizes count positions < n. For one head this
 /// ranks whole clusters by centroid score, so the best clusters' tokens come first, up to k (ties: lower position).
+std::vector<double> clusterkv_scores(const ClusterIndex& index, const LayerKeys& keys, const Query& query);
 std::vector<int32_t> clusterkv_select(const ClusterIndex& index, const LayerKeys& keys, const Query& query, int32_t k);
 
 /// Σ score over `selected` (positions, -1 ignored), summed in ascending position order so that two lists holding the
