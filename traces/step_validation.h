@@ -12,6 +12,10 @@ namespace hisparse::traces {
 /// Where a record came from, for error messages ("file F: request R, step S, layer L: ...").
 std::string where(const std::string& source, int64_t request, int64_t step, int32_t layer = -1);
 
+/// Whether list[0..count) is strictly ascending (true for count < 2). Vectorised (AVX2 where the CPU has it): every
+/// reader and the replay run it on every list.
+bool strictly_ascending(const int32_t* list, int32_t count);
+
 /// Throws unless every entry of `list[0..width)` is -1 or in [0, seq_len), valid entries are distinct and at most
 /// `top_k` are valid. `scratch` is reused between calls to avoid allocating per layer.
 void validate_layer(const int32_t* list, int32_t width, int32_t top_k, int32_t seq_len, const std::string& source,

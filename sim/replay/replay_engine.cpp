@@ -350,8 +350,7 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
           const int32_t* sel = r.layer(l, K);
           const int32_t n = r.seq_len;
           const cpu_ref::StepContext where{r.request_id, l, r.step};
-          const bool marked = !lru_H.empty() && w.marks.mark(sel, K, n, K, H_max, static_cast<int32_t>(lru_H.size()));
-          int32_t code = 0;
+          const bool marked = !lru_H.empty() && w.marks.mark(sel, K, n, K, H_max);
           for (size_t c = 0; c < C; ++c) {
             ReplayStepRow& row = rows[(c * Ls + lz) * nb + j];
             const Config& cfg = configs[c];
@@ -363,13 +362,13 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
                 s.started = true;
               }
               replay_detail::LruCounts k;
-              if (!marked) {
+              if (!marked || s.span > w.marks.limit()) {
                 k = replay_detail::lru_reference_step(s, sel, K, n, K, where, w.scratch, w.plan, w.ref_slot_token,
                                                       w.ref_lru);
               } else if (n <= cfg.H) {
                 k = {w.marks.selected, w.marks.newest_hit, 0};  // fast path: nothing moves
               } else {
-                k = replay_detail::lru_slow_step(s, sel, K, n, w.marks, code++, where);
+                k = replay_detail::lru_slow_step(s, sel, K, n, w.marks, where);
               }
               row = {n, k.selected, k.selected - k.newest_hits - k.misses, k.newest_hits, k.misses};
             } else {
@@ -379,6 +378,7 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
                      static_cast<int32_t>(k.newest_hits), static_cast<int32_t>(k.misses)};
             }
           }
+          if (marked) w.marks.clear();  // while the list is still there (the next mark() starts from zero bits)
         }
       };
       next_layer = 0;

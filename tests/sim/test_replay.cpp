@@ -2,7 +2,9 @@
 // report's quantiles and its advice policy.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
 #include "tests/sim/vector_trace_source.h"
+#include "traces/step_validation.h"
 #include "traces/trace_generator.h"
 
 using namespace hisparse;
@@ -254,4 +257,26 @@ TEST_CASE("replay report: nearest-rank quantiles, the advice policy, no recommen
   const std::string json = sim::replay_json(r, 1152, "{\"device_buffer_size\": null}");
   CHECK(json.find("\"recommendation\": {\"device_buffer_size\": null}") != std::string::npos);
   CHECK(json.find("\"row_bytes\": 1152") != std::string::npos);
+}
+
+TEST_CASE("strictly_ascending (the readers' and the replay's fast check) == the pairwise definition") {
+  std::mt19937 rng(3);
+  for (int32_t count = 0; count < 300; ++count) {
+    std::vector<int32_t> v(static_cast<size_t>(count));
+    int32_t x = -5;
+    for (auto& e : v) e = x += 1 + static_cast<int32_t>(rng() % 3);
+    CHECK(traces::strictly_ascending(v.data(), count));
+    // Every pair position (vector-block edges included) and both kinds of failure: equal and descending.
+    for (int32_t i = 1; i < count; ++i) {
+      for (int32_t delta : {0, -1}) {
+        std::vector<int32_t> w = v;
+        w[static_cast<size_t>(i)] = w[static_cast<size_t>(i) - 1] + delta;
+        if (i + 1 < count) w[static_cast<size_t>(i) + 1] = std::max(w[static_cast<size_t>(i) + 1], w[i] + 1);
+        bool want = true;
+        for (int32_t k = 1; k < count; ++k) want &= w[static_cast<size_t>(k)] > w[static_cast<size_t>(k) - 1];
+        CHECK_FALSE(want);
+        CHECK(traces::strictly_ascending(w.data(), count) == want);
+      }
+    }
+  }
 }

@@ -243,19 +243,119 @@ TEST_CASE("counting sglang-lru == cpu_ref::swap_in step by step (scalar and AVX2
         if (step % 3 == 0) std::sort(sel.begin(), sel.end());  // ascending: the plain-scatter marking
         if (step % 5 == 0) sel[rng() % sel.size()] = -1;       // padding
         cpu_ref::swap_in({slot_token.data(), lru.data(), H}, sel.data(), K, n, K, nullptr, 1, {}, plan, scratch);
-        REQUIRE(marks.mark(sel.data(), K, n, K, H, 2));
-        const auto a = sim::replay_detail::lru_slow_step(scalar, sel.data(), K, n, marks, 0, {}, false);
-        const auto b = sim::replay_detail::lru_slow_step(simd, sel.data(), K, n, marks, 1, {}, true);
+        REQUIRE(marks.mark(sel.data(), K, n, K, H));
+        const auto a = sim::replay_detail::lru_slow_step(scalar, sel.data(), K, n, marks, {}, false);
+        const auto b = sim::replay_detail::lru_slow_step(simd, sel.data(), K, n, marks, {}, true);
+        if (step % 2) marks.clear();  // else the next mark() clears the words this one set
         INFO("H " << H << " step " << step);
         CHECK(a.misses == plan.counters.misses);
         CHECK(a.selected == plan.counters.selected);
         CHECK(a.newest_hits == plan.counters.newest_hits);
         CHECK(b.misses == a.misses);
-        CHECK(scalar.tok == simd.tok);
-        for (int32_t j = 0; j < H; ++j) CHECK(scalar.tok[j] == slot_token[lru[j]]);  // tokens in LRU order
+        CHECK(scalar.tokens() == simd.tokens());
+        for (int32_t j = 0; j < H; ++j) CHECK(scalar.tok()[j] == slot_token[lru[j]]);  // tokens in LRU order
       }
     }
   }
+}
+
+TEST_CASE("counting sglang-lru == cpu_ref::swap_in when n shrinks, reference steps interleave and misses are few") {
+  // The bitmaps' edge cases: held tokens beyond this step's n (the walk reads marks past n), a reference step in
+  // between (the held bitmap is rebuilt from the tokens), steps with fewer misses than a vector's 8 lanes and steps
+  // with many, empty slots, lists of every length up to H (the front slack for the evicted grows with them).
+  std::mt19937_64 rng(4242);
+  for (int32_t H : {16, 40, 96}) {
+    for (InitialState init : {InitialState::kIdentity, InitialState::kEmpty}) {
+      std::vector<int32_t> slot_token(H), lru(H);
+      cpu_ref::init_swap_in_state({slot_token.data(), lru.data(), H}, init);
+      sim::replay_detail::LruTokens scalar, simd;
+      scalar.reset(H, init);
+      simd.reset(H, init);
+      sim::replay_detail::StepMarks marks;
+      cpu_ref::SwapInScratch scratch, ref_scratch;
+      SwapInPlan plan, ref_plan;
+      std::vector<int32_t> st, sl;
+      int32_t n = 3 * H;
+      int32_t few = 0, many = 0;
+      for (int step = 0; step < 400; ++step) {
+        // n wanders down as well as up, never to H or below (the engine's fast path).
+        n = std::max(H + 1, n + static_cast<int32_t>(rng() % 9) - 4);
+        const int32_t K = 1 + static_cast<int32_t>(rng() % static_cast<uint64_t>(H));
+        const int32_t window = rng() % 4 ? std::min(n, H + 4) : n;  // mostly near the held set: few misses
+        std::vector<int32_t> sel;
+        std::vector<char> used(n, 0);
+        while (static_cast<int32_t>(sel.size()) < K) {
+          const int32_t p = n - 1 - static_cast<int32_t>(rng() % static_cast<uint64_t>(window));
+          if (used[p]) continue;
+          used[p] = 1;
+          sel.push_back(p);
+        }
+        if (rng() % 2) std::sort(sel.begin(), sel.end());
+        if (rng() % 4 == 0) sel[rng() % sel.size()] = -1;
+        cpu_ref::swap_in({slot_token.data(), lru.data(), H}, sel.data(), K, n, K, nullptr, 1, {}, plan, scratch);
+        INFO("H " << H << " step " << step << " n " << n << " K " << K);
+        sim::replay_detail::LruCounts a, b;
+        if (step % 7 == 3) {
+          a = sim::replay_detail::lru_reference_step(scalar, sel.data(), K, n, K, {}, ref_scratch, ref_plan, st, sl);
+          b = sim::replay_detail::lru_reference_step(simd, sel.data(), K, n, K, {}, ref_scratch, ref_plan, st, sl);
+        } else {
+          REQUIRE(marks.mark(sel.data(), K, n, K, H));
+          a = sim::replay_detail::lru_slow_step(scalar, sel.data(), K, n, marks, {}, false);
+          b = sim::replay_detail::lru_slow_step(simd, sel.data(), K, n, marks, {}, true);
+          marks.clear();
+          (a.misses < 8 ? few : many) += 1;
+        }
+        CHECK(a.misses == plan.counters.misses);
+        CHECK(a.selected == plan.counters.selected);
+        CHECK(a.newest_hits == plan.counters.newest_hits);
+        CHECK(b.misses == a.misses);
+        CHECK(scalar.tokens() == simd.tokens());
+        for (int32_t j = 0; j < H; ++j) CHECK(scalar.tok()[j] == slot_token[lru[j]]);
+      }
+      CHECK(few > 20);  // both kinds of step ran
+      CHECK(many > 20);
+    }
+  }
+}
+
+TEST_CASE("step marks: an invalid list is refused and leaves no bit behind; the bits are exactly the list's") {
+  sim::replay_detail::StepMarks marks;
+  const int32_t n = 300;
+  auto expect_exactly = [&](const std::vector<int32_t>& sel) {
+    std::vector<char> want(n, 0);
+    for (int32_t t : sel)
+      if (t >= 0) want[t] = 1;
+    const uint32_t* w = marks.bits.at();
+    int32_t wrong = 0;
+    for (int32_t t = 0; t < n; ++t) wrong += static_cast<int32_t>((w[t >> 5] >> (t & 31)) & 1u) != want[t];
+    CHECK(wrong == 0);
+    CHECK(marks.bits.words[0] == 0u);  // the word an empty slot's -1 reads
+  };
+  const std::vector<int32_t> asc = {0, 1, 31, 32, 63, 64, 200, 299};
+  REQUIRE(marks.mark(asc.data(), 8, n, 8, 8));
+  CHECK(marks.selected == 8);
+  CHECK(marks.newest_hit == 1);
+  expect_exactly(asc);
+  for (const std::vector<int32_t>& bad : {std::vector<int32_t>{5, 9, 40, 5, 7, 8, 1, 2},    // duplicate
+                                          std::vector<int32_t>{5, 9, 40, 300, 7, 8, 1, 2},  // >= n
+                                          std::vector<int32_t>{5, 9, 40, -2, 7, 8, 1, 2}}) {  // negative
+    CHECK_FALSE(marks.mark(bad.data(), 8, n, 8, 8));
+    expect_exactly({});
+  }
+  const std::vector<int32_t> padded = {270, -1, 3, 64, -1, 33, 2, 100};
+  REQUIRE(marks.mark(padded.data(), 8, n, 8, 8));
+  CHECK(marks.selected == 6);
+  CHECK(marks.newest_hit == 0);
+  expect_exactly(padded);
+  marks.clear();
+  expect_exactly({});
+  // Not cleared: the next mark() clears the words itself.
+  REQUIRE(marks.mark(asc.data(), 8, n, 8, 8));
+  const std::vector<int32_t> other = {7, 8, 9, 10, 11, 12, 13, 14};
+  REQUIRE(marks.mark(other.data(), 8, n, 8, 8));
+  expect_exactly(other);
+  // Beyond the span (256 x (K + H) positions) the caller must use the reference.
+  CHECK_FALSE(marks.mark(other.data(), 8, 256 * 16 + 1, 8, 8));
 }
 
 TEST_CASE("belady with a bounded look-ahead: exact while a request fits, bounded memory and said so when not") {
