@@ -27,6 +27,7 @@
 #include "sim/replay/replay_cuda.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
+#include "traces/page_trace_source.h"
 #include "traces/trace_source.h"
 
 namespace hisparse::apps {
@@ -60,10 +61,7 @@ std::vector<int32_t> rescaled_sizes(const std::vector<int32_t>& sizes, int32_t t
 /// with the replayed trace as the miss model over the replayed buffer sizes.
 std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, const sim::ReplayResult& result,
                         const std::vector<int32_t>& sizes, const std::string& trace_path) {
-  if (args.scenario.empty())
-    return "{\"device_buffer_size\": null, \"reason\": \"no deployment given: a device_buffer_size recommendation "
-           "weighs HBM, PCIe shared by the batch and the TPOT SLO of a deployment; pass --scenario S, or run hisparse "
-           "advise\"}";
+  if (args.scenario.empty()) return sim::no_deployment_recommendation_json();
   AdviseArgs a = args;
   a.trace = trace_path;
   a.policy = sim::recommended_policy(result);
@@ -107,6 +105,7 @@ int run_replay(int argc, char** argv) {
   int64_t row_bytes = 1152;
   int threads = 0;
   int64_t lookahead_mb = 1024;
+  int32_t page_size = 0;
   AdviseArgs advise_args;
   po::options_description desc(
       "hisparse replay --trace T [options]\n\n"
@@ -135,6 +134,9 @@ int run_replay(int argc, char** argv) {
       "backend", po::value(&backend)->default_value("cpu"),
       "cpu | cuda: cuda runs sglang-lru through the swap-in kernels (plan only, every request x layer a batch row), "
       "same results")(
+      "page-size", po::value(&page_size)->default_value(0),
+      "replay in pages of P tokens (docs/selection.md, page traces): each layer list becomes its distinct pages, "
+      "--buffer-sizes stay in tokens (multiples of P; the table shows pages), a miss moves P * --row-bytes; 0: tokens")(
       "quiet", "no progress on stderr");
   po::options_description advice_desc("advice (with --scenario)");
   add_advise_options(advice_desc, advise_args, /*with_trace=*/false);
@@ -165,6 +167,11 @@ int run_replay(int argc, char** argv) {
   advise_args.threads = threads;
   if (!advise_args.scenario.empty()) {
     const Scenario s = load_scenario(advise_args.scenario);
+    // The advice prices HiSparse's latent rows and indexer: a model without DSA's sparse indexer has neither.
+    if (!s.model.has_sparse_indexer())
+      throw_error("replay: --scenario {}: model {} has no sparse indexer ({} attention), so HiSparse does not apply "
+                  "and there is nothing to advise; replay without --scenario (pass --row-bytes for its KV row)",
+                  advise_args.scenario, s.model.name, s.model.is_gqa() ? "gqa" : "mla");
     if (vm["row-bytes"].defaulted()) row_bytes = latent_row_bytes(s.model, s.deployment.kv_dtype);
     const int32_t K = traces::open_trace(trace_path, open_opts)->meta().top_k;
     if (K != s.deployment.hisparse.top_k && !vm.count("rescale-trace-top-k"))
@@ -186,6 +193,30 @@ int run_replay(int argc, char** argv) {
   opt.row_bytes = row_bytes;
   opt.threads = threads;
   opt.keep_step_rows = !csv_path.empty();
+  int32_t page_width = 0;
+  if (page_size != 0) {
+    traces::check_page_size(page_size, "replay: --page-size");
+    if (!advise_args.scenario.empty())
+      throw_error("replay: --page-size {} with --scenario: the advisor prices token rows; replay in pages without a "
+                  "deployment, or in tokens with one", page_size);
+    source = std::make_unique<traces::PageTraceSource>(std::move(source), page_size);
+    page_width = source->meta().top_k;
+    std::string map;
+    for (int32_t& h : opt.buffer_sizes) {
+      if (h % page_size != 0 || h / page_size < page_width)
+        throw_error("replay: --buffer-sizes {} with --page-size {}: expected a multiple of {} tokens holding at least "
+                    "the {} pages the widest layer list of {} touches (>= {} tokens)",
+                    h, page_size, page_size, page_width, trace_path, int64_t{page_width} * page_size);
+      map += fmt::format("{}{} tokens = {} pages", map.empty() ? "" : ", ", h, h / page_size);
+      h /= page_size;
+    }
+    if (row_bytes > (int64_t{1} << 40) / page_size)
+      throw_error("replay: --row-bytes {} x --page-size {} overflows the byte counters", row_bytes, page_size);
+    row_bytes *= page_size;
+    fmt::print("page replay: pages of {} tokens; the table's top_k and buffer sizes are in PAGES: top_k {} pages (the "
+               "widest layer list), H {}; a miss moves one page = {} B\n",
+               page_size, page_width, map, row_bytes);
+  }
   const bool quiet = vm.count("quiet") > 0;
   auto last = std::chrono::steady_clock::now();
   opt.progress = [&](const sim::ReplayProgress& p) {
@@ -212,7 +243,11 @@ int run_replay(int argc, char** argv) {
   }
   auto sink = [&](const sim::ReplayRequestRows& rows) { csv->write(rows, config_names, row_bytes); };
   sim::ReplayCudaOptions cuda_opt;
-  cuda_opt.open_trace = [&] { return traces::open_trace(trace_path, open_opts); };
+  cuda_opt.open_trace = [&]() -> std::unique_ptr<traces::TraceSource> {
+    auto s = traces::open_trace(trace_path, open_opts);
+    if (page_width > 0) return std::make_unique<traces::PageTraceSource>(std::move(s), page_size, page_width);
+    return s;
+  };
   const sim::ReplayResult result = backend == "cuda" ? sim::run_replay_cuda(*source, opt, sink, cuda_opt)
                                                      : sim::run_replay(*source, opt, sink);
   if (csv) csv->finish();
@@ -241,9 +276,14 @@ int run_replay(int argc, char** argv) {
   // The whole command, as a user times it (from here: options, trace opening, replay, table, files, plots).
   fmt::print("{}", sim::format_replay_speed(result, std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                                                     t_command).count()));
-  if (backend == "cuda")
-    fmt::print("cuda: swap-in kernels ran {:.4f} s: {:.1f} M entries/s on the GPU\n", sim::last_replay_cuda_kernel_seconds(),
-               static_cast<double>(result.entries) / std::max(sim::last_replay_cuda_kernel_seconds(), 1e-9) / 1e6);
+  if (backend == "cuda") {
+    const sim::ReplayCudaTiming t = sim::last_replay_cuda_timing();
+    fmt::print("cuda (measured): swap-in kernels ran {:.4f} s: {:.1f} M entries/s on the GPU; {} requests side by side, "
+               "{} steps in flight; device start {:.3f} s (overlapping the first reads), host waited for the GPU "
+               "{:.3f} s\n",
+               t.kernel_seconds, static_cast<double>(result.entries) / std::max(t.kernel_seconds, 1e-9) / 1e6, t.lanes,
+               t.slots, t.device_start_seconds, t.host_wait_seconds);
+  }
   return 0;
 }
 

@@ -7,17 +7,21 @@ namespace hisparse::cuda {
 
 struct ReplaySwapIn::Impl {};
 
-ReplaySwapIn::ReplaySwapIn(int32_t, int32_t, int32_t) {
+ReplaySwapIn::ReplaySwapIn(int32_t, int32_t, const std::vector<int32_t>&, int32_t) {
   std::string why;
   cuda_available(&why);
   throw_error("replay --backend cuda: no usable GPU: {}", why);
 }
 ReplaySwapIn::~ReplaySwapIn() = default;
-void ReplaySwapIn::init_rows(int32_t, int32_t, InitialState) {}
-void ReplaySwapIn::upload(const int32_t*, const int32_t*) {}
-void ReplaySwapIn::share_input_of(const ReplaySwapIn&) {}
-void ReplaySwapIn::step() {}
-void ReplaySwapIn::collect(int64_t*, int32_t*) {}
+// Unreachable: the constructor always throws.
+int32_t* ReplaySwapIn::selected(int32_t) { return nullptr; }
+int32_t* ReplaySwapIn::seq_len(int32_t) { return nullptr; }
+int8_t* ReplaySwapIn::init(int32_t) { return nullptr; }
+void ReplaySwapIn::submit(int32_t, bool) {}
+void ReplaySwapIn::wait(int32_t) {}
+const int64_t* ReplaySwapIn::counters(int32_t, size_t) const { return nullptr; }
+const int32_t* ReplaySwapIn::errors(int32_t, size_t) const { return nullptr; }
 double ReplaySwapIn::kernel_seconds() const { return 0; }
+size_t ReplaySwapIn::staging_bytes() const { return 0; }
 
 }  // namespace hisparse::cuda

@@ -107,6 +107,12 @@ std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::str
   return o;
 }
 
+std::string no_deployment_recommendation_json() {
+  return "{\"device_buffer_size\": null, \"reason\": \"no deployment given: a device_buffer_size recommendation "
+         "weighs HBM, PCIe shared by the batch and the TPOT SLO of a deployment; pass --scenario S, or run hisparse "
+         "advise\"}";
+}
+
 std::string replay_csv(const ReplayResult& r) {
   std::string o =
       "policy,buffer_size,selected,hits,newest_hits,misses,hit_rate,misses_mean,misses_p50,misses_p99,"

@@ -30,6 +30,9 @@ std::string format_replay_speed(const ReplayResult& r, double command_seconds);
 /// value of the "recommendation" key: an advice object when a deployment was given, else an object saying why
 /// there is none.
 std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::string& recommendation_json);
+/// The "recommendation" value when no deployment was given (replay alone recommends no buffer size); shared by the
+/// CLI and the Python module so both write the same replay.json.
+std::string no_deployment_recommendation_json();
 std::string replay_csv(const ReplayResult& r);
 
 /// Streams the per-step CSV to "<path>.tmp"; finish() renames it to `path`.

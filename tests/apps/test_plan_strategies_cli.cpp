@@ -66,4 +66,12 @@ TEST_CASE("plan and info on the GQA / SWA deployments: full KV planned, HiSparse
   const Run sim = run("simulate --scenario llama31-8b-1xh100 --workload synthetic_poisson --out " + (dir / "sim").string(), dir);
   CHECK(sim.status != 0);
   CHECK(sim.err.find("no sparse indexer") != std::string::npos);
+  // replay --scenario prices HiSparse's latent rows: it refuses such a model instead of pricing 0-byte rows.
+  const Run rep = run("replay --trace " + std::string(HISPARSE_SOURCE_DIR) +
+                          "/traces/bundled/default.hstrace --buffer-sizes 4096 --no-plots --quiet --scenario "
+                          "llama31-8b-1xh100 --out " + (dir / "rep").string(),
+                      dir);
+  CHECK(rep.status != 0);
+  CHECK(rep.err.find("has no sparse indexer") != std::string::npos);
+  CHECK(!fs::exists(dir / "rep" / "replay.json"));
 }

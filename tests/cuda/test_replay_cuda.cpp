@@ -1,7 +1,9 @@
 // @brief `replay --backend cuda` (sim/replay/replay_cuda.cpp, cuda/replay_swap_in.cu) against the CPU replay: every
-// per-step count (selected, hits, newest hits, misses) and every total identical, on generated traces with several
-// requests side by side (one batch row per request x layer), identity and empty states, padding, the fast path, and
-// the DeepSeek shape (its speed at 64 requests is measured with the CLI, see docs/replay.md). Runs only with a GPU
+// per-step count (selected, hits, newest hits, misses), every total and the row sink's order identical, on generated
+// traces with several requests side by side (one lane of L batch rows per request), identity and empty states,
+// padding, the fast path, requests of unequal length that free their lanes for the next ones (and requests without
+// any record), 1..3 staging slots in flight, 1..3 host threads, and the DeepSeek shape (its speed at 64 requests is
+// measured with the CLI, see docs/replay.md). Bad records fail as on the CPU. Runs only with a GPU
 // (tests/cuda/cuda_test_main.cpp skips otherwise).
 #include <doctest/doctest.h>
 
@@ -14,6 +16,7 @@
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
 #include "traces/trace_generator.h"
+#include "traces/trace_limits.h"
 
 using namespace hisparse;
 
@@ -21,8 +24,9 @@ namespace {
 
 class VectorSource final : public traces::TraceSource {
  public:
-  VectorSource(traces::TraceMeta meta, std::shared_ptr<const std::vector<traces::StepRecord>> recs)
-      : meta_(std::move(meta)), recs_(std::move(recs)) {}
+  VectorSource(traces::TraceMeta meta, std::shared_ptr<const std::vector<traces::StepRecord>> recs,
+               std::vector<int64_t> extra_ids)
+      : meta_(std::move(meta)), recs_(std::move(recs)), extra_ids_(std::move(extra_ids)) {}
   const traces::TraceMeta& meta() const override { return meta_; }
   bool next(traces::StepRecord& out) override {
     if (i_ >= recs_->size()) return false;
@@ -33,6 +37,8 @@ class VectorSource final : public traces::TraceSource {
     std::vector<int64_t> ids;
     for (const auto& r : *recs_)
       if (ids.empty() || ids.back() != r.request_id) ids.push_back(r.request_id);
+    // Ids a directory may list without any step (an .npy request of 0 steps): the CPU replay never sees them.
+    ids.insert(ids.end(), extra_ids_.begin(), extra_ids_.end());
     return ids;
   }
   void seek_request(int64_t id) override {
@@ -43,13 +49,15 @@ class VectorSource final : public traces::TraceSource {
  private:
   traces::TraceMeta meta_;
   std::shared_ptr<const std::vector<traces::StepRecord>> recs_;
+  std::vector<int64_t> extra_ids_;
   size_t i_ = 0;
 };
 
 struct Trace {
   traces::TraceMeta meta;
   std::shared_ptr<std::vector<traces::StepRecord>> recs = std::make_shared<std::vector<traces::StepRecord>>();
-  std::unique_ptr<traces::TraceSource> open() const { return std::make_unique<VectorSource>(meta, recs); }
+  std::vector<int64_t> extra_ids;
+  std::unique_ptr<traces::TraceSource> open() const { return std::make_unique<VectorSource>(meta, recs, extra_ids); }
 };
 
 Trace make(const traces::GeneratorOptions& g, bool pad) {
@@ -73,19 +81,36 @@ struct Run {
   std::vector<sim::ReplayRequestRows> rows;
 };
 
-Run run(const Trace& t, const std::vector<int32_t>& sizes, bool cuda, int32_t max_rows = 8192) {
+/// Request r keeps its first 1 + (r * 7) % steps steps: unequal lengths, so lanes free up at different steps.
+Trace uneven(const Trace& t, int32_t steps) {
+  Trace u;
+  u.meta = t.meta;
+  for (const auto& r : *t.recs)
+    if (r.step < 1 + (r.request_id * 7) % steps) u.recs->push_back(r);
+  return u;
+}
+
+struct CudaRun {
+  int32_t max_rows = 8192;
+  int32_t slots = 3;
+  int threads = 2;
+  bool cursors = true;  // false: no open_trace, one lane on the caller's source
+};
+
+Run run(const Trace& t, const std::vector<int32_t>& sizes, bool cuda, CudaRun how = {}) {
   sim::ReplayOptions o;
   o.policies = {"sglang-lru"};
   o.buffer_sizes = sizes;
   o.keep_step_rows = true;
-  o.threads = 2;
+  o.threads = how.threads;
   Run out;
   auto sink = [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); };
   auto src = t.open();
   if (cuda) {
     sim::ReplayCudaOptions co;
-    co.open_trace = [&] { return t.open(); };
-    co.max_rows = max_rows;
+    if (how.cursors) co.open_trace = [&] { return t.open(); };
+    co.max_rows = how.max_rows;
+    co.slots = how.slots;
     out.result = sim::run_replay_cuda(*src, o, sink, co);
   } else {
     out.result = sim::run_replay(*src, o, sink);
@@ -127,17 +152,74 @@ TEST_CASE("replay --backend cuda: per-step counts identical to the CPU replay (s
     const Trace t = make(g, variant == 3);
     INFO("variant " << variant);
     const Run cpu = run(t, {16, 20, 32}, false);
-    check_same(cpu, run(t, {16, 20, 32}, true));             // all requests side by side
-    check_same(cpu, run(t, {16, 20, 32}, true, g.layers));   // one request at a time
+    check_same(cpu, run(t, {16, 20, 32}, true));                          // all requests side by side
+    check_same(cpu, run(t, {16, 20, 32}, true, {g.layers, 3, 2}));        // one request at a time
+    check_same(cpu, run(t, {16, 20, 32}, true, {8192, 1, 1}));            // one slot, one host thread
   }
+}
+
+TEST_CASE("replay --backend cuda: requests of unequal length refill freed lanes, in trace order") {
+  traces::GeneratorOptions g = traces::generator_preset("tiny");
+  g.requests = 9;
+  g.steps = 23;
+  g.prompt_len = 12;
+  g.seed = 77;
+  for (const InitialState st : {InitialState::kIdentity, InitialState::kEmpty}) {
+    g.initial_state = st;
+    Trace t = uneven(make(g, true), g.steps);
+    t.extra_ids = {1000, 1001};  // listed, no records: neither counted nor given to the sink, as on the CPU
+    INFO("initial state " << traces::to_string(st));
+    const Run cpu = run(t, {16, 24}, false);
+    REQUIRE(cpu.rows.size() == 9);
+    for (const int32_t lanes : {1, 2, 4})
+      for (const int32_t slots : {1, 2, 3})
+        for (const int threads : {1, 3}) {
+          INFO("lanes " << lanes << ", slots " << slots << ", threads " << threads);
+          check_same(cpu, run(t, {16, 24}, true, {lanes * g.layers, slots, threads}));
+        }
+    check_same(cpu, run(t, {16, 24}, true, {8192, 2, 2, false}));  // the caller's cursor, seeking request by request
+  }
+}
+
+TEST_CASE("replay --backend cuda: bad records fail naming request and step, as on the CPU") {
+  traces::GeneratorOptions g = traces::generator_preset("tiny");
+  g.requests = 4;
+  g.steps = 10;
+  g.prompt_len = 30;
+  const Trace good = make(g, false);
+  auto fails_with = [](const Trace& t, bool cuda) -> std::string {
+    try {
+      run(t, {16}, cuda);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  // A seq_len beyond the bound: the same message from both replays.
+  Trace long_ctx = good;
+  long_ctx.recs = std::make_shared<std::vector<traces::StepRecord>>(*good.recs);
+  (*long_ctx.recs)[2 * 10 + 6].seq_len = traces::kMaxSeqLen + 1;
+  const std::string cpu_msg = fails_with(long_ctx, false);
+  CHECK(cpu_msg.find("request 2, step 6: seq_len") != std::string::npos);
+  CHECK(fails_with(long_ctx, true) == cpu_msg);
+  // A duplicate position (these sources do not validate): the kernel's check names request, layer and step.
+  Trace dup = good;
+  dup.recs = std::make_shared<std::vector<traces::StepRecord>>(*good.recs);
+  auto& r = (*dup.recs)[3 * 10 + 4];
+  r.positions[static_cast<size_t>(g.top_k) * 1 + 1] = r.positions[static_cast<size_t>(g.top_k) * 1];
+  const std::string msg = fails_with(dup, true);
+  CHECK(msg.find("request 3, layer 1, step 4: the swap-in kernel rejected entry ") != std::string::npos);
+  CHECK(msg.find("a position selected twice") != std::string::npos);
 }
 
 TEST_CASE("replay --backend cuda: DeepSeek shape (61 layers, K 2048, 32K), identical counts") {
   // The speed at 64 requests is measured by the command a user runs (`hisparse replay --backend cuda`, which prints
   // the kernels' entries/s and the whole command's), not here: no timed unit tests, and 800 M entries take minutes.
   traces::GeneratorOptions g = traces::generator_preset("dsv32");
-  g.requests = 2;
-  g.steps = 20;
+  g.requests = 3;
+  g.steps = 12;
   const Trace t = make(g, false);
-  check_same(run(t, {2048, 4096, 8192}, false), run(t, {2048, 4096, 8192}, true));
+  const Run cpu = run(t, {2048, 4096, 8192}, false);
+  check_same(cpu, run(t, {2048, 4096, 8192}, true));
+  check_same(cpu, run(t, {2048, 4096, 8192}, true, {2 * g.layers, 2, 4}));  // 2 lanes: the third request refills one
 }
