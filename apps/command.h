@@ -32,5 +32,7 @@ int run_plan(int argc, char** argv);
 int run_fit_miss_model(int argc, char** argv);
 int run_advise(int argc, char** argv);
 int run_select(int argc, char** argv);
+int run_sweep(int argc, char** argv);  // sweep.cpp (+ sweep_mpi.cpp): `sweep GRID.yaml`
+int run_calibrate(int argc, char** argv);  // calibrate.cpp: `calibrate --from-metrics`
 
 }  // namespace hisparse::apps

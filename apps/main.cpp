@@ -23,9 +23,13 @@ const std::vector<Command>& commands() {
        run_advise},
       {"fit-miss-model", "fit a miss surface (miss fraction by H/K, n/H, warm-up) to top-k traces, with provenance",
        run_fit_miss_model},
+      {"calibrate", "fit a miss surface to production swap-in counters (vLLM Prometheus, SGLang logs): --from-metrics",
+       run_calibrate},
       {"select", "selection study: oracle, indexer, Quest, ClusterKV, sink+recent top-k from keys/queries; recall, "
                  "overlap, swap-in bytes",
        run_select},
+      {"sweep", "run a grid of plan / replay / simulate points on a local process pool or MPI ranks; one table",
+       run_sweep},
       {"simulate", "discrete-event serving simulation (full-KV vs HiSparse): TTFT, TPOT, breakdown, timeline", run_simulate},
       {"bench", "GPU kernel benchmarks (swap-in, gather, backup) against bulk-copy ceilings", run_bench},
   };

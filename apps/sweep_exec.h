@@ -1,0 +1,63 @@
+// @brief What the two ways of running a sweep share (apps/sweep.cpp: the local process pool; apps/sweep_mpi.cpp: MPI
+// ranks): the item results, the progress line, and turning the results into the one table both write.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/sweep/sweep_grid.h"
+#include "sim/sweep/sweep_run.h"
+
+namespace hisparse::apps {
+
+struct SweepInvocation {
+  std::string grid_path;
+  std::string out_dir;
+  bool quiet = false;
+};
+
+/// What came back for one work item.
+struct ItemResult {
+  bool done = false;
+  bool ok = false;
+  std::string text;  // ok: the item's result text; else the error
+};
+
+/// points done/total, items, failures, elapsed, ETA on stderr, at most once a second (and at the end).
+class SweepProgress {
+ public:
+  SweepProgress(const sim::sweep::Grid& grid, const std::vector<sim::sweep::WorkItem>& items, bool quiet,
+                std::string who);
+  void item_done(size_t item, bool ok);
+  void finish();
+
+ private:
+  void print(bool force);
+  const std::vector<sim::sweep::WorkItem>& items_;
+  std::vector<int32_t> left_per_point_;
+  bool quiet_;
+  std::string who_;
+  int64_t items_done_ = 0, points_done_ = 0, failed_items_ = 0;
+  bool printed_done_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+/// Assembles the rows (grid order), writes sweep.csv/json/md atomically into inv.out_dir, prints the Markdown table
+/// and every failed point; returns the exit code (0: every point ok, 1: some failed; their rows are still written).
+int write_sweep_results(const sim::sweep::Grid& grid, const std::vector<sim::sweep::WorkItem>& items,
+                        const std::vector<ItemResult>& results, const SweepInvocation& inv, const std::string& how);
+
+/// The item result as one message: "<ok 0|1>\n<text>" (worker pipes and MPI messages carry the same bytes).
+std::string run_item_message(const sim::sweep::Grid& grid, const sim::sweep::WorkItem& item);
+ItemResult parse_item_message(const std::string& message);
+
+/// True when an MPI launcher started this process (OpenMPI's OMPI_COMM_WORLD_SIZE, PMI's PMI_SIZE, PMIx's
+/// PMIX_RANK).
+bool launched_by_mpi();
+/// Runs the sweep across the MPI ranks (rank 0 hands out items, gathers and writes); throws when MPI support was not
+/// built. Returns the exit code.
+int run_sweep_mpi(const SweepInvocation& inv);
+
+}  // namespace hisparse::apps
