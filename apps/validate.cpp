@@ -94,7 +94,9 @@ void print_table(const std::vector<OpReport>& reports) {
 
 }  // namespace
 
-int run_validate(int argc, char** argv) {
+int run_validate(int argc, char** argv) { return run_validate_reports(argc, argv, nullptr); }
+
+int run_validate_reports(int argc, char** argv, std::vector<OpReport>* reports_out) {
   namespace po = boost::program_options;
   ValidateOptions opt;
   std::string backend, kernels = "default";
@@ -182,6 +184,7 @@ int run_validate(int argc, char** argv) {
     bad += r.mismatched_cases;
   }
   fmt::print("validate: {} cases, {} mismatches: {}\n", cases, bad, bad == 0 ? "PASS" : "FAIL");
+  if (reports_out) *reports_out = reports;
   return bad == 0 ? 0 : 1;
 }
 

@@ -53,6 +53,9 @@ struct ValidateOp {
   ValidateOpFn run;
 };
 const std::vector<ValidateOp>& validate_ops();
+/// `hisparse validate` itself (argv[0] is the subcommand name): prints what the CLI prints, returns its exit code and,
+/// when `reports` is given, hands over the per-operation rows of the summary table (the Python module returns them).
+int run_validate_reports(int argc, char** argv, std::vector<OpReport>* reports);
 
 // Operations (one file each).
 void validate_swap_in(const ValidateContext& ctx, std::vector<OpReport>& out);        // validate_swap_in.cpp

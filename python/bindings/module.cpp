@@ -1,0 +1,238 @@
+// @brief hisparse._core, the compiled half of the Python package: numpy arrays in and out of facade.h. Argument checks
+// that name Python arguments live in python/hisparse/*.py; this layer only converts (and releases the GIL while the
+// C++ side runs, so replays and plans of several Python threads proceed in parallel).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "python/bindings/facade.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace hisparse::python {
+
+namespace {
+
+using TopkArray = nb::ndarray<const int32_t, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
+using SeqArray = nb::ndarray<const int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using RequestArrays = std::tuple<int64_t, TopkArray, SeqArray>;
+
+/// The arrays' trace; the ndarrays in `requests` keep the memory alive while the trace is used.
+ArrayTrace to_array_trace(const std::vector<RequestArrays>& requests, int32_t top_k, const std::string& initial_state) {
+  ArrayTrace t;
+  t.top_k = top_k;
+  t.initial_state = initial_state;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const auto& [id, topk, seq] = requests[i];
+    const auto layers = static_cast<int32_t>(topk.shape(1));
+    const auto width = static_cast<int32_t>(topk.shape(2));
+    if (i == 0) {
+      t.layers = layers;
+      t.width = width;
+    } else if (layers != t.layers || width != t.width) {
+      throw std::invalid_argument("topk[" + std::to_string(i) + "]: shape [steps, " + std::to_string(layers) + ", " +
+                                  std::to_string(width) + "] differs from topk[0]'s [steps, " +
+                                  std::to_string(t.layers) + ", " + std::to_string(t.width) + "]");
+    }
+    if (topk.shape(0) != seq.shape(0))
+      throw std::invalid_argument("seq_lens[" + std::to_string(i) + "]: " + std::to_string(seq.shape(0)) +
+                                  " entries for " + std::to_string(topk.shape(0)) + " steps of topk[" +
+                                  std::to_string(i) + "]");
+    t.requests.push_back(ArrayRequest{id, topk.data(), seq.data(), static_cast<int64_t>(topk.shape(0))});
+  }
+  if (t.requests.empty()) throw std::invalid_argument("topk: no request (expected at least one array)");
+  return t;
+}
+
+/// Hands a vector's memory to numpy without a copy.
+template <typename T>
+nb::object to_numpy(std::vector<T>&& v, std::vector<size_t> shape) {
+  auto* heap = new std::vector<T>(std::move(v));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::cast(nb::ndarray<nb::numpy, T>(heap->data(), shape.size(), shape.data(), owner));
+}
+
+nb::dict replay_to_dict(ReplayOutput&& r) {
+  nb::dict d;
+  d["json"] = r.json;
+  d["csv"] = r.csv;
+  d["config_policy"] = r.config_policy;
+  d["config_buffer_size"] = r.config_buffer_size;
+  const size_t n = r.config.size();
+  nb::dict cols;
+  cols["config"] = to_numpy(std::move(r.config), {n});
+  cols["request"] = to_numpy(std::move(r.request), {n});
+  cols["layer"] = to_numpy(std::move(r.layer), {n});
+  cols["step"] = to_numpy(std::move(r.step), {n});
+  cols["seq_len"] = to_numpy(std::move(r.seq_len), {n});
+  cols["selected"] = to_numpy(std::move(r.selected), {n});
+  cols["hits"] = to_numpy(std::move(r.hits), {n});
+  cols["newest_hits"] = to_numpy(std::move(r.newest_hits), {n});
+  cols["misses"] = to_numpy(std::move(r.misses), {n});
+  cols["h2d_bytes"] = to_numpy(std::move(r.h2d_bytes), {n});
+  d["steps"] = cols;
+  d["seconds"] = r.seconds;
+  d["entries"] = r.entries;
+  d["threads"] = r.threads;
+  return d;
+}
+
+ReplayArgs replay_args(std::vector<std::string> policies, std::vector<int32_t> buffer_sizes, int64_t row_bytes,
+                       int threads, int64_t lookahead_mb, bool per_step) {
+  ReplayArgs a;
+  a.policies = std::move(policies);
+  a.buffer_sizes = std::move(buffer_sizes);
+  a.row_bytes = row_bytes;
+  a.threads = threads;
+  a.lookahead_mb = lookahead_mb;
+  a.per_step = per_step;
+  return a;
+}
+
+}  // namespace
+
+}  // namespace hisparse::python
+
+NB_MODULE(_core, m) {
+  using namespace hisparse::python;
+  m.doc() = "HiSparse Lab's C++ core (traces, replay, plan, advise, validate); use the `hisparse` package instead.";
+
+  m.def(
+      "check_trace",
+      [](const std::vector<RequestArrays>& requests, int32_t top_k, const std::string& initial_state) {
+        const ArrayTrace t = to_array_trace(requests, top_k, initial_state);
+        nb::gil_scoped_release release;
+        check_array_trace(t);
+      },
+      "requests"_a, "top_k"_a, "initial_state"_a);
+
+  m.def(
+      "write_trace",
+      [](const std::string& path, const std::string& format, const std::vector<RequestArrays>& requests, int32_t top_k,
+         const std::string& initial_state, int32_t topk_dtype_bytes, int32_t seq_lens_dtype_bytes, int32_t zstd_level) {
+        const ArrayTrace t = to_array_trace(requests, top_k, initial_state);
+        nb::gil_scoped_release release;
+        write_array_trace(path, format, t, topk_dtype_bytes, seq_lens_dtype_bytes, zstd_level);
+      },
+      "path"_a, "format"_a, "requests"_a, "top_k"_a, "initial_state"_a, "topk_dtype_bytes"_a, "seq_lens_dtype_bytes"_a,
+      "zstd_level"_a);
+
+  m.def(
+      "read_trace",
+      [](const std::string& path, int32_t top_k, const std::string& initial_state, bool meta_only) {
+        LoadedTrace t;
+        {
+          nb::gil_scoped_release release;
+          t = read_trace(path, top_k, initial_state, meta_only);
+        }
+        nb::dict d;
+        d["layers"] = t.layers;
+        d["top_k"] = t.top_k;
+        d["initial_state"] = t.initial_state;
+        d["source"] = t.source;
+        d["format"] = t.format;
+        d["topk_dtype_bytes"] = t.topk_dtype_bytes;
+        d["seq_lens_dtype_bytes"] = t.seq_lens_dtype_bytes;
+        d["request_ids"] = t.request_ids;
+        nb::list reqs;
+        for (auto& r : t.requests) {
+          const size_t steps = r.seq_lens.size();
+          reqs.append(nb::make_tuple(
+              r.id, to_numpy(std::move(r.topk), {steps, static_cast<size_t>(t.layers), static_cast<size_t>(t.top_k)}),
+              to_numpy(std::move(r.seq_lens), {steps})));
+        }
+        d["requests"] = reqs;
+        return d;
+      },
+      "path"_a, "top_k"_a, "initial_state"_a, "meta_only"_a);
+
+  m.def(
+      "replay_path",
+      [](const std::string& path, int32_t top_k, const std::string& initial_state, std::vector<std::string> policies,
+         std::vector<int32_t> buffer_sizes, int64_t row_bytes, int threads, int64_t lookahead_mb, bool per_step) {
+        const ReplayArgs a = replay_args(std::move(policies), std::move(buffer_sizes), row_bytes, threads,
+                                         lookahead_mb, per_step);
+        ReplayOutput r;
+        {
+          nb::gil_scoped_release release;
+          r = replay_path(path, top_k, initial_state, a);
+        }
+        return replay_to_dict(std::move(r));
+      },
+      "path"_a, "top_k"_a, "initial_state"_a, "policies"_a, "buffer_sizes"_a, "row_bytes"_a, "threads"_a,
+      "lookahead_mb"_a, "per_step"_a);
+
+  m.def(
+      "replay_arrays",
+      [](const std::vector<RequestArrays>& requests, int32_t top_k, const std::string& initial_state,
+         std::vector<std::string> policies, std::vector<int32_t> buffer_sizes, int64_t row_bytes, int threads,
+         int64_t lookahead_mb, bool per_step) {
+        const ArrayTrace t = to_array_trace(requests, top_k, initial_state);
+        const ReplayArgs a = replay_args(std::move(policies), std::move(buffer_sizes), row_bytes, threads,
+                                         lookahead_mb, per_step);
+        ReplayOutput r;
+        {
+          nb::gil_scoped_release release;
+          r = replay_arrays(t, a);
+        }
+        return replay_to_dict(std::move(r));
+      },
+      "requests"_a, "top_k"_a, "initial_state"_a, "policies"_a, "buffer_sizes"_a, "row_bytes"_a, "threads"_a,
+      "lookahead_mb"_a, "per_step"_a);
+
+  m.def(
+      "run_command",
+      [](const std::string& name, const std::vector<std::string>& args) {
+        nb::gil_scoped_release release;
+        return run_command(name, args);
+      },
+      "name"_a, "args"_a);
+
+  m.def(
+      "run_validate",
+      [](const std::vector<std::string>& args) {
+        std::vector<ValidateRow> rows;
+        int rc = 0;
+        {
+          nb::gil_scoped_release release;
+          rc = run_validate(args, rows);
+        }
+        nb::list out;
+        for (const auto& r : rows) {
+          nb::dict d;
+          d["operation"] = r.op;
+          d["variant"] = r.variant;
+          d["cases"] = r.cases;
+          d["values"] = r.values;
+          d["mismatched_cases"] = r.mismatched_cases;
+          d["rejected_both"] = r.rejected_both;
+          d["first_mismatch"] = r.first_mismatch;
+          d["seconds"] = r.seconds;
+          out.append(d);
+        }
+        return nb::make_tuple(rc, out);
+      },
+      "args"_a);
+
+  m.def("cuda_status", [] {
+    const CudaStatus s = cuda_status();
+    nb::dict d;
+    d["built"] = s.built;
+    d["available"] = s.available;
+    d["why"] = s.why;
+    d["device"] = s.device;
+    return d;
+  });
+
+  m.def("flush_stdout", &flush_stdout);
+}

@@ -1,0 +1,76 @@
+"""plan and advise from Python return the JSON the CLI writes, as dicts."""
+
+import json
+
+import pytest
+
+import hisparse
+from package_util import arrays, cli, run_cli  # noqa: F401 (fixtures)
+
+SCENARIO = "dsv32-8xh200-1tb"
+
+
+def cli_json(cli, tmp_path, command, name, *args):
+    out = tmp_path / f"cli_{command}"
+    run_cli(cli, command, "--scenario", SCENARIO, *args, "--out", out, "--no-plots")
+    return json.loads((out / name).read_text())
+
+
+def without_run(plan):
+    """plan.json's "run" holds the command line (its --out differs) and the wall time; everything else must match."""
+    run = plan.pop("run")
+    assert set(run) == {"command", "calibration", "workload", "plan_seconds"}
+    return plan, run["calibration"], run["workload"]
+
+
+@pytest.mark.parametrize("kwargs,flags", [
+    ({"seq_lens": [16384, 65536]}, ["--seq-lens", "16384,65536"]),
+    ({"seq_lens": "32K", "limits": "memory", "strategies": True, "device_buffer_size": 4096},
+     ["--seq-lens", "32K", "--limits", "memory", "--strategies", "--device-buffer-size", "4096"]),
+])
+def test_plan_matches_cli(cli, tmp_path, kwargs, flags):
+    got = hisparse.plan(SCENARIO, **kwargs)
+    expected = cli_json(cli, tmp_path, "plan", "plan.json", *flags)
+    assert got["rows"], "an empty plan would match trivially"
+    assert without_run(got) == without_run(expected)
+
+
+def test_plan_keeps_files_in_out(tmp_path):
+    got = hisparse.plan(SCENARIO, seq_lens=[16384], out=tmp_path / "p")
+    assert json.loads((tmp_path / "p" / "plan.json").read_text()) == got
+    assert (tmp_path / "p" / "plan.md").is_file() and (tmp_path / "p" / "plan.html").is_file()
+
+
+def test_advise_matches_cli(cli, tmp_path):
+    got = hisparse.advise(SCENARIO, seq_lens=["16K", "128K"], tpot_slo_ms=60)
+    expected = cli_json(cli, tmp_path, "advise", "advise.json", "--seq-lens", "16K,128K", "--tpot-slo-ms", "60")
+    assert got.pop("command_line").startswith("hisparse advise --scenario dsv32-8xh200-1tb --seq-lens 16K,128K")
+    expected.pop("command_line")
+    assert len(got["advice"]) == 2
+    assert got == expected
+
+
+def test_advise_with_a_python_trace(cli, tmp_path):
+    """A trace written from arrays feeds advise's misses exactly as a file given to the CLI does."""
+    from package_util import make_request
+    import numpy as np
+    rng = np.random.default_rng(3)
+    topk, seq = make_request(rng, 12, 2, 64, 300)
+    path = tmp_path / "k64.hstrace"
+    hisparse.write_trace(path, topk, seq)
+    got = hisparse.advise(SCENARIO, seq_lens=[32768], trace=path, rescale_trace_top_k=True, buffer_sizes=[2048, 4096])
+    expected = cli_json(cli, tmp_path, "advise", "advise.json", "--seq-lens", "32768", "--trace", path,
+                        "--rescale-trace-top-k", "--buffer-sizes", "2048,4096")
+    got.pop("command_line"), expected.pop("command_line")
+    assert got == expected
+
+
+def test_errors_are_the_cli_messages():
+    with pytest.raises(RuntimeError, match="no-such-deployment"):
+        hisparse.plan("no-such-deployment")
+    with pytest.raises(RuntimeError, match="limits"):
+        hisparse.plan(SCENARIO, limits="sometimes")
+    with pytest.raises(ValueError, match="no_plots: set by hisparse.plan"):
+        hisparse.plan(SCENARIO, no_plots=True)
+    with pytest.raises(ValueError, match="scenario"):
+        hisparse.advise(None)
