@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# @brief The README's test command: install, build, run every test (release, then ASan+UBSan), then the fuzzers.
+# @brief The README's test command: install, build, run every test (release, the Python package, then ASan+UBSan),
+# then the fuzzers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -8,6 +9,9 @@ echo "== documentation links" >&2
 echo "== release build + tests" >&2
 ./scripts/build.sh release
 ctest --test-dir build/release --output-on-failure -j2
+# After the release build: the package's tests compare its numbers with that build's CLI.
+echo "== Python package (pip install . into build/python-venv) + pytest" >&2
+./scripts/test_python.sh
 echo "== ASan + UBSan build + tests" >&2
 ./scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
