@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "apps/command.h"
+#include "apps/command_line.h"
 #include "core/error.h"
 #include "sim/metrics/metrics_fit.h"
 #include "sim/output_file.h"
@@ -19,23 +20,6 @@ namespace {
 
 namespace po = boost::program_options;
 constexpr const char* kCommand = "calibrate";
-
-std::string command_line(int argc, char** argv) {
-  std::string out = "hisparse";
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = i == 0 ? kCommand : argv[i];
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                         "0123456789-_./,:=+@%") == std::string::npos;
-    if (plain) {
-      out += " " + a;
-      continue;
-    }
-    std::string q = "'";
-    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += " " + q + "'";
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -111,7 +95,8 @@ int run_calibrate(int argc, char** argv) {
   const sim::metrics::MetricsFit fit = sim::metrics::fit_from_metric_files(files, options);
   std::cout << sim::metrics::metrics_fit_table(fit);
   if (!out.empty()) {
-    sim::write_file_atomically(out, sim::metrics::metrics_fit_yaml(fit, command_line(argc, argv)));
+    sim::write_file_atomically(out,
+                               sim::metrics::metrics_fit_yaml(fit, quoted_command_line(kCommand, argc, argv)));
     std::cout << "wrote " << out << "\n";
   }
   if (!json.empty()) {

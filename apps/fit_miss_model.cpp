@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "apps/command.h"
+#include "apps/command_line.h"
 #include "apps/list_args.h"
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
@@ -52,29 +53,6 @@ std::vector<double> parse_ratios(const std::string& text) {
   return out;
 }
 
-/// The command line as typed, quoted where a shell would need it (the provenance must rerun as written);
-/// `skip_notes` leaves out the --note arguments (the header prints them as its caveats anyway).
-std::string command_line(int argc, char** argv, bool skip_notes) {
-  std::string out = "hisparse";
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = i == 0 ? kCommand : argv[i];
-    if (skip_notes && a == "--note") {
-      ++i;
-      continue;
-    }
-    if (skip_notes && a.rfind("--note=", 0) == 0) continue;
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                         "0123456789-_./,:=+@%") == std::string::npos;
-    if (plain) {
-      out += " " + a;
-      continue;
-    }
-    std::string q = "'";
-    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += " " + q + "'";
-  }
-  return out;
-}
 
 std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
 
@@ -177,7 +155,7 @@ int run_fit_miss_model(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   sim::MissFitter fitter;
   sim::MissProvenance prov;
-  prov.command = command_line(argc, argv, false);
+  prov.command = quoted_command_line(kCommand, argc, argv);
   prov.fraction = "sum(misses) / sum(selected - newest_hits) per layer over step-layers with n > H (the newest token "
                   "has a reserved slot and never misses; n <= H is the fast path)";
   prov.warmup_rule = "step index s from the request's first step: s = 0 first step; 1 <= s <= ceil(H/K) warm-up "
@@ -203,7 +181,8 @@ int run_fit_miss_model(int argc, char** argv) {
   sim::MissSurface surface = fitter.surface(name, &skipped);
   surface.provenance = prov;
   surface.has_provenance = true;
-  const std::vector<std::string> header = header_lines(surface, command_line(argc, argv, true), skipped, notes);
+  const std::vector<std::string> header =
+      header_lines(surface, quoted_command_line(kCommand, argc, argv, "--note"), skipped, notes);
   sim::write_file_atomically(out, sim::miss_surface_to_yaml(surface, header));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const std::string& line : skipped) fmt::print("left out: {}\n", line);

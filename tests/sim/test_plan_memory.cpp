@@ -4,6 +4,7 @@
 
 #include "core/scenario_loader.h"
 #include "sim/plan/capacity_plan.h"
+#include "tests/sim/plan_test_util.h"
 #include "sim/serving_simulation.h"
 
 using namespace hisparse;
@@ -19,19 +20,8 @@ CapacityPlan plan_of(const Scenario& s, std::vector<int64_t> lens = default_seq_
   return compute_capacity_plan(s, o, default_miss_curves(s));
 }
 
-const PlanRow& row(const CapacityPlan& p, int64_t n, KvMode m) {
-  for (const auto& r : p.rows)
-    if (r.seq_len == n && r.mode == m) return r;
-  FAIL("no row");
-  return p.rows.front();
-}
-
-int64_t limit(const PlanRow& r, const std::string& key) {
-  for (const auto& l : r.limits)
-    if (l.key == key) return l.per_rank;
-  FAIL("no limit " << key);
-  return -2;
-}
+const PlanRow& row(const CapacityPlan& p, int64_t n, KvMode m) { return test::plan_row(p, n, m); }
+int64_t limit(const PlanRow& r, const std::string& key) { return test::plan_limit(r, key); }
 
 }  // namespace
 

@@ -1,0 +1,13 @@
+// @brief The command line as typed, quoted where a shell would need it: the provenance a written file carries must
+// rerun as written (fit-miss-model, calibrate).
+#pragma once
+
+#include <string>
+
+namespace hisparse::apps {
+
+/// "hisparse <command> <args…>"; argv[0] is replaced by `command`. `skip_flag` (e.g. "--note"), if not empty, is
+/// left out with its value, in both the "--flag value" and "--flag=value" forms.
+std::string quoted_command_line(const char* command, int argc, char** argv, const std::string& skip_flag = "");
+
+}  // namespace hisparse::apps
