@@ -184,3 +184,23 @@ def patch_on_import(module: str, cls_name: str, patch: Callable) -> None:
 
 def cancel_patch_on_import(module: str) -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not (isinstance(f, _PatchOnImport) and f.module == module)]
+
+
+
+def start(running: Optional[Capture], path: str, initial_state: str, max_requests: int, chunk_bytes: int,
+          compress: bool, layers: Optional[int]) -> Capture:
+    """What every engine's install() does first: refuses a second running capture and opens the new one."""
+    if running is not None and running.active:
+        raise RuntimeError(f"a capture to {running.path} is running; call stop() first")
+    return Capture(path, initial_state, max_requests, chunk_bytes, compress, layers)
+
+
+def attach(module: str, cls_name: str, cls, patch: Callable) -> None:
+    """Patches `cls`, or the engine's class now if its module is imported, else when the engine imports it (after
+    start(): the patched methods record into the capture that start() returned)."""
+    if cls is not None:
+        patch(cls)
+    elif module in sys.modules:
+        patch(getattr(sys.modules[module], cls_name))
+    else:
+        patch_on_import(module, cls_name, patch)

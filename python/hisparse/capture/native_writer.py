@@ -22,7 +22,7 @@ import os
 import shutil
 import struct
 import zlib
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import numpy as np
 

@@ -27,7 +27,6 @@ argument names and order (tests/python/test_capture_hooks.py).
 
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 from . import hooks
@@ -100,15 +99,8 @@ def install(path: str, cls=None, initial_state: str = "identity", max_requests: 
     """Starts a capture to `path`. `cls`: the coordinator class to patch; by default SGLang's, patched now if its
     module is imported already, else when SGLang imports it."""
     global _capture
-    if _capture is not None and _capture.active:
-        raise RuntimeError(f"a capture to {_capture.path} is running; call stop() first")
-    _capture = hooks.Capture(path, initial_state, max_requests, chunk_bytes, compress, layers)
-    if cls is not None:
-        patch_class(cls)
-    elif MODULE in sys.modules:
-        patch_class(getattr(sys.modules[MODULE], CLASS))
-    else:
-        hooks.patch_on_import(MODULE, CLASS, patch_class)
+    _capture = hooks.start(_capture, path, initial_state, max_requests, chunk_bytes, compress, layers)
+    hooks.attach(MODULE, CLASS, cls, patch_class)
     return _capture
 
 

@@ -104,16 +104,10 @@ def patch_class(cls) -> None:
 def install(path: str, cls=None, initial_state: str = "identity", max_requests: int = 0,
             chunk_bytes: int = 1 << 18, compress: bool = False, layers: Optional[int] = None) -> hooks.Capture:
     global _capture
-    if _capture is not None and _capture.active:
-        raise RuntimeError(f"a capture to {_capture.path} is running; call stop() first")
-    _layer_of.clear()
-    _capture = hooks.Capture(path, initial_state, max_requests, chunk_bytes, compress, layers)
-    if cls is not None:
-        patch_class(cls)
-    elif MODULE in sys.modules:
-        patch_class(getattr(sys.modules[MODULE], CLASS))
-    else:
-        hooks.patch_on_import(MODULE, CLASS, patch_class)
+    if _capture is None or not _capture.active:
+        _layer_of.clear()
+    _capture = hooks.start(_capture, path, initial_state, max_requests, chunk_bytes, compress, layers)
+    hooks.attach(MODULE, CLASS, cls, patch_class)
     return _capture
 
 
