@@ -5,7 +5,7 @@ packages=(cmake g++ make clang libclang-rt-14-dev
           libeigen3-dev libyaml-cpp-dev libfmt-dev libboost-program-options-dev doctest-dev
           libzstd-dev zlib1g-dev libbenchmark-dev python3-matplotlib python3-numpy
           openmpi-bin libopenmpi-dev
-          python3-venv python3-pip python3-dev python3-pytest python3-pandas)
+          python3-venv python3-pip python3-dev python3-pytest python3-pandas python3-zstandard)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,9 +1,12 @@
 """Helpers of the capture tests: the hisparse CLI, .npy trace directories, replay per-step tables."""
 import os
+import struct
 import subprocess
 
 import numpy as np
 import pytest
+
+from hisparse.capture.native_writer import CHUNK_HEADER_BYTES, CHUNK_MAGIC, END_MAGIC, HEADER_BYTES
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -62,3 +65,15 @@ def assert_same_trace(got: dict, truth: dict):
         g_topk, g_seq = got[rid]
         np.testing.assert_array_equal(g_seq, np.asarray(seq), err_msg=f"request {rid} seq_lens")
         np.testing.assert_array_equal(g_topk, np.asarray(topk), err_msg=f"request {rid} top-k rows")
+
+
+def chunk_headers(path: str) -> list:
+    """(kind, codec, raw bytes, stored bytes) of every chunk, walked from the header to the footer."""
+    data = open(path, "rb").read()
+    at, out = HEADER_BYTES, []
+    while data[at:at + 4] == CHUNK_MAGIC:
+        kind, codec, _, _, _, _, raw, stored = struct.unpack_from("<BBHqQIII", data, at + 4)
+        out.append((kind, codec, raw, stored))
+        at += CHUNK_HEADER_BYTES + stored
+    assert at + 16 == len(data) and data[at + 8:] == END_MAGIC, f"{path}: no footer after {len(out)} chunks"
+    return out

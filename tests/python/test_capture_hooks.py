@@ -6,15 +6,18 @@ of issue 19: what the capture wrote replays identically to the arrays it capture
 """
 import json
 import os
+import subprocess
 import sys
 import types
 
 import numpy as np
 import pytest
 
-from capture_util import assert_same_trace, read_npy_trace, replay_table, run_cli, write_npy_trace
+from capture_util import (REPO, assert_same_trace, chunk_headers, read_npy_trace, replay_table, run_cli,
+                          write_npy_trace)
 from hisparse.capture import sglang as sglang_hook
 from hisparse.capture import vllm as vllm_hook
+from hisparse.capture.native_writer import CODEC_ZSTD
 
 LAYERS, TOP_K, H = 3, 16, 24
 
@@ -128,9 +131,9 @@ def test_sglang_capture_replays_identically_to_the_captured_arrays(tmp_path):
     assert all(m["status"] == "finished" and m["steps"] == len(truth[i][1]) for i, m in mapping.items())
 
 
-def test_sglang_hook_installs_when_the_module_is_imported(tmp_path, monkeypatch):
-    """HISPARSE_CAPTURE + the import hook patch the class SGLang defines, at import, by module path."""
-    pkg = tmp_path / "site" / "sglang" / "srt" / "managers"
+def write_fake_sglang(site) -> str:
+    """The stand-in as the module SGLang defines (sglang.srt.managers.hisparse_coordinator) under `site`."""
+    pkg = site / "sglang" / "srt" / "managers"
     pkg.mkdir(parents=True)
     for d in (pkg.parent.parent, pkg.parent, pkg):
         (d / "__init__.py").write_text("")
@@ -140,7 +143,62 @@ def test_sglang_hook_installs_when_the_module_is_imported(tmp_path, monkeypatch)
     (pkg / "hisparse_coordinator.py").write_text("import types\nimport numpy as np\nLAYERS, TOP_K, H = 3, 16, 24\n\n"
                                                  + src[start:end].replace("FakeSGLangCoordinator",
                                                                           "HiSparseCoordinator"))
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    return str(site)
+
+
+def run_server_stand_in(tmp_path, site, **env):
+    """A fresh Python process started as docs/capture.md says (autoload/ first on PYTHONPATH, HISPARSE_CAPTURE*),
+    which imports the engine's module and runs a session; the arrays it passed are saved to truth.npz."""
+    script = f"""
+import sys
+import numpy as np
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+import sglang.srt.managers.hisparse_coordinator as engine
+assert getattr(engine.HiSparseCoordinator.swap_in_selected_pages, "_hisparse_wrapped", False), "not patched"
+from test_capture_hooks import run_sglang_session
+truth = run_sglang_session(engine.HiSparseCoordinator(), np.random.default_rng(13))
+np.savez({str(tmp_path / "truth.npz")!r}, **{{f"topk_{{i}}": t for i, (t, _) in truth.items()}},
+         **{{f"seq_{{i}}": s for i, (_, s) in truth.items()}})
+"""
+    autoload = os.path.join(REPO, "python", "hisparse", "capture", "autoload")
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([autoload, site] + sys.path), **env)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment)
+
+
+def test_autoload_captures_a_fresh_server_process_with_zstd(tmp_path):
+    """The documented way in, end to end: sitecustomize installs the hook, the engine's import patches the class,
+    exit finalises the file; HISPARSE_CAPTURE_ZSTD=1 makes every chunk zstd, and the file replays identically to
+    the arrays the stand-in engine passed."""
+    pytest.importorskip("zstandard", reason="python3-zstandard (scripts/setup.sh) is not installed")
+    site = write_fake_sglang(tmp_path / "site")
+    res = run_server_stand_in(tmp_path, site, HISPARSE_CAPTURE=str(tmp_path / "cap_{pid}.hstr"),
+                              HISPARSE_CAPTURE_ZSTD="1")
+    assert res.returncode == 0, res.stderr
+    [path] = [str(p) for p in tmp_path.glob("cap_*.hstr")]
+    assert {codec for _, codec, _, _ in chunk_headers(path)} == {CODEC_ZSTD}
+    saved = np.load(tmp_path / "truth.npz")
+    truth = {i: (saved[f"topk_{i}"], saved[f"seq_{i}"]) for i in range(5)}
+    run_cli("trace", "convert", "--in", path, "--out", tmp_path / "back", "--format", "npy")
+    assert_same_trace(read_npy_trace(str(tmp_path / "back")), truth)
+    got = replay_table(path, str(tmp_path / "captured.csv"), "16,24")
+    want = replay_table(write_npy_trace(str(tmp_path / "arrays"), truth), str(tmp_path / "arrays.csv"), "16,24")
+    assert len(got) > 50 and got == want
+
+
+def test_autoload_refuses_zstd_without_the_module(tmp_path):
+    """HISPARSE_CAPTURE_ZSTD=1 where zstandard cannot be imported stops the process at start with the reason,
+    before the engine runs and before any file is written."""
+    site = write_fake_sglang(tmp_path / "site")
+    (tmp_path / "site" / "zstandard.py").write_text("raise ImportError('zstandard hidden by the test')\n")
+    res = run_server_stand_in(tmp_path, site, HISPARSE_CAPTURE=str(tmp_path / "cap.hstr"), HISPARSE_CAPTURE_ZSTD="1")
+    assert res.returncode != 0
+    assert "hisparse capture:" in res.stderr and "needs the zstandard module" in res.stderr, res.stderr
+    assert not list(tmp_path.glob("cap*")) and not (tmp_path / "truth.npz").exists()
+
+
+def test_sglang_hook_installs_when_the_module_is_imported(tmp_path, monkeypatch):
+    """HISPARSE_CAPTURE + the import hook patch the class SGLang defines, at import, by module path."""
+    monkeypatch.syspath_prepend(write_fake_sglang(tmp_path / "site"))
     monkeypatch.setenv("HISPARSE_CAPTURE", str(tmp_path / "env_{pid}.hstr"))
     monkeypatch.setenv("HISPARSE_CAPTURE_MAX_REQUESTS", "5")
     for m in [m for m in sys.modules if m == "sglang" or m.startswith("sglang.")]:

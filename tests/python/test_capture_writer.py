@@ -1,5 +1,6 @@
 """The pure-Python native trace writer: lossless against the C++ reader, strict, bounded, crash-safe."""
 import os
+import struct
 import subprocess
 import sys
 import tracemalloc
@@ -7,8 +8,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from capture_util import REPO, assert_same_trace, read_npy_trace, run_cli
-from hisparse.capture.native_writer import NativeTraceWriter, TraceWriteError, varint_bytes
+from capture_util import REPO, assert_same_trace, chunk_headers, read_npy_trace, replay_table, run_cli
+from hisparse.capture.native_writer import CODEC_NONE, CODEC_ZSTD, NativeTraceWriter, TraceWriteError, varint_bytes
 
 
 def random_rows(rng, layers, top_k, n, sorted_rows, mixed_padding):
@@ -155,10 +156,44 @@ def test_exception_inside_with_block_removes_everything(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_zstd_chunks_when_available(tmp_path):
-    pytest.importorskip("zstandard")
-    path = str(tmp_path / "z.hstr")
-    with NativeTraceWriter(path, 1, 4, compress=True) as w:
-        for s in range(20):
-            w.write_step(0, [[0, 1, 2, s + 3]], s + 4)
-    run_cli("trace", "info", "--trace", path)
+def test_zstd_capture_is_the_same_trace_in_compressed_chunks(tmp_path):
+    """compress=True: every chunk (steps and index) is zstd; the C++ reader gets back exactly the steps written,
+    and the replay of the compressed file equals the uncompressed one's row for row."""
+    rng = np.random.default_rng(21)
+    layers, top_k = 4, 32
+    truth = {rid: ([], []) for rid in range(5)}
+    paths = {c: str(tmp_path / f"{c}.hstr") for c in ("stored", "zstd")}
+    writers = {c: NativeTraceWriter(paths[c], layers, top_k, chunk_bytes=512, compress=c == "zstd") for c in paths}
+    n = {rid: 40 + 9 * rid for rid in truth}
+    for step in range(30):
+        for rid in truth:
+            n[rid] += 1
+            # A selection that drifts slowly (a sliding band below n - 1, then the newest token): compressible, as
+            # real ones are. The band's top, 30 + 9 + 4 + 3, stays below n - 1 >= 40 + step.
+            rows = np.stack([np.append(np.arange(top_k - 1) + step // 3 + rid + layer, n[rid] - 1)
+                             for layer in range(layers)])
+            for w in writers.values():
+                w.write_step(rid, rows, n[rid])
+            truth[rid][0].append(rows)
+            truth[rid][1].append(n[rid])
+    for w in writers.values():
+        w.close()
+
+    stored, zstd = chunk_headers(paths["stored"]), chunk_headers(paths["zstd"])
+    assert len(zstd) > 10 and {c for _, c, _, _ in stored} == {CODEC_NONE} and {c for _, c, _, _ in zstd} == {CODEC_ZSTD}
+    assert [(k, r) for k, _, r, _ in zstd] == [(k, r) for k, _, r, _ in stored]  # same chunks, only the codec differs
+    assert os.path.getsize(paths["zstd"]) < 0.8 * os.path.getsize(paths["stored"])
+    want = {k: (np.array(a), np.array(b)) for k, (a, b) in truth.items()}
+    for c, path in paths.items():
+        run_cli("trace", "convert", "--in", path, "--out", tmp_path / f"{c}_npy", "--format", "npy")
+        assert_same_trace(read_npy_trace(str(tmp_path / f"{c}_npy")), want)
+    assert (replay_table(paths["zstd"], str(tmp_path / "z.csv"), "32,40")
+            == replay_table(paths["stored"], str(tmp_path / "s.csv"), "32,40"))
+
+
+def test_compression_without_zstandard_is_refused_before_any_file(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # `import zstandard` now raises ImportError
+    with pytest.raises(TraceWriteError, match=r"z\.hstr: compression needs the zstandard module"):
+        NativeTraceWriter(str(tmp_path / "z.hstr"), 1, 4, compress=True)
+    assert os.listdir(tmp_path) == []
+    NativeTraceWriter(str(tmp_path / "plain.hstr"), 1, 4).abort()  # uncompressed needs nothing

@@ -19,6 +19,7 @@ import sys
 import threading
 from typing import Callable, Optional
 
+from .native_writer import zstd_compressor
 from .recorder import TopkRecorder
 
 logger = logging.getLogger("hisparse.capture")
@@ -46,6 +47,8 @@ class Capture:
     def __init__(self, path: str, initial_state: str = "identity", max_requests: int = 0,
                  chunk_bytes: int = 1 << 18, compress: bool = False, layers: Optional[int] = None):
         self.path = expand_path(path)
+        if compress:
+            zstd_compressor(3, self.path)  # refused at install(), not at the server's first swap-in
         self.initial_state = initial_state
         self.max_requests = max_requests
         self.chunk_bytes = chunk_bytes

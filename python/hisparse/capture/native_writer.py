@@ -12,8 +12,9 @@ Memory bound (what this object holds, whatever the capture's length):
   per finished request: one index entry (three integers).
 Everything else is on disk. `buffered_bytes()` reports the first two terms.
 
-Chunks are stored uncompressed (codec 0, which the format and the C++ reader accept) unless `compress=True` and the
-`zstandard` module is importable; `hisparse trace convert` recompresses a captured file with zstd afterwards.
+Chunks are stored uncompressed (codec 0, which the format and the C++ reader accept) unless `compress=True`, which
+needs the `zstandard` module (Debian's python3-zstandard, or pip); `hisparse trace convert` recompresses a captured
+file with zstd afterwards.
 """
 
 from __future__ import annotations
@@ -52,6 +53,19 @@ _SENTINEL = np.int64(1) << 40  # larger than any position; sorts padding last
 
 class TraceWriteError(ValueError):
     """A record the native format cannot hold; the message names the file, request, step and layer."""
+
+
+ZSTD_MISSING = ("compression needs the zstandard module (Debian: apt-get install python3-zstandard; "
+                "or pip install zstandard); without it, capture uncompressed and run `hisparse trace convert`")
+
+
+def zstd_compressor(level: int, path: str):
+    """A zstd compressor at `level`; TraceWriteError naming `path` when the optional module is missing."""
+    try:
+        import zstandard
+    except ImportError as e:
+        raise TraceWriteError(f"{path}: {ZSTD_MISSING}") from e
+    return zstandard.ZstdCompressor(level=level, write_content_size=True)
 
 
 def zigzag(v: int) -> int:
@@ -131,12 +145,8 @@ class NativeTraceWriter:
         self.initial_state = initial_state
         self.chunk_bytes = chunk_bytes
         self._zstd = None
-        if compress:
-            try:
-                import zstandard  # optional; the stored codec needs nothing
-                self._zstd = zstandard.ZstdCompressor(level=zstd_level, write_content_size=True)
-            except ImportError:
-                self._zstd = None
+        if compress:  # asked for explicitly: without the module that is an error, not a silent stored file
+            self._zstd = zstd_compressor(zstd_level, path)
         self.tmp_path = f"{path}.tmp.{os.getpid()}"
         self.spool_dir = f"{path}.spool.{os.getpid()}"
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

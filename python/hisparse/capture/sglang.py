@@ -19,7 +19,8 @@ Enable:
     docs/capture.md); the class is patched when SGLang imports it, in every scheduler process.
 Environment: HISPARSE_CAPTURE (path; `{pid}`/`{rank}` expanded), HISPARSE_CAPTURE_INITIAL_STATE
 (identity|empty), HISPARSE_CAPTURE_MAX_REQUESTS (finalise after that many finished requests; 0 = at exit),
-HISPARSE_CAPTURE_CHUNK_BYTES, HISPARSE_CAPTURE_ZSTD=1 (compress when the zstandard module is installed).
+HISPARSE_CAPTURE_CHUNK_BYTES, HISPARSE_CAPTURE_ZSTD=1 (zstd chunks; needs the zstandard module: without it the
+capture refuses to start).
 
 No SGLang server was run for this module: it is tested against a stand-in class with the same method names,
 argument names and order (tests/python/test_capture_hooks.py).

@@ -36,4 +36,7 @@ if os.environ.get("HISPARSE_CAPTURE", "").strip():
         from hisparse.capture import vllm as _hook
     else:
         raise SystemExit(f"HISPARSE_CAPTURE_ENGINE={_engine!r}: expected sglang or vllm")
-    _hook.install_from_env()
+    try:
+        _hook.install_from_env()
+    except (ValueError, RuntimeError) as _e:  # a bad setting stops the process at start, as the engine check does
+        raise SystemExit(f"hisparse capture: {_e}") from None
