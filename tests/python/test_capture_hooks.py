@@ -226,6 +226,35 @@ def test_capture_errors_never_reach_the_engine(tmp_path, caplog):
     assert os.listdir(tmp_path) == []  # nothing half-written
 
 
+class FakeSGLangCoordinatorLater(FakeSGLangCoordinator):
+    """Later SGLang versions' swap-in: parameters added after layer_id (position space, speculative steps)."""
+
+    def swap_in_selected_pages(self, req_pool_indices, compressed_seq_lens, top_k_result, layer_id,
+                               token_position_space="compressed", num_steps=1):
+        return super().swap_in_selected_pages(req_pool_indices, compressed_seq_lens, top_k_result, layer_id)
+
+
+def test_later_sglang_signature_records_single_steps_and_refuses_multi_step(tmp_path, caplog):
+    path = str(tmp_path / "later.hstr")
+    sglang_hook.install(path, cls=FakeSGLangCoordinatorLater)
+    truth = run_sglang_session(FakeSGLangCoordinatorLater(), np.random.default_rng(6))
+    assert sglang_hook.stop() == path
+    run_cli("trace", "convert", "--in", path, "--out", tmp_path / "back", "--format", "npy")
+    assert_same_trace(read_npy_trace(str(tmp_path / "back")), truth)
+
+    # Several speculative steps in one call are not one decode step: the capture stops, the engine goes on.
+    sglang_hook.install(str(tmp_path / "spec.hstr"), cls=FakeSGLangCoordinatorLater)
+    coord = FakeSGLangCoordinatorLater()
+    coord.alloc_device_buffer(Req("s", 0, 8))
+    coord.num_real_reqs[0] = 1
+    rows = np.where(np.arange(TOP_K) < 9, np.arange(TOP_K), -1)[None, :]  # a valid list: n 9 < K, -1 padded
+    out = coord.swap_in_selected_pages(np.array([0]), np.array([9]), rows, 0, "compressed", 2)
+    np.testing.assert_array_equal(out, rows * 2 + 1)
+    assert "num_steps=2" in caplog.text and "capture stopped" in caplog.text
+    assert sglang_hook.stop() is None
+    assert not (tmp_path / "spec.hstr").exists()
+
+
 def test_invalid_rows_cut_the_request_and_the_rest_is_kept(tmp_path):
     path = str(tmp_path / "cut.hstr")
     sglang_hook.install(path, cls=FakeSGLangCoordinator, layers=1)

@@ -13,6 +13,7 @@ import atexit
 import functools
 import importlib.abc
 import importlib.util
+import inspect
 import logging
 import os
 import sys
@@ -131,10 +132,20 @@ def unwrap_method(cls, name: str) -> None:
         delattr(cls, f"_hisparse_orig_{name}")
 
 
-def bind_args(names, args, kwargs):
-    """Positional + keyword arguments of a call as a dict by parameter name (the engine may use either)."""
-    out = dict(zip(names, args))
-    out.update(kwargs)
+def bind_args(names, args, kwargs, original: Optional[Callable] = None):
+    """Positional + keyword arguments of a call as a dict by parameter name (the engine may use either). With the
+    original method, by its own signature, defaults included: engine versions add parameters after `names`."""
+    out = None
+    if original is not None:
+        try:
+            bound = inspect.signature(original).bind(None, *args, **kwargs)  # None stands for self
+            bound.apply_defaults()
+            out = dict(bound.arguments)
+        except (TypeError, ValueError):
+            out = None
+    if out is None:
+        out = dict(zip(names, args))
+        out.update(kwargs)
     missing = [n for n in names if n not in out]
     if missing:
         raise TypeError(f"swap-in call without {missing} (expected parameters {list(names)})")

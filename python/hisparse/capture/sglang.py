@@ -58,7 +58,11 @@ def _after_swap_in(coord, _result, *args, **kwargs):
     if hooks._graph_capturing():
         _capture.skipped_graph_calls += 1
         return
-    a = hooks.bind_args(SWAP_IN_ARGS, args, kwargs)
+    a = hooks.bind_args(SWAP_IN_ARGS, args, kwargs, getattr(type(coord), f"_hisparse_orig_{SWAP_IN}", None))
+    steps = a.get("num_steps", 1)  # later SGLang versions: speculative multi-step swap-in
+    if steps is not None and int(steps) != 1:
+        raise ValueError(f"a speculative multi-step swap-in (num_steps={int(steps)}) is not one decode step per "
+                         "call, which the trace format records: capture with speculative decoding off")
     slots = to_numpy(a["req_pool_indices"]).reshape(-1)
     real = getattr(coord, "num_real_reqs", None)
     rows = slots.size
