@@ -243,16 +243,20 @@ int run_pool(const SweepInvocation& inv, int jobs) {
 SweepProgress::SweepProgress(const Grid& grid, const std::vector<WorkItem>& items, bool quiet, std::string who)
     : items_(items), left_per_point_(grid.points.size(), 0), quiet_(quiet), who_(std::move(who)),
       start_(std::chrono::steady_clock::now()), last_(start_) {
-  for (const auto& w : items) ++left_per_point_[static_cast<size_t>(w.point)];
+  for (const auto& w : items)
+    for (int64_t p : w.points) ++left_per_point_[static_cast<size_t>(p)];
   if (!quiet_)
-    fmt::print(stderr, "{}: {} points, {} work items (replays of many requests split into request shards)\n", who_,
-               grid.points.size(), items.size());
+    fmt::print(stderr,
+               "{}: {} points, {} work items (a trace's buffer sizes replayed in one pass; replays of many requests "
+               "split into request shards)\n",
+               who_, grid.points.size(), items.size());
 }
 
 void SweepProgress::item_done(size_t item, bool ok) {
   ++items_done_;
   failed_items_ += !ok;
-  if (--left_per_point_[static_cast<size_t>(items_[item].point)] == 0) ++points_done_;
+  for (int64_t p : items_[item].points)
+    if (--left_per_point_[static_cast<size_t>(p)] == 0) ++points_done_;
   print(false);
 }
 
@@ -299,7 +303,8 @@ ItemResult parse_item_message(const std::string& m) {
 int write_sweep_results(const Grid& grid, const std::vector<WorkItem>& items, const std::vector<ItemResult>& results,
                         const SweepInvocation& inv, const std::string& how) {
   std::vector<std::vector<size_t>> by_point(grid.points.size());
-  for (size_t i = 0; i < items.size(); ++i) by_point[static_cast<size_t>(items[i].point)].push_back(i);
+  for (size_t i = 0; i < items.size(); ++i)
+    for (int64_t p : items[i].points) by_point[static_cast<size_t>(p)].push_back(i);
   std::vector<sim::sweep::PointRow> rows;
   for (size_t p = 0; p < grid.points.size(); ++p) {
     const auto& point = grid.points[p];

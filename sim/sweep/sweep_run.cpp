@@ -107,12 +107,16 @@ int64_t replay_row_bytes(const GridPoint& p) {
   return 1152;  // `hisparse replay`'s default: DeepSeek-V3.2's bf16 MLA latent row
 }
 
-std::string run_replay_item(const GridPoint& p, const WorkItem& item) {
+std::string run_replay_item(const Grid& grid, const WorkItem& item) {
+  const GridPoint& p = grid.points[static_cast<size_t>(item.point)];
   std::unique_ptr<traces::TraceSource> src = traces::open_trace(p.trace_path);
   if (item.requests > 0) src = request_range_source(std::move(src), item.first_request, item.requests);
   ReplayOptions o;
   o.policies = {p.policy};
-  o.buffer_sizes = {p.device_buffer_size};
+  for (int64_t q : item.points) {  // the group's buffer sizes, each once, in grid order
+    const int32_t H = grid.points[static_cast<size_t>(q)].device_buffer_size;
+    if (std::find(o.buffer_sizes.begin(), o.buffer_sizes.end(), H) == o.buffer_sizes.end()) o.buffer_sizes.push_back(H);
+  }
   o.row_bytes = replay_row_bytes(p);
   o.threads = 1;  // the pool's parallelism is its processes
   o.lookahead_bytes = static_cast<size_t>(p.settings.lookahead_mb) << 20;
@@ -156,9 +160,15 @@ std::string run_simulate_point(const GridPoint& p) {
   return metrics_text(m);
 }
 
+/// The point's own configuration among its group's.
+const ReplayConfigStats& point_config(const GridPoint& p, const ReplayResult& r) {
+  for (const auto& c : r.configs)
+    if (c.policy == p.policy && c.buffer_size == p.device_buffer_size) return c;
+  throw_error("sweep {}: its replay holds no {} H={} configuration", describe_point(p), p.policy, p.device_buffer_size);
+}
+
 std::vector<Metric> replay_metrics(const GridPoint& p, const ReplayResult& r) {
-  if (r.configs.size() != 1) throw_error("replay point: {} configurations (expected 1)", r.configs.size());
-  const ReplayConfigStats& c = r.configs.front();
+  const ReplayConfigStats& c = point_config(p, r);
   return {
       {"row_bytes", i64(replay_row_bytes(p))},
       {"requests", i64(r.requests)},
@@ -198,11 +208,34 @@ const std::vector<std::string>& metric_columns(JobKind kind) {
 }
 
 std::vector<WorkItem> plan_work(const Grid& grid) {
-  std::vector<WorkItem> out;
-  std::map<std::string, int64_t> requests_of;
+  // Points in grid order, replay points of the same trace, policy and settings gathered into one group (up to
+  // kMaxBuffersPerReplay buffer sizes): everything a replay item reads besides H is in the key.
+  std::vector<std::vector<int64_t>> groups;
+  std::map<std::string, size_t> open_group;
   for (const GridPoint& p : grid.points) {
     if (p.kind != JobKind::kReplay) {
-      out.push_back({p.index, 0, 1, 0, 0});
+      groups.push_back({p.index});
+      continue;
+    }
+    const std::string key = fmt::format("{}\n{}\n{}\n{}\n{}\n{}", p.trace_path, p.policy, p.scenario,
+                                        p.settings.row_bytes, p.settings.lookahead_mb, p.settings.shard_requests);
+    const auto it = open_group.find(key);
+    if (it != open_group.end() && groups[it->second].size() < kMaxBuffersPerReplay) {
+      groups[it->second].push_back(p.index);
+    } else {
+      open_group[key] = groups.size();
+      groups.push_back({p.index});
+    }
+  }
+  std::vector<WorkItem> out;
+  std::map<std::string, int64_t> requests_of;
+  for (const std::vector<int64_t>& g : groups) {
+    const GridPoint& p = grid.points[static_cast<size_t>(g.front())];
+    WorkItem whole;
+    whole.point = p.index;
+    whole.points = g;
+    if (p.kind != JobKind::kReplay) {
+      out.push_back(whole);
       continue;
     }
     auto it = requests_of.find(p.trace_path);
@@ -212,13 +245,18 @@ std::vector<WorkItem> plan_work(const Grid& grid) {
                .first;
     const int64_t per = p.settings.shard_requests > 0 ? p.settings.shard_requests : grid.replay_shard_requests;
     if (it->second <= per) {
-      out.push_back({p.index, 0, 1, 0, 0});
+      out.push_back(whole);
       continue;
     }
     const auto shards = request_shards(it->second, per);
-    for (size_t s = 0; s < shards.size(); ++s)
-      out.push_back({p.index, static_cast<int32_t>(s), static_cast<int32_t>(shards.size()), shards[s].first,
-                     shards[s].second});
+    for (size_t s = 0; s < shards.size(); ++s) {
+      WorkItem w = whole;
+      w.shard = static_cast<int32_t>(s);
+      w.shards = static_cast<int32_t>(shards.size());
+      w.first_request = shards[s].first;
+      w.requests = shards[s].second;
+      out.push_back(std::move(w));
+    }
   }
   return out;
 }
@@ -229,7 +267,7 @@ std::string run_work_item(const Grid& grid, const WorkItem& item) {
   const GridPoint& p = grid.points[static_cast<size_t>(item.point)];
   switch (p.kind) {
     case JobKind::kPlan: return run_plan_point(p);
-    case JobKind::kReplay: return run_replay_item(p, item);
+    case JobKind::kReplay: return run_replay_item(grid, item);
     case JobKind::kSimulate: return run_simulate_point(p);
   }
   return "";

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "sim/sweep/sweep_grid.h"
@@ -92,16 +93,20 @@ jobs:
   CHECK(g.points[2].mode == "full");
   CHECK(g.points[3].mode == "hisparse");
   CHECK(g.points[4].concurrency == 8);
-  // The bundled trace holds 2 requests: shard_requests 1 splits each replay point in two, in request order.
+  // The bundled trace holds 2 requests: shard_requests 1 splits the replay in two, in request order; its two buffer
+  // sizes (same trace, policy and settings) are one replay pass.
   const auto items = plan_work(g);
-  REQUIRE(items.size() == 2 * 2 + 4);
+  REQUIRE(items.size() == 2 + 4);
   CHECK(items[0].point == 0);
+  CHECK(items[0].points == std::vector<int64_t>{0, 1});
   CHECK(items[0].shards == 2);
   CHECK(items[0].first_request == 0);
   CHECK(items[1].first_request == 1);
   CHECK(items[1].requests == 1);
-  CHECK(items[4].point == 2);
-  CHECK(items[4].shards == 1);
+  CHECK(items[1].points == std::vector<int64_t>{0, 1});
+  CHECK(items[2].point == 2);
+  CHECK(items[2].points == std::vector<int64_t>{2});
+  CHECK(items[2].shards == 1);
 }
 
 TEST_CASE("sweep grid: every error names the file, the key path, the value and what was expected") {

@@ -150,3 +150,48 @@ TEST_CASE("sweep: a replay point's row is the same unsharded and sharded; tables
   CHECK(table_markdown(g, {bad}).find("boom") != std::string::npos);
   CHECK_THROWS_AS(table_csv(g, {}), Error);  // one row per point, always
 }
+
+TEST_CASE("sweep: a trace's buffer sizes share one replay item, and each point keeps the row of its own replay") {
+  const std::string dir = std::string(HISPARSE_SOURCE_DIR) + "/traces/bundled";
+  const Grid g = parse_grid(
+      "sweep: t\nreplay_shard_requests: 1\njobs:\n  - kind: replay\n    grid: {trace: default.hstrace, policy: "
+      "[sglang-lru, belady], device_buffer_size: [2048, 2560, 3072, 3584, 4096, 4608, 5120, 5632, 6144, 6656]}\n",
+      "grid.yaml", dir);
+  REQUIRE(g.points.size() == 20);
+  const auto items = plan_work(g);
+  REQUIRE(items.size() == 4 * 2);  // per policy a group of 8 buffer sizes and one of 2, each in 2 request shards
+  std::vector<std::vector<std::string>> texts(g.points.size());
+  for (const auto& w : items) {
+    REQUIRE(!w.points.empty());
+    CHECK(w.points.size() <= kMaxBuffersPerReplay);
+    CHECK(w.point == w.points.front());
+    for (int64_t p : w.points) CHECK(g.points[static_cast<size_t>(p)].policy == g.points[static_cast<size_t>(w.point)].policy);
+    const std::string text = run_work_item(g, w);
+    for (int64_t p : w.points) texts[static_cast<size_t>(p)].push_back(text);
+  }
+  std::vector<PointRow> grouped, alone;
+  for (const GridPoint& p : g.points) {
+    REQUIRE(texts[static_cast<size_t>(p.index)].size() == 2);  // both shards reached every point
+    grouped.push_back(finish_point(g, p, texts[static_cast<size_t>(p.index)]));
+    std::vector<std::string> own;
+    for (int s = 0; s < 2; ++s) {
+      WorkItem w = items[static_cast<size_t>(s)];  // the first group's shard s: the same request range
+      w.point = p.index;
+      w.points = {p.index};
+      own.push_back(run_work_item(g, w));
+    }
+    alone.push_back(finish_point(g, p, own));
+    CHECK(grouped.back().ok);
+  }
+  CHECK(table_csv(g, grouped) == table_csv(g, alone));
+  // The rows differ by buffer size, so a point given another H's counters would have shown above.
+  auto misses = [](const PointRow& r) {
+    for (const auto& m : r.metrics)
+      if (m.key == "misses") return m.value;
+    return std::string();
+  };
+  const GridPoint &a = g.points[0], &b = g.points[2];
+  REQUIRE(a.policy == b.policy);
+  REQUIRE(a.device_buffer_size != b.device_buffer_size);
+  CHECK(misses(grouped[0]) != misses(grouped[2]));
+}
