@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "traces/step_validation.h"
 #include "traces/trace_limits.h"
 
 namespace hisparse::traces {
@@ -14,6 +15,24 @@ namespace {
 /// Distinct pages of one layer list, ascending, into `pages` (cleared first).
 void list_pages(const int32_t* list, int32_t k, int32_t page_size, std::vector<int32_t>& pages) {
   pages.clear();
+  int32_t valid = k;
+  while (valid > 0 && list[valid - 1] < 0) --valid;  // trailing padding
+  if (valid > 0 && list[0] >= 0 && strictly_ascending(list, valid)) {
+    // The commonest layout (the readers', generators' and indexers' sorted lists): pages come out ascending and
+    // distinct by themselves, with one comparison per token and a division only where a new page starts.
+    if (page_size == 1) {
+      pages.assign(list, list + valid);
+      return;
+    }
+    int64_t page_end = -1;
+    for (int32_t i = 0; i < valid; ++i)
+      if (list[i] >= page_end) {
+        const int32_t page = list[i] / page_size;
+        pages.push_back(page);
+        page_end = (static_cast<int64_t>(page) + 1) * page_size;
+      }
+    return;
+  }
   for (int32_t i = 0; i < k; ++i)
     if (list[i] >= 0) pages.push_back(list[i] / page_size);
   std::sort(pages.begin(), pages.end());

@@ -152,6 +152,45 @@ TEST_CASE("round trips: random page sets -> all their tokens -> the same pages; 
   CHECK(pages[1].positions == std::vector<int32_t>{0, 5, -1});
 }
 
+TEST_CASE("page lists equal a set of token / P for every list layout: sorted (the fast path), padded, shuffled") {
+  // Sorted lists take a linear walk and the rest a sort; both must give the distinct pages, ascending, then padding.
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int32_t P = 1 + static_cast<int32_t>(rng() % 70), n = 1 + static_cast<int32_t>(rng() % 5000);
+    const int32_t K = 1 + static_cast<int32_t>(rng() % 64), L = 1 + static_cast<int32_t>(rng() % 3);
+    const int layout = trial % 4;  // sorted + trailing -1, sorted + -1 inside, shuffled, sorted + leading -1
+    StepRecord rec = record(1, 0, n, std::vector<int32_t>(static_cast<size_t>(L) * K, -1));
+    std::vector<std::set<int32_t>> want(static_cast<size_t>(L));
+    for (int32_t l = 0; l < L; ++l) {
+      std::set<int32_t> tokens;
+      const int32_t count = static_cast<int32_t>(rng() % static_cast<uint32_t>(std::min(K, n) + 1));
+      while (static_cast<int32_t>(tokens.size()) < count) tokens.insert(static_cast<int32_t>(rng() % n));
+      std::vector<int32_t> list(tokens.begin(), tokens.end());
+      for (int32_t t : list) want[l].insert(t / P);
+      list.resize(static_cast<size_t>(K), -1);
+      if (layout == 1 && count < K) std::rotate(list.begin(), list.begin() + count / 2, list.begin() + count + 1);
+      if (layout == 2) std::shuffle(list.begin(), list.end(), rng);
+      if (layout == 3) std::rotate(list.begin(), list.begin() + count, list.end());
+      std::copy(list.begin(), list.end(), rec.positions.begin() + static_cast<std::ptrdiff_t>(l) * K);
+    }
+    PageTraceSource src(std::make_unique<VectorSource>(meta_of(L, K), std::vector<StepRecord>{rec}), P);
+    const auto out = testing::read_all(src);
+    REQUIRE(out.size() == 1);
+    const int32_t W = src.meta().top_k;
+    size_t widest = 1;
+    for (int32_t l = 0; l < L; ++l) {
+      CAPTURE(trial);
+      CAPTURE(l);
+      const int32_t* row = out[0].layer(l, W);
+      const std::vector<int32_t> expect(want[l].begin(), want[l].end());
+      CHECK(std::vector<int32_t>(row, row + expect.size()) == expect);
+      CHECK(std::all_of(row + expect.size(), row + W, [](int32_t v) { return v == -1; }));
+      widest = std::max(widest, expect.size());
+    }
+    CHECK(W == static_cast<int32_t>(widest));
+  }
+}
+
 TEST_CASE("a bad page size or a list wider than the page width is refused, naming what and where") {
   std::vector<StepRecord> recs = {record(4, 0, 30, {0, 10, 20})};
   for (int32_t bad : {0, -3, (1 << 20) + 1}) {
