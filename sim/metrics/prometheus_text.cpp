@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "sim/metrics/text_lines.h"
 
 namespace hisparse::sim::metrics {
 namespace {
@@ -193,15 +194,10 @@ PromDocument parse_prometheus_text(const std::string& text, const std::string& f
     seen.clear();
   };
   bool open = false;
-  size_t pos = 0;
-  int64_t line_no = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    ++line_no;
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  TextLines lines(text);
+  std::string line;
+  while (lines.next(line)) {
+    const int64_t line_no = lines.number();
     const std::string where = fmt::format("{}:{}", file, line_no);
     if (line.size() > kMaxPromLineBytes) throw_error("{}: line longer than {} bytes", where, kMaxPromLineBytes);
     if (line.find('\0') != std::string::npos) throw_error("{}: NUL byte (not a text exposition)", where);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "sim/metrics/text_lines.h"
 
 namespace hisparse::sim::metrics {
 namespace {
@@ -88,15 +89,10 @@ std::vector<LogInterval> parse_sglang_log(const std::string& text, const std::st
   std::vector<LogInterval> out;
   double n_sum = 0;
   int64_t n_lines = 0;
-  size_t pos = 0;
-  int64_t line_no = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    ++line_no;
-    const std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    const std::string where = fmt::format("{}:{}", file, line_no);
+  TextLines lines(text);
+  std::string line;
+  while (lines.next(line)) {
+    const std::string where = fmt::format("{}:{}", file, lines.number());
     if (line.find(kDecodeLogMarker) != std::string::npos) {
       const auto running = decode_field(line, "#running-req:", where);
       const auto tokens = decode_field(line, "#token:", where);
@@ -118,7 +114,7 @@ std::vector<LogInterval> parse_sglang_log(const std::string& text, const std::st
     if (!f.count("hits") || !f.count("misses")) throw_error("{}: a HiSparse swap-in line needs hits= and misses=", where);
     LogInterval iv;
     iv.file = file;
-    iv.line = line_no;
+    iv.line = lines.number();
     iv.time_s = line_time(line);
     iv.hits = number(f.at("hits"), where, "hits", true);
     iv.misses = number(f.at("misses"), where, "misses", true);

@@ -142,6 +142,18 @@ TEST_CASE("sglang log: stats and decode lines, strict on those, blind to the res
   CHECK(lines[2].decode_lines == 0);
   CHECK(*lines[2].time_s - *lines[0].time_s == 20);
 
+  // The same log with Windows line ends (a log copied off another machine) reads the same, line numbers included.
+  std::string crlf;
+  for (char c : data("sglang_hisparse.log")) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  const std::vector<LogInterval> again = parse_sglang_log(crlf, "s.log");
+  REQUIRE(again.size() == lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    CHECK(again[i].line == lines[i].line);
+    CHECK(again[i].misses == lines[i].misses);
+    CHECK(*again[i].K == *lines[i].K);
+    CHECK(*again[i].seq_len == *lines[i].seq_len);
+  }
+
   auto err = [](const std::string& text) {
     try {
       parse_sglang_log(text, "s.log");

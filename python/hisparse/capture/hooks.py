@@ -166,6 +166,18 @@ def env_int(name: str, default: int) -> int:
         raise ValueError(f"{name}={v!r}: expected an integer") from None
 
 
+def settings_from_env() -> Optional[dict]:
+    """install()'s keyword arguments from HISPARSE_CAPTURE* (docs/capture.md); None when HISPARSE_CAPTURE is unset."""
+    path = env_flag("HISPARSE_CAPTURE")
+    if not path:
+        return None
+    return dict(path=path, initial_state=env_flag("HISPARSE_CAPTURE_INITIAL_STATE", "identity"),
+                max_requests=env_int("HISPARSE_CAPTURE_MAX_REQUESTS", 0),
+                chunk_bytes=env_int("HISPARSE_CAPTURE_CHUNK_BYTES", 1 << 18),
+                compress=env_flag("HISPARSE_CAPTURE_ZSTD") == "1",
+                layers=env_int("HISPARSE_CAPTURE_LAYERS", 0) or None)
+
+
 class _PatchOnImport(importlib.abc.MetaPathFinder):
     """Runs `patch(cls)` right after the engine imports `module` (so enabling a capture imports nothing heavy)."""
 

@@ -121,11 +121,5 @@ def stop() -> Optional[str]:
 
 
 def install_from_env(cls=None) -> Optional[hooks.Capture]:
-    path = hooks.env_flag("HISPARSE_CAPTURE")
-    if not path:
-        return None
-    return install(path, cls=cls, initial_state=hooks.env_flag("HISPARSE_CAPTURE_INITIAL_STATE", "identity"),
-                   max_requests=hooks.env_int("HISPARSE_CAPTURE_MAX_REQUESTS", 0),
-                   chunk_bytes=hooks.env_int("HISPARSE_CAPTURE_CHUNK_BYTES", 1 << 18),
-                   compress=hooks.env_flag("HISPARSE_CAPTURE_ZSTD") == "1",
-                   layers=hooks.env_int("HISPARSE_CAPTURE_LAYERS", 0) or None)
+    settings = hooks.settings_from_env()
+    return install(cls=cls, **settings) if settings else None
