@@ -84,9 +84,7 @@ int run_calibrate(int argc, char** argv) {
   }
   if (!out.empty() && (out.size() <= 5 || out.compare(out.size() - 5, 5, ".yaml") != 0))
     throw_error("{}: --out '{}' must end in .yaml (load_miss_surface tells names from paths by it)", kCommand, out);
-  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
-                          std::string::npos)
-    throw_error("{}: --name '{}' (expected letters, digits, '-', '_' or '.')", kCommand, name);
+  check_surface_name(kCommand, name);
   options.seq_len_metric = seq_len_metric;
   options.model = model;
   options.name = name;

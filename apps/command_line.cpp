@@ -1,5 +1,7 @@
-// @brief quoted_command_line (see command_line.h).
+// @brief quoted_command_line and check_surface_name (see command_line.h).
 #include "apps/command_line.h"
+
+#include "core/error.h"
 
 namespace hisparse::apps {
 
@@ -24,6 +26,12 @@ std::string quoted_command_line(const char* command, int argc, char** argv, cons
     out += " " + q + "'";
   }
   return out;
+}
+
+void check_surface_name(const char* command, const std::string& name) {
+  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+                          std::string::npos)
+    throw_error("{}: --name '{}' (expected letters, digits, '-', '_' or '.')", command, name);
 }
 
 }  // namespace hisparse::apps

@@ -141,9 +141,7 @@ int run_fit_miss_model(int argc, char** argv) {
   } catch (const po::error& e) {
     throw_error("{}", e.what());
   }
-  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
-                          std::string::npos)
-    throw_error("{}: --name '{}' (expected letters, digits, '-', '_' or '.')", kCommand, name);
+  check_surface_name(kCommand, name);
   if (out.size() <= 5 || out.compare(out.size() - 5, 5, ".yaml") != 0)
     throw_error("{}: --out '{}' must end in .yaml (load_miss_surface tells names from paths by it)", kCommand, out);
   if (threads < 1) throw_error("{}: --threads {} (expected >= 1)", kCommand, threads);
