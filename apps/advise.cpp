@@ -22,7 +22,7 @@
 #include "core/scenario_loader.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 
 namespace hisparse::apps {
 
@@ -84,7 +84,7 @@ int run_advise(int argc, char** argv) {
 
   fs::create_directories(out_dir);
   const fs::path dir(out_dir);
-  sim::write_file_atomically((dir / "advise.json").string(), sim::advice_to_json(setup.scenario, advices, setup.info));
+  write_file_atomically((dir / "advise.json").string(), sim::advice_to_json(setup.scenario, advices, setup.info));
   std::vector<sim::AdvicePlot> plots = sim::advice_plot_list(advices.size());
   // Plots of an earlier run (more mixes, or before --no-plots) must not be mistaken for this one's.
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -95,8 +95,8 @@ int run_advise(int argc, char** argv) {
     run_plot_script("plot_advise.py", out_dir, "advise");
     for (auto& p : plots) p.png = read_file(dir / p.file);
   }
-  sim::write_file_atomically((dir / "advise.md").string(), sim::advice_to_markdown(setup.scenario, advices, setup.info, plots));
-  sim::write_file_atomically((dir / "advise.html").string(), sim::advice_to_html(setup.scenario, advices, setup.info, plots));
+  write_file_atomically((dir / "advise.md").string(), sim::advice_to_markdown(setup.scenario, advices, setup.info, plots));
+  write_file_atomically((dir / "advise.html").string(), sim::advice_to_html(setup.scenario, advices, setup.info, plots));
   fmt::print("{}", sim::advice_to_text(setup.scenario, advices, setup.info));
   fmt::print("advice computed in {:.2f} s (plotting excluded); wrote {}/advise.json, advise.md, advise.html{}\n", seconds,
              out_dir, vm.count("no-plots") ? "" : " and advise_*.png");

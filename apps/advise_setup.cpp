@@ -11,9 +11,9 @@
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
-#include "sim/calibration_choice.h"
-#include "sim/miss_surface.h"
-#include "sim/workload.h"
+#include "sim/calibration/calibration_choice.h"
+#include "sim/miss/miss_surface.h"
+#include "sim/workload/workload.h"
 
 namespace hisparse::apps {
 

@@ -12,7 +12,7 @@
 #include "core/deployment_spec.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
-#include "sim/plan/miss_curve.h"
+#include "sim/miss/miss_curve.h"
 
 namespace hisparse::apps {
 

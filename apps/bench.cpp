@@ -13,7 +13,7 @@
 #include "bench/gpu/copy_bench.h"
 #include "cuda/kernel_config.h"
 #include "cuda/runtime.h"
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 
 namespace hisparse::apps {
 namespace {
@@ -39,7 +39,7 @@ void write_bench_csv(const std::string& path, const std::string& device, const s
     os << fmt::format("\"{}\",{},\"{}\",{},{:.3f},{:.0f},{:.3f},{:.3f},{},{:.4f},{},\"{}\",{}\n", device, r.op, r.config,
                       r.mode, r.median_us, r.bytes, r.gbps, r.ceiling_gbps, r.batch, r.miss_rate, r.rows, r.target,
                       r.verdict);
-  sim::write_file_atomically(path, os.str());  // removed on SIGINT/TERM/HUP half-way (sim/output_file.h)
+  write_file_atomically(path, os.str());  // removed on SIGINT/TERM/HUP half-way (core/io/output_file.h)
 }
 
 int run_bench(int argc, char** argv) {

@@ -16,10 +16,10 @@
 #include "core/scenario_loader.h"
 #include "cuda/runtime.h"
 #include "cuda/swap_in.h"
-#include "sim/calibration.h"
-#include "sim/calibration_fit.h"
-#include "sim/output_file.h"
-#include "sim/step_calibration.h"
+#include "sim/calibration/calibration.h"
+#include "sim/calibration/calibration_fit.h"
+#include "core/io/output_file.h"
+#include "sim/cost/step_calibration.h"
 
 namespace hisparse::apps {
 namespace {
@@ -133,7 +133,7 @@ int run_calibrate(const CalibrateOptions& o) {
       std::fflush(stdout);
       const auto step_rows = bench::bench_step(m, so);
       step_csv = beside(out, "-step.csv");
-      sim::write_file_atomically(step_csv, step_csv_text(device, m.name, step_rows));
+      write_file_atomically(step_csv, step_csv_text(device, m.name, step_rows));
     }
   } else {
     fit.made_from = repo_relative(o.from_csv);
@@ -156,12 +156,12 @@ int run_calibrate(const CalibrateOptions& o) {
     sc.driver = c.driver;
     sc.made_from = fmt::format("hisparse bench step rows {} fitted on batches {} (every other batch held out)",
                                repo_relative(step_csv), o.step_fit_batches);
-    text += "# Per-op time models of one decode layer (sim/step_calibration.h), from the same device.\nstep:\n" +
+    text += "# Per-op time models of one decode layer (sim/cost/step_calibration.h), from the same device.\nstep:\n" +
             indented(sim::step_calibration_yaml(sc));
     fmt::print("per-op time models of {} on {}:\n{}", sc.model, sc.device, sim::step_calibration_table(sc));
     step_worst = 100 * worst_held_out_check(sc, &step_worst_what);
   }
-  sim::write_file_atomically(out, text);
+  write_file_atomically(out, text);
   fmt::print("{}", sim::calibration_table(c));
   // The accuracy that counts is the charged mode's (the simulator uses no other); the other is reported.
   const double held = 100 * sim::max_relative_error(c, "held-out", c.copy_mode);

@@ -18,14 +18,14 @@ struct CalibrateOptions {
   std::string date;       // YYYY-MM-DD (default: today, UTC)
   // Fused by default: it is the copy the CUDA backend runs (Backend::copy_mode_, core/backend.h). On the cluster
   // kernel (batches <= Bc) it runs in latency rounds bounded by the busiest block's LRU slice, which the fit models
-  // (sim/swap_in_cost.h): held-out max 7.6% on the H200 sweep (the linear form missed by 20.8%).
+  // (sim/cost/swap_in_cost.h): held-out max 7.6% on the H200 sweep (the linear form missed by 20.8%).
   std::string copy_mode = "fused";
   std::string fit_batches = "auto";  // auto: sim::default_fit_batches (two per kernel regime)
   int small_batch_max = -1;   // Bc of the small-batch swap-in kernel: -1 = the CSV's swap-in-kernel row / the device's
   std::string fit_miss_rates = "0,0.2,0.5";
   double max_error_pct = 10;  // held-out error above this: exit status 1
   bench::BenchOptions bench;
-  // The per-op models of a decode layer (sim/step_calibration.h), written into the same file under `step:`.
+  // The per-op models of a decode layer (sim/cost/step_calibration.h), written into the same file under `step:`.
   bool step = true;                  // live: run `bench step`'s sweep too; --no-step leaves the section out
   std::string step_csv;              // --from-csv: the stored `bench step --csv` rows to fit ("" = no step section)
   std::string model;                 // "" = live: deepseek-v3.2; from stored rows: the rows' model

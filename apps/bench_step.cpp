@@ -19,8 +19,8 @@
 #include "core/scenario_loader.h"
 #include "cuda/kernel_config.h"
 #include "cuda/runtime.h"
-#include "sim/output_file.h"
-#include "sim/step_calibration.h"
+#include "core/io/output_file.h"
+#include "sim/cost/step_calibration.h"
 
 namespace hisparse::apps {
 namespace {
@@ -32,7 +32,7 @@ int fit_step(const std::string& csv, const std::string& model_override, const st
   c.date = date.empty() ? today_utc() : date;
   c.made_from = "hisparse bench step --fit " + repo_relative(csv) + " --fit-batches " + fit_batches;
   if (out.empty()) out = fmt::format("step-calibration-{}-{}.yaml", c.model, c.date);
-  sim::write_file_atomically(out, sim::step_calibration_yaml(c));
+  write_file_atomically(out, sim::step_calibration_yaml(c));
   fmt::print("per-op time models of {} on {} (fit on batches {}; every other batch held out), calibrated:\n{}", c.model,
              c.device, fit_batches, sim::step_calibration_table(c));
   std::string worst_what;
@@ -108,7 +108,7 @@ int run_bench_step(int argc, char** argv) {
     fmt::print("{:>6} {:>8} {:>11.2f} {:>11.2f} {:>8.3f}\n", k.first, k.second, v.first, v.second,
                v.first > 0 ? v.second / v.first : 0.0);
   if (!csv.empty()) {
-    sim::write_file_atomically(csv, step_csv_text(device, m.name, rows));
+    write_file_atomically(csv, step_csv_text(device, m.name, rows));
     fmt::print("rows written to {}\n", csv);
   }
   return 0;

@@ -1,5 +1,5 @@
 // @brief `hisparse calibrate --from-metrics FILE [FILE...]`: a miss surface from the swap-in counters engines export
-// (vLLM's HiSparse Prometheus counters, SGLang log lines), with provenance; sim/metrics/metrics_fit.h, docs/capture.md.
+// (vLLM's HiSparse Prometheus counters, SGLang log lines), with provenance; sim/miss/counters/metrics_fit.h, docs/capture.md.
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -12,8 +12,8 @@
 #include "apps/command.h"
 #include "apps/command_line.h"
 #include "core/error.h"
-#include "sim/metrics/metrics_fit.h"
-#include "sim/output_file.h"
+#include "sim/miss/counters/metrics_fit.h"
+#include "core/io/output_file.h"
 
 namespace hisparse::apps {
 namespace {
@@ -61,7 +61,7 @@ int run_calibrate(int argc, char** argv) {
   } catch (const po::error& e) {
     throw_error("{}", e.what());
   }
-  sim::metrics::MetricsFitOptions options;
+  sim::counters::MetricsFitOptions options;
   auto positive = [](const char* flag, int64_t v, int64_t hi) {
     if (v < 1 || v > hi) throw_error("{}: --{} {} (expected 1..{})", kCommand, flag, v, hi);
   };
@@ -90,15 +90,15 @@ int run_calibrate(int argc, char** argv) {
   options.name = name;
   options.policy = policy;
 
-  const sim::metrics::MetricsFit fit = sim::metrics::fit_from_metric_files(files, options);
-  std::cout << sim::metrics::metrics_fit_table(fit);
+  const sim::counters::MetricsFit fit = sim::counters::fit_from_metric_files(files, options);
+  std::cout << sim::counters::metrics_fit_table(fit);
   if (!out.empty()) {
-    sim::write_file_atomically(out,
-                               sim::metrics::metrics_fit_yaml(fit, quoted_command_line(kCommand, argc, argv)));
+    write_file_atomically(out,
+                               sim::counters::metrics_fit_yaml(fit, quoted_command_line(kCommand, argc, argv)));
     std::cout << "wrote " << out << "\n";
   }
   if (!json.empty()) {
-    sim::write_file_atomically(json, sim::metrics::metrics_fit_json(fit));
+    write_file_atomically(json, sim::counters::metrics_fit_json(fit));
     std::cout << "wrote " << json << "\n";
   }
   return 0;

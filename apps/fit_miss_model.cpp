@@ -1,5 +1,5 @@
 // @brief `hisparse fit-miss-model --trace T [--trace T2 ...] --name N --out FILE.yaml`: replays top-k traces at fixed
-// buffer-to-top-k ratios with swap-in policies, fits a miss surface with the MissFitter (sim/miss_fitter.h) and
+// buffer-to-top-k ratios with swap-in policies, fits a miss surface with the MissFitter (sim/miss/miss_fitter.h) and
 // writes it with its provenance (scenarios/miss_models/*.yaml; scripts/fit_miss_models.sh regenerates the shipped
 // ones).
 #include <algorithm>
@@ -19,9 +19,9 @@
 #include "apps/list_args.h"
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
-#include "sim/miss_fitter.h"
-#include "sim/miss_surface.h"
-#include "sim/output_file.h"
+#include "sim/miss/miss_fitter.h"
+#include "sim/miss/miss_surface.h"
+#include "core/io/output_file.h"
 #include "traces/trace_source.h"
 
 namespace hisparse::apps {
@@ -79,7 +79,7 @@ std::vector<std::string> header_lines(const sim::MissSurface& s, const std::stri
       fmt::format("Miss surface '{}': per-layer miss fraction of swap-in policies by phase of a request (first step,",
                   s.name),
       "warm-up, steady state) and, in the steady state, by H/K (the columns) and n/H (the points of each column).",
-      "Read by sim/miss_surface.h: `hisparse simulate --miss-curve NAME`, `hisparse plan --miss-curve NAME`",
+      "Read by sim/miss/miss_surface.h: `hisparse simulate --miss-curve NAME`, `hisparse plan --miss-curve NAME`",
       "(smollm2-real is the default of both).",
       ""};
   add_wrapped(h, "Written by: " + command + (notes.empty() ? "" : " --note ... (the caveats below)"));
@@ -121,7 +121,7 @@ int run_fit_miss_model(int argc, char** argv) {
       "                        [--policy LIST] [--threads N] [--note TEXT ...]\n\n"
       "Replays each trace at H = round(h_over_k x its top_k) with every policy (one pass per trace), classifies each\n"
       "step-layer as first step, warm-up (steps 1..ceil(H/K)) or steady state, bins the steady state by n/H, pools\n"
-      "the traces at equal H/K and writes the miss surface with its provenance (sim/miss_surface.h).\n\noptions");
+      "the traces at equal H/K and writes the miss surface with its provenance (sim/miss/miss_surface.h).\n\noptions");
   desc.add_options()("help,h", "this help")(
       "trace", po::value(&trace_paths)->required(), "top-k trace (native, .npy directory or JSON lines); repeatable")(
       "h-over-k", po::value(&ratios_text)->default_value(ratios_text), "buffer-to-top-k ratios, ascending")(
@@ -181,7 +181,7 @@ int run_fit_miss_model(int argc, char** argv) {
   surface.has_provenance = true;
   const std::vector<std::string> header =
       header_lines(surface, quoted_command_line(kCommand, argc, argv, "--note"), skipped, notes);
-  sim::write_file_atomically(out, sim::miss_surface_to_yaml(surface, header));
+  write_file_atomically(out, sim::miss_surface_to_yaml(surface, header));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const std::string& line : skipped) fmt::print("left out: {}\n", line);
   for (const auto& [policy, cols] : surface.policies) {

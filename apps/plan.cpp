@@ -22,12 +22,12 @@
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
-#include "sim/calibration_choice.h"
-#include "sim/miss_surface.h"
-#include "sim/output_file.h"
+#include "sim/calibration/calibration_choice.h"
+#include "sim/miss/miss_surface.h"
+#include "core/io/output_file.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/plan/plan_report.h"
-#include "sim/workload.h"
+#include "sim/workload/workload.h"
 
 namespace hisparse::apps {
 
@@ -297,7 +297,7 @@ int run_plan(int argc, char** argv) {
 
   fs::create_directories(out_dir);
   const fs::path dir(out_dir);
-  sim::write_file_atomically((dir / "plan.json").string(), sim::plan_to_json(plan, info));
+  write_file_atomically((dir / "plan.json").string(), sim::plan_to_json(plan, info));
   std::vector<sim::PlanPlot> plots = sim::plan_plot_list();
   // A model without a sparse indexer has no HiSparse sweeps: scripts/plot_plan.py draws its full-KV panels only.
   if (!plan.hisparse_not_applicable.empty())
@@ -311,8 +311,8 @@ int run_plan(int argc, char** argv) {
     // Stale plots of an earlier run must not be mistaken for this one's.
     for (const auto& p : plots) fs::remove(dir / p.file);
   }
-  sim::write_file_atomically((dir / "plan.md").string(), sim::plan_to_markdown(plan, info, plots));
-  sim::write_file_atomically((dir / "plan.html").string(), sim::plan_to_html(plan, info, plots));
+  write_file_atomically((dir / "plan.md").string(), sim::plan_to_markdown(plan, info, plots));
+  write_file_atomically((dir / "plan.html").string(), sim::plan_to_html(plan, info, plots));
 
   const MemoryBudget& b = plan.budget;
   if (!plan.hisparse_not_applicable.empty()) {

@@ -23,8 +23,8 @@
 #include "core/scenario_loader.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
-#include "sim/output_file.h"
-#include "sim/replay/replay_cuda.h"
+#include "core/io/output_file.h"
+#include "sim/replay/cuda/replay_cuda.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
 #include "traces/page_trace_source.h"
@@ -90,10 +90,10 @@ std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, con
   return fmt::format("{{\"policy\": {}, \"context\": {}, \"setting\": {}, \"device_buffer_size\": {}, "
                      "\"host_to_device_ratio\": {}, \"max_running_requests\": {}, \"goodput_tokens_per_s\": {:.3f}, "
                      "\"sglang_flags\": {}, \"scenario\": {}}}",
-                     sim::json_quote(a.policy), sim::json_quote(advices.front().mix.label), sim::json_quote(rec->name()),
+                     json_quote(a.policy), json_quote(advices.front().mix.label), json_quote(rec->name()),
                      rec->buffer_size, rec->ratio, rec->per_rank * sim::rank_layout(setup.scenario).ranks, rec->goodput,
-                     sim::json_quote(sim::sglang_flags(*rec, setup.scenario)),
-                     sim::json_quote(setup.scenario.deployment.name));
+                     json_quote(sim::sglang_flags(*rec, setup.scenario)),
+                     json_quote(setup.scenario.deployment.name));
 }
 
 }  // namespace
@@ -262,9 +262,9 @@ int run_replay(int argc, char** argv) {
                "the batch, the TPOT SLO); pass --scenario S, or run `hisparse advise --scenario S --trace {}`\n",
                trace_path);
   if (!out_dir.empty()) {
-    sim::write_file_atomically((fs::path(out_dir) / "replay.json").string(),
+    write_file_atomically((fs::path(out_dir) / "replay.json").string(),
                                sim::replay_json(result, row_bytes, recommendation));
-    sim::write_file_atomically((fs::path(out_dir) / "replay.csv").string(), sim::replay_csv(result));
+    write_file_atomically((fs::path(out_dir) / "replay.csv").string(), sim::replay_csv(result));
     for (const char* png : {"replay_hit_rate.png", "replay_misses.png"}) fs::remove(fs::path(out_dir) / png);
     if (!vm.count("no-plots")) {
       run_plot_script("plot_replay.py", out_dir, "replay");

@@ -14,7 +14,7 @@
 #include "apps/list_args.h"
 #include "apps/plot_script.h"
 #include "core/error.h"
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 #include "sim/select/select_study.h"
 #include "traces/page_trace_source.h"
 #include "traces/trace_writer.h"
@@ -139,9 +139,9 @@ int run_select(int argc, char** argv) {
   }
   if (!out_dir.empty()) {
     fs::create_directories(out_dir);
-    sim::write_file_atomically((fs::path(out_dir) / "select.json").string(), sim::select::study_json(r));
-    sim::write_file_atomically((fs::path(out_dir) / "select.csv").string(), sim::select::study_csv(r));
-    sim::write_file_atomically((fs::path(out_dir) / "select.md").string(), sim::select::study_markdown(r));
+    write_file_atomically((fs::path(out_dir) / "select.json").string(), sim::select::study_json(r));
+    write_file_atomically((fs::path(out_dir) / "select.csv").string(), sim::select::study_csv(r));
+    write_file_atomically((fs::path(out_dir) / "select.md").string(), sim::select::study_markdown(r));
     const fs::path png = fs::path(out_dir) / "select.png";
     if (vm.count("no-plots")) {
       fs::remove(png);

@@ -25,7 +25,7 @@
 #include "apps/command.h"
 #include "apps/sweep_exec.h"
 #include "core/error.h"
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 #include "sim/sweep/sweep_table.h"
 
 extern char** environ;
@@ -329,9 +329,9 @@ int write_sweep_results(const Grid& grid, const std::vector<WorkItem>& items, co
   fs::create_directories(inv.out_dir);
   const fs::path dir(inv.out_dir);
   const std::string md = sim::sweep::table_markdown(grid, rows);
-  sim::write_file_atomically((dir / "sweep.csv").string(), sim::sweep::table_csv(grid, rows));
-  sim::write_file_atomically((dir / "sweep.json").string(), sim::sweep::table_json(grid, rows));
-  sim::write_file_atomically((dir / "sweep.md").string(), md);
+  write_file_atomically((dir / "sweep.csv").string(), sim::sweep::table_csv(grid, rows));
+  write_file_atomically((dir / "sweep.json").string(), sim::sweep::table_json(grid, rows));
+  write_file_atomically((dir / "sweep.md").string(), md);
   fmt::print("{}", md);
   int64_t failed = 0;
   for (size_t p = 0; p < rows.size(); ++p) {

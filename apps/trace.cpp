@@ -10,7 +10,7 @@
 
 #include "apps/command.h"
 #include "core/error.h"
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 #include "traces/trace_generator.h"
 #include "traces/trace_source.h"
 #include "traces/trace_stats.h"
@@ -148,7 +148,7 @@ int run_info_cmd(int argc, char** argv) {
   const TraceStats stats = compute_trace_stats(*src, so);
   fmt::print("{}", format_stats_table(stats));
   if (!json.empty()) {
-    sim::write_file_atomically(json, format_stats_json(stats));  // "<json>.tmp", removed if interrupted
+    write_file_atomically(json, format_stats_json(stats));  // "<json>.tmp", removed if interrupted
     fmt::print("wrote {}\n", json);
   }
   return 0;

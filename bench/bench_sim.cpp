@@ -5,10 +5,10 @@
 #include <filesystem>
 
 #include "core/scenario_loader.h"
-#include "sim/network_resource.h"
-#include "sim/serving_simulation.h"
-#include "sim/simulator.h"
-#include "sim/workload.h"
+#include "sim/network/network_resource.h"
+#include "sim/serving/serving_simulation.h"
+#include "sim/engine/simulator.h"
+#include "sim/workload/workload.h"
 
 using namespace hisparse;
 using namespace hisparse::sim;

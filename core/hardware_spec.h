@@ -28,7 +28,7 @@ struct HardwareSpec {
   double bf16_flops = 0;                 // dense, per GPU
   double fp8_flops = 0;
   double nvlink_bytes_per_s = 0;         // per GPU, one direction
-  int64_t kernel_launch_ns = 0;          // read for older files; the cost model charges graph gaps (sim/cost_params.h)
+  int64_t kernel_launch_ns = 0;          // read for older files; the cost model charges graph gaps (sim/cost/cost_params.h)
   int sm_count = 0;                      // streaming multiprocessors (0 = not given: zero-copy SM time not charged)
   PcieSpec pcie;
   double host_dram_bytes_per_s_per_numa = 0;
@@ -36,9 +36,9 @@ struct HardwareSpec {
   int gpus_per_node = 8;
   NicSpec nic;
   // Measurements of this GPU the cost model loads by default (paths resolved against the hardware file; empty: none).
-  std::string calibration;       // PCIe and swap-in copy costs (`hisparse bench --calibrate`, sim/calibration.h)
-  std::string step_calibration;  // per-op decode-layer models (`hisparse bench step --fit`, sim/step_calibration.h)
-  std::string cost_model;        // the cost model's own terms with their sources (sim/cost_params.h)
+  std::string calibration;       // PCIe and swap-in copy costs (`hisparse bench --calibrate`, sim/calibration/calibration.h)
+  std::string step_calibration;  // per-op decode-layer models (`hisparse bench step --fit`, sim/cost/step_calibration.h)
+  std::string cost_model;        // the cost model's own terms with their sources (sim/cost/cost_params.h)
 };
 
 }  // namespace hisparse

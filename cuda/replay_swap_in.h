@@ -1,6 +1,6 @@
 // @brief The GPU side of `hisparse replay --backend cuda`: a batch of (request, layer) rows, one swap-in state set per
 // buffer size resident on the device, stepped by the project's swap-in kernels (cuda/swap_in*.cu) in plan-only mode
-// (no host pool, no KV copies); only the counters come back. No CUDA headers here (sim/replay/replay_cuda.cpp calls it).
+// (no host pool, no KV copies); only the counters come back. No CUDA headers here (sim/replay/cuda/replay_cuda.cpp calls it).
 //
 // Pipelined: a ring of `slots` staged steps, each with pinned host buffers and its own device input buffers. The host
 // fills a slot's pinned buffers, submit() queues its upload on a copy stream and its kernels and counter read-back on a

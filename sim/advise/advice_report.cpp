@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 #include "sim/plan/plan_report.h"
-#include "sim/report_document.h"
+#include "sim/report/report_document.h"
 
 namespace hisparse::sim {
 

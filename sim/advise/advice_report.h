@@ -7,7 +7,7 @@
 
 #include "core/deployment_spec.h"
 #include "sim/advise/advisor.h"
-#include "sim/report_document.h"
+#include "sim/report/report_document.h"
 
 namespace hisparse::sim {
 

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "core/deployment_spec.h"
-#include "sim/cost_params.h"
+#include "sim/cost/cost_params.h"
 #include "sim/plan/capacity_plan.h"
-#include "sim/plan/context_mix.h"
-#include "sim/plan/miss_curve.h"
-#include "sim/serving_simulation.h"
+#include "sim/cost/context_mix.h"
+#include "sim/miss/miss_curve.h"
+#include "sim/cost/kv_mode.h"
 
 namespace hisparse::sim {
 

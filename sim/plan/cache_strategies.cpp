@@ -29,7 +29,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/plan/plan_report.h"
 #include "traces/json_value.h"

@@ -10,11 +10,11 @@
 
 #include "core/deployment_spec.h"
 #include "core/memory_budget.h"
-#include "sim/cost_params.h"
+#include "sim/cost/cost_params.h"
 #include "sim/plan/cache_strategies.h"
-#include "sim/plan/miss_curve.h"
-#include "sim/plan/step_time_model.h"
-#include "sim/serving_simulation.h"
+#include "sim/miss/miss_curve.h"
+#include "sim/cost/step_time_model.h"
+#include "sim/cost/kv_mode.h"
 
 namespace hisparse::sim {
 

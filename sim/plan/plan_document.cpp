@@ -326,7 +326,7 @@ void sweeps(std::vector<DocBlock>& doc, const CapacityPlan& p, const std::vector
 DocBlock cost_terms_table(const CostParams& cp) {
   DocBlock terms = table({"cost term", "value", "kind", "source"},
                          cp.terms_file.empty() ? "Built-in test defaults (no cost-model file loaded)."
-                                               : "From " + cp.terms_file + " (sim/cost_params.h).");
+                                               : "From " + cp.terms_file + " (sim/cost/cost_params.h).");
   for (const TermSource& t : cp.sources) terms.rows.push_back({c(t.term), c(t.value), c(t.kind), c(t.source)});
   return terms;
 }

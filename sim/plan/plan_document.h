@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sim/plan/plan_report.h"
-#include "sim/report_document.h"
+#include "sim/report/report_document.h"
 
 namespace hisparse::sim {
 

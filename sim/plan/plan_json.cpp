@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 #include "sim/plan/plan_report.h"
 
 namespace hisparse::sim {

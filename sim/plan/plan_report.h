@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/plan/capacity_plan.h"
-#include "sim/report_document.h"
+#include "sim/report/report_document.h"
 
 namespace hisparse::sim {
 
@@ -16,7 +16,7 @@ struct PlanRunInfo {
   std::string command_line;
   double plan_seconds = 0;          // compute_capacity_plan + the miss curves (trace replay included), no plotting
   std::string workload;             // one line describing --workload, "" if none
-  std::string calibration;          // which measurements the cost model used (sim/calibration_choice.h)
+  std::string calibration;          // which measurements the cost model used (sim/calibration/calibration_choice.h)
 };
 
 /// One PNG written by scripts/plot_plan.py.

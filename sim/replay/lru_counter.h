@@ -6,7 +6,7 @@
 // token. So a state here is the tokens in LRU order, `tok[j] = slot_token[lru[j]]`, and a step maps it exactly as the
 // contract maps (slot_token, lru): walk tok, hits (tokens selected now) to HITS, the rest to EVICTABLE in order; the
 // M misses (valid, non-newest entries not held, in entry order) replace EVICTABLE[:M];
-// tok = EVICTABLE[M:] ++ misses ++ HITS. tests/sim/test_replay_differential.cpp compares it with cpu_ref::swap_in.
+// tok = EVICTABLE[M:] ++ misses ++ HITS. tests/sim/replay/test_replay_differential.cpp compares it with cpu_ref::swap_in.
 //
 // Two bitmaps over positions keep every random access of a step in L1 (4 KiB each at n = 32K, where a byte per
 // position would take the whole 32 KiB L1 and push out the walk's state):

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 
 namespace hisparse::sim {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 #include "sim/select/select_study.h"
 
 namespace hisparse::sim::select {

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/select/npz_reader.h"
 #include "sim/select/page_select.h"

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/link_model.h"
+#include "sim/network/link_model.h"
 #include "sim/serving/engine.h"
 
 namespace hisparse::sim::serving {

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "sim/serving/engine.h"
-#include "sim/zero_copy_sm_share.h"
+#include "sim/cost/zero_copy_sm_share.h"
 
 namespace hisparse::sim::serving {
 
@@ -142,7 +142,7 @@ void Engine::begin_io(Rank& g, int32_t gi) {
     double max_rate = sc_.hardware.pcie.gather_row_bytes_per_s;
     if (const SwapInCopyCost& c = opt_.cost.swap_in_cost; c.calibrated) {
       // Measured: a fixed cost per copying call, rows at the small-row rate, few requests bound by their own rate.
-      // The copy's latency rounds (sim/swap_in_cost.h) are not a rate: what they add over the transfer is part of
+      // The copy's latency rounds (sim/cost/swap_in_cost.h) are not a rate: what they add over the transfer is part of
       // each call's fixed latency, the rows are the flow. One call's rows are the layer's mean (misses / layers),
       // spread evenly over the running requests (the rounds follow the busiest one: an estimate from below).
       const auto requests = static_cast<int64_t>(g.running.size());  // picks the kernel regime (small/large batch)
@@ -169,7 +169,7 @@ void Engine::maybe_done(int32_t gi) {
   if (!g.compute_done || !g.io_done) return;
   const SimTime io_side = g.miss_bytes > 0 ? g.io_end + g.tail : g.io_end;
   // The zero-copy swap-in moves rows with SMs: while it overlaps the other micro-batch's compute, that compute
-  // runs on the SMs the copy leaves free (sim/zero_copy_sm_share.h); the delay counts as exposed copy time.
+  // runs on the SMs the copy leaves free (sim/cost/zero_copy_sm_share.h); the delay counts as exposed copy time.
   SimTime stolen = 0;
   if (g.miss_bytes > 0) {
     const int64_t first_half = (static_cast<int64_t>(g.running.size()) + 1) / 2;

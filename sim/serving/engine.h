@@ -1,5 +1,5 @@
 // @brief The serving engine's state and its member functions, one concept per file:
-//   sim/serving_simulation.cpp   construction, topology, event dispatch, run_serving
+//   sim/serving/serving_simulation.cpp   construction, topology, event dispatch, run_serving
 //   sim/serving/admission.cpp    arrivals, closed-loop clients, pool admission, aborts and retries, completion
 //   sim/serving/prefill.cpp      prefill instances + RDMA (PD), colocated chunked prefill and the staging backup
 //   sim/serving/decode_step.cpp  lockstep decode steps of an instance's ranks
@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "sim/decode_cost_model.h"
-#include "sim/network_resource.h"
+#include "sim/cost/decode_cost_model.h"
+#include "sim/network/network_resource.h"
 #include "sim/serving/pools.h"
 #include "sim/serving/ranks.h"
-#include "sim/serving_simulation.h"
-#include "sim/simulator.h"
+#include "sim/serving/serving_simulation.h"
+#include "sim/engine/simulator.h"
 
 namespace hisparse::sim::serving {
 

@@ -18,7 +18,7 @@ ServingRanks serving_ranks(const Scenario& s) {
                 s.source, r.layout.gpus, r.layout.ranks);
   r.gpus_per_rank = r.layout.gpus / r.layout.ranks;
   // The step time model's rank scenario (heads / attention TP, the collective link's rate as nvlink_bytes_per_s,
-  // sim/plan/step_time_model.cpp), so plan and simulate compute the same attention and all-to-all per GPU.
+  // sim/cost/step_time_model.cpp), so plan and simulate compute the same attention and all-to-all per GPU.
   {
     const StepTimeModel model(s, CostParams{}, false, nullptr);
     r.rank_scenario = model.rank_scenario();

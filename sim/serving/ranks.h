@@ -7,9 +7,9 @@
 #include <string>
 
 #include "core/deployment_spec.h"
-#include "sim/cost_params.h"
-#include "sim/plan/step_time_model.h"
-#include "sim/sim_time.h"
+#include "sim/cost/cost_params.h"
+#include "sim/cost/step_time_model.h"
+#include "sim/engine/sim_time.h"
 
 namespace hisparse::sim {
 

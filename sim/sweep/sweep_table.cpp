@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/output_file.h"
+#include "core/io/output_file.h"
 
 namespace hisparse::sim::sweep {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "sim/miss_surface.h"
+#include "sim/miss/miss_surface.h"
 #include "tests/apps/cli_test_util.h"
 
 namespace fs = std::filesystem;
@@ -23,7 +23,7 @@ std::string data(const std::string& name) {
 TEST_CASE("calibrate --from-metrics: vLLM scrapes and an SGLang log to one loadable surface") {
   const fs::path dir = test::scratch_dir("calibrate_metrics");
   const std::string yaml = (dir / "prod.yaml").string(), json = (dir / "prod.json").string();
-  // Hand-derived (see tests/sim/test_metrics_fit.cpp for the counters): vLLM at H/K 2 gives 0.15 at n/H 3,
+  // Hand-derived (see tests/sim/miss/counters/test_metrics_fit.cpp for the counters): vLLM at H/K 2 gives 0.15 at n/H 3,
   // 0.3 at 5, 0.4 at 7; the log (also H/K 2) gives 0.1 at 3, 0.25 at 4, 0.5 at 10. Pooled in the same n/H bins:
   // [3,4): (6000 + 5000) / (40000 + 50000); [4,6): (6000 + 10000) / (20000 + 40000) at n/H (5*20000 + 4*40000)/60000.
   const test::Run r = test::run("calibrate --from-metrics " + data("vllm_two_engines.prom") + " " +

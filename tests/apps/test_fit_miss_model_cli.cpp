@@ -11,8 +11,8 @@
 
 #include <unistd.h>
 
-#include "sim/miss_model.h"
-#include "sim/miss_surface.h"
+#include "sim/miss/miss_model.h"
+#include "sim/miss/miss_surface.h"
 #include "tests/apps/cli_test_util.h"
 #include "traces/trace_generator.h"
 #include "traces/trace_writer.h"

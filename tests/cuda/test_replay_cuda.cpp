@@ -1,4 +1,4 @@
-// @brief `replay --backend cuda` (sim/replay/replay_cuda.cpp, cuda/replay_swap_in.cu) against the CPU replay: every
+// @brief `replay --backend cuda` (sim/replay/cuda/replay_cuda.cpp, cuda/replay_swap_in.cu) against the CPU replay: every
 // per-step count (selected, hits, newest hits, misses), every total and the row sink's order identical, on generated
 // traces with several requests side by side (one lane of L batch rows per request), identity and empty states,
 // padding, the fast path, requests of unequal length that free their lanes for the next ones (and requests without
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/replay/replay_cuda.h"
+#include "sim/replay/cuda/replay_cuda.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
 #include "traces/trace_generator.h"

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "sim/workload.h"
+#include "sim/workload/workload.h"
 
 namespace hisparse::sim {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env -S /usr/bin/python3
-# @brief Writes the .npz fixtures of tests/sim/test_select.cpp (numpy savez_compressed = deflate, savez = stored) and
+# @brief Writes the .npz fixtures of tests/sim/select/test_select.cpp (numpy savez_compressed = deflate, savez = stored) and
 # the same arrays as a directory of .npy files. Every value is exact in fp16: v = ((i % 17) - 8) / 8 over the flat index.
 import os
 

@@ -1,0 +1,46 @@
+// @brief Atomic file output and small deterministic text helpers shared by the report writers.
+#include "core/io/output_file.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/interrupt_cleanup.h"
+
+namespace hisparse {
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  const std::string tmp = path + ".tmp";
+  const InterruptCleanup cleanup(tmp);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw_error("cannot write {} (is the directory there and writable?)", tmp);
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    if (!out) throw_error("writing {} failed", tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw_error("cannot rename {} to {}: {}", tmp, path, ec.message());
+}
+
+std::string json_quote(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') { o += '\\'; o += c; }
+    else if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", static_cast<int>(c));
+    else o += c;
+  }
+  return o + "\"";
+}
+
+std::string ns_as_us(int64_t ns) {
+  const char* sign = ns < 0 ? "-" : "";
+  const uint64_t a = ns < 0 ? static_cast<uint64_t>(-(ns + 1)) + 1 : static_cast<uint64_t>(ns);
+  return fmt::format("{}{}.{:03}", sign, a / 1000, a % 1000);
+}
+
+}  // namespace hisparse

@@ -1,0 +1,107 @@
+// @brief Loading the calibrations a run uses (see calibration_choice.h).
+#include "sim/calibration/calibration_choice.h"
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/scenario_loader.h"
+#include "sim/calibration/calibration.h"
+#include "sim/cost/step_calibration.h"
+
+namespace hisparse::sim {
+namespace {
+
+/// The file `flag` selects: the hardware's for "auto", none for "none", else the path itself.
+std::string chosen(const std::string& flag, const std::string& hardware_default) {
+  if (flag == "none") return "";
+  if (flag == "auto" || flag.empty()) return hardware_default;
+  return flag;
+}
+
+}  // namespace
+
+std::string default_cost_model_file() {
+  for (const std::string& dir : scenario_dirs()) {
+    const std::filesystem::path p = std::filesystem::path(dir) / "cost_model" / "sglang-hopper.yaml";
+    if (std::filesystem::exists(p)) return p.lexically_normal().string();
+  }
+  throw_error("no cost-model file: none of the scenario directories holds cost_model/sglang-hopper.yaml (set "
+              "HISPARSE_SCENARIO_DIR, or pass --cost-params FILE)");
+}
+
+std::string load_cost_terms(const std::string& flag, const Scenario& s, CostParams* p) {
+  std::string file = flag;
+  std::string why;
+  if (flag.empty() || flag == "auto") {
+    file = s.hardware.cost_model.empty() ? default_cost_model_file() : s.hardware.cost_model;
+    why = s.hardware.cost_model.empty() ? fmt::format(", the bundled default: hardware {} names no cost_model", s.hardware.name)
+                                        : "";
+  }
+  // Shipped and hand-made files alike: every term with a kind and a source.
+  *p = load_cost_params(file, *p, /*require_every_term=*/true);
+  std::map<std::string, int> kinds;
+  for (const TermSource& t : p->sources) ++kinds[t.kind];
+  std::string counts;
+  for (const auto& [kind, n] : kinds) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, kind);
+  return fmt::format("cost terms {} ({}{})", file, counts, why);
+}
+
+std::string apply_calibrations(const std::string& calibration, const std::string& step_calibration, Scenario* s,
+                               CostParams* p) {
+  std::string line;
+  const std::string cal_file = chosen(calibration, s->hardware.calibration);
+  if (!cal_file.empty()) {
+    const Calibration cal = load_calibration(cal_file);
+    apply_calibration(cal, s, p);
+    line = fmt::format("PCIe and swap-in copy calibrated ({}, {}, {})", cal.device, cal.date, cal_file);
+  } else {
+    line = calibration == "none" ? "PCIe and swap-in copy roofline (--calibration none)"
+                                 : fmt::format("PCIe and swap-in copy roofline (hardware {} names no calibration)",
+                                               s->hardware.name);
+  }
+  // A device calibration from `bench --calibrate` carries its per-op models too: named on the command line, it brings
+  // them; named by the hardware file without a separate step_calibration, it does as well.
+  // (--calibration none drops the swap-in part only: --step-calibration none drops the per-op part.)
+  std::string step_default = s->hardware.step_calibration;
+  if (step_default.empty() && !s->hardware.calibration.empty() && has_step_section(s->hardware.calibration))
+    step_default = s->hardware.calibration;
+  if (calibration != "auto" && calibration != "none" && !calibration.empty() && has_step_section(cal_file))
+    step_default = cal_file;
+  const std::string step_file = chosen(step_calibration, step_default);
+  if (!step_file.empty()) {
+    auto step = std::make_shared<StepCalibration>(load_step_calibration(step_file));
+    if (step->model != s->model.name) {
+      if (step_calibration != "auto")
+        throw_error("{}: per-op calibration of model {}, the scenario's model is {}", step_file, step->model,
+                    s->model.name);
+      line += fmt::format("; per-op roofline (the hardware's per-op calibration is of {}, not {})", step->model,
+                          s->model.name);
+    } else {
+      line += fmt::format("; projection GEMMs (MLA, indexer, absorbed w_kv_b, router, shared expert, dense MLP), "
+                          "norms/RoPE/SiLU and top-k calibrated per op ({}, {}, {}); indexer scoring, sparse "
+                          "attention, routed experts, LM head, all-to-all and step overhead modelled",
+                          step->device, step->date, step_file);
+      // The step's kernels run in a CUDA graph: the measured gap between two of them replaces the file's figure.
+      if (step->graph_gap_us > 0) {
+        p->graph_kernel_gap_ns = static_cast<SimTime>(std::llround(step->graph_gap_us * 1000));
+        for (TermSource& t : p->sources)
+          if (t.term == "graph_kernel_gap")
+            t = {t.term, fmt::format("{:g} us", step->graph_gap_us), "measured",
+                 fmt::format("graph_gap_us of the per-op calibration {} ({}, {})", step_file, step->device, step->date)};
+      }
+      p->step = std::move(step);
+    }
+  } else {
+    line += step_calibration == "none" ? "; per-op roofline (--step-calibration none)"
+                                       : fmt::format("; per-op roofline (hardware {} names no per-op calibration)",
+                                                     s->hardware.name);
+  }
+  return line;
+}
+
+}  // namespace hisparse::sim

@@ -1,0 +1,79 @@
+// @brief CostParams: the cost model's own terms (roofline efficiencies, latencies, overheads, overlap), each read with
+// its provenance from a cost-model YAML (scenarios/cost_model/*.yaml, named by the hardware file's `cost_model:`).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/engine/sim_time.h"
+#include "sim/cost/swap_in_cost.h"
+
+namespace hisparse::sim {
+
+struct StepCalibration;  // sim/cost/step_calibration.h
+
+/// Fractions of the device's peak FLOP/s and of its HBM bytes/s one kind of kernel reaches: the roofline time is
+/// max(flops / (peak · compute), bytes / (hbm · memory)). Published kernels report the two separately (FlashMLA's
+/// sparse decode reaches 41.5 % of bf16 peak when compute bound; its dense decode 90 % of HBM when memory bound).
+struct RooflineEfficiency {
+  double compute = 1;
+  double memory = 1;
+};
+
+/// Where a term's value comes from, as reports print it.
+struct TermSource {
+  std::string term;    // "efficiency.attention", "step_overhead"
+  std::string value;   // as written, e.g. "compute 0.415, memory 0.896"
+  std::string kind;    // measured | calibrated | modelled | assumed
+  std::string source;  // publication, measurement file, or the reasoning behind an assumption
+};
+
+/// The values below are the unit tests' defaults only: every `plan`, `simulate` and `advise` run loads a cost-model
+/// YAML (the hardware file's `cost_model:`, or `--cost-params FILE`) that sets every term with its source, and
+/// prints which (tests/sim/cost/test_cost_params.cpp checks the shipped files set every term).
+struct Efficiency {
+  RooflineEfficiency indexer{0.6, 0.6};
+  RooflineEfficiency topk{0.4, 0.4};
+  RooflineEfficiency swap_in{0.3, 0.3};    // small scattered reads of the LRU state
+  RooflineEfficiency attention{0.6, 0.6};
+  RooflineEfficiency moe{0.7, 0.7};        // grouped GEMM reading expert weights
+  RooflineEfficiency dense{0.7, 0.7};      // dense projections (attention projections, dense MLP, LM head)
+  RooflineEfficiency prefill{0.5, 0.7};    // prefill: compute = MFU, memory = weight re-reads per chunk
+  double nvlink = 0.6;                     // all-to-all payload efficiency
+};
+
+enum class OverlapMode { kNone, kTwoBatch };
+
+struct CostParams {
+  Efficiency efficiency;
+  double weight_bytes_per_param = 1.0;   // FP8 weights (DeepSeek-V3.2 ships FP8 blocks)
+  SimTime all_to_all_latency_ns = 20000; // per dispatch or combine
+  SimTime step_overhead_ns = 2000000;    // per step, outside the GPU's layer work
+  SimTime graph_kernel_gap_ns = 520;     // between two kernels of a CUDA graph (roofline terms pay it per kernel)
+  OverlapMode overlap = OverlapMode::kNone;
+  std::string link_model = "maxmin";     // "maxmin" | "constant" (sim/network/link_model.h)
+  int prefill_chunk_tokens = 16384;      // prefill runs in chunks; each chunk re-reads the weights
+  SwapInCopyCost swap_in_cost;           // measured swap-in plan + miss copy (set by apply_calibration, sim/calibration/calibration.h)
+  std::string swap_in_copy_mode = "fused";  // the zero-copy kernel that moves the misses (fused: the CUDA default)
+  // Measured per-op models of the decode layer (sim/cost/step_calibration.h); when set they replace the roofline of the
+  // projection GEMMs (MLA and indexer projections, absorbed w_kv_b, router, shared expert, dense MLP) and of top-k
+  // (DecodeCostModel says which terms stay roofline and why).
+  std::shared_ptr<const StepCalibration> step;
+  // Provenance: the file the terms came from ("" = these built-in test defaults) and each term's source.
+  std::string terms_file;
+  std::vector<TermSource> sources;
+};
+
+/// Reads `path` over `base`. Every term is either a bare value or a mapping {value (or compute/memory for an
+/// efficiency), kind, source}; unknown keys are errors. With `require_every_term`, a term left out or given without
+/// kind and source is an error (what shipped cost-model files must satisfy).
+CostParams load_cost_params(const std::string& path, CostParams base = {}, bool require_every_term = false);
+
+/// The names of every term a cost-model file sets (efficiency.<op> for each efficiency).
+const std::vector<std::string>& cost_term_names();
+
+const char* to_string(OverlapMode mode);
+OverlapMode parse_overlap_mode(const std::string& text, const std::string& where);
+
+}  // namespace hisparse::sim

@@ -1,0 +1,197 @@
+// @brief Time of each decode-step operation of DeepSeek-V3.2-style MLA+DSA+MoE: measured per-op models where the
+// step calibration has them, else the roofline of the op's work (core/decode_layer_ops.h) at the cost-model file's
+// efficiencies; prefill in closed form.
+#include "sim/cost/decode_cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/decode_layer_ops.h"
+#include "core/error.h"
+#include "core/memory_budget.h"
+#include "sim/cost/step_calibration.h"
+
+namespace hisparse::sim {
+namespace {
+
+/// Ops whose measured implementation is of the kind SGLang runs: the cuBLASLt projection GEMMs (family gemm),
+/// top-k, and the norms/RoPE/SiLU. The indexer's scoring, the sparse attention and the routed experts are not (the
+/// project's CUDA-core indexer and one-wave attention kernel, a per-expert GEMM loop, against DeepGEMM's fp8 MQA
+/// logits, FlashMLA's sparse decode and DeepGEMM's masked grouped GEMM): they stay roofline at the efficiencies
+/// the cost-model file takes from those kernels' published figures.
+bool is_calibrated(const DecodeOpWork& w) {
+  return w.family == "gemm" || w.family == "topk" || w.family == "elementwise";
+}
+
+const RooflineEfficiency& efficiency_for(const Efficiency& e, const std::string& family) {
+  if (family == "grouped_gemm") return e.moe;
+  if (family == "indexer") return e.indexer;
+  if (family == "topk") return e.topk;
+  if (family == "attention") return e.attention;
+  return e.dense;  // gemm, elementwise
+}
+
+}  // namespace
+
+DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse)
+    : sc_(scenario), p_(params), hisparse_(hisparse) {
+  const ModelSpec& m = sc_.model;
+  const HardwareSpec& hw = sc_.hardware;
+  if (m.layers <= 0) throw_error("{}: model.layers must be > 0 for the cost model", sc_.source);
+  if (!(hw.hbm_bytes_per_s > 0) || !(hw.bf16_flops > 0))
+    throw_error("{}: hardware hbm_bytes_per_s and bf16_flops must be > 0 for the cost model", sc_.source);
+  layers_ = m.layers;
+  kv_layers_ = m.kv_layers();
+  selecting_layers_ = (m.layers + std::max(1, m.topk_layer_group) - 1) / std::max(1, m.topk_layer_group);
+  kv_row_bytes_ = static_cast<double>(hisparse::kv_row_bytes(m, sc_.deployment.decode, sc_.deployment.kv_dtype));
+  if (m.is_gqa()) {
+    const int atp = std::max(1, sc_.deployment.decode.tp / std::max(1, sc_.deployment.decode.dp_attention));
+    kv_heads_ = kv_heads_per_rank(m, atp);
+    full_attn_layers_ = m.full_attention_layer_count();
+    sliding_attn_layers_ = m.sliding_layer_count();
+  }
+  indexer_key_bytes_ = static_cast<double>(m.indexer_key_bytes);
+  expert_params_ = 3.0 * m.hidden_size * m.moe_intermediate_size;
+  lm_head_params_ = static_cast<double>(m.vocab_size) * m.hidden_size;
+  if (p_.step && p_.step->model != m.name)
+    throw_error("{}: the per-op calibration is for model {}, the scenario's model is {} (use --step-calibration none "
+                "or a calibration of this model)", sc_.source, p_.step->model, m.name);
+}
+
+double DecodeCostModel::fp8_peak() const {
+  return sc_.hardware.fp8_flops > 0 ? sc_.hardware.fp8_flops : sc_.hardware.bf16_flops;
+}
+
+std::vector<DecodeOpWork> DecodeCostModel::deployed_ops(double batch, double context) const {
+  const int B = std::max(1, static_cast<int>(std::ceil(batch)));
+  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(std::llround(context)));
+  return decode_layer_ops(sc_.model, B, n, std::max(1, sc_.deployment.decode.ep));  // fp8 projections, as deployed
+}
+
+SimTime DecodeCostModel::op_ns(const char* op, const std::vector<DecodeOpWork>& work, int count) const {
+  const std::string name = op;
+  const DecodeOpWork* w = nullptr;
+  for (const DecodeOpWork& x : work)  // top-k's name says whether every position is selected
+    if (x.op == name || (name == "topk" && x.op == "topk_all")) w = &x;
+  if (!w) throw_error("cost model: {} is not an op of core/decode_layer_ops.h", name);
+  if (p_.step && is_calibrated(*w)) {
+    const OpTimeModel* m = p_.step->find(w->op, w->dtype);
+    if (!m) throw_error("per-op calibration of {}: no model for {} ({})", p_.step->device, w->op, w->dtype);
+    // A graph-timed op already holds its gap to the next kernel.
+    return seconds_to_ns_ceil(m->predict(*w) * 1e-6 * count);
+  }
+  const double peak = w->dtype == "fp8" ? fp8_peak() : sc_.hardware.bf16_flops;
+  return kernel(w->flops, w->bytes, peak, efficiency_for(p_.efficiency, w->family)) * count;
+}
+
+SimTime DecodeCostModel::ops_ns(std::initializer_list<const char*> ops, const std::vector<DecodeOpWork>& work) const {
+  SimTime t = 0;
+  for (const char* op : ops) t += op_ns(op, work);
+  return t;
+}
+
+SimTime DecodeCostModel::roofline(double flops, double bytes, double peak_flops, const RooflineEfficiency& e) const {
+  const double t = std::max(flops / (peak_flops * e.compute), bytes / (sc_.hardware.hbm_bytes_per_s * e.memory));
+  return seconds_to_ns_ceil(t);
+}
+
+GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
+  GpuPhases out;
+  if (b.requests == 0) return out;
+  if (sc_.model.is_gqa()) return gqa_phases(b);
+  const ModelSpec& m = sc_.model;
+  const double B = static_cast<double>(b.requests);
+  const double K = hisparse_ ? sc_.deployment.hisparse.top_k : m.top_k;
+  const double H = sc_.deployment.hisparse.device_buffer_size;
+  const auto& e = p_.efficiency;
+  // The layer's ops at this batch and its mean context: projections, norms and top-k per op (top-k's work is linear
+  // in the summed context); the indexer's scoring and the attention from the batch's exact sums.
+  const std::vector<DecodeOpWork> work = deployed_ops(B, b.sum_n / B);
+  // Indexer scoring: every token's fp8 key (with its scale) is read and scored by every indexer head; an fp32 score
+  // is written per key. Once per selecting layer.
+  const double idx_flops = 2.0 * m.indexer_heads * m.indexer_head_dim * b.sum_n;
+  const double idx_bytes = b.sum_n * (indexer_key_bytes_ + 4.0);
+  out.indexer = (ops_ns({"indexer_q", "indexer_k", "indexer_w"}, work) + kernel(idx_flops, idx_bytes, fp8_peak(), e.indexer)) *
+                selecting_layers_;
+  out.topk = op_ns("topk", work) * selecting_layers_;
+  // Sparse attention over Σ min(n, K) cached rows (bf16 math, FlashMLA-style), reading the query and writing the
+  // latent output per head; the MLA projections, the absorbed w_kv_b, and the norms/RoPE around them.
+  const double attn_flops = b.sum_attended * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * 2.0;
+  const double attn_bytes = b.sum_attended * kv_row_bytes_ +
+                            B * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * 2.0;
+  out.attention = (ops_ns({"rmsnorm_hidden", "q_a", "rmsnorm_q", "q_b", "rope_q", "kv_a", "rmsnorm_kv", "w_kv_b_q",
+                           "w_kv_b_o", "o_proj"},
+                          work) +
+                   kernel(attn_flops, attn_bytes, sc_.hardware.bf16_flops, e.attention)) *
+                  layers_;
+  if (hisparse_ && p_.swap_in_cost.calibrated) {
+    // Measured on this device (one call per layer); the slow path walks the H slots of the LRU.
+    out.swap_in = p_.swap_in_cost.plan_ns(b.requests, b.slow_path > 0 ? static_cast<int64_t>(H) : 0) * layers_;
+  } else if (hisparse_) {
+    // Hit detection: read the K selections and write slot ids; the slow path also walks slot_token and lru.
+    const double bytes = B * K * 8.0 + static_cast<double>(b.slow_path) * H * 8.0;
+    out.swap_in = kernel(0, bytes, fp8_peak(), e.swap_in) * layers_;
+  }
+  return out;
+}
+
+DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tokens) const {
+  MoeTime out;
+  if (!(T > 0)) return out;
+  if (sc_.model.is_gqa()) return gqa_mlp_phase(T, max_gpu_tokens);
+  const ModelSpec& m = sc_.model;
+  const HardwareSpec& hw = sc_.hardware;
+  const double ep = std::max(1, sc_.deployment.decode.ep);
+  const double tp = std::max(1, sc_.deployment.decode.tp);
+  const double bpp = p_.weight_bytes_per_param;
+  const auto& e = p_.efficiency;
+  const int moe_layers = std::max(0, layers_ - m.dense_layers);
+  // Per GPU at the slowest GPU's batch (data parallel, as SGLang's large-EP deployments run the dense FFNs too):
+  // the second norm, the router and the shared expert of each MoE layer; the dense MLP of each dense layer.
+  const std::vector<DecodeOpWork> work = deployed_ops(max_gpu_tokens, 1);
+  out.compute += ops_ns({"rmsnorm_hidden", "router", "shared_gate_up", "silu_mul_shared", "shared_down"}, work) * moe_layers;
+  out.compute += ops_ns({"rmsnorm_hidden", "dense_gate_up", "dense_down"}, work) * m.dense_layers;
+  if (moe_layers > 0 && m.routed_experts > 0) {
+    // Routed experts: the expected distinct experts one GPU must read, each routed pick landing on a uniform expert.
+    const double picks = T * m.experts_per_token;
+    const double p_touched = 1.0 - std::pow(1.0 - 1.0 / m.routed_experts, picks);
+    const double routed_here = m.routed_experts / ep * p_touched;
+    const double routed_tokens = picks / ep;
+    out.compute += kernel(2.0 * expert_params_ * routed_tokens, routed_here * expert_params_ * bpp, fp8_peak(), e.moe) *
+                   moe_layers;
+    // Dispatch (fp8 hidden) and combine (bf16 hidden) of the slowest GPU's tokens, the (ep-1)/ep that leave it.
+    const double a2a_bytes = max_gpu_tokens * m.experts_per_token * m.hidden_size * 3.0 * (ep - 1) / ep;
+    const double nv = hw.nvlink_bytes_per_s > 0 ? hw.nvlink_bytes_per_s : hw.hbm_bytes_per_s;
+    out.all_to_all = (2 * p_.all_to_all_latency_ns + transfer_ns(a2a_bytes, nv * e.nvlink)) * moe_layers;
+  }
+  // One all-reduce latency per dense layer.
+  if (m.dense_layers > 0) out.all_to_all += p_.all_to_all_latency_ns * m.dense_layers;
+  // LM head (bf16 weights, vocabulary split over the TP group) and sampling.
+  out.compute += kernel(2.0 * lm_head_params_ / tp * T, lm_head_params_ / tp * 2.0, hw.bf16_flops, e.dense) +
+                 p_.graph_kernel_gap_ns;
+  out.compute += p_.step_overhead_ns;
+  return out;
+}
+
+SimTime DecodeCostModel::prefill_time(int64_t tokens) const {
+  if (tokens <= 0) return 0;
+  if (sc_.model.is_gqa()) return gqa_prefill_time(tokens);
+  const ModelSpec& m = sc_.model;
+  const HardwareSpec& hw = sc_.hardware;
+  const double gpus = std::max(1, sc_.deployment.prefill.gpus);
+  const double n = static_cast<double>(tokens);
+  const double K = m.top_k;
+  // Dense work of every active parameter, plus the indexer's causal n²/2 scoring and sparse attention
+  // over min(position, K) rows per token.
+  const double attended = n <= K ? n * (n + 1) / 2 : K * (K + 1) / 2 + (n - K) * K;
+  const double flops = 2.0 * m.active_params * n +
+                       2.0 * m.indexer_heads * m.indexer_head_dim * (n * (n + 1) / 2) * selecting_layers_ +
+                       2.0 * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * attended * layers_;
+  const double chunks = std::ceil(n / p_.prefill_chunk_tokens);
+  // Prefill runs outside CUDA graphs, but its kernels are long enough that the host launches run ahead of them.
+  const double t = std::max(flops / (gpus * fp8_peak() * p_.efficiency.prefill.compute),
+                            chunks * m.weight_bytes / gpus / (hw.hbm_bytes_per_s * p_.efficiency.prefill.memory));
+  return seconds_to_ns_ceil(t);
+}
+
+}  // namespace hisparse::sim

@@ -1,0 +1,90 @@
+// @brief DecodeCostModel: time of each decode-step operation (measured per-op models where calibrated, else the
+// roofline at the cost-model file's efficiencies) and of prefill, from the model, hardware and cost parameters. Pure arithmetic: the engine decides when each piece runs.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "core/decode_layer_ops.h"
+#include "core/deployment_spec.h"
+#include "sim/cost/cost_params.h"
+#include "sim/engine/sim_time.h"
+
+namespace hisparse::sim {
+
+/// What one GPU serves in one step (attention is data-parallel: each GPU has its own requests).
+struct GpuBatch {
+  int64_t requests = 0;
+  double sum_n = 0;         // Σ sequence length (indexer reads every token's key)
+  double sum_attended = 0;  // Σ min(n, K) (sparse attention rows); GQA: rows a full-attention layer reads
+  double sum_window_attended = 0;  // GQA sliding layers: Σ min(n, K, window) rows a sliding layer reads
+  int64_t slow_path = 0;    // requests with n > H (hit detection walks the LRU)
+};
+
+/// Compute time of one GPU's step before the expert all-to-all, split by operation (all layers summed). A GQA model
+/// has no indexer, top-k or swap-in: its whole layer is `attention` (QKV / O projections, norms, RoPE and the
+/// memory-bound read of every cached K and V row, window-capped on sliding layers).
+struct GpuPhases {
+  SimTime indexer = 0;
+  SimTime topk = 0;
+  SimTime swap_in = 0;    // hit-detection kernel (0 in full-KV mode)
+  SimTime attention = 0;  // projections + sparse attention
+  SimTime before_io() const { return indexer + topk + swap_in; }
+  SimTime compute() const { return indexer + topk + swap_in + attention; }
+};
+
+class DecodeCostModel {
+ public:
+  DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse);
+
+  GpuPhases gpu_phases(const GpuBatch& batch) const;
+  /// MoE/MLP + all-to-all + LM head + per-step overhead for the whole instance (it runs in lockstep).
+  ///   instance_tokens: tokens in the step over all GPUs; max_gpu_tokens: the largest per-GPU batch.
+  ///   Returns the compute part and, separately, the all-to-all communication part.
+  struct MoeTime {
+    SimTime compute = 0;
+    SimTime all_to_all = 0;
+  };
+  MoeTime moe_phase(double instance_tokens, double max_gpu_tokens) const;
+  /// Prefill of one request of `tokens` on one prefill instance (all its GPUs).
+  SimTime prefill_time(int64_t tokens) const;
+
+  int layers() const { return layers_; }
+  double kv_row_bytes() const { return kv_row_bytes_; }           // latent (GQA: K + V) row bytes per token per layer
+  double indexer_key_bytes() const { return indexer_key_bytes_; } // indexer key bytes per token per layer
+  int kv_layers() const { return kv_layers_; }
+
+ private:
+  /// The ops of one layer as deployed (fp8 projections) at `batch` tokens per GPU and mean context `context`.
+  std::vector<DecodeOpWork> deployed_ops(double batch, double context) const;
+  /// Time of one op of `work` (by name; top-k's either form), `count` times: its step-calibration model where the
+  /// op is calibrated (see is_calibrated), else its roofline at the family's efficiency plus one graph gap.
+  SimTime op_ns(const char* op, const std::vector<DecodeOpWork>& work, int count = 1) const;
+  SimTime ops_ns(std::initializer_list<const char*> ops, const std::vector<DecodeOpWork>& work) const;
+  /// max(flops / (peak · e.compute), bytes / (hbm · e.memory)), rounded up to a nanosecond.
+  SimTime roofline(double flops, double bytes, double peak_flops, const RooflineEfficiency& e) const;
+  /// One kernel's roofline plus the gap to the next kernel of the step's CUDA graph.
+  SimTime kernel(double flops, double bytes, double peak_flops, const RooflineEfficiency& e) const {
+    return roofline(flops, bytes, peak_flops, e) + p_.graph_kernel_gap_ns;
+  }
+  double fp8_peak() const;
+  // GQA models (ModelSpec::is_gqa): the layer's work from the model's shapes, roofline at the cost file's efficiencies.
+  GpuPhases gqa_phases(const GpuBatch& batch) const;
+  MoeTime gqa_mlp_phase(double instance_tokens, double max_gpu_tokens) const;
+  SimTime gqa_prefill_time(int64_t tokens) const;
+  /// One GEMM of `out × in` weights at `tokens` rows, weights of `bytes_per_param`.
+  SimTime gemm_ns(double out, double in, double tokens, double bytes_per_param) const;
+  int kv_heads_ = 0;           // GQA: KV heads one GPU holds (replicated when attention TP > KV heads)
+  int full_attn_layers_ = 0, sliding_attn_layers_ = 0;
+
+  const Scenario& sc_;
+  CostParams p_;
+  bool hisparse_;
+  int layers_ = 0, kv_layers_ = 0, selecting_layers_ = 0;
+  double kv_row_bytes_ = 0, indexer_key_bytes_ = 0;
+  double expert_params_ = 0;   // per expert (gate, up, down)
+  double lm_head_params_ = 0;
+};
+
+}  // namespace hisparse::sim

@@ -1,0 +1,440 @@
+// @brief Production counters → intervals → a one-column-per-H/K miss surface with the MissFitter's n/H bins.
+#include "sim/miss/counters/metrics_fit.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "core/error.h"
+#include "sim/miss/miss_fitter.h"
+#include "core/io/output_file.h"
+
+namespace hisparse::sim::counters {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_error("{}: cannot open for reading", path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+std::optional<std::string> label(const Labels& labels, const std::string& name) {
+  for (const auto& [k, v] : labels) {
+    if (k == name) return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<int32_t> int_label(const PromSample& s, const std::string& name, const std::string& file) {
+  const auto v = label(s.labels, name);
+  if (!v) return std::nullopt;
+  char* end = nullptr;
+  const long x = std::strtol(v->c_str(), &end, 10);
+  if (v->empty() || end != v->c_str() + v->size() || x < 1 || x > (1 << 24))
+    throw_error("{}:{}: label {}=\"{}\": expected an integer in 1..{}", file, s.line, name, *v, 1 << 24);
+  return static_cast<int32_t>(x);
+}
+
+/// The one name of `names` present in the document (several at once would be counted twice: an error).
+std::string pick_name(const PromDocument& doc, const std::vector<std::string>& names) {
+  std::string found;
+  for (const auto& sc : doc.scrapes) {
+    for (const auto& s : sc.samples) {
+      if (std::find(names.begin(), names.end(), s.name) == names.end() || s.name == found) continue;
+      if (!found.empty())
+        throw_error("{}:{}: both {} and {} are present; expected one name per counter", doc.file, s.line, found,
+                    s.name);
+      found = s.name;
+    }
+  }
+  return found;
+}
+
+using GroupKey = std::pair<int32_t, int32_t>;  // (H, K) from labels; 0 = not labelled
+
+std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
+
+std::string span_text(const MetricsSource& s) {
+  if (!s.t_first_s || !s.t_last_s) return "no timestamps";
+  return fmt::format("{:.0f} s (unix {:.0f}..{:.0f})", *s.t_last_s - *s.t_first_s, *s.t_first_s, *s.t_last_s);
+}
+
+}  // namespace
+
+const std::vector<std::string>& hits_metric_names() {
+  static const std::vector<std::string> n = {"vllm:hisparse_cache_hits_total", "vllm:hisparse_cache_hits",
+                                             "hisparse_cache_hits_total", "hisparse_cache_hits"};
+  return n;
+}
+const std::vector<std::string>& misses_metric_names() {
+  static const std::vector<std::string> n = {"vllm:hisparse_cache_misses_total", "vllm:hisparse_cache_misses",
+                                             "hisparse_cache_misses_total", "hisparse_cache_misses"};
+  return n;
+}
+const std::vector<std::string>& bytes_metric_names() {
+  static const std::vector<std::string> n = {
+      "vllm:hisparse_host_to_device_bytes_total", "vllm:hisparse_host_to_device_bytes",
+      "hisparse_host_to_device_bytes_total", "hisparse_host_to_device_bytes"};
+  return n;
+}
+
+std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, const MetricsFitOptions& options,
+                                                       MetricsSource& source) {
+  source.file = doc.file;
+  source.kind = "prometheus";
+  const std::string hits_name = pick_name(doc, hits_metric_names());
+  const std::string misses_name = pick_name(doc, misses_metric_names());
+  const std::string bytes_name = pick_name(doc, bytes_metric_names());
+  if (hits_name.empty() || (misses_name.empty() && bytes_name.empty()))
+    throw_error("{}: no HiSparse counters: expected {} and {} (or {} with --row-bytes)", doc.file,
+                hits_metric_names()[0], misses_metric_names()[0], bytes_metric_names()[0]);
+  if (misses_name.empty() && !options.row_bytes)
+    throw_error("{}: only {} is exported: misses are bytes / row bytes, so --row-bytes is needed", doc.file,
+                bytes_name);
+
+  // Deltas are taken per series (a counter resets per process) and summed per (H, K) group afterwards.
+  enum Kind { kHits, kMisses, kBytes };
+  struct Series {
+    Kind kind;
+    GroupKey group;
+    double value;
+  };
+  struct Snapshot {
+    std::map<std::pair<std::string, Labels>, Series> series;
+    std::optional<double> seq_len, t_s;
+    int64_t line = 0;
+  };
+  std::vector<Snapshot> snaps;
+  for (const PromScrape& sc : doc.scrapes) {
+    Snapshot snap;
+    snap.line = sc.first_line;
+    if (sc.timestamp_ms) snap.t_s = static_cast<double>(*sc.timestamp_ms) / 1000.0;
+    double n_sum = 0;
+    int n_count = 0;
+    for (const PromSample& s : sc.samples) {
+      if (!options.seq_len_metric.empty() && s.name == options.seq_len_metric) {
+        if (!(s.value >= 0) || !std::isfinite(s.value))
+          throw_error("{}:{}: {} = {}: expected a finite mean context length >= 0", doc.file, s.line, s.name,
+                      s.value);
+        n_sum += s.value;
+        ++n_count;
+        continue;
+      }
+      const bool h = s.name == hits_name, m = s.name == misses_name, b = s.name == bytes_name;
+      if (!h && !m && !b) continue;
+      if (!options.model.empty() && label(s.labels, "model_name") != options.model) continue;
+      if (!std::isfinite(s.value) || s.value < 0)
+        throw_error("{}:{}: {} = {}: expected a finite counter value >= 0", doc.file, s.line, s.name, s.value);
+      const GroupKey key{int_label(s, "device_buffer_size", doc.file).value_or(0),
+                         int_label(s, "top_k", doc.file).value_or(0)};
+      snap.series[{s.name, s.labels}] = Series{h ? kHits : m ? kMisses : kBytes, key, s.value};
+    }
+    if (n_count > 0) snap.seq_len = n_sum / n_count;
+    if (snap.series.empty()) continue;  // a scrape of something else (another exporter's block)
+    if (!snaps.empty() && snap.t_s && snaps.back().t_s && *snap.t_s < *snaps.back().t_s)
+      throw_error("{}:{}: scrape at {:.3f} s comes after one at {:.3f} s (expected scrapes in time order)", doc.file,
+                  sc.first_line, *snap.t_s, *snaps.back().t_s);
+    snaps.push_back(std::move(snap));
+  }
+  source.scrapes = static_cast<int64_t>(snaps.size());
+  if (!snaps.empty()) {
+    source.t_first_s = snaps.front().t_s;
+    source.t_last_s = snaps.back().t_s;
+  }
+  std::vector<CounterInterval> out;
+  for (size_t i = 1; i < snaps.size(); ++i) {
+    const Snapshot &a = snaps[i - 1], &b = snaps[i];
+    std::map<GroupKey, CounterInterval> groups;
+    std::map<GroupKey, std::array<bool, 3>> present;
+    for (const auto& [id, sb] : b.series) {
+      const auto ita = a.series.find(id);
+      if (ita == a.series.end()) continue;  // a series' first scrape has no delta yet
+      CounterInterval& iv = groups[sb.group];
+      double d = sb.value - ita->second.value;
+      if (d < 0) {
+        iv.counter_reset = true;  // the process restarted: it counted sb.value since
+        d = sb.value;
+      }
+      if (sb.kind == kHits) {
+        iv.hits += d;
+      } else if (sb.kind == kMisses) {
+        iv.misses += d;
+      } else {
+        iv.h2d_bytes = iv.h2d_bytes.value_or(0) + d;
+      }
+      present[sb.group][sb.kind] = true;
+    }
+    for (auto& [key, iv] : groups) {
+      if (!present[key][kHits]) continue;
+      iv.file = doc.file;
+      iv.line_from = a.line;
+      iv.line_to = b.line;
+      iv.t0_s = a.t_s;
+      iv.t1_s = b.t_s;
+      if (!present[key][kMisses]) {
+        if (!iv.h2d_bytes) continue;
+        iv.misses = *iv.h2d_bytes / static_cast<double>(*options.row_bytes);
+      }
+      if (a.seq_len && b.seq_len) iv.seq_len = (*a.seq_len + *b.seq_len) / 2;
+      if (key.first) iv.H = key.first;
+      if (key.second) iv.K = key.second;
+      out.push_back(iv);
+    }
+  }
+  source.intervals = static_cast<int64_t>(out.size());
+  return out;
+}
+
+std::vector<CounterInterval> intervals_from_log(const std::vector<LogInterval>& lines, MetricsSource& source) {
+  std::vector<CounterInterval> out;
+  source.kind = "sglang-log";
+  source.scrapes = static_cast<int64_t>(lines.size());
+  std::optional<double> prev_t;
+  for (const LogInterval& l : lines) {
+    source.file = l.file;
+    CounterInterval iv;
+    iv.file = l.file;
+    iv.line_from = iv.line_to = l.line;
+    iv.t0_s = prev_t;
+    iv.t1_s = l.time_s;
+    iv.hits = l.hits;
+    iv.misses = l.misses;
+    iv.h2d_bytes = l.h2d_bytes;
+    iv.seq_len = l.seq_len;
+    iv.H = l.H;
+    iv.K = l.K;
+    if (l.time_s) {
+      if (!source.t_first_s) source.t_first_s = l.time_s;
+      source.t_last_s = l.time_s;
+    }
+    prev_t = l.time_s;
+    out.push_back(iv);
+  }
+  source.intervals = static_cast<int64_t>(out.size());
+  return out;
+}
+
+MetricsFit fit_from_metric_files(const std::vector<std::string>& files, const MetricsFitOptions& options) {
+  if (files.empty()) throw_error("calibrate --from-metrics: no input file");
+  std::vector<CounterInterval> all;
+  std::vector<MetricsSource> sources;
+  for (const std::string& f : files) {
+    const std::string text = read_text(f);
+    MetricsSource src;
+    src.file = f;
+    std::vector<CounterInterval> ivs;
+    if (looks_like_sglang_log(text)) {
+      ivs = intervals_from_log(parse_sglang_log(text, f), src);
+      src.file = f;
+      if (src.scrapes == 0)
+        throw_error("{}: SGLang decode lines but no '{}' statistics line (docs/capture.md shows the format)", f,
+                    kHiSparseLogMarker);
+    } else {
+      ivs = intervals_from_prometheus(parse_prometheus_text(text, f), options, src);
+      if (src.scrapes < 2)
+        throw_error("{}: {} scrape(s) with HiSparse counters; counters need at least 2 to give a delta", f,
+                    src.scrapes);
+    }
+    all.insert(all.end(), ivs.begin(), ivs.end());
+    sources.push_back(src);
+  }
+  return fit_from_intervals(std::move(all), std::move(sources), options);
+}
+
+MetricsFit fit_from_intervals(std::vector<CounterInterval> intervals, std::vector<MetricsSource> sources,
+                              const MetricsFitOptions& options) {
+  MetricsFit fit;
+  fit.sources = std::move(sources);
+  const std::vector<double>& edges = MissFitter::bin_edges();
+  struct Bin {
+    double misses = 0, usable = 0, ratio_weighted = 0;
+  };
+  struct Column {
+    std::vector<Bin> bins;
+    double misses = 0, usable = 0, r_min = 1e300, r_max = 0;
+  };
+  std::map<double, Column> columns;
+  for (CounterInterval& iv : intervals) {
+    FittedInterval f;
+    f.iv = iv;
+    f.H = iv.H.value_or(options.H.value_or(0));
+    f.K = iv.K.value_or(options.K.value_or(0));
+    const std::optional<double> n = iv.seq_len ? iv.seq_len : options.seq_len;
+    f.usable = iv.hits + iv.misses;
+    if (iv.h2d_bytes && iv.misses > 0) f.bytes_per_miss = *iv.h2d_bytes / iv.misses;
+    if (f.H < 1 || f.K < 1) {
+      f.skipped = "H or K unknown (give --device-buffer-size and --top-k, or label the series)";
+    } else if (f.H < f.K) {
+      f.skipped = fmt::format("H {} < K {} (HiSparse needs H >= K)", f.H, f.K);
+    } else if (!n) {
+      f.skipped = "mean context unknown (give --seq-len or --seq-len-metric, or log seq_len / decode lines)";
+    } else if (!(f.usable > 0)) {
+      f.skipped = "no swap-in lookups in the interval";
+    } else {
+      f.fraction = iv.misses / f.usable;
+      f.n_over_h = *n / f.H;
+      if (f.fraction > 1) {
+        f.skipped = fmt::format("misses {} exceed hits + misses (inconsistent counters)", iv.misses);
+      } else if (!(f.n_over_h > 1)) {
+        f.skipped = fmt::format("mean n {:.0f} <= H {}: the fast path, where nothing misses", *n, f.H);
+      }
+    }
+    if (f.skipped.empty()) {
+      Column& c = columns[static_cast<double>(f.H) / f.K];
+      c.bins.resize(edges.size());
+      size_t b = 0;
+      while (b + 1 < edges.size() && f.n_over_h >= edges[b + 1]) ++b;
+      c.bins[b].misses += iv.misses;
+      c.bins[b].usable += f.usable;
+      c.bins[b].ratio_weighted += f.usable * f.n_over_h;
+      c.misses += iv.misses;
+      c.usable += f.usable;
+      c.r_min = std::min(c.r_min, f.n_over_h);
+      c.r_max = std::max(c.r_max, f.n_over_h);
+    }
+    fit.intervals.push_back(f);
+  }
+  if (columns.empty()) {
+    std::string why;
+    for (const auto& f : fit.intervals) {
+      if (!f.skipped.empty()) {
+        why = fmt::format(" (first: {}:{}: {})", f.iv.file, f.iv.line_to, f.skipped);
+        break;
+      }
+    }
+    throw_error("calibrate --from-metrics: no usable interval among {}{}", fit.intervals.size(), why);
+  }
+  fit.surface.name = options.name;
+  std::vector<MissColumn>& cols = fit.surface.policies[options.policy];
+  for (const auto& [hk, c] : columns) {
+    MissColumn col;
+    col.h_over_k = hk;
+    col.first_step = 1.0;  // the contract value for an empty start; counters cannot separate the first step
+    col.first_step_samples = 1;
+    col.warmup = c.misses / c.usable;
+    col.warmup_samples = std::max<int64_t>(1, std::llround(c.usable));
+    for (const Bin& b : c.bins) {
+      if (b.usable > 0) col.steady.emplace_back(b.ratio_weighted / b.usable, b.misses / b.usable);
+    }
+    col.samples = std::max<int64_t>(1, std::llround(c.usable));
+    col.n_over_h_min = c.r_min;
+    col.n_over_h_max = c.r_max;
+    cols.push_back(std::move(col));
+  }
+  fit.identified = {
+      "the miss fraction pooled over layers, requests and phases at each deployed H/K",
+      "its dependence on n/H, only as far as the mean context moved between intervals",
+      "bytes per missed row, where both H2D bytes and misses are exported"};
+  fit.not_identified = {
+      "the first-step / warm-up / steady split (first_step is the contract value 1; warmup is the pooled fraction)",
+      "the spread of n inside an interval (each point is a mixture read at the mean n)",
+      "other H/K than the deployed ones (the planner reads the column flat beyond them)",
+      "per-layer differences (counters are summed over layers)",
+      "the policy (the engine's swap-in, LRU in SGLang and vLLM)"};
+  return fit;
+}
+
+std::string metrics_fit_table(const MetricsFit& fit) {
+  std::string out = "sources (measured counters):\n";
+  for (const auto& s : fit.sources) {
+    out += fmt::format("  {} ({}): {} scrapes/lines, {} intervals, time span {}\n", s.file, s.kind, s.scrapes,
+                       s.intervals, span_text(s));
+  }
+  out += "\nintervals (measured: hits, misses; fraction = misses / (hits + misses)):\n";
+  out += fmt::format("  {:<28} {:>12} {:>12} {:>9} {:>10} {:>7} {:>6}  {}\n", "source", "hits", "misses",
+                     "fraction", "mean n", "n/H", "H/K", "used");
+  for (const auto& f : fit.intervals) {
+    const std::string src = fmt::format("{}:{}", std::filesystem::path(f.iv.file).filename().string(), f.iv.line_to);
+    const std::string n = f.iv.seq_len ? fixed(*f.iv.seq_len, 0) : "-";
+    out += fmt::format("  {:<28} {:>12.0f} {:>12.0f} {:>9} {:>10} {:>7} {:>6}  {}\n", src, f.iv.hits, f.iv.misses,
+                       f.usable > 0 ? fixed(f.fraction, 4) : "-", n, f.n_over_h > 0 ? fixed(f.n_over_h, 2) : "-",
+                       f.K > 0 ? fixed(static_cast<double>(f.H) / f.K, 2) : "-",
+                       f.skipped.empty() ? std::string("yes") + (f.iv.counter_reset ? " (counter reset)" : "")
+                                         : "no: " + f.skipped);
+  }
+  out += "\nfitted surface (calibrated from the counters above; steady points binned by n/H):\n";
+  for (const auto& [policy, cols] : fit.surface.policies) {
+    for (const auto& c : cols) {
+      out += fmt::format("  {} H/K {:.2f}: pooled fraction {:.4f} over {} lookups; n/H {:.2f}..{:.2f}\n", policy,
+                         c.h_over_k, c.warmup, c.samples, c.n_over_h_min, c.n_over_h_max);
+      for (const auto& [r, fr] : c.steady) out += fmt::format("      n/H {:>7.2f}  fraction {:.4f}\n", r, fr);
+    }
+  }
+  out += "\nnot identified by counters:\n";
+  for (const auto& s : fit.not_identified) out += "  - " + s + "\n";
+  return out;
+}
+
+std::string metrics_fit_json(const MetricsFit& fit) {
+  auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string("null"); };
+  std::string out = "{\n  \"kind\": \"calibrated miss surface from measured swap-in counters\",\n";
+  out += fmt::format("  \"name\": {},\n  \"sources\": [", json_quote(fit.surface.name));
+  for (size_t i = 0; i < fit.sources.size(); ++i) {
+    const auto& s = fit.sources[i];
+    out += fmt::format("{}\n    {{\"file\": {}, \"kind\": {}, \"scrapes\": {}, \"intervals\": {}, \"t_first_s\": {}, "
+                       "\"t_last_s\": {}}}",
+                       i ? "," : "", json_quote(s.file), json_quote(s.kind), s.scrapes, s.intervals,
+                       opt(s.t_first_s), opt(s.t_last_s));
+  }
+  out += "\n  ],\n  \"intervals\": [";
+  for (size_t i = 0; i < fit.intervals.size(); ++i) {
+    const auto& f = fit.intervals[i];
+    out += fmt::format(
+        "{}\n    {{\"file\": {}, \"lines\": [{}, {}], \"t0_s\": {}, \"t1_s\": {}, \"hits\": {}, \"misses\": {}, "
+        "\"h2d_bytes\": {}, \"mean_n\": {}, \"H\": {}, \"K\": {}, \"fraction\": {}, \"n_over_h\": {}, "
+        "\"bytes_per_miss\": {}, \"counter_reset\": {}, \"used\": {}, \"skipped\": {}}}",
+        i ? "," : "", json_quote(f.iv.file), f.iv.line_from, f.iv.line_to, opt(f.iv.t0_s), opt(f.iv.t1_s),
+        f.iv.hits, f.iv.misses, opt(f.iv.h2d_bytes), opt(f.iv.seq_len), f.H, f.K, f.fraction, f.n_over_h,
+        f.bytes_per_miss, f.iv.counter_reset, f.skipped.empty(), json_quote(f.skipped));
+  }
+  out += "\n  ],\n  \"columns\": [";
+  bool first = true;
+  for (const auto& [policy, cols] : fit.surface.policies) {
+    for (const auto& c : cols) {
+      out += fmt::format("{}\n    {{\"policy\": {}, \"h_over_k\": {}, \"pooled_fraction\": {}, \"lookups\": {}, "
+                         "\"n_over_h\": [{}, {}], \"steady\": [",
+                         first ? "" : ",", json_quote(policy), c.h_over_k, c.warmup, c.samples, c.n_over_h_min,
+                         c.n_over_h_max);
+      first = false;
+      for (size_t i = 0; i < c.steady.size(); ++i)
+        out += fmt::format("{}[{}, {}]", i ? ", " : "", c.steady[i].first, c.steady[i].second);
+      out += "]}";
+    }
+  }
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_quote(v[i]);
+    return s + "]";
+  };
+  out += fmt::format("\n  ],\n  \"identified\": {},\n  \"not_identified\": {}\n}}\n", list(fit.identified),
+                     list(fit.not_identified));
+  return out;
+}
+
+std::string metrics_fit_yaml(const MetricsFit& fit, const std::string& command) {
+  std::vector<std::string> header = {
+      fmt::format("Miss surface '{}': calibrated from production swap-in counters, not from a trace.",
+                  fit.surface.name),
+      "Read by sim/miss/miss_surface.h (`--miss-curve PATH`).", "", "Written by: " + command, "Sources (measured):"};
+  for (const auto& s : fit.sources)
+    header.push_back(fmt::format("- {} ({}): {} scrapes/lines, {} intervals, time span {}", s.file, s.kind, s.scrapes,
+                                 s.intervals, span_text(s)));
+  int64_t used = 0;
+  for (const auto& f : fit.intervals) used += f.skipped.empty();
+  header.push_back(fmt::format("Intervals used: {} of {} (the others are listed with the reason by the command).",
+                               used, fit.intervals.size()));
+  header.push_back("Fraction: misses / (hits + misses) per interval; steady points pool intervals in the n/H bins of");
+  header.push_back("  sim/miss/miss_fitter.h (point = lookup-weighted mean n/H). samples / warmup_samples count lookups,");
+  header.push_back("  not step-layers.");
+  header.push_back("Identified: " + fit.identified[0] + "; " + fit.identified[1] + ".");
+  header.push_back("Not identified:");
+  for (const auto& s : fit.not_identified) header.push_back("  - " + s);
+  header.push_back("first_step_samples is 1 only because the loader requires a sample: the first step is not measured.");
+  return miss_surface_to_yaml(fit.surface, header);
+}
+
+}  // namespace hisparse::sim::counters

@@ -1,0 +1,111 @@
+// @brief Concurrency sweep tables and the crossover (see sweep.h).
+#include "sim/serving/concurrency_sweep.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/io/output_file.h"
+
+namespace hisparse::sim {
+
+namespace {
+
+struct Pair {
+  const SweepPoint* full = nullptr;
+  const SweepPoint* hs = nullptr;
+};
+
+std::map<int32_t, Pair> by_level(const std::vector<SweepPoint>& points) {
+  std::map<int32_t, Pair> m;
+  for (const auto& p : points) (p.mode == KvMode::kFull ? m[p.concurrency].full : m[p.concurrency].hs) = &p;
+  return m;
+}
+
+std::string ms(double v) { return v < 0 ? std::string("n/m") : fmt::format("{:.1f}", v); }
+
+}  // namespace
+
+int32_t find_crossover(const std::vector<SweepPoint>& points) {
+  int32_t cross = -1;
+  for (const auto& [level, p] : by_level(points)) {
+    if (!p.full || !p.hs) continue;
+    if (p.hs->tokens_per_s > p.full->tokens_per_s) {
+      if (cross < 0) cross = level;
+    } else {
+      cross = -1;  // the lead must hold at every higher level
+    }
+  }
+  return cross;
+}
+
+std::vector<int32_t> parse_concurrency_levels(const std::string& text, const std::string& flag) {
+  std::vector<int32_t> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = text.find(',', pos);
+    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 1 || v > (1 << 20))
+      throw_error("{} '{}': '{}' is not a concurrency in [1, 1048576]", flag, text, item);
+    if (!out.empty() && v <= out.back()) throw_error("{} '{}': levels must ascend ({} after {})", flag, text, v, out.back());
+    out.push_back(static_cast<int32_t>(v));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::string sweep_text(const SweepTable& t) {
+  std::string o = fmt::format("concurrency sweep (modelled): {} · {} · closed-loop clients, think time {:.3f} s, overlap {}\n",
+                              t.scenario, t.workload, ns_to_seconds(t.think_time), t.overlap);
+  o += fmt::format("{:>8} | {:>10} {:>9} {:>9} {:>6} | {:>10} {:>9} {:>9} {:>6} {:>7} | {:>7}\n", "clients", "full tok/s",
+                   "TPOT p50", "TTFT p50", "batch", "hisp tok/s", "TPOT p50", "TTFT p50", "batch", "aborts", "hs/full");
+  for (const auto& [level, p] : by_level(t.points)) {
+    auto cols = [](const SweepPoint* s) {
+      return s ? fmt::format("{:>10.0f} {:>9} {:>9} {:>6.1f}", s->tokens_per_s, ms(s->tpot_p50_ms), ms(s->ttft_p50_ms), s->batch_per_rank)
+               : fmt::format("{:>10} {:>9} {:>9} {:>6}", "-", "-", "-", "-");
+    };
+    const std::string ratio = p.full && p.hs && p.full->tokens_per_s > 0 ? fmt::format("{:.2f}x", p.hs->tokens_per_s / p.full->tokens_per_s) : "-";
+    o += fmt::format("{:>8} | {} | {} {:>7} | {:>7}{}\n", level, cols(p.full), cols(p.hs),
+                     p.hs ? fmt::format("{}", p.hs->host_alloc_failures) : "-", ratio,
+                     level == t.crossover ? "  <- crossover" : "");
+  }
+  o += t.crossover > 0 ? fmt::format("crossover: HiSparse gives more decode tokens/s than full KV from {} concurrent clients on\n", t.crossover)
+                       : std::string("crossover: none in this range (HiSparse does not keep a lead over full KV)\n");
+  o += "TPOT/TTFT in ms (p50); n/m = not modelled (PD without a prefill section); batch = mean requests per dp rank\n";
+  return o;
+}
+
+std::string sweep_json(const SweepTable& t) {
+  std::string o = fmt::format("{{\n  \"scenario\": {},\n  \"workload\": {},\n  \"overlap\": \"{}\",\n  \"think_time_s\": {:.6f},\n"
+                              "  \"figures_kind\": \"modelled\",\n  \"crossover\": {},\n  \"points\": [\n",
+                              json_quote(t.scenario), json_quote(t.workload), t.overlap, ns_to_seconds(t.think_time),
+                              t.crossover > 0 ? fmt::format("{}", t.crossover) : std::string("null"));
+  for (size_t k = 0; k < t.points.size(); ++k) {
+    const auto& p = t.points[k];
+    o += fmt::format("    {{\"concurrency\": {}, \"mode\": \"{}\", \"tokens_per_s\": {:.6g}, \"tpot_p50_ms\": {:.6g}, "
+                     "\"tpot_p99_ms\": {:.6g}, \"ttft_p50_ms\": {}, \"ttft_p99_ms\": {}, \"batch_per_rank\": {:.6g}, "
+                     "\"finished\": {}, \"rejected\": {}, \"host_alloc_failures\": {}}}{}\n",
+                     p.concurrency, to_string(p.mode), p.tokens_per_s, p.tpot_p50_ms, p.tpot_p99_ms,
+                     p.ttft_p50_ms < 0 ? std::string("null") : fmt::format("{:.6g}", p.ttft_p50_ms),
+                     p.ttft_p99_ms < 0 ? std::string("null") : fmt::format("{:.6g}", p.ttft_p99_ms), p.batch_per_rank,
+                     p.finished, p.rejected, p.host_alloc_failures, k + 1 < t.points.size() ? "," : "");
+  }
+  return o + "  ]\n}\n";
+}
+
+std::string sweep_csv(const SweepTable& t) {
+  std::string o = "concurrency,mode,tokens_per_s,tpot_p50_ms,tpot_p99_ms,ttft_p50_ms,ttft_p99_ms,batch_per_rank,finished,rejected,host_alloc_failures\n";
+  for (const auto& p : t.points)
+    o += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n", p.concurrency, to_string(p.mode), p.tokens_per_s,
+                     p.tpot_p50_ms, p.tpot_p99_ms, p.ttft_p50_ms, p.ttft_p99_ms, p.batch_per_rank, p.finished, p.rejected,
+                     p.host_alloc_failures);
+  return o;
+}
+
+}  // namespace hisparse::sim

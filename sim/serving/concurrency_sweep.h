@@ -1,0 +1,40 @@
+// @brief Concurrency sweep: closed-loop clients at each level, full KV vs HiSparse; the table, its JSON/CSV and the
+// crossover (the level from which HiSparse gives more decode tokens/s than full KV at every higher level).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/serving/serving_simulation.h"
+
+namespace hisparse::sim {
+
+struct SweepPoint {
+  int32_t concurrency = 0;
+  KvMode mode = KvMode::kFull;
+  double tokens_per_s = 0;            // decode tokens of finished requests / makespan, whole system
+  double tpot_p50_ms = 0, tpot_p99_ms = 0;
+  double ttft_p50_ms = -1, ttft_p99_ms = -1;  // -1: not modelled (PD without a prefill section)
+  double batch_per_rank = 0;          // mean over steps that decode
+  int64_t finished = 0, rejected = 0, host_alloc_failures = 0;
+};
+
+struct SweepTable {
+  std::string scenario, workload, overlap;
+  SimTime think_time = 0;
+  std::vector<SweepPoint> points;     // every level in both modes (a level missing one mode has no ratio)
+  int32_t crossover = -1;             // -1: HiSparse never keeps the lead
+};
+
+/// Smallest level from which HiSparse's tokens/s exceed full KV's at that level and every higher level measured in
+/// both modes; -1 if none.
+int32_t find_crossover(const std::vector<SweepPoint>& points);
+/// Parses "1,2,4,8" (ascending, each >= 1), naming `flag` in errors.
+std::vector<int32_t> parse_concurrency_levels(const std::string& text, const std::string& flag);
+
+std::string sweep_text(const SweepTable& t);   // the printed table and the crossover line
+std::string sweep_json(const SweepTable& t);
+std::string sweep_csv(const SweepTable& t);
+
+}  // namespace hisparse::sim

@@ -1,0 +1,271 @@
+// @brief The serving engine's construction, topology and event dispatch (the concepts live in sim/serving/*.cpp,
+// listed in sim/serving/engine.h): arrivals → admission (the rank's cpu_ref pools, max_running_requests) → prefill
+// (PD + RDMA, or colocated chunks + staging) → lockstep decode steps → completion → conservation.
+#include "sim/serving/serving_simulation.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/memory_budget.h"
+#include "sim/network/link_model.h"
+#include "sim/miss/miss_surface.h"
+#include "sim/serving/engine.h"
+
+namespace hisparse::sim {
+
+const char* to_string(AdmissionCheck c) { return c == AdmissionCheck::kPools ? "pools" : "logical"; }
+
+AdmissionCheck parse_admission_check(const std::string& text, const std::string& where) {
+  if (text == "pools") return AdmissionCheck::kPools;
+  if (text == "logical") return AdmissionCheck::kLogicalOnly;
+  throw_error("{}: admission check '{}' is unknown (expected pools or logical)", where, text);
+}
+
+StatisticalMissParams default_miss_params(const Scenario& s) {
+  // Measured on real top-k traces (scenarios/miss_models/smollm2-real.yaml), sglang-lru at the scenario's H/K.
+  return miss_params_from_surface(s, load_miss_surface(kDefaultMissSurface), "sglang-lru");
+}
+
+namespace serving {
+
+namespace {
+
+Scenario prefill_on_decode(const Scenario& s) {
+  // Colocated: the decode instance's GPUs run the prefill pass (DecodeCostModel::prefill_time divides by prefill.gpus).
+  Scenario out = s;
+  out.deployment.prefill = s.deployment.decode;
+  out.deployment.prefill.count = 0;
+  return out;
+}
+
+}  // namespace
+
+Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt, ChromeTrace* trace)
+    : sc_(sc), w_(w), opt_(opt), trace_(trace), hisparse_(opt.mode == KvMode::kHiSparse),
+      layout_(serving_ranks(sc)), cost_(layout_.rank_scenario, opt.cost, hisparse_),
+      prefill_scenario_(prefill_on_decode(sc)), prefill_cost_(prefill_scenario_, opt.cost, hisparse_),
+      net_(sim_, make_link_model(opt.cost.link_model)) {
+  handler_ = sim_.add_handler(this);
+  const DeploymentSpec& d = sc.deployment;
+  if (hisparse_) {
+    if (opt.miss_model) miss_ = opt.miss_model;
+    else { own_miss_ = make_statistical_miss_model(default_miss_params(sc)); miss_ = own_miss_.get(); }
+  }
+  if (!d.pd_disaggregation) prefill_mode_ = PrefillMode::kColocated;
+  else prefill_mode_ = d.prefill.count > 0 ? PrefillMode::kPd : PrefillMode::kPdExternal;
+  K_ = hisparse_ ? d.hisparse.top_k : sc.model.top_k;
+  H_ = d.hisparse.device_buffer_size;
+  page_ = std::max(1, d.page_size);
+  row_ = cost_.kv_row_bytes();
+  idx_ = cost_.indexer_key_bytes();
+  kv_layers_ = cost_.kv_layers();
+  gpr_ = layout_.gpus_per_rank;
+  const MemoryBudget mb = compute_memory_budget(sc, {});
+  pool_sizes_.page = page_;
+  if (hisparse_) {
+    pool_sizes_.device = static_cast<int64_t>(mb.device_pool_tokens.value);
+    pool_sizes_.logical = static_cast<int64_t>(mb.logical_pool_tokens.value);
+    pool_sizes_.host = static_cast<int64_t>(mb.host_pool_tokens.value);
+  } else {
+    pool_sizes_.logical = static_cast<int64_t>(mb.full_pool_tokens.value);
+  }
+  const int64_t dev = hisparse_ ? pool_sizes_.device : pool_sizes_.logical;
+  if (dev < page_)
+    throw_error("{}: no HBM left for KV ({} tokens per rank in {} mode, memory.{}_pool_tokens)", sc.source, dev,
+                to_string(opt.mode), hisparse_ ? "device" : "full");
+  if (hisparse_ && pool_sizes_.host < page_)
+    throw_error("{}: host pool of {} tokens per rank holds no page of {} (memory.host_pool_tokens)", sc.source,
+                pool_sizes_.host, page_);
+  if (opt.clients.concurrency < 0) throw_error("closed-loop clients: concurrency {} must be >= 0", opt.clients.concurrency);
+  if (opt.clients.think_time < 0) throw_error("closed-loop clients: think time {} ns must be >= 0", opt.clients.think_time);
+  if (opt.max_retries < 0) throw_error("max_retries {} must be >= 0", opt.max_retries);
+  build_topology();
+  if (opt.clients.concurrency > 0) {
+    if (w.requests.empty()) throw_error("workload {}: closed-loop clients need at least one request for the mix", w.name);
+    to_send_ = opt.clients.requests > 0 ? opt.clients.requests : static_cast<int64_t>(w.requests.size());
+    specs_.reserve(static_cast<size_t>(to_send_));
+    outcomes_.reserve(static_cast<size_t>(to_send_));
+    rt_.reserve(static_cast<size_t>(to_send_));
+  } else {
+    specs_ = w.requests;
+    outcomes_.resize(specs_.size());
+    rt_.resize(specs_.size());
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      const auto& r = specs_[i];
+      auto& o = outcomes_[i];
+      o.id = r.id; o.input_tokens = r.input_tokens; o.output_tokens = r.output_tokens; o.arrival = r.arrival;
+    }
+  }
+}
+
+ServingResult Engine::run() {
+  if (opt_.clients.concurrency > 0) {
+    for (int32_t c = 0; c < opt_.clients.concurrency && to_send_ > 0; ++c) issue(0);
+  } else if (!specs_.empty()) {
+    sim_.schedule(specs_[0].arrival, handler_, kArrival, 0);
+  }
+  sim_.run(opt_.stop_after);
+  return finish();
+}
+
+void Engine::on_event(Simulator& sim, const Event& e) {
+  const SimTime now = sim.now();
+  switch (e.kind) {
+    case kArrival: arrive(e.arg); break;
+    case kPrefillDone: prefill_done(static_cast<int32_t>(e.arg)); break;
+    case kPhaseA:
+    case kIoStart: {
+      Rank& g = ranks_[static_cast<size_t>(e.arg)];
+      g.a_end = now;
+      if (g.backup_pending > 0) g.waiting_backup = true;
+      else begin_io(g, static_cast<int32_t>(e.arg));
+      break;
+    }
+    case kComputeDone: {
+      Rank& g = ranks_[static_cast<size_t>(e.arg)];
+      g.compute_done = true;
+      g.compute_end = now;
+      if (overlap() == OverlapMode::kNone) rank_finished(static_cast<int32_t>(e.arg));
+      else maybe_done(static_cast<int32_t>(e.arg));
+      break;
+    }
+    case kGpuDone: rank_finished(static_cast<int32_t>(e.arg)); break;
+    case kStepEnd: step_end(static_cast<int32_t>(e.arg)); break;
+    case kDecodeStart: start_decode(static_cast<int32_t>(e.arg)); break;
+    default: throw_error("serving engine: unknown event kind {}", e.kind);
+  }
+}
+
+void Engine::on_flow_done(Simulator& sim, int64_t c, const FlowDone& d) {
+  const SimTime now = sim.now();
+  const int64_t idx = c & ((int64_t{1} << 56) - 1);
+  switch (static_cast<FlowType>(c >> 56)) {
+    case kRdma: {
+      result_.rdma_bytes += d.bytes;
+      Rank& g = rank_of(idx);
+      if (trace_) trace_->span(fmt::format("rdma r{}", idx), "rdma", 200 + g.instance, g.nic.empty() ? 0 : g.nic[0], d.start, now);
+      if (--rt_[static_cast<size_t>(idx)].pending == 0) rdma_done(idx);
+      break;
+    }
+    case kAdmitH2d:
+      result_.admission_h2d_bytes += d.bytes;
+      if (--rt_[static_cast<size_t>(idx)].pending == 0) make_ready(idx);
+      break;
+    case kStaging:
+      result_.staging_bytes += d.bytes;
+      if (--rt_[static_cast<size_t>(idx)].pending == 0) staging_done(idx);
+      break;
+    case kMissFlow: {
+      result_.miss_flow_bytes += d.bytes;
+      Rank& g = ranks_[static_cast<size_t>(idx)];
+      if (--g.io_pending > 0) break;
+      g.io_end = now;
+      if (overlap() == OverlapMode::kNone) {
+        g.cost.h2d = now - g.io_start;
+        sim_.schedule(now + g.ph.attention, handler_, kComputeDone, idx);
+      } else {
+        g.io_done = true;
+        maybe_done(static_cast<int32_t>(idx));
+      }
+      break;
+    }
+    case kBackup: {
+      result_.backup_bytes += d.bytes;
+      Rank& g = ranks_[static_cast<size_t>(idx)];
+      if (--g.backup_pending > 0) break;
+      g.backup_end = now;
+      g.cost.backup = now - g.start;
+      if (g.waiting_backup) { g.waiting_backup = false; begin_io(g, static_cast<int32_t>(idx)); }
+      break;
+    }
+    default: throw_error("serving engine: unknown flow cookie {}", c);
+  }
+}
+
+void Engine::start_rank_flows(const Rank& r, double bytes, SimTime latency, double max_rate, bool h2d, bool d2h,
+                              bool dram, bool nic, int64_t cookie_value) {
+  for (int32_t k = 0; k < gpr_; ++k) {
+    FlowSpec f;
+    f.bytes = bytes;
+    f.latency = latency;
+    if (max_rate > 0) f.max_rate = max_rate;
+    if (nic && !r.nic.empty()) f.add_link(r.nic[static_cast<size_t>(k)]);
+    if (h2d) f.add_link(r.h2d[static_cast<size_t>(k)]);
+    if (d2h) f.add_link(r.d2h[static_cast<size_t>(k)]);
+    if (dram) f.add_link(r.dram[static_cast<size_t>(k)]);
+    if (f.num_links == 0 && !(f.max_rate > 0)) f.max_rate = sc_.hardware.pcie.h2d_bulk_bytes_per_s;
+    net_.start(f, this, cookie_value);
+  }
+}
+
+void Engine::build_topology() {
+  const DeploymentSpec& d = sc_.deployment;
+  const HardwareSpec& hw = sc_.hardware;
+  LinkModel& m = net_.model();
+  const int32_t per = layout_.layout.gpus;
+  const int32_t per_node = std::max(1, std::min(per, hw.gpus_per_node));
+  const int32_t numa = std::max(1, hw.numa_nodes);
+  const int32_t nics = hw.nic.count;
+  if (prefill_mode_ != PrefillMode::kColocated && (nics <= 0 || !(hw.nic.bits_per_s > 0)))
+    throw_error("{}: pd_disaggregation needs hardware nic.count and nic.bits_per_s > 0 (the KV arrives by RDMA)", sc_.source);
+  if (!(hw.pcie.h2d_bulk_bytes_per_s > 0) || !(hw.pcie.d2h_bulk_bytes_per_s > 0))
+    throw_error("{}: hardware pcie h2d/d2h_bulk_bytes_per_s must be > 0", sc_.source);
+  if (!(hw.host_dram_bytes_per_s_per_numa > 0)) throw_error("{}: hardware host_dram_bytes_per_s_per_numa must be > 0", sc_.source);
+  for (int32_t i = 0; i < std::max(1, d.decode.count); ++i) {
+    Instance inst;
+    inst.first_rank = static_cast<int32_t>(ranks_.size());
+    inst.ranks = layout_.layout.ranks;
+    // Per node of the instance: its NUMA nodes' DRAM and its NICs; per GPU: its PCIe links.
+    std::vector<int32_t> dram, nic;
+    for (int32_t nd = 0; nd < layout_.nodes; ++nd) {
+      for (int32_t k = 0; k < numa; ++k)
+        dram.push_back(m.add_link(layout_.nodes > 1 ? fmt::format("d{}.n{}.dram{}", i, nd, k) : fmt::format("d{}.dram{}", i, k),
+                                  hw.host_dram_bytes_per_s_per_numa));
+      for (int32_t k = 0; k < nics; ++k)
+        nic.push_back(m.add_link(layout_.nodes > 1 ? fmt::format("d{}.n{}.nic{}", i, nd, k) : fmt::format("d{}.nic{}", i, k),
+                                 hw.nic.bits_per_s / 8));
+    }
+    for (int32_t rk = 0; rk < inst.ranks; ++rk) {
+      Rank r;
+      r.instance = i;
+      r.local = rk;
+      r.pools = std::make_unique<RankPools>(pool_sizes_);
+      for (int32_t k = 0; k < gpr_; ++k) {
+        const int32_t g = rk * gpr_ + k;                  // GPU within the instance
+        const int32_t node = g / per_node, in_node = g % per_node;
+        r.h2d.push_back(m.add_link(fmt::format("d{}.gpu{}.h2d", i, g), hw.pcie.h2d_bulk_bytes_per_s));
+        r.d2h.push_back(m.add_link(fmt::format("d{}.gpu{}.d2h", i, g), hw.pcie.d2h_bulk_bytes_per_s));
+        r.dram.push_back(dram[static_cast<size_t>(node * numa + in_node * numa / per_node)]);
+        if (nics > 0) r.nic.push_back(nic[static_cast<size_t>(node * nics + in_node * nics / per_node)]);
+      }
+      if (trace_) {
+        trace_->name_thread(1 + i, rk * 10 + 0, fmt::format("rank{} compute", rk));
+        trace_->name_thread(1 + i, rk * 10 + 1, fmt::format("rank{} pcie h2d", rk));
+        trace_->name_thread(1 + i, rk * 10 + 2, fmt::format("rank{} pcie d2h (backup)", rk));
+      }
+      ranks_.push_back(std::move(r));
+    }
+    if (trace_) {
+      trace_->name_process(1 + i, fmt::format("decode instance {} ({})", i, to_string(opt_.mode)));
+      trace_->name_process(200 + i, fmt::format("decode instance {} RDMA in", i));
+    }
+    instances_.push_back(inst);
+  }
+  if (prefill_mode_ == PrefillMode::kPd) {
+    prefill_.resize(static_cast<size_t>(d.prefill.count));
+    if (trace_)
+      for (size_t p = 0; p < prefill_.size(); ++p) trace_->name_process(100 + static_cast<int>(p), fmt::format("prefill instance {}", p));
+  }
+}
+
+}  // namespace serving
+
+ServingResult run_serving(const Scenario& scenario, const Workload& workload, const ServingOptions& options,
+                          ChromeTrace* trace) {
+  serving::Engine e(scenario, workload, options, trace);
+  return e.run();
+}
+
+}  // namespace hisparse::sim

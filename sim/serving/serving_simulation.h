@@ -1,0 +1,138 @@
+// @brief ServingSimulation: requests arrive (open-loop trace or closed-loop clients), are admitted by the
+// cpu_ref/memory pools of a dp rank, prefill (on prefill instances with an RDMA transfer, or chunked on the decode
+// GPUs with SGLang's staging backup), and decode step by step on the instance's ranks in lockstep (expert
+// all-to-all), in full-KV or HiSparse mode — one engine, one switch.
+//
+// Ranks come from the deployment (sim/serving/ranks.h, the same rank_layout() `plan` uses): attention data
+// parallelism gives `dp_attention` ranks per instance, each with its own batch and pools; attention tensor
+// parallelism gives one rank of `tp / dp_attention` GPUs that all hold the whole latent and split the heads, with an
+// all-reduce per layer.
+//
+// Granularity (chosen for speed, see docs/cost_model.md): a decode step is a handful of events per rank, not per
+// layer. Per rank: [indexer + top-k + hit detection of all layers] → [host→device copy of all layers' misses, one
+// flow per GPU of the rank on the shared links] → [attention of all layers] → barrier over the instance's ranks →
+// [MoE, all-to-all, LM head of all layers] → step end. Exact for one GPU on an uncontended link in `none` mode; under
+// contention the copies of one step are one flow at the fair rate instead of 61 bursts, and the per-layer barrier of
+// the all-to-all is taken once per step (the slowest rank's step sum, not the sum of per-layer maxima).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/deployment_spec.h"
+#include "sim/engine/chrome_trace.h"
+#include "sim/cost/cost_params.h"
+#include "sim/cost/kv_mode.h"
+#include "sim/miss/miss_model.h"
+#include "sim/engine/sim_time.h"
+#include "sim/cost/step_cost.h"
+#include "sim/workload/workload.h"
+
+namespace hisparse::sim {
+
+
+/// What admission checks before it takes a request (sim/serving/pools.h).
+enum class AdmissionCheck {
+  kPools,        // every pool the request will use: logical, device and its host pages (the fix)
+  kLogicalOnly,  // the logical and device allocators only, as SGLang's scheduler did; host pages are taken as the
+                 // KV lands (prefill / RDMA target, then one page per page_size decoded tokens) and can fail:
+                 // "HiSparse host mem pool alloc failed", the request is aborted and retried
+};
+const char* to_string(AdmissionCheck check);
+AdmissionCheck parse_admission_check(const std::string& text, const std::string& where);
+
+/// Closed-loop clients (sglang bench_serving --max-concurrency style): `concurrency` clients each send a request, wait
+/// for its last token (or its rejection), think, and send the next. The requests' lengths are the workload's, in its
+/// order, cycled; their arrival times are the workload's no more. 0 clients = open loop (the workload's arrivals).
+struct ClientSpec {
+  int32_t concurrency = 0;
+  SimTime think_time = 0;
+  int64_t requests = 0;      // requests sent in all; 0 = as many as the workload has
+};
+
+struct ServingOptions {
+  KvMode mode = KvMode::kHiSparse;
+  CostParams cost;
+  const MissModel* miss_model = nullptr;  // HiSparse mode; null = statistical defaults from the scenario
+  SimTime trace_begin = 0, trace_end = 0;  // Chrome-trace window; empty = none
+  bool record_steps = true;                // keep one StepRow per instance step
+  SimTime stop_after = kNever;             // safety: stop the clock here even if requests remain (then conservation fails)
+  AdmissionCheck admission = AdmissionCheck::kPools;
+  int32_t max_retries = 8;                 // aborts (host pool exhausted) before a request is rejected
+  ClientSpec clients;
+};
+
+struct RequestOutcome {
+  int64_t id = 0;
+  int32_t input_tokens = 0, output_tokens = 0;
+  int32_t gpu = -1;          // global rank index (a rank is one GPU under attention DP)
+  SimTime arrival = 0, admitted = -1, prefill_start = -1, first_token = -1, ready = -1, finish = -1;
+  int64_t selected = 0, misses = 0;  // over all its decode steps and layers (last attempt)
+  int32_t decoded = 0;       // tokens produced by decode steps (last attempt)
+  int32_t retries = 0;       // aborted attempts (host pool exhausted under AdmissionCheck::kLogicalOnly)
+  bool rejected = false;     // could never fit on an empty rank, or out of retries
+};
+
+struct StepRow {
+  int32_t instance = 0;
+  int64_t index = 0;
+  SimTime start = 0, end = 0;
+  int32_t requests = 0;      // decoding, over the instance's ranks
+  int32_t in_flight = 0;     // requests sent and not yet finished or rejected, over the whole system, at step start
+  int64_t selected = 0, misses = 0;
+  double h2d_bytes = 0, backup_bytes = 0;
+  SimTime prefill = 0;       // colocated chunked prefill run before the decode part of this step (0 = none)
+  int64_t prefill_tokens = 0;
+  StepCost slowest;          // the critical rank's breakdown (its sum + prefill is the step length)
+};
+
+struct LinkUsage {
+  std::string name;
+  double capacity = 0;       // bytes/s
+  double bytes = 0;          // carried
+};
+
+struct ServingResult {
+  std::string scenario, workload, miss_model;
+  KvMode mode = KvMode::kHiSparse;
+  OverlapMode overlap = OverlapMode::kNone;
+  AdmissionCheck admission = AdmissionCheck::kPools;
+  std::string link_model;
+  std::string prefill_mode;      // "pd" (prefill instances + RDMA), "pd-external" (TTFT not modelled), "colocated"
+  std::string collective_link;   // what the all-to-all and all-reduce are priced at (sim/serving/ranks.h)
+  int32_t clients = 0;           // closed-loop clients (0 = open loop)
+  int32_t decode_gpus = 0, decode_instances = 0, prefill_instances = 0;
+  int32_t ranks = 0, gpus_per_rank = 1;  // decode ranks over all instances; GPUs per rank (attention TP)
+  int64_t arrivals = 0, admitted = 0, finished = 0, rejected = 0;
+  int64_t aborts = 0;            // attempts aborted because a host-pool allocation failed (then retried or rejected)
+  std::string first_abort;       // the first such failure, as SGLang logs it
+  SimTime last_arrival = 0, makespan = 0;
+  uint64_t events = 0;
+  std::vector<RequestOutcome> requests;
+  std::vector<StepRow> steps;
+  StepCost gpu_cost_total;       // summed over all rank-steps where the rank had requests
+  int64_t gpu_steps_busy = 0;    // rank-steps with requests
+  int64_t decode_tokens = 0;     // every token a decode step produced (wasted ones of aborted attempts included)
+  int64_t wasted_decode_tokens = 0;
+  int64_t prefill_tokens = 0;    // colocated chunked prefill tokens
+  int64_t selected = 0, misses = 0;
+  double miss_flow_bytes = 0;    // bytes the miss copies carried (conservation: = misses × row_bytes × gpus_per_rank)
+  double admission_h2d_bytes = 0, backup_bytes = 0, rdma_bytes = 0, staging_bytes = 0;
+  double row_bytes = 0;
+  std::vector<LinkUsage> links;
+  // Pool sizes used for admission, per rank (tokens).
+  int64_t device_pool_tokens = 0, logical_pool_tokens = 0, host_pool_tokens = 0;
+};
+
+/// Runs the workload to completion (every admitted request finishes) and checks conservation; throws
+/// hisparse::Error if a conservation check fails.
+ServingResult run_serving(const Scenario& scenario, const Workload& workload, const ServingOptions& options,
+                          ChromeTrace* trace = nullptr);
+
+/// The default statistical miss model for a scenario (layers, K, H from it; warm-up and steady curve from the
+/// measured miss surface kDefaultMissSurface at the scenario's H/K, policy sglang-lru; see sim/miss/miss_surface.h).
+StatisticalMissParams default_miss_params(const Scenario& scenario);
+
+}  // namespace hisparse::sim

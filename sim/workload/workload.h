@@ -1,0 +1,49 @@
+// @brief Workload: the requests a serving simulation receives (arrival, prompt and output length), read from
+// the real Mooncake/Azure traces or made by a seeded generator, as a workload YAML (scenarios/workloads/) says.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/engine/sim_time.h"
+
+namespace hisparse::sim {
+
+struct RequestSpec {
+  int64_t id = 0;             // index in arrival order
+  SimTime arrival = 0;        // ns from the workload's start
+  int32_t input_tokens = 0;   // prompt length
+  int32_t output_tokens = 0;  // tokens generated (the first by prefill, the rest by decode)
+};
+
+struct Workload {
+  std::string name;
+  std::string source;                 // file it came from (for messages and reports)
+  std::vector<RequestSpec> requests;  // sorted by arrival (stable: file order breaks ties)
+};
+
+/// Mooncake JSON lines: {"timestamp": ms, "input_length": n, "output_length": m, ...}.
+Workload read_mooncake_trace(const std::string& path);
+/// Azure LLM inference CSV: TIMESTAMP (yyyy-mm-dd hh:mm:ss.fffffff), ContextTokens, GeneratedTokens.
+Workload read_azure_trace(const std::string& path);
+
+/// Seeded synthetic workload: Poisson arrivals, log-uniform prompt and output lengths.
+struct GeneratorSpec {
+  uint64_t seed = 1;
+  double rate_per_s = 1.0;
+  SimTime duration = 60 * kNsPerSecond;
+  int32_t input_min = 1024, input_max = 32768;
+  int32_t output_min = 64, output_max = 1024;
+};
+Workload generate_workload(const GeneratorSpec& spec);
+
+/// Loads a workload: a name (scenarios/workloads/<name>.yaml in the scenario dirs), a workload YAML path, or a
+/// trace file (.jsonl = Mooncake, .csv = Azure). YAML keys: type (mooncake|azure|generator), file, data_dir
+/// (relative to the YAML; $HISPARSE_DATA_DIR overrides), time_scale, max_requests, and the generator's keys.
+Workload load_workload(const std::string& name_or_path);
+
+/// Keeps requests arriving before `until` (ns); the rest are dropped.
+void truncate_workload(Workload& w, SimTime until);
+
+}  // namespace hisparse::sim

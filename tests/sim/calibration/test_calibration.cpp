@@ -1,0 +1,700 @@
+// @brief Calibration: the fit recovers known parameters, the committed H200 sweep predicts held-out sizes within 10 %,
+// the YAML round-trips and is strict, and the simulator charges exactly the calibrated swap-in + copy time.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "core/error.h"
+#include "core/scenario_loader.h"
+#include "sim/calibration/calibration.h"
+#include "sim/calibration/calibration_fit.h"
+#include "sim/cost/decode_cost_model.h"
+#include "core/io/output_file.h"
+#include "sim/serving/serving_simulation.h"
+
+using namespace hisparse;
+using namespace hisparse::sim;
+
+namespace {
+
+const std::string kSweep = std::string(HISPARSE_SOURCE_DIR) + "/bench/results/swap_in_gather_backup_h200.csv";
+const std::string kCommitted = std::string(HISPARSE_SOURCE_DIR) + "/scenarios/calibration/h200-2026-11-21.yaml";
+
+SwapInCopyCost known_cost() {
+  SwapInCopyCost c;
+  c.calibrated = true;
+  c.plan_fixed_ns = 12000;
+  c.plan_per_request_ns = 30;
+  c.copy_fixed_ns = 1500;
+  c.row_bytes_per_s = 40e9;
+  c.per_request_row_bytes_per_s = 15e9;
+  return c;
+}
+
+/// Two kernels: a cluster kernel for batches 1..8 (cheaper plan, fast per request) and a one-block kernel above.
+SwapInCopyCost two_regime_cost() {
+  SwapInCopyCost c;
+  c.calibrated = true;
+  c.small_batch_max = 8;
+  c.small.plan_fixed_ns = 9500;
+  c.small.plan_per_request_ns = 10;
+  c.small.copy_fixed_ns = 2000;
+  c.small.row_bytes_per_s = 45e9;
+  c.small.per_request_row_bytes_per_s = 12e9;  // binds at batch 1 and 2 only
+  c.plan_fixed_ns = 15000;
+  c.plan_per_request_ns = 25;
+  c.copy_fixed_ns = 1500;
+  c.row_bytes_per_s = 50e9;
+  c.per_request_row_bytes_per_s = 2.5e9;  // binds at batch 16 only
+  return c;
+}
+
+/// Points measured exactly as the model says (no noise), over batch x miss rate (x H), plus gather and backup rows.
+CalibrationInput synthetic_input(const SwapInCopyCost& c, std::initializer_list<int32_t> batches = {1, 2, 4, 8, 32, 128},
+                                 std::initializer_list<int32_t> Hs = {4096}) {
+  CalibrationInput in;
+  in.device = "synthetic";
+  in.h2d_bulk_bytes_per_s = 50e9;
+  in.d2h_bulk_bytes_per_s = 48e9;
+  for (int32_t H : Hs)
+    for (int32_t B : batches)
+      for (double miss : {0.0, 0.1, 0.3, 0.6}) {
+        CalibrationPoint p;
+        p.op = "swap-in";
+        p.mode = "fused";
+        p.batch = B;
+        p.H = H;
+        p.K = 2048;
+        p.miss_rate = miss;
+        p.rows = static_cast<int64_t>(std::lround(miss * 2048)) * B;
+        p.measured_us =
+            static_cast<double>(predict_swap_in_copy_ns(c, in.h2d_bulk_bytes_per_s, 1152, B, H, p.rows, p.K)) * 1e-3;
+        in.points.push_back(p);
+      }
+  for (int64_t rows : {64, 1024, 16384, 65536}) {
+    CalibrationPoint p;
+    p.op = "backup";
+    p.mode = "zero-copy";
+    p.rows = rows;
+    p.measured_us = (3000 + static_cast<double>(rows) * 1152 / 45e9 * 1e9) * 1e-3;  // 3 µs + rows at 45 GB/s
+    in.points.push_back(p);
+  }
+  return in;
+}
+
+}  // namespace
+
+namespace {
+
+/// `good` with `from` replaced by `to`, written to `path`, must fail to load with an error mentioning `needle`.
+void check_rejected_edit(const std::string& good, const std::string& path, const std::string& from,
+                         const std::string& to, const std::string& needle) {
+  std::string text = good;
+  const size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  write_file_atomically(path, text);
+  try {
+    load_calibration(path);
+    FAIL("accepted: " << to);
+  } catch (const hisparse::Error& e) {
+    CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, std::string(e.what()));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the fit recovers the parameters that generated the points") {
+  const SwapInCopyCost truth = known_cost();
+  FitOptions o;
+  o.fit_batches = {1, 8, 128};
+  o.fit_miss_rates = {0.0, 0.3, 0.6};
+  const Calibration c = fit_calibration(synthetic_input(truth), o);
+  // Expected: every term within 2 % (the points are exact up to 1 ns of rounding); held-out error < 0.5 %.
+  CHECK(c.fused.plan_fixed_ns == doctest::Approx(truth.plan_fixed_ns).epsilon(0.02));
+  CHECK(c.fused.plan_per_request_ns == doctest::Approx(truth.plan_per_request_ns).epsilon(0.02));
+  CHECK(c.fused.copy_fixed_ns == doctest::Approx(truth.copy_fixed_ns).epsilon(0.02));
+  CHECK(c.fused.row_bytes_per_s == doctest::Approx(truth.row_bytes_per_s).epsilon(0.02));
+  CHECK(c.fused.per_request_row_bytes_per_s == doctest::Approx(truth.per_request_row_bytes_per_s).epsilon(0.02));
+  CHECK(c.backup.fixed_ns == doctest::Approx(3000).epsilon(0.02));
+  CHECK(c.backup.row_bytes_per_s == doctest::Approx(45e9).epsilon(0.02));
+  CHECK(!c.separate.calibrated);
+  CHECK(max_relative_error(c, "held-out") < 0.005);
+  int held = 0;
+  for (const auto& p : c.points) held += p.set == "held-out";
+  CHECK(held == 24 - 9);  // 6 x 4 swap-in points, 3 x 3 fitted
+}
+
+TEST_CASE("without a per-request bound in the data the fit leaves it unbounded") {
+  SwapInCopyCost truth = known_cost();
+  truth.per_request_row_bytes_per_s = 0;
+  FitOptions o;
+  o.fit_batches = {1, 8, 128};
+  o.fit_miss_rates = {0.0, 0.3, 0.6};
+  const Calibration c = fit_calibration(synthetic_input(truth), o);
+  CHECK(c.fused.row_bytes_per_s == doctest::Approx(40e9).epsilon(0.02));
+  // Expected: any bound is either 0 (none) or so high that it never binds at batch 1.
+  CHECK((c.fused.per_request_row_bytes_per_s == 0 || c.fused.per_request_row_bytes_per_s >= 39e9));
+  CHECK(max_relative_error(c, "held-out") < 0.005);
+}
+
+TEST_CASE("committed H200 sweep: held-out batch sizes and miss rates within 10 %") {
+  const CalibrationInput in = read_bench_csv(kSweep);
+  CHECK(in.device == "NVIDIA H200");
+  const Calibration committed = load_calibration(kCommitted);
+  FitOptions o;  // as committed: batches 1, 16, 128 x miss 0, 20, 50 %; held out: batches 4, 64, 100 and miss 5 %
+  o.fit_batches = committed.fit_batches;
+  REQUIRE(o.fit_batches == std::vector<int32_t>{1, 16, 128});
+  o.date = "2026-11-21";
+  o.made_from = "bench/results/swap_in_gather_backup_h200.csv";
+  CHECK(in.small_batch_max == 0);  // no swap-in-kernel row: one regime, as this file was fitted
+  const Calibration c = fit_calibration(in, o);
+  MESSAGE("\n" << calibration_table(c));
+  int held = 0;
+  for (const auto& p : c.points) held += p.set == "held-out";
+  CHECK(held >= 20);
+  CHECK(max_relative_error(c, "held-out", "fused") <= 0.10);
+  CHECK(max_relative_error(c, "held-out", "separate") <= 0.10);
+  CHECK(max_relative_error(c, "fit") <= 0.10);
+  // Plausibility of what was measured: rows below bulk rate, bulk near PCIe Gen5 x16 (~55 GB/s).
+  CHECK(c.fused.row_bytes_per_s < c.h2d_bulk_bytes_per_s);
+  CHECK(c.h2d_bulk_bytes_per_s == doctest::Approx(55e9).epsilon(0.1));
+  // The committed file is this fit (regenerate it with the command in scenarios/calibration/README.md).
+  CHECK(committed.device == c.device);
+  CHECK(committed.fused.plan_fixed_ns == doctest::Approx(c.fused.plan_fixed_ns).epsilon(1e-4));
+  CHECK(committed.fused.row_bytes_per_s == doctest::Approx(c.fused.row_bytes_per_s).epsilon(1e-4));
+  CHECK(committed.fused.per_request_row_bytes_per_s == doctest::Approx(c.fused.per_request_row_bytes_per_s).epsilon(1e-4));
+  CHECK(committed.separate.copy_fixed_ns == doctest::Approx(c.separate.copy_fixed_ns).epsilon(1e-3));
+  CHECK(committed.points.size() == c.points.size());
+}
+
+TEST_CASE("cluster-kernel H200 sweep: two regimes, the charged (fused) copy within 10 % on held-out points") {
+  const std::string sweep = std::string(HISPARSE_SOURCE_DIR) + "/bench/results/gpu_check_h200_48a365c/bench.csv";
+  const std::string file = std::string(HISPARSE_SOURCE_DIR) + "/scenarios/calibration/h200-2026-11-22-cluster.yaml";
+  const CalibrationInput in = read_bench_csv(sweep);
+  CHECK(in.small_batch_max == 8);  // the bench's swap-in-kernel row
+  CHECK(in.cluster_blocks == 0);   // not recorded then: the default cluster of 8 blocks per request
+  FitOptions o;                    // the defaults of `bench --calibrate`: auto fit batches, the fused copy
+  CHECK(o.copy_mode == "fused");
+  o.date = "2026-11-22";
+  const Calibration c = fit_calibration(in, o);
+  MESSAGE("\n" << calibration_table(c));
+  CHECK(c.fit_batches == std::vector<int32_t>{1, 4, 16, 128});
+  CHECK(c.fit_H == std::vector<int32_t>{4096});  // one H: every H fitted, as before the H sweep
+  CHECK(max_relative_error(c, "held-out", "fused") <= 0.10);
+  CHECK(max_relative_error(c, "fit", "fused") <= 0.10);
+  CHECK(max_relative_error(c, "held-out", "separate") <= 0.10);
+  // The cluster kernel's fused copy runs in latency rounds (32 rows per block, the coldest of 8 LRU slices busiest):
+  // a round trip of about 1.6 us; the linear form the file charged before missed the held-out points by 20.8 %.
+  CHECK(c.fused.small.copy_round_ns == doctest::Approx(1600).epsilon(0.15));
+  CHECK(c.fused.small.copy_slices == 8);
+  CHECK(c.fused.small.copy_rows_per_round == 32);
+  CHECK(c.fused.large().copy_round_ns == 0);  // the one-block kernel: linear, as before
+  CHECK(c.separate.small.copy_round_ns == 0);
+  FitOptions linear = o;
+  linear.copy_rounds = false;
+  CHECK(max_relative_error(fit_calibration(in, linear), "held-out", "fused") > 0.15);
+  const Calibration committed = load_calibration(file);
+  CHECK(committed.copy_mode == "fused");
+  CHECK(committed.swap_in().small_batch_max == 8);
+  CHECK(committed.fused.small.copy_round_ns == doctest::Approx(c.fused.small.copy_round_ns).epsilon(1e-3));
+  CHECK(committed.fused.small.row_bytes_per_s == doctest::Approx(c.fused.small.row_bytes_per_s).epsilon(1e-3));
+  CHECK(committed.fused.plan_fixed_ns == doctest::Approx(c.fused.plan_fixed_ns).epsilon(1e-3));
+  CHECK(committed.separate.plan_fixed_ns == doctest::Approx(c.separate.plan_fixed_ns).epsilon(1e-3));
+  CHECK(committed.separate.row_bytes_per_s == doctest::Approx(c.separate.row_bytes_per_s).epsilon(1e-3));
+}
+
+TEST_CASE("H100 sweep: the fused copy's held-out error is reported (the large-batch kernel's, above 10 %)") {
+  const std::string sweep = std::string(HISPARSE_SOURCE_DIR) + "/bench/results/gpu_check_h100_2026-11-23/bench.csv";
+  const Calibration c = fit_calibration(read_bench_csv(sweep), FitOptions{});
+  MESSAGE("\n" << calibration_table(c));
+  // The small-batch (cluster) kernel's points are within 5 %; the worst held-out points are the one-block kernel's
+  // (B = 16 at 5 %, and B = 64 at 20 %, where the fused call measured 15 % above the separate one at the same rows).
+  double small_worst = 0;
+  for (const auto& p : c.points)
+    if (p.op == "swap-in" && p.mode == "fused" && p.set == "held-out" && p.batch <= 8)
+      small_worst = std::max(small_worst, std::fabs(p.predicted_us - p.measured_us) / p.measured_us);
+  CHECK(small_worst <= 0.05);
+  CHECK(max_relative_error(c, "held-out", "separate") <= 0.10);
+  const Calibration committed =
+      load_calibration(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/calibration/h100-2026-11-23.yaml");
+  CHECK(committed.copy_mode == "fused");
+  CHECK(committed.fused.small.copy_round_ns == doctest::Approx(c.fused.small.copy_round_ns).epsilon(1e-3));
+}
+
+TEST_CASE("calibration YAML round-trips and rejects bad input") {
+  const Calibration c = fit_calibration(read_bench_csv(kSweep), FitOptions{});
+  const std::string path = std::string(HISPARSE_BINARY_DIR) + "/test_calibration_roundtrip.yaml";
+  write_file_atomically(path, calibration_yaml(c));
+  const Calibration back = load_calibration(path);
+  CHECK(back.device == c.device);
+  CHECK(back.copy_mode == "fused");
+  CHECK(back.h2d_bulk_bytes_per_s == doctest::Approx(c.h2d_bulk_bytes_per_s).epsilon(1e-4));
+  CHECK(back.fused.plan_per_request_ns == doctest::Approx(c.fused.plan_per_request_ns).epsilon(1e-3));
+  CHECK(back.fused.row_bytes_per_s == doctest::Approx(c.fused.row_bytes_per_s).epsilon(1e-4));
+  CHECK(back.backup.fixed_ns == doctest::Approx(c.backup.fixed_ns).epsilon(1e-3));
+  CHECK(back.fit_batches == c.fit_batches);
+  REQUIRE(back.points.size() == c.points.size());
+  CHECK(back.points[5].measured_us == doctest::Approx(c.points[5].measured_us).epsilon(1e-4));
+  CHECK(back.points[5].set == c.points[5].set);
+  auto rejects = [&](const std::string& text, const std::string& needle) {
+    write_file_atomically(path, text);
+    try {
+      load_calibration(path);
+      FAIL("accepted: " << text);
+    } catch (const hisparse::Error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
+    }
+  };
+  const std::string good = calibration_yaml(c);
+  rejects(good + "surprise: 1\n", "surprise");
+  rejects("device: x\ndate: y\nbulk: {h2d_bytes_per_s: 5e10, d2h_bytes_per_s: 5e10}\nswap_in: {}\n", "swap_in.fused");
+  rejects("device: x\ndate: y\nbulk: {h2d_bytes_per_s: -1, d2h_bytes_per_s: 5e10}\nswap_in: {}\n", "h2d_bytes_per_s");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the simulator charges the calibrated swap-in + copy time per layer") {
+  Scenario sc = load_scenario("dsv32-8xh200-1tb");
+  CostParams params;
+  const Calibration c = load_calibration(kCommitted);
+  apply_calibration(c, &sc, &params);
+  CHECK(sc.hardware.pcie.h2d_bulk_bytes_per_s == c.h2d_bulk_bytes_per_s);
+  CHECK(params.swap_in_cost.calibrated);
+  const int64_t H = sc.deployment.hisparse.device_buffer_size, L = sc.model.layers;
+  // Plan: the cost model's hit-detection phase is the calibrated plan of every layer.
+  const DecodeCostModel cm(sc, params, true);
+  GpuBatch b;
+  b.requests = 16;
+  b.sum_n = b.sum_attended = 16 * 20000.0;
+  b.slow_path = 16;
+  CHECK(cm.gpu_phases(b).swap_in == L * c.fused.plan_ns(16, H));
+  // Copy: a lone request with an empty buffer (as in test_serving) loads K-1 rows per layer; on an idle link the
+  // step's swap-in + h2d is L x the one-call prediction (to within the 1-ns rounding of bundling the layers).
+  ServingOptions opt;
+  opt.cost = params;
+  Workload w;
+  w.name = "one";
+  w.requests.push_back(RequestSpec{0, 1000, 10000, 3});
+  const ServingResult r = run_serving(sc, w, opt);
+  REQUIRE(r.steps.size() == 2);
+  const int64_t rows = sc.deployment.hisparse.top_k - 1;
+  const SimTime per_layer = predict_swap_in_copy_ns(c.fused, sc.hardware.pcie.h2d_bulk_bytes_per_s, 1152, 1, H, rows);
+  const SimTime charged = r.steps[0].slowest.swap_in + r.steps[0].slowest.h2d;
+  CHECK(std::llabs(charged - L * per_layer) <= L);
+}
+
+TEST_CASE("the committed calibration predicts a later sweep on the same device within 10 %") {
+  // Expected: the 2026-11-21 fit (older kernel build, another process) still predicts every swap-in point that
+  // `hisparse bench --calibrate` measured on 2026-11-22 within 10 %; both committed files load.
+  const Calibration c = load_calibration(kCommitted);
+  const std::string later = std::string(HISPARSE_SOURCE_DIR) + "/bench/results/calibration_h200_2026-11-22.csv";
+  const CalibrationInput in = read_bench_csv(later);
+  CHECK(load_calibration(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/calibration/h200-2026-11-22.yaml").device == c.device);
+  int n = 0;
+  double worst = 0;
+  for (const auto& p : in.points) {
+    if (p.op != "swap-in") continue;
+    const SwapInCopyCost& s = p.mode == "separate" ? c.separate : c.fused;
+    const double pred = static_cast<double>(predict_swap_in_copy_ns(s, c.h2d_bulk_bytes_per_s, c.row_bytes, p.batch, p.H, p.rows)) * 1e-3;
+    worst = std::max(worst, std::fabs(pred - p.measured_us) / p.measured_us);
+    ++n;
+  }
+  MESSAGE("2026-11-21 calibration on the 2026-11-22 sweep: " << n << " points, max |error| " << 100 * worst << " %");
+  CHECK(n >= 30);
+  CHECK(worst <= 0.10);
+}
+
+TEST_CASE("two kernel regimes: each is recovered from its own points and held-out sizes are predicted") {
+  const SwapInCopyCost truth = two_regime_cost();
+  const CalibrationInput in = synthetic_input(truth, {1, 2, 4, 8, 16, 32, 64, 128});
+  FitOptions o;  // default batches: each regime's extremes, 1, 8 | 16, 128 around Bc = 8
+  o.fit_miss_rates = {0.0, 0.3, 0.6};
+  o.small_batch_max = 8;
+  o.copy_rounds = false;  // a linear law with a per-request bound in both regimes (the rounds form has none)
+  const Calibration c = fit_calibration(in, o);
+  REQUIRE(c.fused.small_batch_max == 8);
+  CHECK(c.fit_batches == std::vector<int32_t>{1, 8, 16, 128});
+  // Expected: every term of both regimes within 2 % (points exact up to 1 ns of rounding); held-out error < 0.5 %.
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    const SwapInRegimeCost& got = r ? c.fused.small : c.fused.large();
+    const SwapInRegimeCost& want = r ? truth.small : truth.large();
+    CHECK(got.plan_fixed_ns == doctest::Approx(want.plan_fixed_ns).epsilon(0.02));
+    CHECK(got.plan_per_request_ns == doctest::Approx(want.plan_per_request_ns).epsilon(0.02));
+    // The copy's fixed part is ~1 % of the large regime's copying calls (hundreds of µs), so a rate off by a
+    // fraction of a percent moves it by tens of ns: checked to 150 ns, not 2 %.
+    CHECK(std::fabs(got.copy_fixed_ns - want.copy_fixed_ns) < 150);
+    CHECK(got.row_bytes_per_s == doctest::Approx(want.row_bytes_per_s).epsilon(0.02));
+    CHECK(got.per_request_row_bytes_per_s == doctest::Approx(want.per_request_row_bytes_per_s).epsilon(0.02));
+  }
+  int held = 0;
+  for (const auto& p : c.points) held += p.set == "held-out";
+  CHECK(held == 32 - 12);  // 8 x 4 swap-in points, 4 x 3 fitted
+  CHECK(max_relative_error(c, "held-out") < 0.005);
+  CHECK(max_relative_error(c, "fit") < 0.005);
+  // Expected: one regime fitted to the same points misses the held-out ones by far more (the step at Bc).
+  FitOptions one = o;
+  one.small_batch_max = 0;
+  const Calibration single = fit_calibration(in, one);
+  CHECK(single.fused.small_batch_max == 0);
+  CHECK(max_relative_error(single, "held-out") > 0.05);
+}
+
+TEST_CASE("default fit batches: two per regime") {
+  std::vector<CalibrationPoint> pts;
+  for (int32_t B : {128, 1, 64, 4, 16, 100}) {
+    CalibrationPoint p;
+    p.op = "swap-in";
+    p.batch = B;
+    pts.push_back(p);
+  }
+  CHECK(default_fit_batches(pts, 8) == std::vector<int32_t>{1, 4, 16, 128});
+  CHECK(default_fit_batches(pts, 16) == std::vector<int32_t>{1, 16, 64, 128});
+  CHECK(default_fit_batches(pts, 0) == std::vector<int32_t>{1, 4, 16, 128});
+}
+
+TEST_CASE("a regime fitted at one batch size gets no per-request terms") {
+  SwapInCopyCost truth = two_regime_cost();
+  truth.small_batch_max = 16;  // fit batches 1, 4, 16 | 128: the large regime sees only 128
+  truth.small.per_request_row_bytes_per_s = 0;
+  truth.per_request_row_bytes_per_s = 0;
+  truth.plan_per_request_ns = 0;
+  FitOptions o;
+  o.fit_batches = {1, 4, 16, 128};
+  o.fit_miss_rates = {0.0, 0.3, 0.6};
+  o.small_batch_max = 16;
+  const Calibration c = fit_calibration(synthetic_input(truth, {1, 4, 16, 64, 128}), o);
+  CHECK(c.fused.per_request_row_bytes_per_s == 0);
+  CHECK(c.fused.plan_per_request_ns == 0);
+  CHECK(c.fused.small.plan_per_request_ns == doctest::Approx(truth.small.plan_per_request_ns).epsilon(0.05));
+  CHECK(c.fused.plan_fixed_ns == doctest::Approx(truth.plan_fixed_ns).epsilon(0.02));
+  CHECK(c.fused.row_bytes_per_s == doctest::Approx(truth.row_bytes_per_s).epsilon(0.02));
+  CHECK(max_relative_error(c, "held-out") < 0.005);
+  // Expected: no fitted batch above Bc is an error naming the regime, not a silent one-regime fit.
+  o.fit_batches = {1, 4, 16};
+  try {
+    fit_calibration(synthetic_input(truth, {1, 4, 16, 64, 128}), o);
+    FAIL("fitted a regime without points");
+  } catch (const hisparse::Error& e) {
+    CHECK_MESSAGE(std::string(e.what()).find("large-batch") != std::string::npos, e.what());
+  }
+}
+
+TEST_CASE("the bench CSV's swap-in-kernel row sets Bc; --small-batch-max overrides it") {
+  std::ifstream f(kSweep);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  REQUIRE(!text.empty());
+  if (text.back() != '\n') text += '\n';
+  text += "\"NVIDIA H200\",swap-in-kernel,\"cluster kernel up to batch\",cluster,0.000,0,0.000,0.000,16,0.0000,0,\"\",\n";
+  const std::string path = std::string(HISPARSE_BINARY_DIR) + "/test_calibration_bc.csv";
+  write_file_atomically(path, text);
+  const CalibrationInput in = read_bench_csv(path);
+  CHECK(in.small_batch_max == 16);
+  CHECK(in.points.size() == read_bench_csv(kSweep).points.size());  // the row is no timing point
+  FitOptions o;
+  CHECK(fit_calibration(in, o).fused.small_batch_max == 16);
+  o.small_batch_max = 0;
+  CHECK(fit_calibration(in, o).fused.small_batch_max == 0);
+  o.small_batch_max = 8;
+  const Calibration c = fit_calibration(in, o);
+  CHECK(c.fused.small_batch_max == 8);
+  CHECK(c.separate.small_batch_max == 8);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("committed one-regime calibrations load unchanged") {
+  for (const char* name : {"h200-2026-11-21.yaml", "h200-2026-11-22.yaml"}) {
+    CAPTURE(name);
+    const Calibration c = load_calibration(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/calibration/" + name);
+    for (const SwapInCopyCost* s : {&c.fused, &c.separate}) {
+      CHECK(s->small_batch_max == 0);
+      // Every batch size takes the one set of terms, exactly as before the small-batch regime existed.
+      for (int64_t B : {1, 4, 8, 16, 128}) {
+        CHECK(&s->regime(B) == &s->large());
+        const double plan = s->plan_fixed_ns + s->plan_per_request_ns * static_cast<double>(B);
+        CHECK(s->plan_ns(B, 0) == static_cast<SimTime>(std::ceil(plan)));
+      }
+    }
+  }
+}
+
+TEST_CASE("two-regime calibration YAML round-trips; small_batch_max is read strictly") {
+  FitOptions o;
+  o.fit_miss_rates = {0.0, 0.3, 0.6};
+  o.small_batch_max = 8;
+  o.copy_rounds = false;  // the linear law two_regime_cost() generates
+  const Calibration c = fit_calibration(synthetic_input(two_regime_cost(), {1, 2, 4, 8, 16, 32, 64, 128}), o);
+  const std::string path = std::string(HISPARSE_BINARY_DIR) + "/test_calibration_two_regimes.yaml";
+  const std::string good = calibration_yaml(c);
+  write_file_atomically(path, good);
+  const Calibration back = load_calibration(path);
+  CHECK(back.fused.small_batch_max == 8);
+  CHECK(!back.separate.calibrated);
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    const SwapInRegimeCost& a = r ? c.fused.small : c.fused.large();
+    const SwapInRegimeCost& b = r ? back.fused.small : back.fused.large();
+    CHECK(b.plan_fixed_ns == doctest::Approx(a.plan_fixed_ns).epsilon(1e-4));
+    CHECK(b.plan_per_request_ns == doctest::Approx(a.plan_per_request_ns).epsilon(1e-3));
+    CHECK(b.copy_fixed_ns == doctest::Approx(a.copy_fixed_ns).epsilon(1e-3));
+    CHECK(b.row_bytes_per_s == doctest::Approx(a.row_bytes_per_s).epsilon(1e-4));
+    CHECK(b.per_request_row_bytes_per_s == doctest::Approx(a.per_request_row_bytes_per_s).epsilon(1e-4));
+  }
+  for (int64_t B : {1, 8, 9, 128})
+    CHECK(std::llabs(back.fused.plan_ns(B, 0) - c.fused.plan_ns(B, 0)) <= 1);
+  auto rejects = [&](const std::string& from, const std::string& to, const std::string& needle) {
+    check_rejected_edit(good, path, from, to, needle);
+  };
+  rejects("small_batch_max: 8", "small_batch_max: -1", "small_batch_max");
+  rejects("small_batch_max: 8", "small_batch_max: 2.5", "small_batch_max");
+  rejects("small_batch_max: 8", "small_batch_max: eight", "small_batch_max");
+  rejects("small_batch_max: 8", "small_batch_max: 0", "small_batch");               // terms without a threshold
+  rejects("  small_batch_max: 8", "  small_batch_max: 8\n  small_batch_min: 2", "small_batch_min");  // unknown key
+  rejects("    small_batch:", "    small_batches:", "small_batch");                  // threshold without terms
+  rejects("      copy_fixed_ns:", "      copy_fixed_us:", "copy_fixed_us");           // strict inside small_batch
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the simulator charges the small-batch kernel's terms up to Bc and the large-batch ones above") {
+  Scenario sc = load_scenario("dsv32-8xh200-1tb");
+  CostParams params;
+  FitOptions o;
+  o.fit_miss_rates = {0.0, 0.3, 0.6};
+  o.small_batch_max = 8;
+  o.copy_rounds = false;  // the linear law two_regime_cost() generates
+  const Calibration c = fit_calibration(synthetic_input(two_regime_cost(), {1, 2, 4, 8, 16, 32, 64, 128}), o);
+  apply_calibration(c, &sc, &params);
+  REQUIRE(params.swap_in_cost.small_batch_max == 8);
+  const int64_t H = sc.deployment.hisparse.device_buffer_size, L = sc.model.layers;
+  const DecodeCostModel cm(sc, params, true);
+  for (int64_t B : {1, 8, 9, 64}) {
+    CAPTURE(B);
+    const SwapInRegimeCost& r = B <= 8 ? c.fused.small : c.fused.large();
+    GpuBatch b;
+    b.requests = B;
+    b.sum_n = b.sum_attended = B * 20000.0;
+    b.slow_path = B;
+    CHECK(cm.gpu_phases(b).swap_in == L * r.plan_ns(B, H));
+    CHECK(params.swap_in_cost.copy_rate(B) == r.copy_rate(B));
+    CHECK(params.swap_in_cost.copy_latency_ns(B) == r.copy_latency_ns());
+  }
+  // A lone request runs the small-batch kernel: its step's swap-in + h2d is L x the small regime's one-call time.
+  ServingOptions opt;
+  opt.cost = params;
+  Workload w;
+  w.name = "one";
+  w.requests.push_back(RequestSpec{0, 1000, 10000, 3});
+  const ServingResult res = run_serving(sc, w, opt);
+  REQUIRE(res.steps.size() == 2);
+  const int64_t rows = sc.deployment.hisparse.top_k - 1;
+  const SimTime per_layer = predict_swap_in_copy_ns(c.fused, sc.hardware.pcie.h2d_bulk_bytes_per_s, 1152, 1, H, rows);
+  const SimTime small_only = c.fused.small.plan_ns(1, H) +
+                             c.fused.small.copy_ns(1, static_cast<double>(rows) * 1152, sc.hardware.pcie.h2d_bulk_bytes_per_s);
+  CHECK(per_layer == small_only);
+  const SimTime charged = res.steps[0].slowest.swap_in + res.steps[0].slowest.h2d;
+  CHECK(std::llabs(charged - L * per_layer) <= L);
+}
+
+namespace {
+
+/// The cluster kernel's fused copy as sim/cost/swap_in_cost.h models it (latency rounds over 8 LRU slices, a smooth max
+/// with the link), a plan that walks H slots, and the one-block kernel above Bc = 8.
+SwapInCopyCost concave_cost() {
+  SwapInCopyCost c = two_regime_cost();
+  c.small.per_request_row_bytes_per_s = 0;
+  c.small.copy_fixed_ns = 0;
+  c.small.copy_round_ns = 1800;
+  c.small.copy_rows_per_round = 32;
+  c.small.copy_slices = 8;
+  c.small.plan_per_slot_ns = 0.5;
+  c.plan_per_slot_ns = 0.25;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the rounds form recovers a synthetic concave copy law and plan_per_slot from an H sweep") {
+  const SwapInCopyCost truth = concave_cost();
+  // Concave in rows at batch 1: the busiest block's share saturates at E / 8 evictable slots.
+  SwapInCall call{1, 0, 1152, 4096, 2048};
+  double prev_per_row = 1e30;
+  for (double rows : {256.0, 614.0, 1229.0}) {
+    call.rows = rows;
+    const double per_row = static_cast<double>(truth.copy_ns(call, 50e9)) / rows;
+    CHECK(per_row < prev_per_row);
+    prev_per_row = per_row;
+  }
+  const CalibrationInput in = synthetic_input(truth, {1, 2, 4, 8, 16, 64, 128}, {2048, 4096, 8192, 16384});
+  FitOptions o;  // default batches 1, 8 | 16, 128; default H: the extremes and the most-measured (all equal: 2048)
+  o.fit_miss_rates = {0.0, 0.3, 0.6};
+  o.small_batch_max = 8;
+  const Calibration c = fit_calibration(in, o);
+  CHECK(c.fit_H == std::vector<int32_t>{2048, 16384});
+  int held_H = 0;
+  for (const auto& p : c.points) held_H += p.set == "held-out" && (p.H == 4096 || p.H == 8192);
+  CHECK(held_H == 2 * 7 * 4);  // every point at H 4096 and 8192 is held out
+  const SwapInRegimeCost& s = c.fused.small;
+  CHECK(s.copy_round_ns == doctest::Approx(1800).epsilon(0.02));
+  CHECK(s.copy_slices == 8);
+  CHECK(s.copy_rows_per_round == 32);
+  CHECK(s.row_bytes_per_s == doctest::Approx(45e9).epsilon(0.02));
+  CHECK(s.plan_per_slot_ns == doctest::Approx(0.5).epsilon(0.05));
+  CHECK(c.fused.plan_per_slot_ns == doctest::Approx(0.25).epsilon(0.05));
+  CHECK(c.fused.large().copy_round_ns == 0);
+  MESSAGE("held-out max |error| " << 100 * max_relative_error(c, "held-out") << " %");
+  CHECK(max_relative_error(c, "held-out") < 0.01);
+  CHECK(max_relative_error(c, "fit") < 0.01);
+  // The table reports the H of every point and the held-out error of each mode.
+  const std::string table = calibration_table(c);
+  CHECK(table.find("held-out") != std::string::npos);
+  CHECK(table.find("16384") != std::string::npos);
+  CHECK(table.find("smooth max with rounds of") != std::string::npos);
+  // Expected: the linear form fitted to the same points misses the held-out ones by far more.
+  FitOptions linear = o;
+  linear.copy_rounds = false;
+  CHECK(max_relative_error(fit_calibration(in, linear), "held-out") > 0.10);
+  // The YAML carries the rounds and the H list; reading it back predicts the same times.
+  const std::string path = std::string(HISPARSE_BINARY_DIR) + "/test_calibration_rounds.yaml";
+  write_file_atomically(path, calibration_yaml(c));
+  const Calibration back = load_calibration(path);
+  CHECK(back.fit_H == c.fit_H);
+  CHECK(back.fused.small.copy_round_ns == doctest::Approx(s.copy_round_ns).epsilon(1e-3));
+  CHECK(back.fused.small.copy_slices == 8);
+  CHECK(back.fused.small.copy_rows_per_round == 32);
+  for (const auto& p : c.points) {
+    if (p.op != "swap-in") continue;
+    const SimTime a = predict_swap_in_copy_ns(c.fused, c.h2d_bulk_bytes_per_s, 1152, p.batch, p.H, p.rows, p.K);
+    const SimTime b = predict_swap_in_copy_ns(back.fused, back.h2d_bulk_bytes_per_s, 1152, p.batch, p.H, p.rows, p.K);
+    CHECK(std::llabs(a - b) <= std::max<SimTime>(2, a / 10000));
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the copy's latency part plus its flow is the whole copy; no rounds is the linear form") {
+  const SwapInCopyCost c = concave_cost();
+  for (int64_t B : {1, 4, 8, 16}) {
+    for (double rows : {0.0, 50.0 * B, 400.0 * B, 2000.0 * B}) {
+      CAPTURE(B);
+      CAPTURE(rows);
+      const SwapInCall call{B, rows, 1152, 4096, 2048};
+      const SwapInRegimeCost& r = c.regime(B);
+      const double rate = std::min(r.copy_rate(B), 48e9);
+      CHECK(c.copy_ns(call, 48e9) == (rows > 0 ? c.copy_latency_ns(call, 48e9) + transfer_ns(call.bytes(), rate) : 0));
+      CHECK(c.copy_latency_ns(call, 48e9) >= (rows > 0 ? r.copy_latency_ns() : 0));
+      if (r.copy_round_ns == 0) CHECK(c.copy_ns(call, 48e9) == c.copy_ns(B, call.bytes(), 48e9));
+    }
+  }
+  // Without copy_round_ns the rounds change nothing, whatever H and K say.
+  SwapInRegimeCost lin = c.large();
+  CHECK(lin.copy_round_ns == 0);
+  CHECK(lin.copy_ns(SwapInCall{32, 6000, 1152, 2048, 2048}, 0) == lin.copy_ns(32, 6000.0 * 1152, 0));
+  // The busiest block: min(M, ceil((H - K + M) / 8)) rows, 32 a round.
+  const SwapInRegimeCost& s = c.small;
+  CHECK(s.copy_rounds(SwapInCall{1, 102, 1152, 4096, 2048}) == 4);    // 102 rows: all in the coldest slice
+  CHECK(s.copy_rounds(SwapInCall{1, 410, 1152, 4096, 2048}) == 10);   // E = 2458: 308 rows in the coldest slice
+  CHECK(s.copy_rounds(SwapInCall{4, 4096, 1152, 4096, 2048}) == 12);  // 1024 per request, E = 3072: 384
+  CHECK(s.copy_rounds(SwapInCall{1, 410, 1152, 16384, 2048}) == 13);  // a large H: every miss in the first slice
+  CHECK(s.copy_rounds(SwapInCall{1, 1024, 1152, 2048, 2048}) == 4);   // H = K: E = M, spread over all 8 slices
+}
+
+TEST_CASE("files without the rounds load unchanged; the round keys are read strictly") {
+  for (const char* name : {"h200-2026-11-21.yaml", "h200-2026-11-22.yaml"}) {
+    CAPTURE(name);
+    const std::string path = std::string(HISPARSE_SOURCE_DIR) + "/scenarios/calibration/" + name;
+    const Calibration c = load_calibration(path);
+    CHECK(c.fit_H.empty());
+    for (const SwapInCopyCost* s : {&c.fused, &c.separate}) {
+      CHECK(s->copy_round_ns == 0);
+      CHECK(s->copy_slices == 1);
+      CHECK(s->copy_rows_per_round == 0);
+      // The copy is the linear form it always was, at every shape.
+      for (int64_t B : {1, 16, 128})
+        for (double rows : {10.0, 1000.0, 100000.0}) {
+          const SwapInCall call{B, rows, 1152, 4096, 2048};
+          const double bytes = rows * 1152;
+          CHECK(s->copy_ns(call, c.h2d_bulk_bytes_per_s) == s->copy_latency_ns(B) + transfer_ns(bytes, std::min(s->copy_rate(B), c.h2d_bulk_bytes_per_s)));
+        }
+    }
+    // Written back, a linear file has no round keys and no H list (its text means what it meant).
+    const std::string text = calibration_yaml(c);
+    CHECK(text.find("    copy_round_ns:") == std::string::npos);
+    CHECK(text.find("  H: [") == std::string::npos);
+  }
+  // Strictness.
+  FitOptions o;
+  o.fit_miss_rates = {0.0, 0.3, 0.6};
+  o.small_batch_max = 8;
+  const Calibration c = fit_calibration(synthetic_input(concave_cost(), {1, 4, 8, 16, 128}, {2048, 4096, 16384}), o);
+  const std::string good = calibration_yaml(c);
+  REQUIRE(good.find("      copy_round_ns:") != std::string::npos);
+  REQUIRE(good.find("  H: [") != std::string::npos);
+  const std::string path = std::string(HISPARSE_BINARY_DIR) + "/test_calibration_rounds_strict.yaml";
+  write_file_atomically(path, good);
+  CHECK(load_calibration(path).fused.small.copy_round_ns > 0);
+  auto rejects = [&](const std::string& from, const std::string& to, const std::string& needle) {
+    check_rejected_edit(good, path, from, to, needle);
+  };
+  const std::string round = fmt::format("copy_round_ns: {:.1f}", c.fused.small.copy_round_ns);
+  rejects(round, "copy_round_ns: -5", "copy_round_ns");
+  rejects(round, "copy_round_ns: fast", "copy_round_ns");
+  rejects(round, "copy_round_ns: 0", "copy_round_ns is 0");            // a shape without a latency
+  rejects("copy_rows_per_round: 32", "copy_rows_per_round: 2.5", "copy_rows_per_round");
+  rejects("copy_rows_per_round: 32", "copy_rows_per_round: -1", "copy_rows_per_round");
+  rejects("copy_slices: 8", "copy_slices: 0", "copy_slices");
+  rejects("copy_slices: 8", "copy_slices: 8\n      copy_slice: 8", "copy_slice");  // unknown key
+  rejects("  H: [", "  Hs: [", "Hs");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the bench CSV: H from the config text, the cluster's blocks per request from its kernel row") {
+  std::ifstream f(std::string(HISPARSE_SOURCE_DIR) + "/bench/results/gpu_check_h200_48a365c/bench.csv");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  REQUIRE(!text.empty());
+  if (text.back() != '\n') text += '\n';
+  text += "\"NVIDIA H200\",swap-in-kernel,\"cluster blocks per request\",cluster-blocks,0.000,0,0.000,0.000,4,0.0000,0,\"\",\n";
+  text += "\"NVIDIA H200\",swap-in-sweep,\"B=1 H=16384 K=2048 miss=20%\",fused,30.500,472320,15.49,53.1,1,0.2000,410,\"\",\n";
+  const std::string path = std::string(HISPARSE_BINARY_DIR) + "/test_calibration_h.csv";
+  write_file_atomically(path, text);
+  const CalibrationInput in = read_bench_csv(path);
+  CHECK(in.cluster_blocks == 4);
+  CHECK(in.points.back().H == 16384);
+  CHECK(in.points.back().K == 2048);
+  CHECK(in.points.back().rows == 410);
+  // Two H: both fitted; the blocks per request shape the small regime's rounds.
+  const Calibration c = fit_calibration(in, FitOptions{});
+  CHECK(c.fit_H == std::vector<int32_t>{4096, 16384});
+  CHECK(c.fused.small.copy_slices == 4);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the simulator charges the copy's latency rounds: serving and the one-call prediction agree") {
+  Scenario sc = load_scenario("dsv32-8xh200-1tb");
+  CostParams params;
+  FitOptions o;
+  o.fit_miss_rates = {0.0, 0.3, 0.6};
+  o.small_batch_max = 8;
+  const Calibration c = fit_calibration(synthetic_input(concave_cost(), {1, 2, 4, 8, 16, 32, 64, 128}), o);
+  apply_calibration(c, &sc, &params);
+  REQUIRE(params.swap_in_cost.small.copy_round_ns > 0);
+  const int64_t H = sc.deployment.hisparse.device_buffer_size, L = sc.model.layers, K = sc.deployment.hisparse.top_k;
+  ServingOptions opt;
+  opt.cost = params;
+  Workload w;
+  w.name = "one";
+  w.requests.push_back(RequestSpec{0, 1000, 10000, 3});
+  const ServingResult res = run_serving(sc, w, opt);
+  REQUIRE(res.steps.size() == 2);
+  const int64_t rows = K - 1;  // a lone request with an empty buffer misses every selection but the newest
+  const SimTime per_layer = predict_swap_in_copy_ns(c.fused, sc.hardware.pcie.h2d_bulk_bytes_per_s, 1152, 1, H, rows, K);
+  const SwapInCall call{1, static_cast<double>(rows), 1152, H, K};
+  CHECK(c.fused.small.copy_latency_ns(call, sc.hardware.pcie.h2d_bulk_bytes_per_s) > c.fused.small.copy_latency_ns());
+  const SimTime charged = res.steps[0].slowest.swap_in + res.steps[0].slowest.h2d;
+  CHECK(std::llabs(charged - L * per_layer) <= 2 * L);
+}
