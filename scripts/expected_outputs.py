@@ -170,7 +170,15 @@ def scan_markdown(path, expected_dir, rewrite):
                 continue
             body = lines[i + 1:end]
             fenced = len(body) >= 2 and FENCE.match(body[0]) and FENCE.match(body[-1])
-            inner = body[1:-1] if fenced else body
+            # An unfenced excerpt (a Markdown table of a report) sits between blank lines, so that it renders as its
+            # own block; the blank lines are not part of the quoted slice.
+            lead = trail = 0
+            if not fenced:
+                while lead < len(body) and not body[lead].strip():
+                    lead += 1
+                while trail < len(body) - lead and not body[len(body) - 1 - trail].strip():
+                    trail += 1
+            inner = body[1:-1] if fenced else body[lead:len(body) - trail]
             src, name = source_lines(source, expected_dir)
             if src is None:
                 problems.append(f"{rel}:{i + 1}: excerpt names {source}, but tests/expected/{name} does not exist")
@@ -189,7 +197,10 @@ def scan_markdown(path, expected_dir, rewrite):
                     problems.append(f"{rel}:{i + 1}: excerpt differs from {source} lines {first}-{last}:\n"
                                     + "\n".join(diff))
             out.append(line)
-            out.extend([body[0]] + want + [body[-1]] if fenced else want)
+            if fenced:
+                out.extend([body[0]] + want + [body[-1]])
+            else:
+                out.extend([""] + want + [""])
             out.append(lines[end])
             i = end + 1
             continue
