@@ -27,6 +27,10 @@ In Markdown (README.md, docs/*.md) two markers tie text to an expected output:
     ```
     <!-- /expected -->
 
+  Anchored forms follow their block when an output gains lines above it (what an update after another change needs):
+    <!-- expected: ID[:FILE] from "X" to "Y" -->  from the one line containing X through the next containing Y
+    <!-- expected: ID[:FILE] from "X" lines N -->  N lines from the one line containing X
+
     <!-- expected-quote: ID[:FILE] "s1" "s2" -->   each string occurs in that output and in the paragraph that
                                                    follows the marker (up to the next blank line; further marker
                                                    lines before it are skipped): for figures quoted in prose
@@ -54,7 +58,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPECTED = os.path.join(ROOT, "tests", "expected")
 MANIFEST = os.path.join(EXPECTED, "manifest.tsv")
 
-BLOCK_START = re.compile(r"^<!-- expected: ([A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?) lines (\d+)-(\d+) -->\s*$")
+BLOCK_START = re.compile(r"^<!-- expected: ([A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?) "
+                         r"(lines \d+-\d+|from \"[^\"]+\"(?: to \"[^\"]+\"| lines \d+)) -->\s*$")
+SLICE = re.compile(r"^lines (\d+)-(\d+)$|^from \"([^\"]+)\"(?: to \"([^\"]+)\"| lines (\d+))$")
 BLOCK_END = re.compile(r"^<!-- /expected -->\s*$")
 QUOTE = re.compile(r"^<!-- expected-quote: ([A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?)((?: \"[^\"]+\")+) -->\s*$")
 MARKER_ANY = re.compile(r"^<!-- /?expected")
@@ -150,6 +156,33 @@ def source_lines(source, expected_dir):
         return f.read().split("\n"), name
 
 
+def slice_of(src, where):
+    """The lines an excerpt quotes: `lines A-B` (1-based, inclusive), or anchored on text so that the excerpt follows
+    its block when lines are added above it: `from "X" to "Y"` (the one line containing X through the first line
+    after it containing Y) or `from "X" lines N`. Returns (lines, error or None)."""
+    m = SLICE.match(where)
+    if m.group(1):
+        first, last = int(m.group(1)), int(m.group(2))
+        if not 1 <= first <= last <= len(src):
+            return None, f"outside the file ({len(src)} lines)"
+        return src[first - 1:last], None
+    start_text, end_text, count = m.group(3), m.group(4), m.group(5)
+    starts = [k for k, l in enumerate(src) if start_text in l]
+    if len(starts) != 1:
+        # An anchor must name one place, or an update could quietly quote another block.
+        return None, f"\"{start_text}\" is on {len(starts)} lines, not one"
+    first = starts[0]
+    if count:
+        last = first + int(count) - 1
+        if last >= len(src):
+            return None, f"fewer than {count} lines from the anchor"
+        return src[first:last + 1], None
+    ends = [k for k in range(first, len(src)) if end_text in src[k]]
+    if not ends:
+        return None, f"no line containing \"{end_text}\" from the anchor on"
+    return src[first:ends[0] + 1], None
+
+
 def scan_markdown(path, expected_dir, rewrite):
     """Checks (or rewrites) every marker of one Markdown file; returns (problems, new text or None)."""
     rel = os.path.relpath(path, ROOT)
@@ -161,7 +194,7 @@ def scan_markdown(path, expected_dir, rewrite):
         start = BLOCK_START.match(line)
         quote = QUOTE.match(line)
         if start:
-            source, first, last = start.group(1), int(start.group(2)), int(start.group(3))
+            source, where = start.group(1), start.group(2)
             end = next((j for j in range(i + 1, len(lines)) if BLOCK_END.match(lines[j])), None)
             if end is None:
                 problems.append(f"{rel}:{i + 1}: <!-- expected: {source} --> has no <!-- /expected -->")
@@ -183,19 +216,18 @@ def scan_markdown(path, expected_dir, rewrite):
             if src is None:
                 problems.append(f"{rel}:{i + 1}: excerpt names {source}, but tests/expected/{name} does not exist")
                 want = inner
-            elif not (1 <= first <= last <= len(src)):
-                problems.append(f"{rel}:{i + 1}: lines {first}-{last} are outside {name} ({len(src)} lines)")
-                want = inner
             else:
-                want = src[first - 1:last]
+                want, error = slice_of(src, where)
+                if error:
+                    problems.append(f"{rel}:{i + 1}: {where} of {name}: {error}")
+                    want = inner
             if want != inner:
                 if rewrite:
-                    sys.stderr.write(f"{rel}:{i + 1}: excerpt of {source} lines {first}-{last} rewritten\n")
+                    sys.stderr.write(f"{rel}:{i + 1}: excerpt of {source} {where} rewritten\n")
                 else:
-                    diff = difflib.unified_diff(want, inner, f"tests/expected/{name} lines {first}-{last}",
+                    diff = difflib.unified_diff(want, inner, f"tests/expected/{name} {where}",
                                                 f"{rel} (excerpt at line {i + 1})", lineterm="")
-                    problems.append(f"{rel}:{i + 1}: excerpt differs from {source} lines {first}-{last}:\n"
-                                    + "\n".join(diff))
+                    problems.append(f"{rel}:{i + 1}: excerpt differs from {source} {where}:\n" + "\n".join(diff))
             out.append(line)
             if fenced:
                 out.extend([body[0]] + want + [body[-1]])
