@@ -317,6 +317,10 @@ def main():
         entries = [e for e in entries if e.ident in wanted]
 
     problems = []
+    # A file no manifest line produces is a leftover of a removed or renamed command: it would look checked and is not.
+    produced = {e.expected_name(o) for e in read_manifest() for o in e.outputs} | {"manifest.tsv"}
+    for leftover in sorted(set(os.listdir(EXPECTED)) - produced):
+        problems.append(f"tests/expected/{leftover} is produced by no line of manifest.tsv (remove it)")
     binary = args.check or args.update
     if binary:
         binary = os.path.abspath(binary)
