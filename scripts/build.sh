@@ -17,5 +17,11 @@ case "$flavour" in
                  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++) ;;
   *) echo "build.sh: unknown flavour '$flavour' (expected release, cpu, asan or fuzz)" >&2; exit 2 ;;
 esac
+# ccache, where installed (setup.sh installs it): paths are hashed relative to the clone, so build trees of the same
+# depth (build/release, the Python package's build/python-<tag>) share every object compiled with the same flags.
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=$PWD
+  args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B "build/$flavour" "${args[@]}" >/dev/null
 cmake --build "build/$flavour" -j "$jobs" "${targets[@]}"
