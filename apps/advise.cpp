@@ -3,7 +3,6 @@
 // within the TPOT SLO, with the runner-up, the break-even and a Pareto plot. Writes advise.json, advise.md,
 // advise.html and PNGs (scripts/plot_advise.py).
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -19,7 +18,6 @@
 #include "apps/list_args.h"
 #include "apps/plot_script.h"
 #include "core/error.h"
-#include "core/scenario_loader.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
 #include "core/io/output_file.h"
@@ -67,24 +65,17 @@ int run_advise(int argc, char** argv) {
   std::string command_line = "hisparse advise";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
 
-  const auto t0 = std::chrono::steady_clock::now();
-  AdviseSetup setup = make_advise_setup(args, vm, "advise");
-  std::vector<sim::ContextMix> mixes = advise_mixes(args, setup.scenario, "advise");
-  std::vector<sim::Advice> advices;
-  for (const auto& mix : mixes) {
-    fmt::print(stderr, "advise: evaluating {} settings at {}\n",
-               1 + sim::advise_buffer_sizes(setup.scenario, setup.options).size() *
-                       sim::advise_ratios(setup.scenario, setup.options).size(),
-               mix.label);
-    advices.push_back(sim::advise(setup.scenario, mix, *setup.misses, setup.options));
-  }
-  setup.info.command_line = command_line;
-  add_extrapolation_warnings(setup, advices);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sim::AdviseRequest request = advise_request(args, vm, "advise");
+  request.command_line = command_line;
+  sim::AdviseOutcome outcome =
+      sim::run_advise(request, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+  const AdviseSetup& setup = outcome.setup;
+  const std::vector<sim::Advice>& advices = outcome.advices;
+  const double seconds = outcome.seconds;
 
   fs::create_directories(out_dir);
   const fs::path dir(out_dir);
-  write_file_atomically((dir / "advise.json").string(), sim::advice_to_json(setup.scenario, advices, setup.info));
+  write_file_atomically((dir / "advise.json").string(), outcome.json());
   std::vector<sim::AdvicePlot> plots = sim::advice_plot_list(advices.size());
   // Plots of an earlier run (more mixes, or before --no-plots) must not be mistaken for this one's.
   for (const auto& entry : fs::directory_iterator(dir)) {
