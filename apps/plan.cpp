@@ -3,9 +3,6 @@
 // sweeps — written as plan.json, plan.md, plan.html and PNG plots (scripts/plot_plan.py). The plan itself is the
 // library's (sim/api/plan_request.h); this file turns flags into a PlanRequest and prints / writes the result.
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,11 +12,8 @@
 
 #include "apps/command.h"
 #include "apps/list_args.h"
-#include "apps/plot_script.h"
 #include "apps/scenario_flags.h"
 #include "core/error.h"
-#include "core/io/output_file.h"
-#include "core/memory_budget.h"
 #include "sim/api/plan_request.h"
 #include "sim/plan/plan_report.h"
 
@@ -28,7 +22,6 @@ namespace hisparse::apps {
 namespace {
 
 namespace po = boost::program_options;
-namespace fs = std::filesystem;
 
 std::vector<int32_t> to_i32(const std::vector<int64_t>& v, const char* flag) {
   std::vector<int32_t> out;
@@ -38,12 +31,6 @@ std::vector<int32_t> to_i32(const std::vector<int64_t>& v, const char* flag) {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "";
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace
@@ -134,56 +121,10 @@ int run_plan(int argc, char** argv) {
   req.workload = workload_name;
 
   const sim::PlanOutcome outcome = sim::run_plan(req);
-  const sim::CapacityPlan& plan = outcome.plan;
   const sim::PlanRunInfo& info = outcome.info;
-  const Scenario& s = outcome.scenario;
-  const DeploymentSpec& d = s.deployment;
 
-  fs::create_directories(out_dir);
-  const fs::path dir(out_dir);
-  write_file_atomically((dir / "plan.json").string(), outcome.json());
-  std::vector<sim::PlanPlot> plots = sim::plan_plot_list();
-  // A model without a sparse indexer has no HiSparse sweeps: scripts/plot_plan.py draws its full-KV panels only.
-  if (!plan.hisparse_not_applicable.empty())
-    plots.erase(std::remove_if(plots.begin(), plots.end(),
-                               [](const sim::PlanPlot& p) { return p.file.rfind("plan_sweep_", 0) == 0; }),
-                plots.end());
-  if (!vm.count("no-plots")) {
-    run_plot_script("plot_plan.py", out_dir, "plan");
-    for (auto& p : plots) p.png = read_file(dir / p.file);
-  } else {
-    // Stale plots of an earlier run must not be mistaken for this one's.
-    for (const auto& p : plots) fs::remove(dir / p.file);
-  }
-  write_file_atomically((dir / "plan.md").string(), sim::plan_to_markdown(plan, info, plots));
-  write_file_atomically((dir / "plan.html").string(), sim::plan_to_html(plan, info, plots));
-
-  const MemoryBudget& b = plan.budget;
-  if (!plan.hisparse_not_applicable.empty()) {
-    fmt::print("scenario {} ({}): {} rank{} per decode instance; {} attention; HiSparse {}\n", d.name, s.source,
-               plan.layout.ranks, plan.layout.ranks == 1 ? "" : "s", b.attention, plan.hisparse_not_applicable);
-    if (b.sliding_layer_count > 0)
-      fmt::print("SGLang SWA pools per GPU: full-attention layers {} tokens (max_total_num_tokens), sliding layers {} "
-                 "tokens (swa_full_tokens_ratio {})\n",
-                 sim::plan_int(static_cast<int64_t>(b.full_pool_tokens.value)),
-                 sim::plan_int(static_cast<int64_t>(b.swa_pool_tokens.value)), d.swa_full_tokens_ratio);
-    else
-      fmt::print("SGLang pool per GPU: max_total_num_tokens {} ({} B per token)\n",
-                 sim::plan_int(static_cast<int64_t>(b.full_pool_tokens.value)), b.full_cell_bytes.value);
-  } else {
-    fmt::print("scenario {} ({}): {} rank{} per decode instance; miss model: {}\n", d.name, s.source, plan.layout.ranks,
-               plan.layout.ranks == 1 ? "" : "s", plan.miss_source);
-    fmt::print("SGLang pools per GPU: full-KV max_total_num_tokens {}, HiSparse device pool {} (max_total_num_tokens), "
-               "logical {}, host pool {} tokens = {:.2f} GB\n",
-               sim::plan_int(static_cast<int64_t>(b.full_pool_tokens.value)),
-               sim::plan_int(static_cast<int64_t>(b.device_pool_tokens.value)),
-               sim::plan_int(static_cast<int64_t>(b.logical_pool_tokens.value)),
-               sim::plan_int(static_cast<int64_t>(b.host_pool_tokens.value)), b.host_pool_bytes_per_gpu.value * 1e-9);
-  }
-  fmt::print("cost model: {}\n", info.calibration);
-  fmt::print("{}", sim::plan_to_text(plan));
-  if (req.strategies.enabled) fmt::print("{}", sim::strategies_to_text(plan.strategies));
-  for (const auto& w : plan.warnings) fmt::print("warning: {}\n", w);
+  sim::write_plan_files(outcome, out_dir, !vm.count("no-plots"));
+  fmt::print("{}", sim::plan_console_text(outcome));
   fmt::print("plan computed in {:.3f} s (plotting excluded); wrote {}/plan.json, plan.md, plan.html{}\n", info.plan_seconds,
              out_dir, vm.count("no-plots") ? "" : " and plan_*.png");
   return 0;

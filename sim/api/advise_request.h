@@ -15,16 +15,6 @@
 
 namespace hisparse::sim {
 
-struct AdviseRequest {
-  ScenarioChoice setup;              // setup.overrides must leave H, ratio and max_running_requests unset: advised
-  MissChoice misses;
-  std::vector<int64_t> seq_lens;     // one advice each; empty: 16K,32K,64K,128K unless a workload is given
-  std::string workload;              // one advice for its decode context mix ("" = none)
-  int mix_classes = 16;              // length classes of the workload's mix
-  std::vector<int32_t> buffer_sizes; // H candidates (empty: top_k × 1 … 8)
-  std::vector<int32_t> ratios;       // host_to_device_ratio candidates (empty: the default ratios)
-  std::string command_line;          // for the reports' provenance
-};
 
 /// The loaded scenario, the advisor's options, the miss curves over the candidate buffer sizes and the labels.
 struct AdviceSetup {
@@ -49,6 +39,10 @@ struct AdviseOutcome {
   double seconds = 0;  // set-up and advice, wall time
   std::string json() const { return advice_to_json(setup.scenario, advices, setup.info); }
 };
+
+/// Writes out_dir/advise.json, then (plots) runs scripts/plot_advise.py on it, then advise.md and advise.html with
+/// the PNGs inlined; advise_*.png of an earlier run are removed first (advise_output.cpp).
+void write_advice_files(const AdviseOutcome& outcome, const std::string& out_dir, bool plots);
 
 /// The whole `advise`: set-up, one advice per mix, warnings. `progress`, if given, hears one line per mix.
 AdviseOutcome run_advise(const AdviseRequest& request,

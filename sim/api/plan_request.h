@@ -14,21 +14,6 @@
 
 namespace hisparse::sim {
 
-struct PlanRequest {
-  ScenarioChoice setup;
-  MissChoice misses;
-  std::vector<int64_t> seq_lens;    // empty: the planner's defaults, or the workload's p50/p90/p99/max
-  std::string workload;             // name / YAML / trace whose request lengths set the lengths ("" = none)
-  std::vector<int32_t> sweep_buffer_sizes;  // empty: top_k × 1 … 8
-  std::vector<int32_t> sweep_ratios;        // empty: the default ratios
-  /// The sweeps are the deployment's own H and ratio only (a sweep grid point is one setting).
-  bool single_setting = false;
-  std::optional<int64_t> batch_cap;  // largest batch per rank considered
-  bool memory_only = false;          // --limits memory
-  StrategyOptions strategies;        // recall_file is read by run_plan (recall_json is filled there)
-  std::string command_line;          // for the reports' provenance
-  std::string command = "plan";      // what errors name first ("sweep <point>" for a sweep's)
-};
 
 struct PlanOutcome {
   Scenario scenario;
@@ -39,5 +24,12 @@ struct PlanOutcome {
 
 /// Loads and computes the plan (throws hisparse::Error naming the flag or file at fault).
 PlanOutcome run_plan(const PlanRequest& request);
+
+/// Writes out_dir/plan.json, then (plots) runs scripts/plot_plan.py on it, then plan.md and plan.html with the PNGs
+/// inlined; without plots, stale plan_*.png of an earlier run are removed (plan_output.cpp).
+void write_plan_files(const PlanOutcome& outcome, const std::string& out_dir, bool plots);
+
+/// What `hisparse plan` prints: the pools, the cost model, the table, the strategies and the warnings.
+std::string plan_console_text(const PlanOutcome& outcome);
 
 }  // namespace hisparse::sim

@@ -17,19 +17,6 @@
 
 namespace hisparse::sim {
 
-struct SimulateRequest {
-  ScenarioChoice setup;
-  std::optional<int32_t> prefill_instances;  // replaces the deployment's prefill instance count (PD only)
-  std::string link_model;                    // maxmin | constant ("" = the cost parameters')
-  std::string workload;                      // name, YAML or .jsonl/.csv trace
-  std::optional<double> duration_s;          // keep the arrivals of the first seconds
-  /// statistical (the surface at the deployment's H/K, or fitted to misses.trace) | trace (replay misses.trace with
-  /// misses.policy) | placeholder (10 % once n > H). misses.fraction replaces the statistical fraction.
-  std::string miss_model = "statistical";
-  MissChoice misses;
-  std::string admission = "pools";  // pools | logical
-  int32_t max_retries = 8;
-};
 
 struct SimulationSetup {
   Scenario scenario;
