@@ -10,12 +10,12 @@
 
 #include <fmt/core.h>
 
-#include "apps/validate.h"
-#include "apps/validate_random_values.h"
+#include "validate/validate.h"
+#include "validate/validate_random_values.h"
 #include "cpu_ref/sparse_attention.h"
 #include "cpu_ref/sparse_attention_compare.h"
 
-namespace hisparse::apps {
+namespace hisparse::validation {
 namespace {
 
 /// Input regimes of the tolerance table. FlashMLA's bar (out 1e-3 + 2.01/128 rel, lse 1e-6 + 8.01/65536 rel) is
@@ -266,4 +266,4 @@ void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out) 
   out.push_back(fast);
 }
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::validation

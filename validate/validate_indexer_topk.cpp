@@ -8,11 +8,11 @@
 
 #include <fmt/core.h>
 
-#include "apps/validate.h"
-#include "apps/validate_random_values.h"
+#include "validate/validate.h"
+#include "validate/validate_random_values.h"
 #include "cpu_ref/sparse_attention_compare.h"
 
-namespace hisparse::apps {
+namespace hisparse::validation {
 namespace {
 
 /// Runs fn(case index i, seed) on all cores; each returns a failure message ("" = pass) and the value count.
@@ -273,4 +273,4 @@ void validate_topk(const ValidateContext& ctx, std::vector<OpReport>& out) {
   out.push_back(r);
 }
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::validation
