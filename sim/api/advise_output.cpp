@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "core/io/output_file.h"
+#include "core/io/read_file.h"
 #include "sim/api/advise_request.h"
 #include "sim/report/plot_script.h"
 
@@ -12,12 +13,6 @@ namespace hisparse::sim {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "";
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 }  // namespace
 
@@ -35,7 +30,7 @@ void write_advice_files(const AdviseOutcome& outcome, const std::string& out_dir
   }
   if (with_plots) {
     run_plot_script("plot_advise.py", out_dir, "advise");
-    for (auto& p : plots) p.png = read_file(dir / p.file);
+    for (auto& p : plots) p.png = read_file_or_empty((dir / p.file).string());
   }
   write_file_atomically((dir / "advise.md").string(), advice_to_markdown(setup.scenario, advices, setup.info, plots));
   write_file_atomically((dir / "advise.html").string(), advice_to_html(setup.scenario, advices, setup.info, plots));

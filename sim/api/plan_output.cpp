@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/io/output_file.h"
+#include "core/io/read_file.h"
 #include "core/memory_budget.h"
 #include "sim/api/plan_request.h"
 #include "sim/report/plot_script.h"
@@ -17,12 +18,6 @@ namespace hisparse::sim {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "";
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 }  // namespace
 
@@ -40,7 +35,7 @@ void write_plan_files(const PlanOutcome& outcome, const std::string& out_dir, bo
                 plots.end());
   if (with_plots) {
     run_plot_script("plot_plan.py", out_dir, "plan");
-    for (auto& p : plots) p.png = read_file(dir / p.file);
+    for (auto& p : plots) p.png = read_file_or_empty((dir / p.file).string());
   } else {
     // Stale plots of an earlier run must not be mistaken for this one's.
     for (const auto& p : plots) fs::remove(dir / p.file);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/io/read_file.h"
 #include "core/memory_budget.h"
 #include "sim/workload/workload.h"
 
@@ -26,17 +27,12 @@ int64_t quantile(std::vector<int64_t> v, double q) {
   return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
-std::string read_whole(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "";
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 /// Reads the select file the recall column comes from (the flags' own ranges are the CLI's to check).
 void read_recall(StrategyOptions& st, const std::string& command) {
   if (st.recall_file.empty()) return;
   if (!fs::is_regular_file(st.recall_file)) throw_error("{}: --recall-from {}: no such file", command, st.recall_file);
-  st.recall_json = read_whole(st.recall_file);
+  st.recall_json = read_file_or_empty(st.recall_file);
   if (st.recall_json.empty()) throw_error("{}: --recall-from {}: empty or unreadable", command, st.recall_file);
 }
 

@@ -10,17 +10,12 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/io/read_file.h"
 #include "sim/miss/miss_fitter.h"
 #include "core/io/output_file.h"
 
 namespace hisparse::sim::counters {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error("{}: cannot open for reading", path);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
 
 std::optional<std::string> label(const Labels& labels, const std::string& name) {
   for (const auto& [k, v] : labels) {
@@ -223,7 +218,7 @@ MetricsFit fit_from_metric_files(const std::vector<std::string>& files, const Me
   std::vector<CounterInterval> all;
   std::vector<MetricsSource> sources;
   for (const std::string& f : files) {
-    const std::string text = read_text(f);
+    const std::string text = read_file(f);
     MetricsSource src;
     src.file = f;
     std::vector<CounterInterval> ivs;
