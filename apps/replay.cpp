@@ -27,6 +27,7 @@
 #include "sim/replay/cuda/replay_cuda.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
+#include "sim/replay/replay_step_time.h"
 #include "traces/page_trace_source.h"
 #include "traces/trace_source.h"
 
@@ -58,9 +59,10 @@ std::vector<int32_t> rescaled_sizes(const std::vector<int32_t>& sizes, int32_t t
 }
 
 /// The replay's recommendation: the advice for the trace's own context mix (or --seq-lens) on the deployment,
-/// with the replayed trace as the miss model over the replayed buffer sizes.
+/// with the replayed trace as the miss model over the replayed buffer sizes. Before it, the modelled step time of
+/// every replayed decode step on the deployment (printed; its JSON in *step_time_json).
 std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, const sim::ReplayResult& result,
-                        const std::vector<int32_t>& sizes, const std::string& trace_path) {
+                        const std::vector<int32_t>& sizes, const std::string& trace_path, std::string* step_time_json) {
   if (args.scenario.empty()) return sim::no_deployment_recommendation_json();
   AdviseArgs a = args;
   a.trace = trace_path;
@@ -68,6 +70,10 @@ std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, con
   a.buffer_sizes.clear();
   for (int32_t h : sizes) a.buffer_sizes += fmt::format("{}{}", a.buffer_sizes.empty() ? "" : ",", h);
   AdviseSetup setup = make_advise_setup(a, vm, "replay");
+  const sim::ReplayStepTimeReport steps =
+      sim::model_replay_step_times(setup.scenario, setup.options.cost, result);
+  fmt::print("{}", sim::format_step_times(steps));
+  *step_time_json = sim::step_times_json(steps);
   std::vector<sim::ContextMix> mixes;
   if (!a.seq_lens.empty() || !a.workload.empty()) {
     mixes = advise_mixes(a, setup.scenario, "replay");
@@ -254,16 +260,17 @@ int run_replay(int argc, char** argv) {
 
   fmt::print("{}", sim::format_replay_table(result, row_bytes));
   if (result.lookahead_steps > 0) fmt::print("{}", sim::format_lookahead(result));
+  std::string step_time_json;
   const std::string recommendation =
       advice_json(advise_args, vm, result, rescaled_sizes(opt.buffer_sizes, result.meta.top_k, advise_args.scenario),
-                  trace_path);
+                  trace_path, &step_time_json);
   if (advise_args.scenario.empty())
     fmt::print("\nno recommendation: choosing device_buffer_size needs a deployment (HBM per request, PCIe shared by "
                "the batch, the TPOT SLO); pass --scenario S, or run `hisparse advise --scenario S --trace {}`\n",
                trace_path);
   if (!out_dir.empty()) {
     write_file_atomically((fs::path(out_dir) / "replay.json").string(),
-                               sim::replay_json(result, row_bytes, recommendation));
+                               sim::replay_json(result, row_bytes, recommendation, step_time_json));
     write_file_atomically((fs::path(out_dir) / "replay.csv").string(), sim::replay_csv(result));
     for (const char* png : {"replay_hit_rate.png", "replay_misses.png"}) fs::remove(fs::path(out_dir) / png);
     if (!vm.count("no-plots")) {

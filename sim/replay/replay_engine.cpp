@@ -186,6 +186,7 @@ void add_request_rows(ReplayResult& result, const ReplayRequestRows& rows, const
       }
       s.step_layers += static_cast<int64_t>(L);
       s.step_miss_hist[static_cast<size_t>(m)] += 1;
+      s.step_misses.push_back(static_cast<int32_t>(m));
       s.decode_steps += 1;
     }
     s.h2d_bytes = s.misses * row_bytes;
@@ -419,6 +420,7 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
           }
           s.step_layers += L;
           s.step_miss_hist[static_cast<size_t>(m)] += 1;
+          s.step_misses.push_back(static_cast<int32_t>(m));
           s.decode_steps += 1;
         }
         if (options.keep_step_rows) {

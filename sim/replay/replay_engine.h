@@ -48,6 +48,8 @@ struct ReplayConfigStats {
   int64_t decode_steps = 0;           // (request, step) pairs
   std::vector<int64_t> miss_hist;       // [top_k + 1] step-layers with m misses
   std::vector<int64_t> step_miss_hist;  // [layers * top_k + 1] decode steps with m misses summed over layers
+  std::vector<int32_t> step_misses;     // misses of every decode step summed over layers, in step_seq_lens order
+                                        // (what `replay --scenario` prices step by step)
 
   /// Share of selected entries that needed no load (hits and newest hits).
   double hit_rate() const;
