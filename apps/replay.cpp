@@ -70,10 +70,6 @@ std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, con
   a.buffer_sizes.clear();
   for (int32_t h : sizes) a.buffer_sizes += fmt::format("{}{}", a.buffer_sizes.empty() ? "" : ",", h);
   AdviseSetup setup = make_advise_setup(a, vm, "replay");
-  const sim::ReplayStepTimeReport steps =
-      sim::model_replay_step_times(setup.scenario, setup.options.cost, result);
-  fmt::print("{}", sim::format_step_times(steps));
-  *step_time_json = sim::step_times_json(steps);
   std::vector<sim::ContextMix> mixes;
   if (!a.seq_lens.empty() || !a.workload.empty()) {
     mixes = advise_mixes(a, setup.scenario, "replay");
@@ -89,9 +85,22 @@ std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, con
   std::vector<sim::Advice> advices;
   for (const auto& m : mixes) advices.push_back(sim::advise(setup.scenario, m, *setup.misses, setup.options));
   add_extrapolation_warnings(setup, advices);
+  const sim::Candidate* rec = advices.front().recommended();
+  // The step time is priced at a batch the deployment runs: its own cap when it sets one, else the concurrency the
+  // advice below recommends (what a user would configure), else a request alone.
+  const int mrr = setup.scenario.deployment.max_running_requests;
+  const int64_t batch = mrr > 0 ? mrr : rec && rec->per_rank > 0 ? rec->per_rank : 1;
+  const std::string why =
+      mrr > 0 ? "the deployment's max_running_requests"
+      : rec && rec->per_rank > 0
+          ? fmt::format("the concurrency the advice recommends below, with {}", rec->name())
+          : "one request alone: the deployment sets no max_running_requests and the advice recommends nothing";
+  const sim::ReplayStepTimeReport steps =
+      sim::model_replay_step_times(setup.scenario, setup.options.cost, result, batch, why);
+  fmt::print("{}", sim::format_step_times(steps));
+  *step_time_json = sim::step_times_json(steps);
   fmt::print("\nadvice for {} (device_buffer_size swept over the replayed sizes; misses from this replay, policy {}):\n{}",
              setup.scenario.deployment.name, a.policy, sim::advice_to_text(setup.scenario, advices, setup.info));
-  const sim::Candidate* rec = advices.front().recommended();
   if (!rec) return "{\"device_buffer_size\": null, \"reason\": \"no setting fits one request within the SLO\"}";
   return fmt::format("{{\"policy\": {}, \"context\": {}, \"setting\": {}, \"device_buffer_size\": {}, "
                      "\"host_to_device_ratio\": {}, \"max_running_requests\": {}, \"goodput_tokens_per_s\": {:.3f}, "

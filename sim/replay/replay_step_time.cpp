@@ -24,18 +24,14 @@ double quantile_sorted(const std::vector<double>& v, double q) {
 
 }  // namespace
 
-ReplayStepTimeReport model_replay_step_times(const Scenario& scenario, const CostParams& cost, const ReplayResult& r) {
+ReplayStepTimeReport model_replay_step_times(const Scenario& scenario, const CostParams& cost, const ReplayResult& r,
+                                             int64_t batch, const std::string& assumption) {
+  if (batch < 1) throw_error("replay: step time priced for a batch of {} requests (expected >= 1)", batch);
   ReplayStepTimeReport out;
   out.deployment = scenario.deployment.name;
   out.slo_ms = scenario.deployment.tpot_slo_ms;
-  const int mrr = scenario.deployment.max_running_requests;
-  out.batch = mrr > 0 ? mrr : 1;
-  out.assumption =
-      mrr > 0 ? fmt::format("a batch of {} requests per DP rank (the deployment's max_running_requests), each at the "
-                            "step's context length with the step's replayed misses",
-                            out.batch)
-              : "one request per DP rank (the deployment's max_running_requests is unlimited: batch 1, the step's "
-                "floor), at the step's context length with the step's replayed misses";
+  out.batch = batch;
+  out.assumption = assumption;
   const int64_t trace_k = r.meta.top_k, trace_layers = r.meta.layers;
   const int64_t scenario_k = scenario.deployment.hisparse.top_k;
   for (const auto& s : r.configs) {
@@ -86,8 +82,9 @@ ReplayStepTimeReport model_replay_step_times(const Scenario& scenario, const Cos
 std::string format_step_times(const ReplayStepTimeReport& rep) {
   std::string o = fmt::format(
       "\nstep time on {} (MODELLED by the planner's step model from each decode step's replayed misses, not "
-      "measured): {}; TPOT SLO {:g} ms\n",
-      rep.deployment, rep.assumption, rep.slo_ms);
+      "measured): a batch of {} requests per DP rank ({}), each at the step's context length with the step's "
+      "replayed misses; TPOT SLO {:g} ms\n",
+      rep.deployment, rep.batch, rep.assumption, rep.slo_ms);
   o += fmt::format("{:<12} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "policy", "buffer", "priced H", "mean ms",
                    "p50 ms", "p99 ms", "max ms", "steps over SLO");
   for (const auto& t : rep.configs)

@@ -4,9 +4,10 @@
 //
 // What is assumed (stated in the table and replay.json): every decode step of the trace is priced as a step of a
 // batch of `batch` requests per DP rank, each at that step's context length with that step's misses (the step model
-// prices a homogeneous batch); the batch is the deployment's max_running_requests per rank, or 1 (a request alone,
-// the step's floor) when the deployment leaves it unlimited. The replayed misses of a step are summed over the
-// trace's layers and applied to the model's layers as a per-layer fraction of the K - 1 selections that can miss.
+// prices a homogeneous batch); the caller picks the batch and says why (apps/replay.cpp: the deployment's
+// max_running_requests, else the concurrency the advice recommends, else 1). The replayed misses of a step are summed
+// over the trace's layers and applied to the model's layers as a per-layer fraction of the K - 1 selections that can
+// miss.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +39,9 @@ struct ReplayStepTimeReport {
 
 /// Prices every decode step of every configuration of `r` (which must carry ReplayConfigStats::step_misses). A trace
 /// recorded at another top_k is priced at the same H/K on the scenario (as `--rescale-trace-top-k` applies it).
-ReplayStepTimeReport model_replay_step_times(const Scenario& scenario, const CostParams& cost, const ReplayResult& r);
+/// `batch` (>= 1) requests per DP rank; `assumption` says where that batch comes from (printed and stored).
+ReplayStepTimeReport model_replay_step_times(const Scenario& scenario, const CostParams& cost, const ReplayResult& r,
+                                             int64_t batch, const std::string& assumption);
 
 /// Lines for the replay table (labelled modelled, with the assumption).
 std::string format_step_times(const ReplayStepTimeReport& report);
