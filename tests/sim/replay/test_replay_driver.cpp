@@ -1,5 +1,6 @@
 // @brief The replay driver (sim/replay/replay_driver.h) over the CPU reference's session (cpu_ref/swap_in_session_cpu.h)
-// against the windowed engine (run_replay): every per-step row, the totals and the row sink's order identical for
+// and over the fast CPU session (sim/replay/replay_cpu_session.h, the counting sglang-lru) against the windowed engine
+// (run_replay): every per-step row, the totals and the row sink's order identical for
 // every online policy, with requests side by side in 1, 2 or all lanes (unequal lengths, so lanes free up at different
 // steps and refill), 1..3 slots in flight, 1 and 3 host threads, the caller's cursor alone; identity and empty states,
 // padding. The CUDA session is held to the same driver and the same rows in tests/cuda/test_replay_cuda.cpp.
@@ -12,6 +13,7 @@
 
 #include "core/error.h"
 #include "cpu_ref/swap_in_session_cpu.h"
+#include "sim/replay/replay_cpu_session.h"
 #include "sim/replay/replay_driver.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
@@ -76,6 +78,7 @@ struct How {
   int32_t slots = 2;
   int threads = 2;
   bool cursors = true;
+  bool counting = false;  // the fast session (counting sglang-lru, rows over threads) instead of the reference one
 };
 
 Run driven(const Trace& t, const std::vector<int32_t>& sizes, How how) {
@@ -85,9 +88,14 @@ Run driven(const Trace& t, const std::vector<int32_t>& sizes, How how) {
   if (how.cursors) d.open_trace = [&] { return t.open(); };
   d.max_rows = how.max_rows;
   const int32_t slots = how.slots;
+  const int threads = how.threads;
+  const bool counting = how.counting;
   out.result = sim::run_replay_session(
       *src, options(sizes, how.threads), [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); }, d,
-      [slots](const SwapInSessionShape& shape) { return std::make_unique<cpu_ref::CpuSwapInSession>(shape, slots); });
+      [slots, threads, counting](const SwapInSessionShape& shape) -> std::unique_ptr<SwapInSession> {
+        if (counting) return std::make_unique<sim::CountingSwapInSession>(shape, threads, slots);
+        return std::make_unique<cpu_ref::CpuSwapInSession>(shape, slots);
+      });
   return out;
 }
 
@@ -132,13 +140,16 @@ TEST_CASE("replay driver over the CPU session == the windowed engine, every onli
     int64_t misses = 0;
     for (const auto& s : want.result.configs) misses += s.misses;
     CHECK(misses > 0);  // the slow path ran: the comparison is not of zeros
-    for (const int32_t lanes : {1, 2, 6})
-      for (const int32_t slots : {1, 3})
-        for (const int threads : {1, 3}) {
-          INFO("variant " << variant << ", lanes " << lanes << ", slots " << slots << ", threads " << threads);
-          check_same(want, driven(t, sizes, {lanes * g.layers, slots, threads, true}));
-        }
-    check_same(want, driven(t, sizes, {8192, 2, 2, false}));  // the caller's cursor, request by request
+    for (const bool counting : {false, true})
+      for (const int32_t lanes : {1, 2, 6})
+        for (const int32_t slots : {1, 3})
+          for (const int threads : {1, 3}) {
+            INFO("variant " << variant << ", counting " << counting << ", lanes " << lanes << ", slots " << slots
+                            << ", threads " << threads);
+            check_same(want, driven(t, sizes, {lanes * g.layers, slots, threads, true, counting}));
+          }
+    check_same(want, driven(t, sizes, {8192, 2, 2, false}));        // the caller's cursor, request by request
+    check_same(want, driven(t, sizes, {8192, 2, 2, false, true}));
   }
 }
 
@@ -175,6 +186,13 @@ TEST_CASE("replay driver: bad records and rows fail naming request (and layer) a
   CHECK(msg.find("request 3, layer 1, step 1") != std::string::npos);
   CHECK(msg.find("selected twice") != std::string::npos);
   CHECK(fails_with(dup, false) == msg);
+  std::string counting_msg;
+  try {
+    driven(dup, {16}, {8192, 2, 3, true, true});
+  } catch (const Error& e) {
+    counting_msg = e.what();
+  }
+  CHECK(counting_msg == msg);
 }
 
 TEST_CASE("CPU session: refuses offline policies and bad shapes, steps padding rows not at all") {
