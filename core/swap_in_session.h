@@ -7,7 +7,9 @@
 // Pipelined by construction: a session owns `slots()` staging areas. The driver fills a slot, submit()s it and goes
 // on filling the next one; wait(slot) hands the slot back with its counters readable. A synchronous backend (the CPU)
 // does the work in submit() and has nothing to wait for; the GPU uploads and runs a slot while the host stages the
-// next. Steps of one row are applied in submit order.
+// next. A slot holds steps_per_slot() consecutive steps of every row (the GPU takes one; the CPU takes many, so that a
+// row's states stay in cache across its steps, as the windowed engine keeps a layer's). Steps of one row are applied
+// in order: within a slot by step index, across slots in submit order.
 #pragma once
 
 #include <cstddef>
@@ -40,15 +42,16 @@ struct SwapInSessionShape {
   int64_t row_bytes = 0;  // bytes of one KV row (policies receive it; the counters do not depend on it)
 };
 
-/// Host staging of one slot, writable between wait(slot) (or construction) and submit(slot).
+/// Host staging of one slot, writable between wait(slot) (or construction) and submit(slot). Every array has one
+/// block per step of the slot: [steps_per_slot][rows]...
 struct SessionStaging {
-  int32_t* selected = nullptr;  // [rows][top_k]
-  int32_t* seq_len = nullptr;   // [rows]; <= 0: padding row, its state untouched and its counters zero
-  SessionRowInit* init = nullptr;  // [rows]
+  int32_t* selected = nullptr;  // [steps][rows][top_k]
+  int32_t* seq_len = nullptr;   // [steps][rows]; <= 0: padding row, its state untouched and its counters zero
+  SessionRowInit* init = nullptr;  // [steps][rows]
   // Where each row comes from, for error messages ("request R, layer L, step S").
-  int64_t* request = nullptr;  // [rows]
-  int32_t* layer = nullptr;    // [rows]
-  int64_t* step = nullptr;     // [rows]
+  int64_t* request = nullptr;  // [steps][rows]
+  int32_t* layer = nullptr;    // [steps][rows]
+  int64_t* step = nullptr;     // [steps][rows]
 };
 
 /// Counters of one row at one step (the contract's definitions, SwapInCounters).
@@ -64,15 +67,17 @@ class SwapInSession {
   virtual ~SwapInSession() = default;
   virtual std::string name() const = 0;
   virtual const SwapInSessionShape& shape() const = 0;
-  /// Steps that may be in flight at once (staging areas).
+  /// Slots that may be in flight at once (staging areas).
   virtual int32_t slots() const = 0;
+  /// Consecutive steps of every row one slot holds (>= 1).
+  virtual int32_t steps_per_slot() const { return 1; }
   virtual SessionStaging staging(int32_t slot) = 0;
-  /// Queues the slot's step for every row and every configuration. May run it at once (and throw here).
+  /// Queues the slot's steps for every row and every configuration. May run them at once (and throw here).
   virtual void submit(int32_t slot) = 0;
   /// Blocks until the slot's step is done. Throws hisparse::Error on a rejected row (the first in row order, named
   /// with the staged request, layer and step): every backend rejects the same input.
   virtual void wait(int32_t slot) = 0;
-  /// After wait(slot): [rows] counters of configuration `config` (shape().configs order).
+  /// After wait(slot): [steps_per_slot][rows] counters of configuration `config` (shape().configs order).
   virtual const SessionRowCounts* counts(int32_t slot, size_t config) const = 0;
   /// Bytes the session holds for steps in flight (staging), for the replay's memory line.
   virtual size_t staging_bytes() const = 0;

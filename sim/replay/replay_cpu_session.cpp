@@ -10,9 +10,12 @@
 
 namespace hisparse::sim {
 
-CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threads, int32_t slots)
-    : shape_(std::move(shape)), pool_(std::max(1, std::min(threads, std::max(shape_.rows, 1)))) {
-  if (slots < 1) throw_error("swap-in session: {} slots (expected >= 1)", slots);
+CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threads, int32_t slots,
+                                             int32_t steps_per_slot)
+    : shape_(std::move(shape)), steps_(steps_per_slot),
+      pool_(std::max(1, std::min(threads, std::max(shape_.rows, 1)))) {
+  if (slots < 1 || steps_per_slot < 1)
+    throw_error("swap-in session: {} slots of {} steps (expected >= 1 each)", slots, steps_per_slot);
   if (shape_.rows < 1 || shape_.top_k < 1)
     throw_error("swap-in session: {} rows of top_k {} (expected >= 1 each)", shape_.rows, shape_.top_k);
   const size_t rows = static_cast<size_t>(shape_.rows), C = shape_.configs.size();
@@ -39,14 +42,15 @@ CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threa
   }
   workers_.resize(static_cast<size_t>(pool_.threads()));
   slots_.resize(static_cast<size_t>(slots));
+  const size_t cells = rows * static_cast<size_t>(steps_);
   for (Slot& s : slots_) {
-    s.selected.assign(rows * static_cast<size_t>(shape_.top_k), -1);
-    s.seq_len.assign(rows, 0);
-    s.layer.assign(rows, 0);
-    s.init.assign(rows, SessionRowInit::kKeep);
-    s.request.assign(rows, 0);
-    s.step.assign(rows, 0);
-    s.counts.assign(C, std::vector<SessionRowCounts>(rows));
+    s.selected.assign(cells * static_cast<size_t>(shape_.top_k), -1);
+    s.seq_len.assign(cells, 0);
+    s.layer.assign(cells, 0);
+    s.init.assign(cells, SessionRowInit::kKeep);
+    s.request.assign(cells, 0);
+    s.step.assign(cells, 0);
+    s.counts.assign(C, std::vector<SessionRowCounts>(cells));
   }
 }
 
@@ -55,16 +59,17 @@ SessionStaging CountingSwapInSession::staging(int32_t slot) {
   return {s.selected.data(), s.seq_len.data(), s.init.data(), s.request.data(), s.layer.data(), s.step.data()};
 }
 
-void CountingSwapInSession::step_row(Worker& w, Slot& s, size_t b) {
+void CountingSwapInSession::step_row(Worker& w, Slot& s, size_t b) {  // b: the cell (step * rows + row)
   const size_t C = shape_.configs.size();
   const int32_t K = shape_.top_k;
   const int32_t n = s.seq_len[b];
+  const size_t row = b % static_cast<size_t>(shape_.rows);
   for (size_t c = 0; c < C; ++c) s.counts[c][b] = {};
   if (n <= 0) return;  // padding row
   if (s.init[b] == SessionRowInit::kStart) {
-    for (size_t k = 0; k < lru_H_.size(); ++k) lru_[b][k].reset(lru_H_[k], shape_.initial);
+    for (size_t k = 0; k < lru_H_.size(); ++k) lru_[row][k].reset(lru_H_[k], shape_.initial);
     for (size_t c = 0; c < C; ++c)
-      if (policy_[b][c]) policy_[b][c]->reset(shape_.configs[c].H, shape_.initial);
+      if (policy_[row][c]) policy_[row][c]->reset(shape_.configs[c].H, shape_.initial);
   }
   const int32_t* sel = s.selected.data() + b * static_cast<size_t>(K);
   const cpu_ref::StepContext where{s.request[b], s.layer[b], s.step[b]};
@@ -73,7 +78,7 @@ void CountingSwapInSession::step_row(Worker& w, Slot& s, size_t b) {
     SessionRowCounts& out = s.counts[c][b];
     const int32_t H = shape_.configs[c].H;
     if (lru_index_[c] >= 0) {
-      replay_detail::LruTokens& st = lru_[b][static_cast<size_t>(lru_index_[c])];
+      replay_detail::LruTokens& st = lru_[row][static_cast<size_t>(lru_index_[c])];
       if (!st.started) {
         // An `empty` request whose first step has n <= H was preloaded whole (SwapInPolicy::step).
         if (st.initial == InitialState::kEmpty && n <= H) st.reset(H, InitialState::kIdentity);
@@ -89,7 +94,7 @@ void CountingSwapInSession::step_row(Worker& w, Slot& s, size_t b) {
       }
       out = {k.selected, k.selected - k.newest_hits - k.misses, k.newest_hits, k.misses};
     } else {
-      policy_[b][c]->step({sel, K, n, K, nullptr, shape_.row_bytes}, where, w.plan, w.scratch);
+      policy_[row][c]->step({sel, K, n, K, nullptr, shape_.row_bytes}, where, w.plan, w.scratch);
       const SwapInCounters& k = w.plan.counters;
       out = {static_cast<int32_t>(k.selected), static_cast<int32_t>(k.hits), static_cast<int32_t>(k.newest_hits),
              static_cast<int32_t>(k.misses)};
@@ -103,9 +108,11 @@ void CountingSwapInSession::submit(int32_t slot) {
   Slot& s = slots_.at(static_cast<size_t>(slot));
   // Contiguous chunks of rows, one per worker: the pool rethrows the error of the lowest chunk, whose rows come
   // first, so the message names the first rejected row in row order whatever the thread count.
-  const size_t rows = static_cast<size_t>(shape_.rows), T = workers_.size();
+  // Each row goes through all the slot's steps before the next row: its states stay in cache meanwhile.
+  const size_t rows = static_cast<size_t>(shape_.rows), T = workers_.size(), W = static_cast<size_t>(steps_);
   pool_.run(T, [&](size_t t) {
-    for (size_t b = rows * t / T; b < rows * (t + 1) / T; ++b) step_row(workers_[t], s, b);
+    for (size_t b = rows * t / T; b < rows * (t + 1) / T; ++b)
+      for (size_t j = 0; j < W; ++j) step_row(workers_[t], s, j * rows + b);
   });
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -17,12 +17,14 @@ namespace hisparse::sim {
 
 class CountingSwapInSession final : public SwapInSession {
  public:
-  /// `threads` (>= 1) host threads step the rows (the caller's included). Throws hisparse::Error for an unknown or
-  /// offline policy, a buffer size below top_k, or slots < 1.
-  CountingSwapInSession(SwapInSessionShape shape, int threads, int32_t slots = 1);
+  /// `threads` (>= 1) host threads step the rows (the caller's included), each row through every step of a slot
+  /// before the next row. Throws hisparse::Error for an unknown or offline policy, a buffer size below top_k, or
+  /// slots or steps_per_slot < 1.
+  CountingSwapInSession(SwapInSessionShape shape, int threads, int32_t slots = 1, int32_t steps_per_slot = 1);
   std::string name() const override { return "cpu-counting"; }
   const SwapInSessionShape& shape() const override { return shape_; }
   int32_t slots() const override { return static_cast<int32_t>(slots_.size()); }
+  int32_t steps_per_slot() const override { return steps_; }
   SessionStaging staging(int32_t slot) override;
   /// Steps every row at once (synchronous); a rejected row throws the contract's message (the first in row order).
   void submit(int32_t slot) override;
@@ -45,9 +47,10 @@ class CountingSwapInSession final : public SwapInSession {
     replay_detail::StepMarks marks;
     std::vector<int32_t> ref_slot_token, ref_lru;
   };
-  void step_row(Worker& w, Slot& s, size_t b);
+  void step_row(Worker& w, Slot& s, size_t i);  // i = step * rows + row
 
   SwapInSessionShape shape_;
+  int32_t steps_ = 1;
   std::vector<Slot> slots_;
   std::vector<int32_t> lru_index_;  // per configuration: its counting state, or -1 (a policy object)
   std::vector<int32_t> lru_H_;      // per counting state

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "sim/replay/replay_cpu_session.h"
 #include "sim/replay/replay_cuda_pool.h"
 #include "traces/trace_limits.h"
 
@@ -39,9 +40,8 @@ struct Request {
   bool empty = false;  // no step record at all: the windowed engine never sees it, so it is not counted
 };
 
-/// What was staged in a slot, for reading its counters back.
+/// What was staged in one step of a slot, for reading its counters back.
 struct SlotMeta {
-  bool submitted = false;
   std::vector<int64_t> req, step;  // per lane; req -1: padding
   std::vector<int32_t> seq_len;
   std::vector<int64_t> finished;   // requests whose last step was staged before this slot's
@@ -114,19 +114,28 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
     lanes[0].src = &source;  // one lane: requests in turn on the caller's cursor
   }
 
-  int32_t slot = 0;  // the slot being filled
-  SessionStaging st;
-  // Copies lane i's record into the slot's staging (the rows of lane i are its own: tasks never share bytes).
+  int32_t slot = 0;   // the slot being filled
+  int32_t W = 1;      // steps per slot (the session's)
+  int32_t sub = 0;    // the step of the slot being filled
+  SessionStaging st;  // the slot's staging
+  SessionStaging cur; // its block for step `sub`
+  const size_t rows = lanes_n * Ls;
+  auto block = [&](int32_t j) {
+    const size_t o = static_cast<size_t>(j) * rows;
+    return SessionStaging{st.selected + o * static_cast<size_t>(K), st.seq_len + o, st.init + o, st.request + o,
+                          st.layer + o, st.step + o};
+  };
+  // Copies lane i's record into the step's staging (the rows of lane i are its own: tasks never share bytes).
   auto stage = [&](size_t i) {
     const Lane& ln = lanes[i];
-    std::memcpy(st.selected + i * LK, ln.rec.positions.data(), LK * sizeof(int32_t));
+    std::memcpy(cur.selected + i * LK, ln.rec.positions.data(), LK * sizeof(int32_t));
     for (size_t l = 0; l < Ls; ++l) {
       const size_t b = i * Ls + l;
-      st.seq_len[b] = ln.rec.seq_len;
-      st.init[b] = ln.fresh ? SessionRowInit::kStart : SessionRowInit::kKeep;
-      st.request[b] = ln.rec.request_id;
-      st.layer[b] = static_cast<int32_t>(l);
-      st.step[b] = ln.rec.step;
+      cur.seq_len[b] = ln.rec.seq_len;
+      cur.init[b] = ln.fresh ? SessionRowInit::kStart : SessionRowInit::kKeep;
+      cur.request[b] = ln.rec.request_id;
+      cur.layer[b] = static_cast<int32_t>(l);
+      cur.step[b] = ln.rec.step;
     }
   };
   // Reads lane i's next step (a fresh lane: its request's first), checks it as the windowed engine does, stages it.
@@ -170,38 +179,50 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
       options.progress(p);
     }
   };
-  std::vector<SlotMeta> metas;
+  std::vector<std::vector<SlotMeta>> metas;  // [slot][step of the slot]
+  std::vector<char> submitted;               // [slot]
   auto consume = [&](int32_t s) {
-    SlotMeta& m = metas[static_cast<size_t>(s)];
-    if (!m.submitted) return;
+    if (!submitted[static_cast<size_t>(s)]) return;
     const auto t_wait = Clock::now();
     session->wait(s);
     timing.wait_seconds += since(t_wait);
-    for (size_t i = 0; i < lanes_n; ++i) {
-      if (m.req[i] < 0) continue;
-      Request& q = requests.at(m.req[i]);
-      for (size_t c = 0; c < C; ++c) {
-        const SessionRowCounts* counts = session->counts(s, c);
-        for (size_t l = 0; l < Ls; ++l) {
-          const SessionRowCounts& k = counts[i * Ls + l];
-          q.rows.rows[c][l].push_back({m.seq_len[i], k.selected, k.hits, k.newest_hits, k.misses});
+    for (int32_t j = 0; j < W; ++j) {
+      SlotMeta& m = metas[static_cast<size_t>(s)][static_cast<size_t>(j)];
+      for (size_t i = 0; i < lanes_n; ++i) {
+        if (m.req[i] < 0) continue;
+        Request& q = requests.at(m.req[i]);
+        for (size_t c = 0; c < C; ++c) {
+          const SessionRowCounts* counts = session->counts(s, c) + static_cast<size_t>(j) * rows;
+          for (size_t l = 0; l < Ls; ++l) {
+            const SessionRowCounts& k = counts[i * Ls + l];
+            q.rows.rows[c][l].push_back({m.seq_len[i], k.selected, k.hits, k.newest_hits, k.misses});
+          }
         }
+        q.rows.steps.push_back(m.step[i]);
+        q.seq_lens.push_back(m.seq_len[i]);
       }
-      q.rows.steps.push_back(m.step[i]);
-      q.seq_lens.push_back(m.seq_len[i]);
+      for (int64_t f : m.finished) requests.at(f).done = true;
+      m.finished.clear();
     }
-    for (int64_t f : m.finished) requests.at(f).done = true;
-    m.finished.clear();
-    m.submitted = false;
+    submitted[static_cast<size_t>(s)] = 0;
     reduce_ready();
+  };
+  auto submit = [&] {
+    session->submit(slot);
+    submitted[static_cast<size_t>(slot)] = 1;
+    slot = (slot + 1) % S;
+    sub = 0;
   };
 
   std::vector<size_t> todo;
-  std::vector<int64_t> finished;
+  std::vector<int64_t> finished, final_finished;
   while (true) {
     if (session) {
-      consume(slot);  // the slot's previous step: its staging is free again
-      st = session->staging(slot);
+      if (sub == 0) {
+        consume(slot);  // the slot's previous steps: its staging is free again
+        st = session->staging(slot);
+      }
+      cur = block(sub);
     }
     const auto t_read = Clock::now();
     for (Lane& ln : lanes) ln.fresh = false;
@@ -244,15 +265,19 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
       // First step: the session was coming up while it was read; stage it now.
       session = session_future.get();
       S = session->slots();
-      if (S < 1) throw_error("replay: session {} offers {} slots (expected >= 1)", session->name(), S);
-      metas.assign(static_cast<size_t>(S), SlotMeta{});
+      W = session->steps_per_slot();
+      if (S < 1 || W < 1)
+        throw_error("replay: session {} offers {} slots of {} steps (expected >= 1 each)", session->name(), S, W);
+      metas.assign(static_cast<size_t>(S), std::vector<SlotMeta>(static_cast<size_t>(W)));
+      submitted.assign(static_cast<size_t>(S), 0);
       st = session->staging(slot);
+      cur = block(0);
       todo.clear();
       for (size_t i = 0; i < lanes_n; ++i)
         if (lanes[i].req >= 0 && lanes[i].got) todo.push_back(i);
       pool.run(todo.size(), [&](size_t j) { stage(todo[j]); });
     }
-    SlotMeta& m = metas[static_cast<size_t>(slot)];
+    SlotMeta& m = metas[static_cast<size_t>(slot)][static_cast<size_t>(sub)];
     m.finished = finished;
     bool any_step = false;
     m.req.assign(lanes_n, -1);
@@ -266,18 +291,32 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
         m.step[i] = ln.rec.step;
         m.seq_len[i] = ln.rec.seq_len;
       } else {
-        std::fill_n(st.seq_len + i * Ls, Ls, 0);  // padding rows: states untouched
-        std::fill_n(st.init + i * Ls, Ls, SessionRowInit::kKeep);
+        std::fill_n(cur.seq_len + i * Ls, Ls, 0);  // padding rows: states untouched
+        std::fill_n(cur.init + i * Ls, Ls, SessionRowInit::kKeep);
       }
     }
-    if (!any_step) break;
-    session->submit(slot);
-    m.submitted = true;
-    slot = (slot + 1) % S;
+    if (!any_step) {
+      // The trace is done. Its last requests are marked done after the drain; a slot filled in part goes with its
+      // remaining steps as padding.
+      final_finished.swap(m.finished);
+      if (sub > 0) {
+        for (int32_t j = sub + 1; j < W; ++j) {
+          const SessionStaging pad = block(j);
+          std::fill_n(pad.seq_len, rows, 0);
+          std::fill_n(pad.init, rows, SessionRowInit::kKeep);
+          SlotMeta& e = metas[static_cast<size_t>(slot)][static_cast<size_t>(j)];
+          e.req.assign(lanes_n, -1);
+          e.finished.clear();
+        }
+        submit();
+      }
+      break;
+    }
+    if (++sub == W) submit();
   }
   // Drain the ring in step order, then the requests that ended with the trace.
   for (int32_t k = 0; k < S; ++k) consume((slot + k) % S);
-  for (int64_t f : metas[static_cast<size_t>(slot)].finished) requests.at(f).done = true;
+  for (int64_t f : final_finished) requests.at(f).done = true;
   reduce_ready();
   if (!requests.empty())
     throw_error("replay: trace {}: {} requests left unreduced (internal error)", meta.source, requests.size());
@@ -289,6 +328,23 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
   if (timing_out) *timing_out = timing;
   result.seconds = since(t0);
   return result;
+}
+
+ReplayResult run_replay_cpu_session(traces::TraceSource& source, const ReplayOptions& options,
+                                    const std::function<void(const ReplayRequestRows&)>& row_sink,
+                                    const std::function<std::unique_ptr<traces::TraceSource>()>& open_trace) {
+  const int32_t L = std::max(source.meta().layers, 1), K = std::max(source.meta().top_k, 1);
+  if (options.threads < 1) throw_error("replay: --threads {} must be >= 1", options.threads);
+  ReplayDriverOptions d;
+  const int32_t lanes = open_trace ? (options.threads + L - 1) / L : 1;
+  if (lanes > 1) d.open_trace = open_trace;
+  d.max_rows = lanes * L;
+  const size_t step_bytes = static_cast<size_t>(lanes) * static_cast<size_t>(L) * static_cast<size_t>(K) * 4;
+  const auto steps = static_cast<int32_t>(std::clamp<size_t>(options.batch_bytes / step_bytes, 1, 4096));
+  const int threads = options.threads;
+  return run_replay_session(source, options, row_sink, d, [threads, steps](const SwapInSessionShape& shape) {
+    return std::make_unique<CountingSwapInSession>(shape, threads, 1, steps);
+  });
 }
 
 }  // namespace hisparse::sim

@@ -47,4 +47,12 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
                                 const ReplayDriverOptions& driver_options, const SwapInSessionFactory& factory,
                                 ReplayDriverTiming* timing = nullptr);
 
+/// The driver over the CPU's fast session (sim/replay/replay_cpu_session.h): as many lanes as it takes to give every
+/// host thread a row (one lane = L rows; more lanes need `open_trace`), and as many steps per slot as fit
+/// options.batch_bytes of lists (>= 1), so that a row's states stay in cache across its steps as in the windowed
+/// engine. Online policies only (the session refuses offline ones: run_replay handles those).
+ReplayResult run_replay_cpu_session(traces::TraceSource& source, const ReplayOptions& options,
+                                    const std::function<void(const ReplayRequestRows&)>& row_sink,
+                                    const std::function<std::unique_ptr<traces::TraceSource>()>& open_trace = {});
+
 }  // namespace hisparse::sim

@@ -1,8 +1,8 @@
 // @brief The replay driver (sim/replay/replay_driver.h) over the CPU reference's session (cpu_ref/swap_in_session_cpu.h)
 // and over the fast CPU session (sim/replay/replay_cpu_session.h, the counting sglang-lru) against the windowed engine
-// (run_replay): every per-step row, the totals and the row sink's order identical for
-// every online policy, with requests side by side in 1, 2 or all lanes (unequal lengths, so lanes free up at different
-// steps and refill), 1..3 slots in flight, 1 and 3 host threads, the caller's cursor alone; identity and empty states,
+// (run_replay): every per-step row, the totals and the row sink's order identical for every online policy, with
+// requests side by side in 1, 2 or all lanes (unequal lengths, so lanes free up at different steps and refill), 1 or 3
+// slots in flight, 1 to 64 steps per slot, 1 and 3 host threads, the caller's cursor alone; identity and empty states,
 // padding. The CUDA session is held to the same driver and the same rows in tests/cuda/test_replay_cuda.cpp.
 #include <doctest/doctest.h>
 
@@ -79,6 +79,7 @@ struct How {
   int threads = 2;
   bool cursors = true;
   bool counting = false;  // the fast session (counting sglang-lru, rows over threads) instead of the reference one
+  int32_t steps = 1;      // the fast session's steps per slot
 };
 
 Run driven(const Trace& t, const std::vector<int32_t>& sizes, How how) {
@@ -90,10 +91,11 @@ Run driven(const Trace& t, const std::vector<int32_t>& sizes, How how) {
   const int32_t slots = how.slots;
   const int threads = how.threads;
   const bool counting = how.counting;
+  const int32_t steps = how.steps;
   out.result = sim::run_replay_session(
       *src, options(sizes, how.threads), [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); }, d,
-      [slots, threads, counting](const SwapInSessionShape& shape) -> std::unique_ptr<SwapInSession> {
-        if (counting) return std::make_unique<sim::CountingSwapInSession>(shape, threads, slots);
+      [slots, threads, counting, steps](const SwapInSessionShape& shape) -> std::unique_ptr<SwapInSession> {
+        if (counting) return std::make_unique<sim::CountingSwapInSession>(shape, threads, slots, steps);
         return std::make_unique<cpu_ref::CpuSwapInSession>(shape, slots);
       });
   return out;
@@ -150,6 +152,13 @@ TEST_CASE("replay driver over the CPU session == the windowed engine, every onli
           }
     check_same(want, driven(t, sizes, {8192, 2, 2, false}));        // the caller's cursor, request by request
     check_same(want, driven(t, sizes, {8192, 2, 2, false, true}));
+    // Several steps per slot (a row's states stay in cache across them): a slot ends mid-request, requests end and
+    // start inside a slot, the trace ends inside one.
+    for (const int32_t steps : {2, 5, 64})
+      for (const int32_t lanes : {1, 3}) {
+        INFO("variant " << variant << ", steps per slot " << steps << ", lanes " << lanes);
+        check_same(want, driven(t, sizes, {lanes * g.layers, 2, 2, lanes > 1, true, steps}));
+      }
   }
 }
 
@@ -222,4 +231,29 @@ TEST_CASE("CPU session: refuses offline policies and bad shapes, steps padding r
   CHECK(k[0].misses == 0);
   CHECK(k[1].selected == 0);
   CHECK(k[1].misses == 0);
+}
+
+TEST_CASE("run_replay_cpu_session (the driver as --backend cpu runs it) == the windowed engine") {
+  traces::GeneratorOptions g = traces::generator_preset("tiny");
+  g.requests = 5;
+  g.steps = 21;
+  g.prompt_len = 28;
+  g.seed = 77;
+  const Trace t = uneven(g, true);
+  const std::vector<int32_t> sizes = {16, 24};
+  const Run want = engine(t, sizes);
+  for (const int threads : {1, 2, 7})
+    for (const size_t batch : {size_t{1}, size_t{3000}, size_t{64} << 20})
+      for (const bool cursors : {false, true}) {
+        MESSAGE("expected: identical rows with " << threads << " threads, " << batch << " bytes per slot, cursors "
+                                                 << cursors);
+        Run got;
+        auto src = t.open();
+        sim::ReplayOptions o = options(sizes, threads);
+        o.batch_bytes = batch;
+        got.result = sim::run_replay_cpu_session(
+            *src, o, [&](const sim::ReplayRequestRows& r) { got.rows.push_back(r); },
+            cursors ? std::function<std::unique_ptr<traces::TraceSource>()>([&] { return t.open(); }) : nullptr);
+        check_same(want, got);
+      }
 }
