@@ -52,6 +52,9 @@ struct SessionStaging {
   int64_t* request = nullptr;  // [steps][rows]
   int32_t* layer = nullptr;    // [steps][rows]
   int64_t* step = nullptr;     // [steps][rows]
+  /// Sessions that borrow lists (borrows_lists()): [steps][rows] pointers to each row's top_k entries, set by the
+  /// driver instead of copying into `selected`, valid until submit() returns.
+  const int32_t** lists = nullptr;
 };
 
 /// Counters of one row at one step (the contract's definitions, SwapInCounters).
@@ -71,6 +74,9 @@ class SwapInSession {
   virtual int32_t slots() const = 0;
   /// Consecutive steps of every row one slot holds (>= 1).
   virtual int32_t steps_per_slot() const { return 1; }
+  /// True for a session that reads each row's list through SessionStaging::lists during submit() (a synchronous
+  /// one): the driver then hands it the records it read instead of a copy.
+  virtual bool borrows_lists() const { return false; }
   virtual SessionStaging staging(int32_t slot) = 0;
   /// Queues the slot's steps for every row and every configuration. May run them at once (and throw here).
   virtual void submit(int32_t slot) = 0;

@@ -46,6 +46,7 @@ CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threa
   for (Slot& s : slots_) {
     s.selected.assign(cells * static_cast<size_t>(shape_.top_k), -1);
     s.seq_len.assign(cells, 0);
+    s.lists.assign(cells, nullptr);
     s.layer.assign(cells, 0);
     s.init.assign(cells, SessionRowInit::kKeep);
     s.request.assign(cells, 0);
@@ -56,7 +57,8 @@ CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threa
 
 SessionStaging CountingSwapInSession::staging(int32_t slot) {
   Slot& s = slots_.at(static_cast<size_t>(slot));
-  return {s.selected.data(), s.seq_len.data(), s.init.data(), s.request.data(), s.layer.data(), s.step.data()};
+  return {s.selected.data(), s.seq_len.data(), s.init.data(), s.request.data(), s.layer.data(), s.step.data(),
+          s.lists.data()};
 }
 
 void CountingSwapInSession::step_row(Worker& w, Slot& s, size_t b) {  // b: the cell (step * rows + row)
@@ -71,7 +73,7 @@ void CountingSwapInSession::step_row(Worker& w, Slot& s, size_t b) {  // b: the 
     for (size_t c = 0; c < C; ++c)
       if (policy_[row][c]) policy_[row][c]->reset(shape_.configs[c].H, shape_.initial);
   }
-  const int32_t* sel = s.selected.data() + b * static_cast<size_t>(K);
+  const int32_t* sel = s.lists[b] ? s.lists[b] : s.selected.data() + b * static_cast<size_t>(K);
   const cpu_ref::StepContext where{s.request[b], s.layer[b], s.step[b]};
   const bool marked = !lru_H_.empty() && w.marks.mark(sel, K, n, K, H_max_);
   for (size_t c = 0; c < C; ++c) {

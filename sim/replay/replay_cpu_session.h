@@ -25,6 +25,7 @@ class CountingSwapInSession final : public SwapInSession {
   const SwapInSessionShape& shape() const override { return shape_; }
   int32_t slots() const override { return static_cast<int32_t>(slots_.size()); }
   int32_t steps_per_slot() const override { return steps_; }
+  bool borrows_lists() const override { return true; }
   SessionStaging staging(int32_t slot) override;
   /// Steps every row at once (synchronous); a rejected row throws the contract's message (the first in row order).
   void submit(int32_t slot) override;
@@ -36,6 +37,7 @@ class CountingSwapInSession final : public SwapInSession {
  private:
   struct Slot {
     std::vector<int32_t> selected, seq_len, layer;
+    std::vector<const int32_t*> lists;  // [steps][rows]: the driver's lists, or null (then `selected`)
     std::vector<SessionRowInit> init;
     std::vector<int64_t> request, step;
     std::vector<std::vector<SessionRowCounts>> counts;  // [config][row]

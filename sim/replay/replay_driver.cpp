@@ -28,8 +28,13 @@ struct Lane {
   traces::TraceSource* src = nullptr;
   int64_t req = -1;    // index into the trace's request ids; -1: idle
   bool fresh = false;  // assigned for this step: seek, first record, state reset
-  bool got = false;    // rec holds this step of req
-  traces::StepRecord rec;  // reused: the reader refills its buffer, no allocation per step once warm
+  bool got = false;    // rec() holds this step of req
+  // Reused: the reader refills its buffer, no allocation per step once warm. One per step of a slot when the session
+  // borrows the lists (they must live until its submit), else one.
+  std::vector<traces::StepRecord> recs = std::vector<traces::StepRecord>(1);
+  size_t at = 0;  // the record of the step being filled
+  traces::StepRecord& rec() { return recs[at]; }
+  const traces::StepRecord& rec() const { return recs[at]; }
 };
 
 /// A request's rows, from its first step until it is reduced (in trace order, so possibly after later ones ended).
@@ -117,25 +122,30 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
   int32_t slot = 0;   // the slot being filled
   int32_t W = 1;      // steps per slot (the session's)
   int32_t sub = 0;    // the step of the slot being filled
+  bool borrow = false;  // the session reads the lanes' records (SwapInSession::borrows_lists)
   SessionStaging st;  // the slot's staging
   SessionStaging cur; // its block for step `sub`
   const size_t rows = lanes_n * Ls;
   auto block = [&](int32_t j) {
     const size_t o = static_cast<size_t>(j) * rows;
     return SessionStaging{st.selected + o * static_cast<size_t>(K), st.seq_len + o, st.init + o, st.request + o,
-                          st.layer + o, st.step + o};
+                          st.layer + o, st.step + o, st.lists ? st.lists + o : nullptr};
   };
   // Copies lane i's record into the step's staging (the rows of lane i are its own: tasks never share bytes).
   auto stage = [&](size_t i) {
     const Lane& ln = lanes[i];
-    std::memcpy(cur.selected + i * LK, ln.rec.positions.data(), LK * sizeof(int32_t));
+    if (borrow) {
+      for (size_t l = 0; l < Ls; ++l) cur.lists[i * Ls + l] = ln.rec().positions.data() + l * static_cast<size_t>(K);
+    } else {
+      std::memcpy(cur.selected + i * LK, ln.rec().positions.data(), LK * sizeof(int32_t));
+    }
     for (size_t l = 0; l < Ls; ++l) {
       const size_t b = i * Ls + l;
-      cur.seq_len[b] = ln.rec.seq_len;
+      cur.seq_len[b] = ln.rec().seq_len;
       cur.init[b] = ln.fresh ? SessionRowInit::kStart : SessionRowInit::kKeep;
-      cur.request[b] = ln.rec.request_id;
+      cur.request[b] = ln.rec().request_id;
       cur.layer[b] = static_cast<int32_t>(l);
-      cur.step[b] = ln.rec.step;
+      cur.step[b] = ln.rec().step;
     }
   };
   // Reads lane i's next step (a fresh lane: its request's first), checks it as the windowed engine does, stages it.
@@ -143,9 +153,9 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
     Lane& ln = lanes[i];
     const int64_t id = ids[static_cast<size_t>(ln.req)];
     if (ln.fresh) ln.src->seek_request(id);
-    ln.got = ln.src->next(ln.rec) && ln.rec.request_id == id;
+    ln.got = ln.src->next(ln.rec()) && ln.rec().request_id == id;
     if (!ln.got) return;
-    const traces::StepRecord& r = ln.rec;
+    const traces::StepRecord& r = ln.rec();
     if (r.seq_len < 1 || r.seq_len > traces::kMaxSeqLen)
       throw_error("replay: trace {}: request {}, step {}: seq_len {} (expected 1..{})", meta.source, r.request_id,
                   r.step, r.seq_len, traces::kMaxSeqLen);
@@ -223,6 +233,8 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
         st = session->staging(slot);
       }
       cur = block(sub);
+      if (borrow)
+        for (Lane& ln : lanes) ln.at = static_cast<size_t>(sub);
     }
     const auto t_read = Clock::now();
     for (Lane& ln : lanes) ln.fresh = false;
@@ -269,6 +281,11 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
       if (S < 1 || W < 1)
         throw_error("replay: session {} offers {} slots of {} steps (expected >= 1 each)", session->name(), S, W);
       metas.assign(static_cast<size_t>(S), std::vector<SlotMeta>(static_cast<size_t>(W)));
+      borrow = session->borrows_lists();
+      if (borrow && !session->staging(slot).lists)
+        throw_error("replay: session {} borrows lists but stages none (internal error)", session->name());
+      if (borrow)
+        for (Lane& ln : lanes) ln.recs.resize(static_cast<size_t>(W));  // the first step's is recs[0]
       submitted.assign(static_cast<size_t>(S), 0);
       st = session->staging(slot);
       cur = block(0);
@@ -288,8 +305,8 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
       if (ln.req >= 0 && ln.got) {
         any_step = true;
         m.req[i] = ln.req;
-        m.step[i] = ln.rec.step;
-        m.seq_len[i] = ln.rec.seq_len;
+        m.step[i] = ln.rec().step;
+        m.seq_len[i] = ln.rec().seq_len;
       } else {
         std::fill_n(cur.seq_len + i * Ls, Ls, 0);  // padding rows: states untouched
         std::fill_n(cur.init + i * Ls, Ls, SessionRowInit::kKeep);
