@@ -3,7 +3,10 @@
 #include "sim/replay/replay_cpu_session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <mutex>
 
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
@@ -108,14 +111,31 @@ void CountingSwapInSession::step_row(Worker& w, Slot& s, size_t b) {  // b: the 
 void CountingSwapInSession::submit(int32_t slot) {
   const auto t0 = std::chrono::steady_clock::now();
   Slot& s = slots_.at(static_cast<size_t>(slot));
-  // Contiguous chunks of rows, one per worker: the pool rethrows the error of the lowest chunk, whose rows come
-  // first, so the message names the first rejected row in row order whatever the thread count.
-  // Each row goes through all the slot's steps before the next row: its states stay in cache meanwhile.
+  // Rows are taken in increasing order by whichever worker is free (rows differ in cost: some layers miss more).
+  // Each row goes through all the slot's steps before the next row: its states stay in cache meanwhile. A rejected
+  // row stops the taking; the rows below it were all taken before it and finish, so the error thrown is that of the
+  // lowest rejected row whatever the thread count.
   const size_t rows = static_cast<size_t>(shape_.rows), T = workers_.size(), W = static_cast<size_t>(steps_);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  std::mutex error_mutex;
+  size_t error_row = rows;
+  std::exception_ptr error;
   pool_.run(T, [&](size_t t) {
-    for (size_t b = rows * t / T; b < rows * (t + 1) / T; ++b)
-      for (size_t j = 0; j < W; ++j) step_row(workers_[t], s, j * rows + b);
+    for (size_t b = next++; b < rows && !stop; b = next++) {
+      try {
+        for (size_t j = 0; j < W; ++j) step_row(workers_[t], s, j * rows + b);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (b < error_row) {
+          error_row = b;
+          error = std::current_exception();
+        }
+        stop = true;
+      }
+    }
   });
+  if (error) std::rethrow_exception(error);
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
