@@ -263,6 +263,7 @@ int run_replay(int argc, char** argv) {
     if (page_width > 0) return std::make_unique<traces::PageTraceSource>(std::move(s), page_size, page_width);
     return s;
   };
+  opt.open_trace = cuda_opt.open_trace;  // the CPU driver's lanes, when there are more threads than layers
   const sim::ReplayResult result = backend == "cuda" ? sim::run_replay_cuda(*source, opt, sink, cuda_opt)
                                                      : sim::run_replay(*source, opt, sink);
   if (csv) csv->finish();

@@ -359,9 +359,12 @@ ReplayResult run_replay_cpu_session(traces::TraceSource& source, const ReplayOpt
   const size_t step_bytes = static_cast<size_t>(lanes) * static_cast<size_t>(L) * static_cast<size_t>(K) * 4;
   const auto steps = static_cast<int32_t>(std::clamp<size_t>(options.batch_bytes / step_bytes, 1, 4096));
   const int threads = options.threads;
-  return run_replay_session(source, options, row_sink, d, [threads, steps](const SwapInSessionShape& shape) {
+  ReplayResult r = run_replay_session(source, options, row_sink, d, [threads, steps](const SwapInSessionShape& shape) {
     return std::make_unique<CountingSwapInSession>(shape, threads, 1, steps);
   });
+  // The session's threads step the rows (the driver's read the lanes): the replay ran on as many as it has rows for.
+  r.threads = std::min<int>(threads, lanes * L);
+  return r;
 }
 
 }  // namespace hisparse::sim

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,9 @@ struct ReplayOptions {
   /// same output (the differential tests and bench_replay compare them).
   bool reference_lru = false;
   std::function<void(const ReplayProgress&)> progress;  // called after every batch (main thread)
+  /// Opens another cursor on the same trace (called from several threads at once), so that the driver can run
+  /// requests side by side in lanes when there are more threads than layers; without it requests run one at a time.
+  std::function<std::unique_ptr<traces::TraceSource>()> open_trace;
 };
 
 /// The rows of one request, [config][layer][step], configs in ReplayResult::configs order.
@@ -110,8 +114,15 @@ struct ReplayResult {
 
 /// Replays `source` from its current position to the end. Throws hisparse::Error on bad options or bad records
 /// (naming request, layer, step). `row_sink` receives each finished request's rows when keep_step_rows is set.
+/// Online policies run through the one replay driver over the counting CPU session (sim/replay/replay_driver.h,
+/// run_replay_cpu_session, the path `--backend cuda` shares with its own session); with an offline policy (belady:
+/// its look-ahead window) or reference_lru, through the windowed engine below. Same output either way (tests).
 ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& options,
                         const std::function<void(const ReplayRequestRows&)>& row_sink = {});
+
+/// The windowed engine (this file's head) whatever the policies.
+ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOptions& options,
+                                 const std::function<void(const ReplayRequestRows&)>& row_sink = {});
 
 /// Adds one finished request's rows (every configuration, layer and step) to `result`: counters, histograms, decode
 /// steps, step_seq_lens, entries. The CUDA replay reduces through it; integer sums, so any order gives the same.

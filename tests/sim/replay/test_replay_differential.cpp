@@ -276,7 +276,7 @@ const std::vector<std::string> kAllPolicies = {"sglang-lru", "belady", "fifo", "
 
 }  // namespace
 
-TEST_CASE("differential: the replay engine == the reference contract replayed plainly, every policy and edge") {
+TEST_CASE("differential: run_replay (engine and driver) == the contract replayed plainly, every policy and edge") {
   for (const Case& c : cases()) {
     MESSAGE("expected: the engine's rows, histograms and totals equal the plain reference replay's for " << c.name);
     const Captured ref = reference_replay(c.trace, kAllPolicies, c.sizes, 100);
@@ -305,6 +305,21 @@ TEST_CASE("differential: the replay engine == the reference contract replayed pl
           CHECK(now.result.lookahead_cut_requests == 0);
           CHECK(now.result.lookahead_steps > 0);
         }
+      }
+    }
+    // Online policies alone: run_replay takes the driver over the counting CPU session (no look-ahead window).
+    const std::vector<std::string> online = {"sglang-lru", "fifo", "lfu", "clock", "topk-only"};
+    const Captured ref_online = reference_replay(c.trace, online, c.sizes, 100);
+    o.policies = online;
+    o.reference_lru = false;
+    for (int threads : {1, 3}) {
+      for (size_t batch : {size_t{1}, size_t{64} << 20}) {
+        INFO(c.name << ", online policies through the driver, " << threads << " threads, batch " << batch);
+        o.threads = threads;
+        o.batch_bytes = batch;
+        const Captured now = engine_replay(c.trace, o);
+        check_same(ref_online, now);
+        CHECK(now.result.lookahead_steps == 0);
       }
     }
   }

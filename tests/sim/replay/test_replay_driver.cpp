@@ -69,7 +69,8 @@ sim::ReplayOptions options(const std::vector<int32_t>& sizes, int threads) {
 Run engine(const Trace& t, const std::vector<int32_t>& sizes) {
   Run out;
   auto src = t.open();
-  out.result = sim::run_replay(*src, options(sizes, 1), [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); });
+  out.result =
+      sim::run_replay_windowed(*src, options(sizes, 1), [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); });
   return out;
 }
 
