@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # @brief Builds the fuzz flavour (clang, -DHISPARSE_FUZZ=ON) and runs each fuzzer (the trace readers, and replay end to end) for a bounded time.
 # Env: HISPARSE_FUZZ_SECONDS (per target, default 120), HISPARSE_FUZZ_BUILD_DIR (default build/fuzz),
+#      HISPARSE_FUZZ_JOBS (targets run side by side, default the number of cores),
 #      HISPARSE_FUZZ_NO_BUILD=1 (use an existing build), HISPARSE_FUZZ_TARGETS (default "native npy jsonl replay"),
 #      HISPARSE_FUZZ_MIN_EXECS (executions each target must reach; default 1000000 at the default seconds, none when
 #      HISPARSE_FUZZ_SECONDS is lowered: a short run proves nothing about throughput).
@@ -32,17 +33,35 @@ max_len() {
     *) echo 4096 ;;
   esac
 }
-failed=0
-printf '%-8s %12s %8s %8s %12s\n' target execs crashes seconds min_execs
-for t in $targets; do
-  bin="$build/tests/fuzz/fuzz_$t"
-  [ -x "$bin" ] || { echo "fuzz.sh: $bin missing (build with scripts/build.sh fuzz)" >&2; exit 2; }
+# Each fuzzer is single-threaded: run as many side by side as there are cores (HISPARSE_FUZZ_JOBS, default nproc), so
+# the executions each target reaches in its seconds hold while the wall time shrinks.
+jobs=${HISPARSE_FUZZ_JOBS:-$(nproc)}
+run_target() {
+  local t=$1 bin="$build/tests/fuzz/fuzz_$1" rc=0
   mkdir -p "$work/$t/corpus" "$work/$t/artifacts"
   cp tests/fuzz/corpus/"$t"/* "$work/$t/corpus/"
-  rc=0
   # Seeds are copied so the committed corpus never changes; the artifacts directory catches crash inputs.
   "$bin" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$work/$t/artifacts/" "$work/$t/corpus" >"$work/$t/log" 2>&1 || rc=$?
+  echo "$rc" >"$work/$t/rc"
+}
+for t in $targets; do
+  [ -x "$build/tests/fuzz/fuzz_$t" ] || { echo "fuzz.sh: $build/tests/fuzz/fuzz_$t missing (build with scripts/build.sh fuzz)" >&2; exit 2; }
+done
+running=0
+for t in $targets; do
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait || true
+failed=0
+printf '%-8s %12s %8s %8s %12s\n' target execs crashes seconds min_execs
+for t in $targets; do
+  rc=$(cat "$work/$t/rc" 2>/dev/null || echo 1)
   execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$work/$t/log" | tail -1)
   crashes=$(find "$work/$t/artifacts" -type f | wc -l)
   printf '%-8s %12s %8s %8s %12s\n' "$t" "${execs:-?}" "$crashes" "$seconds" "$min_execs"

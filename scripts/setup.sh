@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # @brief Installs what the build, the tests and the plots need; idempotent (apt-get update at most once).
 set -euo pipefail
-packages=(cmake g++ make clang libclang-rt-14-dev
+# ccache: the release build, the Python package's build and later runs share compiled objects (scripts/build.sh).
+packages=(cmake g++ make ccache clang libclang-rt-14-dev
           libeigen3-dev libyaml-cpp-dev libfmt-dev libboost-program-options-dev doctest-dev
           libzstd-dev zlib1g-dev libbenchmark-dev python3-matplotlib python3-numpy
           openmpi-bin libopenmpi-dev

@@ -3,21 +3,34 @@
 # then the fuzzers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's wall time, so the 30-minute budget on CI's 2 cores can be checked phase by phase.
+phase_start=$SECONDS
+phase() {
+  echo "   (took $((SECONDS - phase_start)) s; $SECONDS s in all)" >&2
+  phase_start=$SECONDS
+}
 ./scripts/setup.sh
+phase
 echo "== documentation links" >&2
 /usr/bin/python3 scripts/check_links.py
 echo "== release build + tests" >&2
 ./scripts/build.sh release
+phase
 ctest --test-dir build/release --output-on-failure -j2
+phase
 # After the release build: the package's tests compare its numbers with that build's CLI.
 echo "== Python package (pip install . into build/python-venv) + pytest" >&2
 ./scripts/test_python.sh
+phase
 echo "== ASan + UBSan build + tests" >&2
 ./scripts/build.sh asan
+phase
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j2
+phase
 if [ -x scripts/fuzz.sh ]; then
-  echo "== fuzzing the trace readers and replay (4 targets x 2 min, >= 1 M executions each)" >&2
+  echo "== fuzzing the trace readers and replay (4 targets x 2 min, two side by side, >= 1 M executions each)" >&2
   ./scripts/fuzz.sh
+  phase
 fi
 echo "test.sh: all tests passed" >&2

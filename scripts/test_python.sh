@@ -29,6 +29,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "cuda=$cuda" ] ||
   echo "test_python: building and installing the package (CUDA $cuda)" >&2
   t0=$SECONDS
   touch "$stamp.start"  # the stamp gets this time: a file edited during the build is newer next time
+  # The objects the release build compiled with the same flags come from ccache (scripts/build.sh says why).
+  if command -v ccache >/dev/null; then export CCACHE_BASEDIR=$root CMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
   CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-2} "$venv/bin/pip" install -q --no-build-isolation --no-deps \
     --config-settings=cmake.define.HISPARSE_CUDA="$cuda" .
   echo "cuda=$cuda" >"$stamp.new"

@@ -9,7 +9,7 @@
 #include <zstd.h>
 
 #include "core/error.h"
-#include "core/interrupt_cleanup.h"
+#include "core/io/atomic_output.h"
 #include "traces/byte_io.h"
 #include "traces/native_codec.h"
 #include "traces/native_format.h"
@@ -28,15 +28,14 @@ struct IndexEntry {
 class NativeTraceWriter final : public TraceWriter {
  public:
   NativeTraceWriter(const std::string& path, const TraceMeta& meta, const TraceWriteOptions& options)
-      : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())), cleanup_(tmp_), meta_(meta), options_(options) {
+      : path_(path), meta_(meta), options_(options) {
     if (meta.layers < 1 || meta.layers > kMaxLayers || meta.top_k < 1 || meta.top_k > kMaxTopK ||
         int64_t{meta.layers} * meta.top_k > kMaxStepEntries) {
       throw_error("{}: cannot write layers {} x top_k {} (limits {} x {})", path, meta.layers, meta.top_k,
                   kMaxLayers, kMaxTopK);
     }
     meta_.source = path;
-    out_.open(tmp_, std::ios::binary | std::ios::trunc);
-    if (!out_) throw_error("{}: cannot open for writing", tmp_);
+    out_ = std::make_unique<AtomicOutput>(path);
     std::vector<uint8_t> h(kNativeMagic, kNativeMagic + 8);
     put_u32(h, kNativeVersion);
     put_u32(h, kFileHeaderBytes);
@@ -57,12 +56,8 @@ class NativeTraceWriter final : public TraceWriter {
     if (!cctx_) throw_error("{}: zstd: out of memory", path);
   }
 
-  ~NativeTraceWriter() override {
-    if (!finished_) {
-      out_.close();
-      std::remove(tmp_.c_str());
-    }
-  }
+  // An unfinished trace: out_'s destructor removes its temporary file.
+  ~NativeTraceWriter() override = default;
 
   void write(const StepRecord& rec) override {
     if (finished_) throw_error("{}: write after finish", path_);
@@ -110,18 +105,13 @@ class NativeTraceWriter final : public TraceWriter {
     put_u64(footer, index_offset);
     footer.insert(footer.end(), kEndMagic, kEndMagic + 8);
     emit(footer);
-    out_.close();
-    if (!out_) throw_error("{}: write failed (disk full?)", tmp_);
-    std::error_code ec;
-    std::filesystem::rename(tmp_, path_, ec);
-    if (ec) throw_error("{}: cannot rename {} into place: {}", path_, tmp_, ec.message());
+    out_->commit();
     finished_ = true;
   }
 
  private:
   void emit(const std::vector<uint8_t>& bytes) {
-    out_.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!out_) throw_error("{}: write failed (disk full?)", tmp_);
+    out_->write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     written_ += bytes.size();
   }
 
@@ -160,11 +150,10 @@ class NativeTraceWriter final : public TraceWriter {
     emit(*stored);
   }
 
-  std::string path_, tmp_;
-  InterruptCleanup cleanup_;  // removes tmp_ if the process is interrupted before finish() renames it
+  std::string path_;
   TraceMeta meta_;
   TraceWriteOptions options_;
-  std::ofstream out_;
+  std::unique_ptr<AtomicOutput> out_;  // "<path>.tmp.<pid>" until finish() commits it
   uint64_t written_ = 0;
   std::vector<LayerCoder> coders_;
   std::vector<IndexEntry> index_;

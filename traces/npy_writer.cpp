@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/interrupt_cleanup.h"
+#include "core/io/interrupt_cleanup.h"
 #include "traces/npy_array.h"
 #include "traces/step_validation.h"
 #include "traces/trace_limits.h"

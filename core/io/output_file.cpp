@@ -3,28 +3,18 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/interrupt_cleanup.h"
+#include "core/io/atomic_output.h"
 
 namespace hisparse {
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp";
-  const InterruptCleanup cleanup(tmp);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw_error("cannot write {} (is the directory there and writable?)", tmp);
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    if (!out) throw_error("writing {} failed", tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw_error("cannot rename {} to {}: {}", tmp, path, ec.message());
+  AtomicOutput out(path);
+  out.write(contents);
+  out.commit();
 }
 
 std::string json_quote(const std::string& s) {

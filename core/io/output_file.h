@@ -1,4 +1,5 @@
-// @brief write_file_atomically: every output goes to "<path>.tmp" first and is renamed, so readers never see half a file.
+// @brief write_file_atomically (a whole text through core/io/atomic_output.h, so readers never see half a file) and
+// the small deterministic text helpers every report writer shares.
 #pragma once
 
 #include <string>

@@ -1,10 +1,10 @@
-// @brief StepTimeModel: the steady-state length of one decode step for a batch of equal requests, built from
-// DecodeCostModel's per-operation times and the same IO rules the serving engine applies (sim/serving_simulation).
+// @brief StepTimeModel: the steady-state length of one decode step for a batch of equal requests: the closed form of
+// the one step model (sim/cost/step_estimate.h) that the serving engine also runs, with a miss fraction.
 //
 // The planner asks thousands of "what if B requests of n tokens decode together?" questions; running the
-// discrete-event engine for each would be slow and noisy, so this is the engine's step in closed form for a
-// homogeneous batch: equal on one GPU with an uncontended link in `none` mode (tests/sim/plan/test_plan_limits.cpp),
-// and with every GPU of a NUMA node drawing its fair share of host-memory bandwidth.
+// discrete-event engine for each would be slow and noisy, so this prices the engine's steady-state step with the
+// copies at their uncontended rate (every GPU of a NUMA node drawing its fair share of host-memory bandwidth): equal
+// to the engine's step in integer ns on a pinned batch (tests/sim/cost/test_step_estimate.cpp).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,8 @@
 #include "sim/cost/cost_params.h"
 #include "sim/cost/decode_cost_model.h"
 #include "sim/cost/context_mix.h"
+#include "sim/cost/rank_layout.h"
+#include "sim/cost/step_estimate.h"
 #include "sim/engine/sim_time.h"
 #include "sim/cost/step_cost.h"
 
@@ -41,53 +43,12 @@ int64_t largest_fitting(int64_t cap, const Fits& fits) {
   return lo;
 }
 
-/// One step of one data-parallel rank holding `batch` requests of `seq_len` tokens.
-struct StepEstimate {
-  int64_t batch = 0;             // requests per rank
-  int64_t seq_len = 0;           // the mix's mean length, rounded
-  StepCost cost;                 // critical path of the step (sum = step_ns)
-  SimTime step_ns = 0;           // = TPOT
-  SimTime h2d_transfer_ns = 0;   // the miss copy alone (latency + bytes / rate), exposed or not
-  SimTime backup_transfer_ns = 0;
-  double misses = 0;             // rows loaded per step on one GPU, all layers
-  double h2d_bytes = 0;          // per GPU per step
-  double backup_bytes = 0;       // per GPU per step
-  double tokens_per_s = 0;       // per instance: batch × ranks / step
-};
-
-/// The rank view of an instance: attention data parallelism gives `ranks` independent request sets; under attention
-/// tensor parallelism (tp / dp_attention > 1) every GPU of a rank holds the whole latent of its requests and
-/// computes a share of the heads.
-struct RankLayout {
-  int ranks = 1;             // dp ranks per instance (dp_attention)
-  int attention_tp = 1;      // GPUs per rank
-  int gpus = 1;              // GPUs per instance
-  int gpus_per_numa = 1;     // GPUs sharing one NUMA node's host-memory bandwidth
-};
-RankLayout rank_layout(const Scenario& scenario);
-
-/// The link an instance's collectives (expert all-to-all, attention all-reduce) run on, per GPU and direction:
-/// NVLink inside a node, the node's NICs shared by its GPUs when the instance spans nodes, PCIe peer-to-peer
-/// without NVLink. Throws naming the file when the hardware gives no such link.
-struct CollectiveLink {
-  double bytes_per_s = 0;
-  int nodes = 1;          // nodes one instance spans
-  std::string label;      // "nvlink (450.0 GB/s per GPU)", ...
-};
-CollectiveLink collective_link(const Scenario& scenario);
-
-/// Attention all-reduce of one step under attention TP over `gpus_per_rank` GPUs (0 when 1): per layer, a ring
-/// all-reduce of the o_proj output (batch × hidden × 2 B, bf16): 2 (p − 1) / p of it over the collective link at the
-/// NVLink efficiency, plus one collective latency (the cost file's all_to_all_latency).
-SimTime attention_allreduce_ns(int gpus_per_rank, double collective_bytes_per_s, const ModelSpec& model,
-                               const CostParams& params, int64_t batch);
-
 class StepTimeModel {
  public:
   /// `miss_fraction` is used in HiSparse mode only (null: no misses).
   StepTimeModel(const Scenario& scenario, const CostParams& params, bool hisparse, MissFraction miss_fraction);
 
-  // DecodeCostModel keeps a reference to rank_scenario_: the model must stay where it was built.
+  // The estimator's DecodeCostModel keeps a reference to its rank scenario: the model must stay where it was built.
   StepTimeModel(const StepTimeModel&) = delete;
   StepTimeModel& operator=(const StepTimeModel&) = delete;
 
@@ -115,26 +76,15 @@ class StepTimeModel {
   /// Fixed time of one step's miss copy: one call per layer, each paying the per-operation cost (calibrated: that of
   /// the swap-in kernel `batch` requests run; 0 = not known, the large-batch kernel).
   SimTime h2d_fixed_ns(int64_t batch = 0) const;
-  double d2h_rate() const { return d2h_rate_; }
-  const RankLayout& layout() const { return layout_; }
-  bool hisparse() const { return hisparse_; }
-  const Scenario& rank_scenario() const { return rank_scenario_; }
+  double d2h_rate() const { return est_.d2h_rate(); }
+  const RankLayout& layout() const { return est_.layout(); }
+  bool hisparse() const { return est_.hisparse(); }
+  const Scenario& rank_scenario() const { return est_.rank_scenario(); }
+  const StepEstimator& estimator() const { return est_; }
 
  private:
-  Scenario rank_scenario_;   // heads divided by attention TP (what one GPU computes)
-  CostParams params_;
-  bool hisparse_;
+  StepEstimator est_;
   MissFraction miss_fraction_;
-  DecodeCostModel cost_;
-  RankLayout layout_;
-  double row_bytes_ = 0, h2d_rate_ = 0, h2d_link_ = 0, d2h_rate_ = 0;
-  double collective_bytes_per_s_ = 0;  // collective_link(scenario)
-  /// The attention all-reduce of `batch` requests under attention TP (0 under attention DP).
-  SimTime allreduce(int64_t batch) const {
-    return attention_allreduce_ns(layout_.attention_tp, collective_bytes_per_s_, rank_scenario_.model, params_, batch);
-  }
-  int64_t top_k_ = 0, H_ = 0;
-  int64_t window_ = 0;  // GQA sliding layers: tokens attended (0 = none)
 };
 
 }  // namespace hisparse::sim

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <set>
+#include <initializer_list>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -18,13 +18,6 @@
 namespace hisparse::sim {
 namespace {
 
-const std::set<std::string> kTopKeys = {"name", "policies", "provenance"};
-const std::set<std::string> kColumnKeys = {"h_over_k", "first_step", "first_step_samples", "warmup",
-                                           "warmup_samples", "steady", "samples", "n_over_h"};
-const std::set<std::string> kProvenanceKeys = {"command", "fraction", "warmup_rule", "traces"};
-const std::set<std::string> kTraceKeys = {"path", "layers", "top_k", "initial_state", "requests", "decode_steps",
-                                          "n_range"};
-
 std::string resolve_surface_path(const std::string& name_or_path) {
   if (name_or_path.size() > 5 && name_or_path.compare(name_or_path.size() - 5, 5, ".yaml") == 0) return name_or_path;
   std::vector<std::string> tried;
@@ -38,77 +31,59 @@ std::string resolve_surface_path(const std::string& name_or_path) {
               tried.empty() ? std::string("no scenario directory") : fmt::format("{}", fmt::join(tried, ", ")));
 }
 
-/// Unknown keys are errors; every key of `keys` must be present.
-void check_keys(const YAML::Node& n, const std::set<std::string>& keys, const std::set<std::string>& required,
-                const std::string& where) {
-  if (!n.IsMap()) throw_error("{}: expected a mapping, got {}", where, describe_node(n));
-  for (const auto& kv : n) {
-    const std::string key = kv.first.Scalar();
-    if (!keys.count(key))
-      throw_error("{}: unknown key '{}'; expected one of: {}", where, key, fmt::join(keys, ", "));
-  }
-  for (const std::string& key : required)
-    if (!n[key]) throw_error("{}: key '{}' is required", where, key);
+constexpr double kHuge = 9.0e15;  // integers beyond this are not exact in a double
+
+/// Every key of a mapping the format requires (the writer writes them all).
+void require_all(const StrictMap& m, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) m.require(k);
 }
 
-std::string text(const YAML::Node& n, const std::string& where) {
-  if (!n.IsScalar()) throw_error("{}: expected a string, got {}", where, describe_node(n));
-  return n.Scalar();
-}
-
-double number(const YAML::Node& n, const std::string& where) {
-  if (!n.IsScalar()) throw_error("{}: expected a number, got {}", where, describe_node(n));
-  try {
-    const double v = n.as<double>();
-    if (std::isfinite(v)) return v;
-  } catch (const YAML::Exception&) {
-  }
-  throw_error("{}: expected a number, got {}", where, describe_node(n));
-}
-
-int64_t integer(const YAML::Node& n, const std::string& where, int64_t lo) {
-  const double v = number(n, where);
-  if (!(v >= static_cast<double>(lo) && v <= 9.0e15) || v != std::floor(v))
-    throw_error("{}: expected an integer >= {}, got {}", where, lo, describe_node(n));
-  return static_cast<int64_t>(v);
-}
-
-double fraction(const YAML::Node& n, const std::string& where) {
-  const double f = number(n, where);
-  if (!(f >= 0.0 && f <= 1.0)) throw_error("{}: fraction {} must be in [0, 1]", where, f);
-  return f;
+/// A number of a [a, b] pair inside a list, which StrictMap (a mapping view) does not cover: same wording.
+double pair_number(const YAML::Node& n, const std::string& where) {
+  double v = 0;
+  if (!n.IsScalar() || !parse_quantity(n.Scalar(), Unit::kNone, &v) || !std::isfinite(v))
+    throw_error("{}: got {}, expected a number", where, describe_node(n));
+  return v;
 }
 
 std::pair<double, double> pair_of(const YAML::Node& n, const std::string& where, const char* what) {
-  if (!n.IsSequence() || n.size() != 2) throw_error("{}: expected {}, got {}", where, what, describe_node(n));
-  return {number(n[0], where + "[0]"), number(n[1], where + "[1]")};
+  if (!n.IsSequence() || n.size() != 2) throw_error("{}: got {}, expected {}", where, describe_node(n), what);
+  return {pair_number(n[0], where + "[0]"), pair_number(n[1], where + "[1]")};
 }
 
-MissColumn read_column(const YAML::Node& n, const std::string& where) {
-  check_keys(n, kColumnKeys, kColumnKeys, where);
+/// "file: path[i]" as StrictMap names list items.
+StrictMap item(const YAML::Node& n, const StrictMap& parent, const std::string& path) {
+  if (!n.IsMap()) throw_error("{}: {}: got {}, expected a mapping", parent.file(), path, describe_node(n));
+  return StrictMap(n, parent.file(), path);
+}
+
+MissColumn read_column(StrictMap m) {
   MissColumn c;
-  c.h_over_k = number(n["h_over_k"], where + ".h_over_k");
-  if (!(c.h_over_k >= 1.0))
-    throw_error("{}.h_over_k: {} must be >= 1 (the buffer holds at least the top-k)", where, c.h_over_k);
-  c.first_step = fraction(n["first_step"], where + ".first_step");
-  c.first_step_samples = integer(n["first_step_samples"], where + ".first_step_samples", 1);
-  c.warmup = fraction(n["warmup"], where + ".warmup");
-  c.warmup_samples = integer(n["warmup_samples"], where + ".warmup_samples", 1);
-  c.samples = integer(n["samples"], where + ".samples", 1);
-  const std::string range_at = where + ".n_over_h";
-  std::tie(c.n_over_h_min, c.n_over_h_max) = pair_of(n["n_over_h"], range_at, "[min n/H, max n/H]");
+  // H/K >= 1: the buffer holds at least the top-k.
+  m.get("h_over_k", &c.h_over_k, 1.0, kHuge);
+  m.get("first_step", &c.first_step, 0.0, 1.0);
+  m.get("first_step_samples", &c.first_step_samples, 1, static_cast<int64_t>(kHuge));
+  m.get("warmup", &c.warmup, 0.0, 1.0);
+  m.get("warmup_samples", &c.warmup_samples, 1, static_cast<int64_t>(kHuge));
+  m.get("samples", &c.samples, 1, static_cast<int64_t>(kHuge));
+  const YAML::Node range = m.sequence("n_over_h"), st = m.sequence("steady");
+  // A misspelt key is named as such before the key it was meant to be is reported missing.
+  m.finish();
+  require_all(m, {"h_over_k", "first_step", "first_step_samples", "warmup", "warmup_samples", "steady", "samples",
+                  "n_over_h"});
+  const std::string range_at = m.where("n_over_h");
+  std::tie(c.n_over_h_min, c.n_over_h_max) = pair_of(range, range_at, "[min n/H, max n/H]");
   if (!(c.n_over_h_min >= 1.0 && c.n_over_h_max >= c.n_over_h_min))
     throw_error("{}: [{}, {}] must satisfy 1 <= min <= max (steady samples have n > H)", range_at, c.n_over_h_min,
                 c.n_over_h_max);
-  const YAML::Node& st = n["steady"];
-  const std::string steady_at = where + ".steady";
-  if (!st.IsSequence() || st.size() == 0)
-    throw_error("{}: expected a non-empty list of [n/H, fraction] pairs, got {}", steady_at, describe_node(st));
+  const std::string steady_at = m.where("steady");
+  if (st.size() == 0)
+    throw_error("{}: got {}, expected a non-empty list of [n/H, fraction] pairs", steady_at, describe_node(st));
   for (size_t i = 0; i < st.size(); ++i) {
     const std::string at = fmt::format("{}[{}]", steady_at, i);
     const auto [r, f] = pair_of(st[i], at, "[n/H, fraction]");
     if (!(r >= 1.0)) throw_error("{}: n/H {} must be >= 1 (steady samples have n > H)", at, r);
-    if (!(f >= 0.0 && f <= 1.0)) throw_error("{}: fraction {} must be in [0, 1]", at, f);
+    if (!(f >= 0.0 && f <= 1.0)) throw_error("{}: got fraction {}, expected a number in [0, 1]", at, f);
     if (!c.steady.empty() && !(r > c.steady.back().first))
       throw_error("{}: n/H must ascend strictly ({} after {})", at, r, c.steady.back().first);
     c.steady.emplace_back(r, f);
@@ -116,31 +91,40 @@ MissColumn read_column(const YAML::Node& n, const std::string& where) {
   return c;
 }
 
-MissTraceInfo read_trace(const YAML::Node& n, const std::string& where) {
-  check_keys(n, kTraceKeys, kTraceKeys, where);
+MissTraceInfo read_trace(StrictMap m) {
   MissTraceInfo t;
-  t.path = text(n["path"], where + ".path");
-  t.layers = static_cast<int32_t>(integer(n["layers"], where + ".layers", 1));
-  t.top_k = static_cast<int32_t>(integer(n["top_k"], where + ".top_k", 1));
-  t.initial_state = traces::parse_initial_state(text(n["initial_state"], where + ".initial_state"),
-                                                where + ".initial_state");
-  t.requests = integer(n["requests"], where + ".requests", 0);
-  t.decode_steps = integer(n["decode_steps"], where + ".decode_steps", 0);
-  const auto [lo, hi] = pair_of(n["n_range"], where + ".n_range", "[min n, max n]");
+  m.get("path", &t.path);
+  int64_t layers = 0, top_k = 0;
+  m.get("layers", &layers, 1, std::numeric_limits<int32_t>::max());
+  m.get("top_k", &top_k, 1, std::numeric_limits<int32_t>::max());
+  t.layers = static_cast<int32_t>(layers);
+  t.top_k = static_cast<int32_t>(top_k);
+  std::string state;
+  m.get("initial_state", &state);
+  m.get("requests", &t.requests, 0, static_cast<int64_t>(kHuge));
+  m.get("decode_steps", &t.decode_steps, 0, static_cast<int64_t>(kHuge));
+  const YAML::Node range = m.sequence("n_range");
+  m.finish();
+  require_all(m, {"path", "layers", "top_k", "initial_state", "requests", "decode_steps", "n_range"});
+  t.initial_state = traces::parse_initial_state(state, m.where("initial_state"));
+  const auto [lo, hi] = pair_of(range, m.where("n_range"), "[min n, max n]");
   t.n_min = static_cast<int32_t>(lo);
   t.n_max = static_cast<int32_t>(hi);
   return t;
 }
 
-MissProvenance read_provenance(const YAML::Node& n, const std::string& where) {
-  check_keys(n, kProvenanceKeys, kProvenanceKeys, where);
+MissProvenance read_provenance(StrictMap m) {
   MissProvenance p;
-  p.command = text(n["command"], where + ".command");
-  p.fraction = text(n["fraction"], where + ".fraction");
-  p.warmup_rule = text(n["warmup_rule"], where + ".warmup_rule");
-  const YAML::Node& ts = n["traces"];
-  if (!ts.IsSequence()) throw_error("{}.traces: expected a list, got {}", where, describe_node(ts));
-  for (size_t i = 0; i < ts.size(); ++i) p.traces.push_back(read_trace(ts[i], fmt::format("{}.traces[{}]", where, i)));
+  m.get("command", &p.command);
+  m.get("fraction", &p.fraction);
+  m.get("warmup_rule", &p.warmup_rule);
+  const YAML::Node ts = m.sequence("traces");
+  m.finish();
+  require_all(m, {"command", "fraction", "warmup_rule", "traces"});
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const std::string path = fmt::format("provenance.traces[{}]", i);
+    p.traces.push_back(read_trace(item(ts[i], m, path)));
+  }
   return p;
 }
 
@@ -154,29 +138,37 @@ MissSurface load_miss_surface(const std::string& name_or_path) {
   MissSurface s;
   s.file = resolve_surface_path(name_or_path);
   const YAML::Node root = load_yaml_file(s.file);
-  check_keys(root, kTopKeys, {"name", "policies"}, s.file);
-  s.name = text(root["name"], s.file + ": name");
-  const YAML::Node& pol = root["policies"];
-  if (!pol.IsMap() || pol.size() == 0)
-    throw_error("{}: policies: expected a mapping of policy → columns, got {}", s.file, describe_node(pol));
-  for (const auto& kv : pol) {
+  if (!root.IsMap()) throw_error("{}: got {}, expected a mapping", s.file, describe_node(root));
+  StrictMap top(root, s.file, "");
+  require_all(top, {"name", "policies"});
+  top.get("name", &s.name);
+  if (!top.is_map("policies") || root["policies"].size() == 0)
+    throw_error("{}: policies: got {}, expected a mapping of policy → columns", s.file, describe_node(root["policies"]));
+  StrictMap policies = top.child("policies");
+  for (const auto& kv : root["policies"]) {
     const std::string policy = kv.first.Scalar();
-    const std::string where = fmt::format("{}: policies.{}", s.file, policy);
-    if (!kv.second.IsSequence() || kv.second.size() == 0)
-      throw_error("{}: expected a non-empty list of columns, got {}", where, describe_node(kv.second));
+    const YAML::Node columns = policies.sequence(policy);
+    const std::string where = policies.where(policy);
+    if (columns.size() == 0)
+      throw_error("{}: got {}, expected a non-empty list of columns", where, describe_node(kv.second));
     std::vector<MissColumn>& cols = s.policies[policy];
-    for (size_t i = 0; i < kv.second.size(); ++i) {
-      const std::string at = fmt::format("{}[{}]", where, i);
-      MissColumn c = read_column(kv.second[i], at);
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const std::string path = fmt::format("policies.{}[{}]", policy, i);
+      MissColumn c = read_column(item(columns[i], top, path));
       if (!cols.empty() && !(c.h_over_k > cols.back().h_over_k))
-        throw_error("{}.h_over_k: H/K must ascend strictly ({} after {})", at, c.h_over_k, cols.back().h_over_k);
+        throw_error("{}: {}.h_over_k: H/K must ascend strictly ({} after {})", s.file, path, c.h_over_k,
+                    cols.back().h_over_k);
       cols.push_back(std::move(c));
     }
   }
-  if (root["provenance"]) {
-    s.provenance = read_provenance(root["provenance"], s.file + ": provenance");
+  policies.finish();
+  if (top.is_map("provenance")) {
+    s.provenance = read_provenance(top.child("provenance"));
     s.has_provenance = true;
+  } else if (top.has("provenance")) {
+    throw_error("{}: provenance: got {}, expected a mapping", s.file, describe_node(root["provenance"]));
   }
+  top.finish();
   return s;
 }
 

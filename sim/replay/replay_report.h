@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/interrupt_cleanup.h"
+#include "core/io/interrupt_cleanup.h"
 #include "sim/replay/replay_engine.h"
 
 namespace hisparse::sim {

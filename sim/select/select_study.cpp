@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/parallel/task_pool.h"
 #include "core/io/output_file.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/select/npz_reader.h"
@@ -384,20 +385,8 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt) {
       }
     }
   };
-  const int threads = std::max(1, std::min(opt.threads, L));
-  std::vector<std::thread> pool;
-  std::vector<std::string> errors(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      try {
-        for (int32_t l = t; l < L; l += threads) run_layer(l);
-      } catch (const std::exception& e) {
-        errors[t] = e.what();
-      }
-    });
-  for (auto& th : pool) th.join();
-  for (const auto& e : errors)
-    if (!e.empty()) throw Error(e);
+  // Layers are independent and write their own slots; a failure is reported as the lowest layer's.
+  parallel_for(static_cast<size_t>(L), opt.threads, [&](size_t l) { run_layer(static_cast<int32_t>(l)); });
 
   for (int32_t c = 0; c < NC; ++c) {
     const Config& cf = configs[c];

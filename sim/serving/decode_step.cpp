@@ -1,5 +1,6 @@
 // @brief Lockstep decode steps of an instance's ranks: [colocated prefill pass] → per rank phase A, miss copy,
-// attention (+ the attention-TP all-reduce) → barrier → MoE + all-to-all + LM head → step end.
+// attention (+ the attention-TP all-reduce) → barrier → MoE + all-to-all + LM head → step end. Every duration comes
+// from the one step model (sim/cost/step_estimate.h); this file only times its copies as flows on shared links.
 #include <algorithm>
 #include <cmath>
 
@@ -7,7 +8,6 @@
 
 #include "core/error.h"
 #include "sim/serving/engine.h"
-#include "sim/cost/zero_copy_sm_share.h"
 
 namespace hisparse::sim::serving {
 
@@ -58,14 +58,15 @@ void Engine::start_decode(int32_t ii) {
     g.backup_pending = 0;
     g.io_pending = 0;
     if (g.backup_bytes > 0) {
+      const CopyCall backup = step_.backup(g.backups);
       g.backup_pending = gpr_;
-      start_rank_flows(g, g.backup_bytes, sc_.hardware.pcie.latency_ns, 0, false, true, true, false, cookie(kBackup, gi));
+      start_rank_flows(g, backup.bytes, backup.latency, backup.max_rate, false, true, true, false, cookie(kBackup, gi));
     }
     if (overlap() == OverlapMode::kNone) {
-      sim_.schedule(now + g.ph.before_io(), handler_, kPhaseA, gi);
+      sim_.schedule(now + g.work.io_ready, handler_, kPhaseA, gi);
     } else {
-      sim_.schedule(now + g.io_fill, handler_, kIoStart, gi);
-      sim_.schedule(now + g.compute_total, handler_, kComputeDone, gi);
+      sim_.schedule(now + g.work.io_ready, handler_, kIoStart, gi);
+      sim_.schedule(now + g.work.compute, handler_, kComputeDone, gi);
     }
   }
   if (inst.outstanding == 0) {
@@ -78,23 +79,19 @@ void Engine::start_decode(int32_t ii) {
 
 void Engine::plan_rank(Rank& g) {
   GpuBatch b;
-  g.selected = g.misses = 0;
-  g.backup_bytes = 0;
+  g.selected = g.misses = g.backups = 0;
   for (int64_t i : g.running) {
     Runtime& rt = rt_[static_cast<size_t>(i)];
     auto& o = outcomes_[static_cast<size_t>(i)];
-    ++b.requests;
-    b.sum_n += rt.n;
-    b.sum_attended += std::min(rt.n, K_);
+    step_.add_request(b, rt.n);
     if (hisparse_) {
-      if (rt.n > H_) ++b.slow_path;
       const MissResult m = miss_->step(MissQuery{i, rt.step, rt.n, rt.empty_start}, rt.carry);
       g.selected += m.selected;
       g.misses += m.misses;
       o.selected += m.selected;
       o.misses += m.misses;
       // The previous step's token is backed up at the start of every step but the first (docs/swap_in.md).
-      if (rt.step > 0) g.backup_bytes += static_cast<double>(kv_layers_) * row_;
+      if (rt.step > 0) ++g.backups;
     } else {
       const int64_t sel = static_cast<int64_t>(std::min(rt.n, K_)) * cost_.layers();
       g.selected += sel;
@@ -103,87 +100,39 @@ void Engine::plan_rank(Rank& g) {
     ++rt.step;
   }
   g.miss_bytes = static_cast<double>(g.misses) * row_;  // per GPU of the rank
+  g.backup_bytes = hisparse_ ? step_.backup(g.backups).bytes : 0;
   result_.selected += g.selected;
   result_.misses += g.misses;
-  if (overlap() == OverlapMode::kNone) {
-    g.ph = cost_.gpu_phases(b);
-    g.ph.attention += attention_allreduce_ns(layout_, opt_.cost, b.requests);
-    g.compute_total = g.ph.compute();
-    return;
-  }
-  // Two micro-batches: every kernel runs twice on half the work; the first micro-batch's first layer must
-  // select before any copy can start, and the last micro-batch's last layer attends after its copy.
-  GpuBatch h1 = b, h2 = b;
-  h1.requests = (b.requests + 1) / 2;
-  h2.requests = b.requests - h1.requests;
-  const double f1 = static_cast<double>(h1.requests) / static_cast<double>(b.requests);
-  h1.sum_n = b.sum_n * f1; h2.sum_n = b.sum_n - h1.sum_n;
-  h1.sum_attended = b.sum_attended * f1; h2.sum_attended = b.sum_attended - h1.sum_attended;
-  h1.slow_path = (b.slow_path + 1) / 2; h2.slow_path = b.slow_path - h1.slow_path;
-  GpuPhases p1 = cost_.gpu_phases(h1), p2 = cost_.gpu_phases(h2);
-  p1.attention += attention_allreduce_ns(layout_, opt_.cost, h1.requests);
-  p2.attention += attention_allreduce_ns(layout_, opt_.cost, h2.requests);
-  g.ph.indexer = p1.indexer + p2.indexer;
-  g.ph.topk = p1.topk + p2.topk;
-  g.ph.swap_in = p1.swap_in + p2.swap_in;
-  g.ph.attention = p1.attention + p2.attention;
-  g.compute_total = g.ph.compute();
-  g.io_fill = p1.before_io() / cost_.layers();
-  g.tail = (h2.requests > 0 ? p2.attention : p1.attention) / cost_.layers();
+  g.work = step_.rank_compute(b);
 }
 
 void Engine::begin_io(Rank& g, int32_t gi) {
   const SimTime now = sim_.now();
   g.io_start = now;
-  g.cost.stall = now - g.a_end;
   if (g.miss_bytes > 0) {
-    // One swap-in kernel per layer, each paying the per-operation latency; rows move at the gather rate.
-    SimTime latency = static_cast<SimTime>(cost_.layers()) * sc_.hardware.pcie.latency_ns;
-    double max_rate = sc_.hardware.pcie.gather_row_bytes_per_s;
-    if (const SwapInCopyCost& c = opt_.cost.swap_in_cost; c.calibrated) {
-      // Measured: a fixed cost per copying call, rows at the small-row rate, few requests bound by their own rate.
-      // The copy's latency rounds (sim/cost/swap_in_cost.h) are not a rate: what they add over the transfer is part of
-      // each call's fixed latency, the rows are the flow. One call's rows are the layer's mean (misses / layers),
-      // spread evenly over the running requests (the rounds follow the busiest one: an estimate from below).
-      const auto requests = static_cast<int64_t>(g.running.size());  // picks the kernel regime (small/large batch)
-      SwapInCall call{requests, g.miss_bytes / static_cast<double>(row_) / static_cast<double>(cost_.layers()),
-                      static_cast<int64_t>(row_), H_, K_};
-      latency = static_cast<SimTime>(cost_.layers()) * c.copy_latency_ns(call, sc_.hardware.pcie.h2d_bulk_bytes_per_s);
-      max_rate = c.copy_rate(requests);
-    }
+    // The copy's fixed part (per-layer calls, calibrated latency rounds) is the flow's latency; its bytes share the
+    // GPU's PCIe link and its NUMA node's DRAM with the other flows.
+    const CopyCall c = step_.miss_copy(static_cast<int64_t>(g.running.size()), static_cast<double>(g.misses));
     g.io_pending = gpr_;
-    start_rank_flows(g, g.miss_bytes, latency, max_rate, true, false, true, false, cookie(kMissFlow, gi));
+    start_rank_flows(g, c.bytes, c.latency, c.max_rate, true, false, true, false, cookie(kMissFlow, gi));
     return;
   }
   g.io_end = now;
-  if (overlap() == OverlapMode::kNone) {
-    sim_.schedule(now + g.ph.attention, handler_, kComputeDone, gi);
-  } else {
-    g.io_done = true;
-    maybe_done(gi);
-  }
+  g.io_done = true;
+  maybe_done(gi);
 }
 
 void Engine::maybe_done(int32_t gi) {
   Rank& g = ranks_[static_cast<size_t>(gi)];
-  if (!g.compute_done || !g.io_done) return;
-  const SimTime io_side = g.miss_bytes > 0 ? g.io_end + g.tail : g.io_end;
-  // The zero-copy swap-in moves rows with SMs: while it overlaps the other micro-batch's compute, that compute
-  // runs on the SMs the copy leaves free (sim/cost/zero_copy_sm_share.h); the delay counts as exposed copy time.
-  SimTime stolen = 0;
-  if (g.miss_bytes > 0) {
-    const int64_t first_half = (static_cast<int64_t>(g.running.size()) + 1) / 2;
-    const double share = zero_copy_sm_share(opt_.cost.swap_in_copy_mode, opt_.cost.swap_in_cost, first_half,
-                                            sc_.hardware.sm_count);
-    const SimTime overlap = std::max<SimTime>(0, std::min(g.io_end, g.compute_end) - std::max(g.io_start, g.start));
-    stolen = static_cast<SimTime>(std::llround(static_cast<double>(overlap) * share));
-  }
-  const SimTime done = std::max(g.compute_end + stolen, io_side);
-  const SimTime exposed = done - g.compute_end;
-  const SimTime wait = g.io_start - g.a_end;
-  g.cost.stall = std::min(wait, exposed);
-  g.cost.h2d = exposed - g.cost.stall;
-  if (done > sim_.now()) sim_.schedule(done, handler_, kGpuDone, gi);
+  const bool serial = overlap() == OverlapMode::kNone;
+  if (!g.io_done || (!serial && !g.compute_done)) return;
+  const RankEnd end = step_.rank_end(g.work, g.io_start - g.start, g.io_end - g.start, g.miss_bytes > 0);
+  g.cost.stall = end.stall;
+  g.cost.h2d = end.h2d;
+  const SimTime done = g.start + end.done;
+  // Serial: attention follows the copy, and its end is the rank's.
+  if (serial) sim_.schedule(done, handler_, kComputeDone, gi);
+  else if (done > sim_.now()) sim_.schedule(done, handler_, kGpuDone, gi);
   else rank_finished(gi);
 }
 
@@ -201,15 +150,7 @@ void Engine::rank_finished(int32_t gi) {
     T += b;
     bmax = std::max(bmax, b);
   }
-  if (overlap() == OverlapMode::kNone) {
-    const auto m = cost_.moe_phase(T, bmax);
-    inst.moe_time = m.compute + m.all_to_all;
-  } else {
-    // Each micro-batch reads the experts it touches; one micro-batch's all-to-all hides under the other's compute.
-    const auto m = cost_.moe_phase(T / 2, bmax / 2);
-    const SimTime per_batch = m.compute - opt_.cost.step_overhead_ns;
-    inst.moe_time = 2 * per_batch + opt_.cost.step_overhead_ns + std::max<SimTime>(0, 2 * m.all_to_all - per_batch);
-  }
+  inst.moe_time = step_.moe_ns(T, step_.max_gpu_tokens(bmax));
   sim_.schedule(inst.barrier + inst.moe_time, handler_, kStepEnd, g.instance);
 }
 
@@ -229,10 +170,10 @@ void Engine::step_end(int32_t ii) {
     Rank& g = ranks_[static_cast<size_t>(inst.first_rank + k)];
     if (!g.active) continue;
     g.active = false;
-    g.cost.indexer = g.ph.indexer;
-    g.cost.topk = g.ph.topk;
-    g.cost.swap_in = g.ph.swap_in;
-    g.cost.attention = g.ph.attention;
+    g.cost.indexer = g.work.phases.indexer;
+    g.cost.topk = g.work.phases.topk;
+    g.cost.swap_in = g.work.phases.swap_in;
+    g.cost.attention = g.work.phases.attention;
     g.cost.moe = inst.moe_time;
     g.cost.sync = inst.barrier - g.done;
     if (g.cost.critical_path() + inst.prefill != now - inst.step_start)

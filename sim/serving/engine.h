@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step_estimate.h"
 #include "sim/network/network_resource.h"
 #include "sim/serving/pools.h"
 #include "sim/serving/ranks.h"
@@ -37,11 +38,10 @@ struct Rank {
   // Current step.
   bool active = false, waiting_backup = false, compute_done = false, io_done = false;
   int32_t io_pending = 0, backup_pending = 0;
-  GpuPhases ph;
-  SimTime compute_total = 0, io_fill = 0, tail = 0;
+  RankCompute work;                          // this step's compute (sim/cost/step_estimate.h)
   double miss_bytes = 0, backup_bytes = 0;
   SimTime start = 0, a_end = 0, io_start = 0, io_end = 0, compute_end = 0, done = 0, backup_end = 0;
-  int64_t selected = 0, misses = 0;
+  int64_t selected = 0, misses = 0, backups = 0;
   StepCost cost;
   std::vector<std::pair<int64_t, int64_t>> chunks;  // colocated prefill this step: (request, tokens)
 };
@@ -127,7 +127,8 @@ class Engine final : public EventHandler, public FlowListener {
   ChromeTrace* trace_;
   bool hisparse_;
   ServingRanks layout_;
-  DecodeCostModel cost_;          // one GPU of a rank (rank scenario)
+  StepEstimator step_;            // the one step model: one GPU of a rank (rank scenario)
+  const DecodeCostModel& cost_;   // step_'s per-operation times
   Scenario prefill_scenario_;     // colocated: the decode instance running a prefill pass
   DecodeCostModel prefill_cost_;
   PrefillMode prefill_mode_ = PrefillMode::kPd;

@@ -17,12 +17,9 @@ ServingRanks serving_ranks(const Scenario& s) {
     throw_error("{}: decode.gpus {} is not a multiple of decode.dp_attention {}: every dp rank needs the same GPUs",
                 s.source, r.layout.gpus, r.layout.ranks);
   r.gpus_per_rank = r.layout.gpus / r.layout.ranks;
-  // The step time model's rank scenario (heads / attention TP, the collective link's rate as nvlink_bytes_per_s,
-  // sim/cost/step_time_model.cpp), so plan and simulate compute the same attention and all-to-all per GPU.
-  {
-    const StepTimeModel model(s, CostParams{}, false, nullptr);
-    r.rank_scenario = model.rank_scenario();
-  }
+  // The step estimate's rank scenario (heads / attention TP, the collective link's rate as nvlink_bytes_per_s,
+  // sim/cost/rank_layout.h), so plan and simulate compute the same attention and all-to-all per GPU.
+  r.rank_scenario = sim::rank_scenario(s);
   const CollectiveLink link = collective_link(s);
   r.nodes = link.nodes;
   r.collective_bytes_per_s = link.bytes_per_s;

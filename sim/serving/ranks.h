@@ -8,7 +8,7 @@
 
 #include "core/deployment_spec.h"
 #include "sim/cost/cost_params.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/rank_layout.h"
 #include "sim/engine/sim_time.h"
 
 namespace hisparse::sim {

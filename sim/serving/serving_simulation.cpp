@@ -44,7 +44,7 @@ Scenario prefill_on_decode(const Scenario& s) {
 
 Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt, ChromeTrace* trace)
     : sc_(sc), w_(w), opt_(opt), trace_(trace), hisparse_(opt.mode == KvMode::kHiSparse),
-      layout_(serving_ranks(sc)), cost_(layout_.rank_scenario, opt.cost, hisparse_),
+      layout_(serving_ranks(sc)), step_(sc, opt.cost, opt.mode), cost_(step_.cost()),
       prefill_scenario_(prefill_on_decode(sc)), prefill_cost_(prefill_scenario_, opt.cost, hisparse_),
       net_(sim_, make_link_model(opt.cost.link_model)) {
   handler_ = sim_.add_handler(this);
@@ -162,13 +162,8 @@ void Engine::on_flow_done(Simulator& sim, int64_t c, const FlowDone& d) {
       Rank& g = ranks_[static_cast<size_t>(idx)];
       if (--g.io_pending > 0) break;
       g.io_end = now;
-      if (overlap() == OverlapMode::kNone) {
-        g.cost.h2d = now - g.io_start;
-        sim_.schedule(now + g.ph.attention, handler_, kComputeDone, idx);
-      } else {
-        g.io_done = true;
-        maybe_done(static_cast<int32_t>(idx));
-      }
+      g.io_done = true;
+      maybe_done(static_cast<int32_t>(idx));
       break;
     }
     case kBackup: {

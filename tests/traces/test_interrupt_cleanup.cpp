@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/interrupt_cleanup.h"
+#include "core/io/interrupt_cleanup.h"
 #include "tests/traces/trace_test_util.h"
 #include "traces/trace_writer.h"
 

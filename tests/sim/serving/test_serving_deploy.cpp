@@ -85,7 +85,9 @@ TEST_CASE("attention TP holds one rank's requests per instance, attention DP one
   const SimTime allreduce = 61 * (p.all_to_all_latency_ns + seconds_to_ns_ceil(2.0 * 7 / 8 * 7168 * 2 / (450e9 * p.efficiency.nvlink)));
   CHECK(attention_allreduce_ns(rt, p, 1) == allreduce);
   CHECK(attention_allreduce_ns(rd, p, 1) == 0);
-  const auto moe = cm.moe_phase(1, 1);
+  // At the MoE the rank's 8 GPUs split its tokens (SGLang scatters them over the attention-TP group): the busiest
+  // GPU holds 1 / 8 of the lone token, as the planner prices it (StepEstimator::max_gpu_tokens).
+  const auto moe = cm.moe_phase(1, 1.0 / 8);
   REQUIRE(one.steps.size() == 2);
   CHECK(one.steps[0].end - one.steps[0].start == cm.gpu_phases(g).compute() + allreduce + moe.compute + moe.all_to_all);
   CHECK(one.collective_link.find("nvlink") != std::string::npos);

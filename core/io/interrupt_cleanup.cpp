@@ -10,7 +10,7 @@
 // so a directory is re-read from the start until a pass removes nothing. A writer thread still running while the
 // handler runs could create a file after its pass; then rmdir fails and that directory stays (a window of
 // microseconds, before the process dies).
-#include "core/interrupt_cleanup.h"
+#include "core/io/interrupt_cleanup.h"
 
 #include <atomic>
 #include <cerrno>

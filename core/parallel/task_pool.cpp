@@ -1,16 +1,18 @@
-// @brief ReplayTaskPool (see replay_cuda_pool.h).
-#include "sim/replay/replay_cuda_pool.h"
+// @brief TaskPool and parallel_for (see task_pool.h).
+#include "core/parallel/task_pool.h"
+
+#include <algorithm>
 
 #include "core/error.h"
 
-namespace hisparse::sim::replay_detail {
+namespace hisparse {
 
-ReplayTaskPool::ReplayTaskPool(int threads) {
-  if (threads < 1) throw_error("replay: --threads {} must be >= 1", threads);
+TaskPool::TaskPool(int threads, const std::string& command) {
+  if (threads < 1) throw_error("{}: --threads {} must be >= 1", command, threads);
   for (int t = 1; t < threads; ++t) threads_.emplace_back([this] { loop(); });
 }
 
-ReplayTaskPool::~ReplayTaskPool() {
+TaskPool::~TaskPool() {
   {
     std::lock_guard<std::mutex> lock(m_);
     stop_ = true;
@@ -19,9 +21,9 @@ ReplayTaskPool::~ReplayTaskPool() {
   for (auto& th : threads_) th.join();
 }
 
-void ReplayTaskPool::work() {
-  // Indices are taken one at a time under the lock: tasks here read a whole step record (hundreds of KiB), so the
-  // lock is not what limits.
+void TaskPool::work() {
+  // Indices are taken one at a time under the lock: the project's tasks are coarse (a step record, a layer, a
+  // validation case), so the lock is not what limits.
   while (true) {
     size_t i;
     const std::function<void(size_t)>* task;
@@ -43,7 +45,7 @@ void ReplayTaskPool::work() {
   }
 }
 
-void ReplayTaskPool::loop() {
+void TaskPool::loop() {
   uint64_t seen = 0;
   while (true) {
     {
@@ -61,7 +63,7 @@ void ReplayTaskPool::loop() {
   }
 }
 
-void ReplayTaskPool::run(size_t n, const std::function<void(size_t)>& task) {
+void TaskPool::run(size_t n, const std::function<void(size_t)>& task) {
   if (n == 0) return;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -86,4 +88,26 @@ void ReplayTaskPool::run(size_t n, const std::function<void(size_t)>& task) {
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace hisparse::sim::replay_detail
+void parallel_for(size_t n, int threads, const std::function<void(size_t)>& task) {
+  if (n == 0) return;
+  const size_t wanted = std::max<size_t>(1, std::min<size_t>(n, static_cast<size_t>(std::max(1, threads))));
+  if (wanted == 1) {
+    // The same contract without a thread: every index runs, the lowest failure is the one reported.
+    std::exception_ptr first;
+    for (size_t i = 0; i < n; ++i) {
+      try {
+        task(i);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
+    return;
+  }
+  TaskPool pool(static_cast<int>(wanted));
+  pool.run(n, task);
+}
+
+int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+}  // namespace hisparse

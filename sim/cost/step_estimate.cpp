@@ -1,0 +1,189 @@
+// @brief The one model of a decode step, in the pieces the planner's closed form and the serving engine share
+// (see step_estimate.h).
+#include "sim/cost/step_estimate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/cost/zero_copy_sm_share.h"
+
+namespace hisparse::sim {
+
+StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params, KvMode mode)
+    : rank_scenario_(sim::rank_scenario(scenario)),
+      params_(params),
+      hisparse_(mode == KvMode::kHiSparse),
+      cost_(rank_scenario_, params_, hisparse_),
+      layout_(rank_layout(scenario)) {
+  const HardwareSpec& hw = scenario.hardware;
+  collective_bytes_per_s_ = rank_scenario_.hardware.nvlink_bytes_per_s;
+  row_bytes_ = cost_.kv_row_bytes();
+  top_k_ = hisparse_ ? scenario.deployment.hisparse.top_k : scenario.model.top_k;
+  window_ = scenario.model.is_gqa() ? scenario.model.sliding_window : 0;
+  H_ = scenario.deployment.hisparse.device_buffer_size;
+  // Every GPU of a NUMA node copies at once in a lockstep step: each gets its max-min fair share of the node's DRAM.
+  const double dram = hw.host_dram_bytes_per_s_per_numa > 0 ? hw.host_dram_bytes_per_s_per_numa / layout_.gpus_per_numa
+                                                            : hw.pcie.h2d_bulk_bytes_per_s;
+  h2d_link_ = std::min(hw.pcie.h2d_bulk_bytes_per_s, dram);
+  d2h_rate_ = std::min(hw.pcie.d2h_bulk_bytes_per_s, dram);
+}
+
+void StepEstimator::add_request(GpuBatch& b, int64_t n) const {
+  ++b.requests;
+  b.sum_n += static_cast<double>(n);
+  b.sum_attended += static_cast<double>(attended(n));
+  if (window_ > 0) b.sum_window_attended += static_cast<double>(std::min(attended(n), window_));
+  if (hisparse_ && n > H_) ++b.slow_path;
+}
+
+GpuBatch StepEstimator::batch(int64_t B, const ContextMix& mix) const {
+  GpuBatch b;
+  b.requests = B;
+  const double Bd = static_cast<double>(B);
+  b.sum_n = Bd * mix.mean_seq_len();
+  b.sum_attended = Bd * mix.expect([&](int64_t n) { return static_cast<double>(attended(n)); });
+  if (window_ > 0)
+    b.sum_window_attended = Bd * mix.expect([&](int64_t n) { return static_cast<double>(std::min(attended(n), window_)); });
+  b.slow_path = hisparse_ ? std::llround(Bd * mix.expect([&](int64_t n) { return n > H_ ? 1.0 : 0.0; })) : 0;
+  return b;
+}
+
+RankCompute StepEstimator::rank_compute(const GpuBatch& b) const {
+  RankCompute out;
+  if (b.requests <= 0) return out;
+  auto allreduce = [&](int64_t requests) {
+    return attention_allreduce_ns(layout_.attention_tp, collective_bytes_per_s_, rank_scenario_.model, params_, requests);
+  };
+  if (params_.overlap == OverlapMode::kNone) {
+    out.phases = cost_.gpu_phases(b);
+    out.phases.attention += allreduce(b.requests);
+    out.compute = out.phases.compute();
+    out.io_ready = out.phases.before_io();
+    out.tail = out.phases.attention;
+    out.copy_beside = b.requests;
+    return out;
+  }
+  // Two micro-batches: every kernel runs twice on half the work; the first micro-batch's first layer must select
+  // before any copy can start, and the last micro-batch's last layer attends after its copy.
+  GpuBatch h1 = b, h2 = b;
+  h1.requests = (b.requests + 1) / 2;
+  h2.requests = b.requests - h1.requests;
+  const double f1 = static_cast<double>(h1.requests) / static_cast<double>(b.requests);
+  h1.sum_n = b.sum_n * f1; h2.sum_n = b.sum_n - h1.sum_n;
+  h1.sum_attended = b.sum_attended * f1; h2.sum_attended = b.sum_attended - h1.sum_attended;
+  h1.sum_window_attended = b.sum_window_attended * f1;
+  h2.sum_window_attended = b.sum_window_attended - h1.sum_window_attended;
+  h1.slow_path = (b.slow_path + 1) / 2; h2.slow_path = b.slow_path - h1.slow_path;
+  GpuPhases p1 = cost_.gpu_phases(h1), p2 = cost_.gpu_phases(h2);
+  p1.attention += allreduce(h1.requests);
+  p2.attention += allreduce(h2.requests);
+  out.phases.indexer = p1.indexer + p2.indexer;
+  out.phases.topk = p1.topk + p2.topk;
+  out.phases.swap_in = p1.swap_in + p2.swap_in;
+  out.phases.attention = p1.attention + p2.attention;
+  out.compute = out.phases.compute();
+  out.io_ready = p1.before_io() / cost_.layers();
+  out.tail = (h2.requests > 0 ? p2.attention : p1.attention) / cost_.layers();
+  out.copy_beside = h1.requests;
+  return out;
+}
+
+CopyCall StepEstimator::miss_copy(int64_t requests, double misses) const {
+  CopyCall c;
+  c.bytes = misses * row_bytes_;
+  if (!(c.bytes > 0)) return c;
+  const auto layers = static_cast<SimTime>(cost_.layers());
+  const PcieSpec& pcie = rank_scenario_.hardware.pcie;
+  if (const SwapInCopyCost& k = params_.swap_in_cost; k.calibrated) {
+    // Measured: a fixed cost per copying call, rows at the small-row rate, few requests bound by their own rate.
+    // The copy's latency rounds (sim/cost/swap_in_cost.h) are not a rate: what they add over the transfer is part of
+    // each call's fixed latency, the rows are the flow. One call's rows are the layer's mean (misses / layers),
+    // spread evenly over the requests (the rounds follow the busiest one: an estimate from below).
+    const SwapInCall call{requests, misses / cost_.layers(), static_cast<int64_t>(row_bytes_), H_, top_k_};
+    c.latency = layers * k.copy_latency_ns(call, pcie.h2d_bulk_bytes_per_s);
+    c.max_rate = k.copy_rate(requests);
+  } else {
+    // One swap-in kernel per layer, each paying the per-operation latency; rows move at most at the gather rate.
+    c.latency = layers * pcie.latency_ns;
+    c.max_rate = pcie.gather_row_bytes_per_s;
+  }
+  return c;
+}
+
+CopyCall StepEstimator::backup(int64_t requests) const {
+  // Each request backs up its previous token's row of every KV layer, on the copy engine beside the compute.
+  CopyCall c;
+  c.bytes = static_cast<double>(requests) * cost_.kv_layers() * row_bytes_;
+  c.latency = rank_scenario_.hardware.pcie.latency_ns;
+  return c;
+}
+
+RankEnd StepEstimator::rank_end(const RankCompute& c, SimTime io_start, SimTime io_end, bool copies) const {
+  RankEnd out;
+  if (params_.overlap == OverlapMode::kNone) {
+    out.done = io_end + c.tail;
+    out.stall = io_start - c.io_ready;
+    out.h2d = io_end - io_start;
+    return out;
+  }
+  // The zero-copy swap-in moves rows with SMs: while it overlaps the other micro-batch's compute, that compute runs
+  // on the SMs the copy leaves free (sim/cost/zero_copy_sm_share.h); the delay counts as exposed copy time.
+  SimTime stolen = 0;
+  if (copies) {
+    const double share = zero_copy_sm_share(params_.swap_in_copy_mode, params_.swap_in_cost, c.copy_beside,
+                                            rank_scenario_.hardware.sm_count);
+    const SimTime overlap = std::max<SimTime>(0, std::min(io_end, c.compute) - io_start);
+    stolen = static_cast<SimTime>(std::llround(static_cast<double>(overlap) * share));
+  }
+  out.done = std::max(c.compute + stolen, copies ? io_end + c.tail : io_end);
+  const SimTime exposed = out.done - c.compute;
+  out.stall = std::min(io_start - c.io_ready, exposed);
+  out.h2d = exposed - out.stall;
+  return out;
+}
+
+SimTime StepEstimator::moe_ns(double instance_tokens, double max_gpu_tokens) const {
+  if (params_.overlap == OverlapMode::kNone) {
+    const auto m = cost_.moe_phase(instance_tokens, max_gpu_tokens);
+    return m.compute + m.all_to_all;
+  }
+  // Each micro-batch reads the experts it touches; one micro-batch's all-to-all hides under the other's compute.
+  const auto m = cost_.moe_phase(instance_tokens / 2, max_gpu_tokens / 2);
+  const SimTime per_batch = m.compute - params_.step_overhead_ns;
+  return 2 * per_batch + params_.step_overhead_ns + std::max<SimTime>(0, 2 * m.all_to_all - per_batch);
+}
+
+StepEstimate StepEstimator::closed_form(const GpuBatch& b, double misses) const {
+  StepEstimate e;
+  const int64_t B = b.requests;
+  e.batch = B;
+  if (B <= 0) return e;
+  if (hisparse_) {
+    e.misses = misses;
+    e.h2d_bytes = misses * row_bytes_;
+    if (e.h2d_bytes > 0) {
+      const CopyCall c = miss_copy(B, misses);
+      e.h2d_transfer_ns = c.latency + transfer_ns(c.bytes, h2d_rate(c));
+    }
+    // Steady state: every request backs up its previous token.
+    const CopyCall k = backup(B);
+    e.backup_bytes = k.bytes;
+    e.backup_transfer_ns = k.latency + transfer_ns(k.bytes, d2h_rate_);
+  }
+  const RankCompute rc = rank_compute(b);
+  const SimTime start = io_start(rc, e.backup_transfer_ns);
+  const RankEnd end = rank_end(rc, start, start + e.h2d_transfer_ns, e.h2d_bytes > 0);
+  e.cost.indexer = rc.phases.indexer;
+  e.cost.topk = rc.phases.topk;
+  e.cost.swap_in = rc.phases.swap_in;
+  e.cost.attention = rc.phases.attention;
+  e.cost.stall = end.stall;
+  e.cost.h2d = end.h2d;
+  const double T = static_cast<double>(B) * layout_.ranks;  // tokens of the whole instance in this step
+  e.cost.moe = moe_ns(T, max_gpu_tokens(static_cast<double>(B)));
+  e.step_ns = end.done + e.cost.moe;
+  e.tokens_per_s = e.step_ns > 0 ? T / ns_to_seconds(e.step_ns) : 0;
+  return e;
+}
+
+}  // namespace hisparse::sim
