@@ -85,7 +85,7 @@ std::string format_step_times(const ReplayStepTimeReport& rep) {
       "measured): a batch of {} requests per DP rank ({}), each at the step's context length with the step's "
       "replayed misses; TPOT SLO {:g} ms\n",
       rep.deployment, rep.batch, rep.assumption, rep.slo_ms);
-  o += fmt::format("{:<12} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "policy", "buffer", "priced H", "mean ms",
+  o += fmt::format("{:<12} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "policy", "H", "priced H", "mean ms",
                    "p50 ms", "p99 ms", "max ms", "steps over SLO");
   for (const auto& t : rep.configs)
     o += fmt::format("{:<12} {:>6} {:>9} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}  {} of {}{}\n", t.policy, t.buffer_size,
