@@ -1,5 +1,7 @@
-// @brief The replay engine behind `hisparse replay`: streams a top-k trace once through every (policy, buffer size)
-// with one independent state per (request, layer), in parallel across layers, and accumulates the counters.
+// @brief `run_replay`, the entry of `hisparse replay` and of every library caller, and the windowed engine it runs
+// offline policies on (online ones go through the one driver, sim/replay/replay_driver.h): the engine streams a top-k
+// trace once through every (policy, buffer size) with one independent state per (request, layer), in parallel across
+// layers, and accumulates the counters.
 //
 // One pass: step records are read into a small window ([step][layer][K], each record read once and used by every
 // configuration while it is in cache), each layer task runs every configuration on every step of the window, and the
