@@ -3,10 +3,6 @@
 // within the TPOT SLO, with the runner-up, the break-even and a Pareto plot. Writes advise.json, advise.md,
 // advise.html and PNGs (scripts/plot_advise.py).
 #include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,25 +13,15 @@
 #include "apps/advise_setup.h"
 #include "apps/command.h"
 #include "apps/list_args.h"
-#include "apps/plot_script.h"
 #include "core/error.h"
-#include "core/scenario_loader.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
-#include "core/io/output_file.h"
 
 namespace hisparse::apps {
 
 namespace {
 
 namespace po = boost::program_options;
-namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return "";
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 }  // namespace
 
@@ -67,36 +53,15 @@ int run_advise(int argc, char** argv) {
   std::string command_line = "hisparse advise";
   for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
 
-  const auto t0 = std::chrono::steady_clock::now();
-  AdviseSetup setup = make_advise_setup(args, vm, "advise");
-  std::vector<sim::ContextMix> mixes = advise_mixes(args, setup.scenario, "advise");
-  std::vector<sim::Advice> advices;
-  for (const auto& mix : mixes) {
-    fmt::print(stderr, "advise: evaluating {} settings at {}\n",
-               1 + sim::advise_buffer_sizes(setup.scenario, setup.options).size() *
-                       sim::advise_ratios(setup.scenario, setup.options).size(),
-               mix.label);
-    advices.push_back(sim::advise(setup.scenario, mix, *setup.misses, setup.options));
-  }
-  setup.info.command_line = command_line;
-  add_extrapolation_warnings(setup, advices);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sim::AdviseRequest request = advise_request(args, vm, "advise");
+  request.command_line = command_line;
+  sim::AdviseOutcome outcome =
+      sim::run_advise(request, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+  const AdviseSetup& setup = outcome.setup;
+  const std::vector<sim::Advice>& advices = outcome.advices;
+  const double seconds = outcome.seconds;
 
-  fs::create_directories(out_dir);
-  const fs::path dir(out_dir);
-  write_file_atomically((dir / "advise.json").string(), sim::advice_to_json(setup.scenario, advices, setup.info));
-  std::vector<sim::AdvicePlot> plots = sim::advice_plot_list(advices.size());
-  // Plots of an earlier run (more mixes, or before --no-plots) must not be mistaken for this one's.
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("advise_", 0) == 0 && entry.path().extension() == ".png") fs::remove(entry.path());
-  }
-  if (!vm.count("no-plots")) {
-    run_plot_script("plot_advise.py", out_dir, "advise");
-    for (auto& p : plots) p.png = read_file(dir / p.file);
-  }
-  write_file_atomically((dir / "advise.md").string(), sim::advice_to_markdown(setup.scenario, advices, setup.info, plots));
-  write_file_atomically((dir / "advise.html").string(), sim::advice_to_html(setup.scenario, advices, setup.info, plots));
+  sim::write_advice_files(outcome, out_dir, !vm.count("no-plots"));
   fmt::print("{}", sim::advice_to_text(setup.scenario, advices, setup.info));
   fmt::print("advice computed in {:.2f} s (plotting excluded); wrote {}/advise.json, advise.md, advise.html{}\n", seconds,
              out_dir, vm.count("no-plots") ? "" : " and advise_*.png");

@@ -1,49 +1,42 @@
-// @brief What `hisparse advise` and `hisparse replay --scenario` share: the advice flags, the scenario with its
-// overrides, the miss curves (trace replay, a given fraction, or the default miss surface) and the labels that say
-// where each figure comes from.
+// @brief What `hisparse advise` and `hisparse replay --scenario` share on the command line: the advice flags and
+// their reading into the library's AdviseRequest (sim/api/advise_request.h), which loads the scenario, its overrides,
+// the miss curves and the labels once for both.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
 #include <boost/program_options.hpp>
 
-#include "core/deployment_spec.h"
-#include "sim/advise/advice_report.h"
-#include "sim/advise/advisor.h"
-#include "sim/miss/miss_curve.h"
+#include "sim/api/advise_request.h"
 
 namespace hisparse::apps {
 
+/// The flags whose text the caller may still edit before the request is built (replay sets trace, policy and
+/// buffer_sizes from its own replay).
 struct AdviseArgs {
   std::string scenario, seq_lens, workload, trace, policy = "sglang-lru", buffer_sizes, ratios;
-  std::string calibration = "auto", step_calibration = "auto", cost_params, overlap, host_dram, host_reserve;
-  std::string miss_curve;  // miss surface name or path ("" = the default surface)
   int threads = 1;
   int mix_classes = 16;
 };
 
-/// The flags of `advise` (replay adds the ones it lacks itself).
+/// The flags of `advise` (replay adds the ones it lacks itself); the shared override flags come from
+/// add_scenario_flags (apps/scenario_flags.h).
 void add_advise_options(boost::program_options::options_description& desc, AdviseArgs& args, bool with_trace = true);
 
-struct AdviseSetup {
-  Scenario scenario;
-  sim::AdviseOptions options;
-  std::unique_ptr<sim::MissCurves> misses;
-  sim::AdviceRunInfo info;
-};
+/// The library request of `args` and the override flags in `vm`.
+sim::AdviseRequest advise_request(const AdviseArgs& args, const boost::program_options::variables_map& vm,
+                                  const std::string& command);
 
-/// Loads the scenario, applies the overrides in `vm` (tpot-slo-ms, host-dram-bytes, …), builds the miss curves over
-/// the sweep's buffer sizes (replaying args.trace if given: its top_k must equal the scenario's unless
-/// --rescale-trace-top-k) and the labels.
+using AdviseSetup = sim::AdviceSetup;
+
+/// The library's set-up of advise_request(args, vm, command).
 AdviseSetup make_advise_setup(const AdviseArgs& args, const boost::program_options::variables_map& vm,
                               const std::string& command);
 
 /// One mix per --seq-lens value, plus the decode mix of --workload; the planner's default lengths without either.
 std::vector<sim::ContextMix> advise_mixes(const AdviseArgs& args, const Scenario& s, const std::string& command);
 
-/// Warns where a recommendation rests on the miss model outside the range it was measured over.
-void add_extrapolation_warnings(AdviseSetup& setup, const std::vector<sim::Advice>& advices);
+using sim::add_extrapolation_warnings;
 
 }  // namespace hisparse::apps

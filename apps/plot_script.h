@@ -1,12 +1,10 @@
-// @brief Runs one of the matplotlib scripts in scripts/ on an output folder (plots are made by Python, not C++).
+// @brief The commands' name for the library's plot-script runner (sim/report/plot_script.h).
 #pragma once
 
-#include <string>
+#include "sim/report/plot_script.h"
 
 namespace hisparse::apps {
 
-/// Finds scripts/<script> ($HISPARSE_SCRIPTS_DIR, then beside the scenario dir, then ./scripts) and runs it with
-/// Debian's /usr/bin/python3 on out_dir. Throws hisparse::Error naming `command` when it is missing or fails.
-void run_plot_script(const std::string& script, const std::string& out_dir, const std::string& command);
+using sim::run_plot_script;
 
 }  // namespace hisparse::apps

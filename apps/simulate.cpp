@@ -1,7 +1,8 @@
 // @brief `hisparse simulate --scenario S --workload W [--mode full|hisparse|both] [--duration SECONDS] [--out DIR]
 // [--concurrency N[,N2,...]] [HiSparse, pool and SLO overrides]`: discrete-event serving simulation; writes
 // summary/requests/steps/timeline files per run and report.json; with several concurrency levels, a sweep
-// (sweep.json, sweep.csv, sweep.png) and the crossover where HiSparse starts to beat full KV.
+// (sweep.json, sweep.csv, sweep.png) and the crossover where HiSparse starts to beat full KV. The set-up and each run
+// are the library's (sim/api/simulate_request.h); this file reads the flags, loops and writes.
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -14,21 +15,15 @@
 
 #include "apps/command.h"
 #include "apps/plot_script.h"
+#include "apps/scenario_flags.h"
 #include "core/error.h"
-#include "core/scenario_loader.h"
-#include "sim/calibration/calibration_choice.h"
-#include "sim/engine/chrome_trace.h"
-#include "sim/cost/cost_params.h"
-#include "sim/network/link_model.h"
-#include "sim/miss/miss_model.h"
-#include "sim/miss/miss_surface.h"
 #include "core/io/output_file.h"
-#include "sim/serving/serving_report.h"
-#include "sim/serving/ranks.h"
+#include "sim/api/simulate_request.h"
+#include "sim/engine/chrome_trace.h"
+#include "sim/miss/miss_surface.h"
 #include "sim/serving/concurrency_sweep.h"
-#include "sim/serving/serving_simulation.h"
-#include "sim/workload/workload.h"
-#include "traces/trace_source.h"
+#include "sim/serving/ranks.h"
+#include "sim/serving/serving_report.h"
 
 namespace hisparse::apps {
 
@@ -41,50 +36,13 @@ SimTime seconds_flag(double s, const char* name) {
   return static_cast<SimTime>(std::llround(s * 1e9));
 }
 
-// A positive flag value, naming the flag.
-template <class T>
-void positive(const po::variables_map& vm, const char* name, T v) {
-  if (vm.count(name) && !(v > 0)) throw_error("--{} must be > 0, got {}", name, v);
-}
-
-// Deployment overrides from the command line, each replacing the field of the same name in the deployment YAML.
-void apply_overrides(const po::variables_map& vm, Scenario& sc) {
-  DeploymentSpec& d = sc.deployment;
-  auto get = [&](const char* k) { return vm.count(k) > 0; };
-  if (get("device-buffer-size")) d.hisparse.device_buffer_size = vm["device-buffer-size"].as<int>();
-  if (get("host-to-device-ratio")) d.hisparse.host_to_device_ratio = vm["host-to-device-ratio"].as<int>();
-  if (get("top-k")) d.hisparse.top_k = vm["top-k"].as<int>();
-  d.hisparse.validate(fmt::format("{} with the command-line overrides", sc.source));
-  if (get("kv-dtype")) {
-    const std::string t = vm["kv-dtype"].as<std::string>();
-    if (t != "bf16" && t != "fp8") throw_error("--kv-dtype '{}' is unknown (expected bf16 or fp8)", t);
-    d.kv_dtype = t == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;
-  }
-  if (get("tpot-slo-ms")) {
-    d.tpot_slo_ms = vm["tpot-slo-ms"].as<double>();
-    positive(vm, "tpot-slo-ms", d.tpot_slo_ms);
-  }
-  if (get("max-running-requests")) {
-    d.max_running_requests = vm["max-running-requests"].as<int>();
-    if (d.max_running_requests < 0) throw_error("--max-running-requests must be >= 0 (0 = no cap), got {}", d.max_running_requests);
-  }
-  auto pool = [&](const char* flag, int64_t* field) {
-    if (!get(flag)) return;
-    *field = vm[flag].as<int64_t>();
-    if (*field < 0) throw_error("--{} must be >= 0 (0 = derive), got {}", flag, *field);
-  };
-  pool("device-pool-tokens", &d.memory.device_pool_tokens);
-  pool("host-pool-tokens", &d.memory.host_pool_tokens);
-  pool("full-pool-tokens", &d.memory.full_pool_tokens);
-}
-
 }  // namespace
 
 int run_simulate(int argc, char** argv) {
-  std::string scenario_name, workload_name, mode = "both", overlap, link_model, out_dir = "simulate_out", cost_file, calibration_file, step_calibration_file;
-  std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru", miss_curve = kDefaultMissSurface;
+  std::string scenario_name, workload_name, mode = "both", link_model, out_dir = "simulate_out";
+  std::string miss_kind = "statistical", miss_trace, policy = "sglang-lru";
   int prefill_instances = 0, max_retries = 8;
-  double duration = 0, miss_fraction = -1, timeline_start = -1, timeline_length = 1.0, think_time = 0;
+  double duration = 0, timeline_start = -1, timeline_length = 1.0, think_time = 0;
   std::string concurrency, admission = "pools";
   int64_t num_requests = 0;
   po::options_description desc("hisparse simulate options");
@@ -95,17 +53,10 @@ int run_simulate(int argc, char** argv) {
       ("duration", po::value(&duration), "keep arrivals of the first SECONDS (default: the whole workload); runs until all finish")
       ("out", po::value(&out_dir)->default_value(out_dir), "output directory (created)")
       ("prefill-instances", po::value(&prefill_instances), "override the deployment's prefill instance count")
-      ("overlap", po::value(&overlap), "none | two-batch | both (default: the cost file's, else none)")
       ("link-model", po::value(&link_model), "maxmin | constant (default: maxmin)")
-      ("cost", po::value(&cost_file)->default_value("auto"), "cost-model terms YAML (efficiencies, latencies, "
-       "overheads, each with its source): auto (the hardware file's cost_model) or a path")
-      ("calibration", po::value(&calibration_file)->default_value("auto"), "PCIe and swap-in copy calibration: auto (the "
-                                                   "hardware file's), none (roofline), or a YAML from `hisparse bench --calibrate`")
-      ("step-calibration", po::value(&step_calibration_file)->default_value("auto"), "per-op decode-layer calibration: auto "
-                                                   "(the hardware file's), none (roofline), or a YAML from `hisparse bench step --fit`")
+      // Deprecated: simulate's old name of --cost-params, kept so existing scripts run; it says so on stderr.
+      ("cost", po::value<std::string>(), "deprecated alias of --cost-params (prints a warning)")
       ("miss-model", po::value(&miss_kind)->default_value(miss_kind), "statistical (measured miss surface --miss-curve at the deployment's H/K: warm-up, then by n/H; or fitted to --miss-trace) | trace (replay --miss-trace with --policy) | placeholder (10 % once n > H, no data)")
-      ("miss-curve", po::value(&miss_curve)->default_value(miss_curve), "statistical model: miss surface scenarios/miss_models/<name>.yaml or a .yaml path (written by `hisparse fit-miss-model`); its --policy columns are used")
-      ("miss-fraction", po::value(&miss_fraction), "statistical model: constant per-layer miss fraction of K once n > H")
       ("miss-trace", po::value(&miss_trace), "top-k trace: fits the statistical model, or is replayed with --miss-model trace")
       ("policy", po::value(&policy)->default_value(policy), "swap-in policy for trace replay and fitting (cpu_ref/policies)")
       ("timeline-start", po::value(&timeline_start), "Chrome-trace window start, seconds (default: min(60, duration / 2))")
@@ -119,16 +70,8 @@ int run_simulate(int argc, char** argv) {
        "uses (logical, device, host pages); logical: only the logical and device allocators, as SGLang before its host "
        "check (host pages are taken as the KV lands and can fail: the request is aborted and retried)")
       ("max-retries", po::value(&max_retries)->default_value(max_retries), "aborted attempts (host pool exhausted) before a request is rejected")
-      ("device-buffer-size", po::value<int>(), "HiSparse device_buffer_size H (replaces the deployment's)")
-      ("host-to-device-ratio", po::value<int>(), "HiSparse host_to_device_ratio (replaces the deployment's)")
-      ("top-k", po::value<int>(), "HiSparse top_k (replaces the deployment's)")
-      ("kv-dtype", po::value<std::string>(), "bf16 | fp8 (replaces the deployment's kv_dtype)")
-      ("tpot-slo-ms", po::value<double>(), "TPOT SLO in ms (replaces the deployment's tpot_slo_ms)")
-      ("max-running-requests", po::value<int>(), "per dp rank (0 = no cap; replaces the deployment's)")
-      ("device-pool-tokens", po::value<int64_t>(), "pin memory.device_pool_tokens per rank (0 = derive)")
-      ("host-pool-tokens", po::value<int64_t>(), "pin memory.host_pool_tokens per rank (0 = derive)")
-      ("full-pool-tokens", po::value<int64_t>(), "pin memory.full_pool_tokens per rank (0 = derive)")
       ("no-plots", "skip scripts/plot_sweep.py after a sweep");
+  add_scenario_flags(desc, kSettingFlags | kDeploymentFlags | kCostFlags | kOverlapBoth | kMissFlags);
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, desc), vm);
   po::notify(vm);
@@ -143,25 +86,36 @@ int run_simulate(int argc, char** argv) {
   if (mode == "hisparse" || mode == "both") modes.push_back(KvMode::kHiSparse);
   if (modes.empty()) throw_error("--mode '{}' is unknown (expected full, hisparse or both)", mode);
 
-  Scenario sc = load_scenario(scenario_name);
-  require_sparse_indexer(sc, "hisparse simulate");
-  if (vm.count("prefill-instances")) {
-    if (prefill_instances < 1) throw_error("--prefill-instances must be >= 1, got {}", prefill_instances);
-    if (!sc.deployment.pd_disaggregation)
-      throw_error("--prefill-instances: {} is colocated (pd_disaggregation false): prefill runs on its decode GPUs", sc.source);
-    if (sc.deployment.prefill.count == 0) {
-      // The deployment has no prefill section: the instances are the decode instance's shape, and the report says so.
-      sc.deployment.prefill = sc.deployment.decode;
-      fmt::print("prefill: {} instance(s) shaped like the decode instance ({} GPUs, tp {}), from --prefill-instances\n",
-                 prefill_instances, sc.deployment.prefill.gpus, sc.deployment.prefill.tp);
-    }
-    sc.deployment.prefill.count = prefill_instances;
+  SimulateRequest req;
+  req.setup = scenario_choice(vm, scenario_name, "simulate");
+  req.setup.require_sparse_indexer = true;
+  if (vm.count("cost")) {
+    if (!vm["cost-params"].defaulted())
+      throw_error("--cost and --cost-params both given: --cost is the deprecated name of --cost-params, give only that");
+    fmt::print(stderr, "simulate: --cost is deprecated, use --cost-params (the same file, the same meaning in plan, "
+                       "advise and simulate)\n");
+    req.setup.cost_params = vm["cost"].as<std::string>();
   }
-  apply_overrides(vm, sc);
-  if (sc.deployment.pd_disaggregation && sc.deployment.prefill.count == 0)
-    fmt::print("prefill: {} is PD-disaggregated without a prefill section: TTFT is not modelled (the KV leaves the prefill "
-               "nodes at each request's arrival; TPOT counts from there); add a prefill: section or --prefill-instances\n",
-               sc.deployment.name);
+  if (vm.count("prefill-instances")) req.prefill_instances = prefill_instances;
+  req.link_model = link_model;
+  req.workload = workload_name;
+  if (vm.count("duration")) req.duration_s = duration;
+  req.miss_model = miss_kind;
+  req.misses = miss_choice(vm, /*with_trace=*/false);
+  req.misses.trace = miss_trace;
+  req.misses.policy = policy;
+  req.admission = admission;
+  req.max_retries = max_retries;
+  std::vector<int32_t> levels;
+  if (!concurrency.empty()) levels = parse_concurrency_levels(concurrency, "--concurrency");
+  if ((vm.count("think-time") || vm.count("num-requests")) && levels.empty())
+    throw_error("--think-time and --num-requests apply to closed-loop clients: give --concurrency");
+  if (vm.count("num-requests") && num_requests < 1) throw_error("--num-requests must be >= 1, got {}", num_requests);
+  const SimTime think = seconds_flag(think_time, "think-time");
+
+  const SimulationSetup setup = load_simulation(req);
+  const Scenario& sc = setup.scenario;
+  for (const auto& note : setup.notes) fmt::print("{}\n", note);
   {
     const ServingRanks rk = serving_ranks(sc);
     fmt::print("ranks: {} per decode instance × {} GPU(s) each (attention {}), collectives on {}; prefill {}\n",
@@ -171,67 +125,17 @@ int run_simulate(int argc, char** argv) {
                : sc.deployment.prefill.count > 0 ? fmt::format("on {} prefill instance(s), KV by RDMA", sc.deployment.prefill.count)
                                                  : std::string("outside the scenario (TTFT not modelled)"));
   }
-  const AdmissionCheck admission_check = parse_admission_check(admission, "--admission");
-  std::vector<int32_t> levels;
-  if (!concurrency.empty()) levels = parse_concurrency_levels(concurrency, "--concurrency");
-  if ((vm.count("think-time") || vm.count("num-requests")) && levels.empty())
-    throw_error("--think-time and --num-requests apply to closed-loop clients: give --concurrency");
-  if (vm.count("num-requests") && num_requests < 1) throw_error("--num-requests must be >= 1, got {}", num_requests);
-  CostParams base;
-  const std::string terms_line = load_cost_terms(cost_file, sc, &base);
-  fmt::print("cost model: {}; {}\n", terms_line, apply_calibrations(calibration_file, step_calibration_file, &sc, &base));
-  if (!link_model.empty()) {
-    make_link_model(link_model);  // validates the name
-    base.link_model = link_model;
-  }
-  std::vector<OverlapMode> overlaps = {base.overlap};
-  if (overlap == "both") overlaps = {OverlapMode::kNone, OverlapMode::kTwoBatch};
-  else if (!overlap.empty()) overlaps = {parse_overlap_mode(overlap, "--overlap")};
+  fmt::print("cost model: {}\n", setup.cost_line);
+  std::vector<OverlapMode> overlaps = {setup.cost.overlap};
+  if (vm.count("overlap") && vm["overlap"].as<std::string>() == "both") overlaps = {OverlapMode::kNone, OverlapMode::kTwoBatch};
 
-  Workload w = load_workload(workload_name);
-  if (vm.count("duration")) truncate_workload(w, seconds_flag(duration, "duration"));
-  if (w.requests.empty()) throw_error("workload {}: no request arrives within --duration {} s", w.name, duration);
+  const Workload& w = setup.workload;
   const double span_s = ns_to_seconds(w.requests.back().arrival);
   if (timeline_start < 0) timeline_start = std::min(60.0, span_s / 2);
   const SimTime tl_begin = seconds_flag(timeline_start, "timeline-start");
   const SimTime tl_end = tl_begin + seconds_flag(timeline_length, "timeline-length");
 
-  std::unique_ptr<MissModel> miss;
-  if (!miss_trace.empty()) {
-    // A trace of another top_k would describe another selection width: its misses are not this deployment's.
-    const int32_t trace_k = traces::open_trace(miss_trace)->meta().top_k;
-    if (trace_k != sc.deployment.hisparse.top_k)
-      throw_error("--miss-trace {} has top_k {} but scenario {} runs top_k {}; record a trace at top_k {} (or plan with "
-                  "`hisparse plan --trace T --rescale-trace-top-k`, which applies it at the same H/K)",
-                  miss_trace, trace_k, sc.deployment.name, sc.deployment.hisparse.top_k, sc.deployment.hisparse.top_k);
-  }
-  if (miss_kind == "trace") {
-    if (miss_trace.empty()) throw_error("--miss-model trace needs --miss-trace PATH");
-    miss = make_trace_miss_model(miss_trace, policy, sc.deployment.hisparse.device_buffer_size, sc.model.layers,
-                                 sc.model.latent_row_bytes);
-  } else if (miss_kind == "statistical") {
-    StatisticalMissParams p;
-    if (!miss_trace.empty())
-      p = fit_statistical_miss_model(miss_trace, policy, sc.deployment.hisparse.device_buffer_size, sc.model.layers,
-                                     sc.model.latent_row_bytes);
-    else if (miss_fraction >= 0) p = placeholder_miss_params(sc);  // only layers, K, H matter: the fraction is given
-    else p = miss_params_from_surface(sc, load_miss_surface(miss_curve), policy);
-    if (miss_fraction >= 0) {
-      p.by_ratio = {{1.0, miss_fraction}};
-      p.warmup_steps = 0;  // the given fraction holds from the first step on
-      p.fitted_from = fmt::format("--miss-fraction {}", miss_fraction);
-    }
-    miss = make_statistical_miss_model(p);
-  } else if (miss_kind == "placeholder") {
-    StatisticalMissParams p = placeholder_miss_params(sc);
-    if (miss_fraction >= 0) p.by_ratio = {{1.0, miss_fraction}};
-    miss = make_statistical_miss_model(p);
-  } else {
-    throw_error("--miss-model '{}' is unknown (expected statistical, trace or placeholder)", miss_kind);
-  }
-
   std::filesystem::create_directories(out_dir);
-  const SimTime think = seconds_flag(think_time, "think-time");
   auto clients_for = [&](int32_t level) {
     ClientSpec c;
     c.concurrency = level;
@@ -247,16 +151,7 @@ int run_simulate(int argc, char** argv) {
     table.think_time = think;
     for (int32_t level : levels)
       for (KvMode m : modes) {
-        ServingOptions opt;
-        opt.mode = m;
-        opt.cost = base;
-        opt.cost.overlap = overlaps.front();
-        opt.miss_model = miss.get();
-        opt.admission = admission_check;
-        opt.max_retries = max_retries;
-        opt.clients = clients_for(level);
-        opt.record_steps = true;
-        const ServingResult r = run_serving(sc, w, opt);
+        const ServingResult r = simulate(setup, m, overlaps.front(), clients_for(level));
         const ServingSummary s = summarize(r, sc);
         SweepPoint p;
         p.concurrency = level;
@@ -286,17 +181,10 @@ int run_simulate(int argc, char** argv) {
   bool first = true;
   for (KvMode m : modes) {
     for (OverlapMode ov : overlaps) {
-      ServingOptions opt;
-      opt.mode = m;
-      opt.cost = base;
-      opt.cost.overlap = ov;
-      opt.miss_model = miss.get();
-      opt.admission = admission_check;
-      opt.max_retries = max_retries;
-      if (!levels.empty()) opt.clients = clients_for(levels.front());
+      const ClientSpec clients = levels.empty() ? ClientSpec{} : clients_for(levels.front());
       ChromeTrace timeline(tl_begin, tl_end);
       const auto t0 = std::chrono::steady_clock::now();
-      const ServingResult r = run_serving(sc, w, opt, &timeline);
+      const ServingResult r = simulate(setup, m, ov, clients, /*record_steps=*/true, &timeline);
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::string tag = fmt::format("{}_{}", to_string(m), to_string(ov));
       const std::string summary = summary_json(r, sc);

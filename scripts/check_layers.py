@@ -3,8 +3,8 @@
 """Checks, standard library only, over every tracked C++/CUDA file (git ls-files):
 
 1. Layers: core -> cpu_ref, traces -> sim -> apps. A file of a layer includes project headers of its own layer or of
-   a layer below it only (core: core; cpu_ref: core; traces: core; sim: core, cpu_ref, traces; apps, bench, python,
-   tests: anything).
+   a layer below it only (core: core; cpu_ref: core; traces: core; sim: core, cpu_ref, traces; validate: core,
+   cpu_ref, traces, cuda; apps, bench, python, tests: anything).
 2. sim/ has no file at its root but README.md, and no include cycle between its concept folders (sim/<folder>/...;
    a nested folder such as sim/miss/counters counts as its top folder).
 3. No sim/ file includes cuda/ except those of the CUDA replay target (sim/replay/cuda/), which is built only where
@@ -24,6 +24,7 @@ ALLOWED = {
     "traces": {"core", "traces"},
     "sim": {"core", "cpu_ref", "traces", "sim"},
     "cuda": {"core", "cpu_ref", "cuda"},
+    "validate": {"core", "cpu_ref", "traces", "cuda", "validate"},
 }
 CUDA_CLIENTS_IN_SIM = "sim/replay/cuda/"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

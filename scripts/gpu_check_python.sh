@@ -10,7 +10,7 @@
 #   on the GPU:       scripts/gpu_check_python.sh run       # (carry build/gpu_bundle and the one(s) built above)
 #
 # Two ways to the same package, each checked where its directory exists:
-# - `bundle` builds libhisparse_python_core.so (every layer, the kernels for sm_90a, the CLI's plan/advise/validate
+# - `bundle` builds libhisparse_python_core.so (every layer, the kernels for sm_90a, the library's plan/advise/validate
 #   code: python/bindings/CMakeLists.txt, HISPARSE_PYTHON_SHARED_CORE) and copies it with the shared libraries the GPU
 #   image lacks; `run` compiles only python/bindings/module.cpp there against that Python (scikit-build-core with
 #   cmake.source-dir=python/bindings).

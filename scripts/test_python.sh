@@ -22,7 +22,7 @@ if ! "$venv/bin/python" -c 'import scikit_build_core, nanobind' 2>/dev/null; the
 fi
 
 # Everything the wheel is built from; a newer file (or another CUDA setting) means a rebuild.
-sources=(CMakeLists.txt pyproject.toml core cpu_ref cuda traces sim apps python)
+sources=(CMakeLists.txt pyproject.toml core cpu_ref cuda traces sim validate python)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "cuda=$cuda" ] ||
    [ -n "$(find "${sources[@]}" -newer "$stamp" -type f -print -quit)" ] ||
    ! "$venv/bin/python" -c 'import hisparse._core' 2>/dev/null; then

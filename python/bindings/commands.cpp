@@ -1,66 +1,46 @@
-// @brief hisparse.plan / advise / validate: the CLI's own subcommand functions (apps/), run in this process with the
-// arguments the CLI would get, so the JSON and the validation are the CLI's byte for byte.
-#include <cstdio>
-#include <string>
-#include <vector>
+// @brief hisparse.plan / advise / validate over the library's requests (see commands.h).
+#include "python/bindings/commands.h"
 
-#include "apps/command.h"
-#include "apps/validate.h"
+#include <cstdio>
+
+#include <fmt/format.h>
+
 #include "core/error.h"
+#include "core/yaml_reader.h"
 #include "cuda/runtime.h"
 #include "python/bindings/facade.h"
+#include "sim/api/advise_request.h"
+#include "sim/api/plan_request.h"
+#include "validate/validate.h"
 
 namespace hisparse::python {
 
-namespace {
-
-/// argv as main() hands it to a subcommand: argv[0] is the subcommand's name. The strings outlive the call.
-struct Argv {
-  explicit Argv(const std::string& name, const std::vector<std::string>& args) : strings(args) {
-    strings.insert(strings.begin(), name);
-    for (auto& s : strings) pointers.push_back(s.data());
-    pointers.push_back(nullptr);
-  }
-  int argc() const { return static_cast<int>(strings.size()); }
-  char** argv() { return pointers.data(); }
-  std::vector<std::string> strings;
-  std::vector<char*> pointers;
-};
-
-}  // namespace
-
-int run_command(const std::string& name, const std::vector<std::string>& args) {
-  Argv a(name, args);
-  int rc = 0;
-  if (name == "plan") {
-    rc = apps::run_plan(a.argc(), a.argv());
-  } else if (name == "advise") {
-    rc = apps::run_advise(a.argc(), a.argv());
-  } else {
-    throw_error("hisparse._core.run_command: '{}' is not one of plan, advise", name);
-  }
-  std::fflush(stdout);
-  return rc;
+CommandOutput plan(const sim::PlanRequest& request, const std::string& out_dir, bool plots) {
+  const sim::PlanOutcome outcome = sim::run_plan(request);
+  if (!out_dir.empty()) sim::write_plan_files(outcome, out_dir, plots);
+  return {outcome.json(), sim::plan_console_text(outcome)};
 }
 
-int run_validate(const std::vector<std::string>& args, std::vector<ValidateRow>& rows) {
-  Argv a("validate", args);
-  std::vector<apps::OpReport> reports;
-  const int rc = apps::run_validate_reports(a.argc(), a.argv(), &reports);
+CommandOutput advise(const sim::AdviseRequest& request, const std::string& out_dir, bool plots) {
+  const sim::AdviseOutcome outcome = sim::run_advise(request);
+  if (!out_dir.empty()) sim::write_advice_files(outcome, out_dir, plots);
+  return {outcome.json(), sim::advice_to_text(outcome.setup.scenario, outcome.advices, outcome.setup.info)};
+}
+
+double parse_bytes(const std::string& text, const std::string& what) {
+  double v = 0;
+  if (!parse_quantity(text, Unit::kBytes, &v) || v < 0)
+    throw_error("{}: '{}' is not a byte size (expected e.g. 1TiB, 141e9, 93.5GB)", what, text);
+  return v;
+}
+
+validation::ValidateResult validate(const validation::ValidateRequest& request) {
+  validation::ValidateResult r = validation::run_validation(request, [](const std::string& line) {
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
+  });
   std::fflush(stdout);
-  for (const auto& r : reports) {
-    ValidateRow v;
-    v.op = r.op;
-    v.variant = r.variant;
-    v.first_mismatch = r.first_mismatch;
-    v.cases = r.cases;
-    v.values = r.values;
-    v.mismatched_cases = r.mismatched_cases;
-    v.rejected_both = r.rejected_both;
-    v.seconds = r.seconds;
-    rows.push_back(v);
-  }
-  return rc;
+  return r;
 }
 
 CudaStatus cuda_status() {

@@ -1,6 +1,6 @@
 // @brief What the Python module hisparse._core calls: the project's trace readers and writers, the replay engine and
-// report, and the CLI's plan / advise / validate commands, behind an interface of standard types only. The nanobind
-// translation unit (module.cpp) includes nothing else of the project, so it compiles quickly and against any Python.
+// report, behind an interface of standard types only; plan / advise / validate take the library's own request
+// structs (commands.h), which module.cpp binds field by field.
 //
 // Errors: bad arrays throw std::invalid_argument (Python ValueError); everything the project itself rejects throws
 // hisparse::Error, a std::runtime_error (Python RuntimeError), with the CLI's message.
@@ -87,18 +87,6 @@ struct ReplayOutput {
 ReplayOutput replay_path(const std::string& path, int32_t top_k, const std::string& initial_state,
                          const ReplayArgs& args);
 ReplayOutput replay_arrays(const ArrayTrace& trace, const ReplayArgs& args);
-
-/// Runs a CLI subcommand in this process ("plan", "advise"): `args` as after `hisparse <name>`. Returns its exit code.
-int run_command(const std::string& name, const std::vector<std::string>& args);
-
-/// One row of `hisparse validate`'s summary table.
-struct ValidateRow {
-  std::string op, variant, first_mismatch;
-  int64_t cases = 0, values = 0, mismatched_cases = 0, rejected_both = 0;
-  double seconds = 0;
-};
-/// `hisparse validate <args>`: exit code, and the table's rows in `rows`.
-int run_validate(const std::vector<std::string>& args, std::vector<ValidateRow>& rows);
 
 struct CudaStatus {
   bool built = false;      // the CUDA backend was compiled in (HISPARSE_CUDA found nvcc)

@@ -1,6 +1,8 @@
-// @brief hisparse._core, the compiled half of the Python package: numpy arrays in and out of facade.h. Argument checks
-// that name Python arguments live in python/hisparse/*.py; this layer only converts (and releases the GIL while the
-// C++ side runs, so replays and plans of several Python threads proceed in parallel).
+// @brief hisparse._core, the compiled half of the Python package: numpy arrays in and out of facade.h, and the
+// library's own request structs (sim/api/requests.h, validate/validate_request.h) bound field by field for plan,
+// advise and validate. Argument checks that name Python arguments live in python/hisparse/*.py; this layer only
+// converts (and releases the GIL while the C++ side runs, so replays and plans of several Python threads proceed in
+// parallel).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,10 +12,12 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "python/bindings/commands.h"
 #include "python/bindings/facade.h"
 
 namespace nb = nanobind;
@@ -190,25 +194,98 @@ NB_MODULE(_core, m) {
       "requests"_a, "top_k"_a, "initial_state"_a, "policies"_a, "buffer_sizes"_a, "row_bytes"_a, "threads"_a,
       "lookahead_mb"_a, "per_step"_a);
 
-  m.def(
-      "run_command",
-      [](const std::string& name, const std::vector<std::string>& args) {
-        nb::gil_scoped_release release;
-        return run_command(name, args);
-      },
-      "name"_a, "args"_a);
+  namespace sim = hisparse::sim;
+  namespace val = hisparse::validation;
+#define HS_RW(cls, field) .def_rw(#field, &cls::field)
+  nb::class_<sim::ScenarioOverrides>(m, "ScenarioOverrides")
+      .def(nb::init<>()) HS_RW(sim::ScenarioOverrides, device_buffer_size)
+      HS_RW(sim::ScenarioOverrides, host_to_device_ratio) HS_RW(sim::ScenarioOverrides, top_k)
+      HS_RW(sim::ScenarioOverrides, max_running_requests) HS_RW(sim::ScenarioOverrides, mem_fraction_static)
+      HS_RW(sim::ScenarioOverrides, page_size) HS_RW(sim::ScenarioOverrides, kv_dtype)
+      HS_RW(sim::ScenarioOverrides, tpot_slo_ms) HS_RW(sim::ScenarioOverrides, host_dram_bytes)
+      HS_RW(sim::ScenarioOverrides, host_reserve_bytes) HS_RW(sim::ScenarioOverrides, hbm_bytes)
+      HS_RW(sim::ScenarioOverrides, weight_bytes) HS_RW(sim::ScenarioOverrides, weights_per_gpu_bytes)
+      HS_RW(sim::ScenarioOverrides, activation_reserve_bytes) HS_RW(sim::ScenarioOverrides, kv_budget_bytes)
+      HS_RW(sim::ScenarioOverrides, full_pool_tokens) HS_RW(sim::ScenarioOverrides, device_pool_tokens)
+      HS_RW(sim::ScenarioOverrides, host_pool_tokens);
+  nb::class_<sim::ScenarioChoice>(m, "ScenarioChoice")
+      .def(nb::init<>()) HS_RW(sim::ScenarioChoice, scenario) HS_RW(sim::ScenarioChoice, overrides)
+      HS_RW(sim::ScenarioChoice, cost_params) HS_RW(sim::ScenarioChoice, calibration)
+      HS_RW(sim::ScenarioChoice, step_calibration)
+      // The overlap mode by its flag spelling (none | two-batch; None: the cost parameters').
+      .def_prop_rw(
+          "overlap",
+          [](const sim::ScenarioChoice& c) -> std::optional<std::string> {
+            if (!c.overlap) return std::nullopt;
+            return std::string(sim::to_string(*c.overlap));
+          },
+          [](sim::ScenarioChoice& c, std::optional<std::string> v) {
+            if (v) c.overlap = sim::parse_overlap_mode(*v, "--overlap");
+            else c.overlap.reset();
+          });
+  nb::class_<sim::MissChoice>(m, "MissChoice")
+      .def(nb::init<>()) HS_RW(sim::MissChoice, surface) HS_RW(sim::MissChoice, fraction)
+      HS_RW(sim::MissChoice, trace) HS_RW(sim::MissChoice, policy) HS_RW(sim::MissChoice, threads)
+      HS_RW(sim::MissChoice, rescale_trace_top_k);
+  nb::class_<sim::StrategyOptions>(m, "StrategyOptions")
+      .def(nb::init<>()) HS_RW(sim::StrategyOptions, enabled) HS_RW(sim::StrategyOptions, eviction_budget)
+      HS_RW(sim::StrategyOptions, compression_sinks) HS_RW(sim::StrategyOptions, compression_recent)
+      HS_RW(sim::StrategyOptions, compression_ratio) HS_RW(sim::StrategyOptions, reconstruct_bytes)
+      HS_RW(sim::StrategyOptions, recall_file) HS_RW(sim::StrategyOptions, recall_top_k);
+  nb::class_<sim::PlanRequest>(m, "PlanRequest")
+      .def(nb::init<>()) HS_RW(sim::PlanRequest, setup) HS_RW(sim::PlanRequest, misses)
+      HS_RW(sim::PlanRequest, seq_lens) HS_RW(sim::PlanRequest, workload) HS_RW(sim::PlanRequest, sweep_buffer_sizes)
+      HS_RW(sim::PlanRequest, sweep_ratios) HS_RW(sim::PlanRequest, batch_cap) HS_RW(sim::PlanRequest, memory_only)
+      HS_RW(sim::PlanRequest, strategies) HS_RW(sim::PlanRequest, command_line);
+  nb::class_<sim::AdviseRequest>(m, "AdviseRequest")
+      .def(nb::init<>()) HS_RW(sim::AdviseRequest, setup) HS_RW(sim::AdviseRequest, misses)
+      HS_RW(sim::AdviseRequest, seq_lens) HS_RW(sim::AdviseRequest, workload) HS_RW(sim::AdviseRequest, mix_classes)
+      HS_RW(sim::AdviseRequest, buffer_sizes) HS_RW(sim::AdviseRequest, ratios) HS_RW(sim::AdviseRequest, command_line);
+  nb::class_<val::ValidateOptions>(m, "ValidateOptions")
+      .def(nb::init<>()) HS_RW(val::ValidateOptions, cases) HS_RW(val::ValidateOptions, start_case)
+      HS_RW(val::ValidateOptions, seed) HS_RW(val::ValidateOptions, trace) HS_RW(val::ValidateOptions, trace_steps)
+      HS_RW(val::ValidateOptions, only);
+  nb::class_<val::ValidateRequest>(m, "ValidateRequest")
+      .def(nb::init<>()) HS_RW(val::ValidateRequest, backend) HS_RW(val::ValidateRequest, kernel_config)
+      HS_RW(val::ValidateRequest, options);
+#undef HS_RW
 
   m.def(
-      "run_validate",
-      [](const std::vector<std::string>& args) {
-        std::vector<ValidateRow> rows;
-        int rc = 0;
+      "plan",
+      [](const sim::PlanRequest& request, const std::string& out, bool plots) {
+        CommandOutput r;
         {
           nb::gil_scoped_release release;
-          rc = run_validate(args, rows);
+          r = plan(request, out, plots);
+        }
+        return nb::make_tuple(r.json, r.text);
+      },
+      "request"_a, "out"_a, "plots"_a);
+
+  m.def(
+      "advise",
+      [](const sim::AdviseRequest& request, const std::string& out, bool plots) {
+        CommandOutput r;
+        {
+          nb::gil_scoped_release release;
+          r = advise(request, out, plots);
+        }
+        return nb::make_tuple(r.json, r.text);
+      },
+      "request"_a, "out"_a, "plots"_a);
+
+  m.def("parse_bytes", &parse_bytes, "text"_a, "what"_a);
+
+  m.def(
+      "validate",
+      [](const val::ValidateRequest& request) {
+        val::ValidateResult result;
+        {
+          nb::gil_scoped_release release;
+          result = validate(request);
         }
         nb::list out;
-        for (const auto& r : rows) {
+        for (const auto& r : result.reports) {
           nb::dict d;
           d["operation"] = r.op;
           d["variant"] = r.variant;
@@ -220,9 +297,9 @@ NB_MODULE(_core, m) {
           d["seconds"] = r.seconds;
           out.append(d);
         }
-        return nb::make_tuple(rc, out);
+        return nb::make_tuple(result.passed() ? 0 : 1, out);
       },
-      "args"_a);
+      "request"_a);
 
   m.def("cuda_status", [] {
     const CudaStatus s = cuda_status();

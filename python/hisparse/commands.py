@@ -1,21 +1,23 @@
-"""hisparse.plan / advise / validate: the CLI's subcommands run inside this process (docs/python.md).
+"""hisparse.plan / advise / validate: the library's typed requests, run inside this process (docs/python.md).
 
-Keyword arguments become the CLI's flags (`seq_lens=[16384, 32768]` -> `--seq-lens 16384,32768`, `strategies=True`
--> `--strategies`, None / False leave a flag out), so every option of `hisparse plan --help` / `advise --help` is
-available and means the same; `args=[...]` passes raw flags. The dicts returned are the files the CLI writes
-(plan.json, advise.json), parsed.
+Keyword arguments are the CLI's flags with underscores (`seq_lens=[16384, 32768]` is `--seq-lens 16384,32768`,
+`strategies=True` is `--strategies`, None / False leave a flag out), with the same units and meanings; each sets one
+field of the request the CLI builds (hisparse._core.PlanRequest / AdviseRequest), and the library runs it. The dicts
+returned are the JSON the CLI writes (plan.json, advise.json), built in memory from the result.
 """
 
 import json
 import os
-import tempfile
 
 import numpy as np
 
 from ._native import core, stdout_silenced
 
+_SUFFIX = {"k": 1024, "m": 1024 * 1024}
+
 
 def _flags(options, multitoken=()):
+    """The CLI flags `options` stand for (the provenance the reports print, and validate's own check)."""
     out = []
     for key, value in options.items():
         if value is None or value is False:
@@ -35,43 +37,126 @@ def _flags(options, multitoken=()):
     return out
 
 
-def _raw(args):
-    if isinstance(args, str) or not all(isinstance(a, str) for a in args):
-        raise ValueError(f"args: {args!r}, expected a list of strings (raw CLI flags)")
-    return list(args)
+def _counts(key, value):
+    """A list flag's integers: ints, or "16K" / "1M" as the CLI reads them (K = 1024, M = 1024²); a string may hold
+    several, comma-separated."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = []
+    for item in items:
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            out.append(int(item))
+            continue
+        text = str(item).strip()
+        scale = _SUFFIX.get(text[-1:].lower(), 1)
+        digits = text[:-1] if scale > 1 else text
+        if not digits.isdigit():
+            raise ValueError(f"{key}: {item!r} is not a count (expected e.g. 16384 or '16K')")
+        out.append(int(digits) * scale)
+    if not out:
+        raise ValueError(f"{key}: empty list")
+    return out
 
 
-def _run_json(command, json_name, scenario, out, plots, verbose, args, options):
+def _number(key, value, kind):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{key}: {value!r}, expected a number")
+    return kind(value)
+
+
+def _text(key, value):
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValueError(f"{key}: {value!r}, expected a string or path")
+    return os.fspath(value)
+
+
+def _bytes(key, value):
+    return core().parse_bytes(value, key) if isinstance(value, str) else _number(key, value, float)
+
+
+# keyword -> (where in the request, conversion). "o." is setup.overrides, "s." setup, "m." misses, "t." strategies.
+_INT, _FLOAT, _BOOL = (lambda k, v: _number(k, v, int)), (lambda k, v: _number(k, v, float)), (lambda k, v: bool(v))
+_COMMON = {
+    "top_k": ("o.top_k", _INT), "mem_fraction_static": ("o.mem_fraction_static", _FLOAT),
+    "page_size": ("o.page_size", _INT), "kv_dtype": ("o.kv_dtype", _text), "tpot_slo_ms": ("o.tpot_slo_ms", _FLOAT),
+    "host_dram_bytes": ("o.host_dram_bytes", _bytes), "host_reserve_bytes": ("o.host_reserve_bytes", _bytes),
+    "hbm_bytes": ("o.hbm_bytes", _bytes), "weight_bytes": ("o.weight_bytes", _bytes),
+    "weights_per_gpu_bytes": ("o.weights_per_gpu_bytes", _bytes),
+    "activation_reserve_bytes": ("o.activation_reserve_bytes", _bytes), "kv_budget_bytes": ("o.kv_budget_bytes", _bytes),
+    "full_pool_tokens": ("o.full_pool_tokens", _INT), "device_pool_tokens": ("o.device_pool_tokens", _INT),
+    "host_pool_tokens": ("o.host_pool_tokens", _INT),
+    "cost_params": ("s.cost_params", _text), "calibration": ("s.calibration", _text),
+    "step_calibration": ("s.step_calibration", _text), "overlap": ("s.overlap", _text),
+    "miss_curve": ("m.surface", _text), "miss_fraction": ("m.fraction", _FLOAT), "trace": ("m.trace", _text),
+    "policy": ("m.policy", _text), "threads": ("m.threads", _INT), "rescale_trace_top_k": ("m.rescale_trace_top_k", _BOOL),
+    "seq_lens": ("seq_lens", _counts), "workload": ("workload", _text),
+}
+_PLAN = dict(_COMMON, **{
+    "device_buffer_size": ("o.device_buffer_size", _INT), "host_to_device_ratio": ("o.host_to_device_ratio", _INT),
+    "max_running_requests": ("o.max_running_requests", _INT),
+    "sweep_buffer_sizes": ("sweep_buffer_sizes", _counts), "sweep_ratios": ("sweep_ratios", _counts),
+    "batch_cap": ("batch_cap", _INT), "strategies": ("t.enabled", _BOOL), "eviction_budget": ("t.eviction_budget", _INT),
+    "compression_ratio": ("t.compression_ratio", _FLOAT), "compression_sinks": ("t.compression_sinks", _INT),
+    "compression_recent": ("t.compression_recent", _INT), "reconstruct_bytes": ("t.reconstruct_bytes", _FLOAT),
+    "recall_from": ("t.recall_file", _text), "recall_top_k": ("t.recall_top_k", _INT),
+})
+_ADVISE = dict(_COMMON, **{
+    "buffer_sizes": ("buffer_sizes", _counts), "ratios": ("ratios", _counts), "mix_classes": ("mix_classes", _INT),
+})
+
+
+def _request(command, request, table, scenario, options):
     if not isinstance(scenario, (str, os.PathLike)) or not os.fspath(scenario):
         raise ValueError(f"scenario: {scenario!r}, expected a deployment name or a YAML path")
-    for reserved in ("out", "no_plots", "help"):
+    for reserved in ("out", "no_plots", "help", "args"):
         if reserved in options:
-            raise ValueError(f"{reserved}: set by hisparse.{command} itself (use out= and plots=)")
-    argv = ["--scenario", os.fspath(scenario), *_flags(options), *_raw(args)]
-    with tempfile.TemporaryDirectory(prefix=f"hisparse_{command}_") as tmp:
-        out_dir = os.fspath(out) if out is not None else tmp
-        argv += ["--out", out_dir] + ([] if plots else ["--no-plots"])
-        with stdout_silenced(not verbose):
-            rc = core().run_command(command, argv)
-        if rc != 0:
-            raise RuntimeError(f"hisparse {command} {' '.join(argv)}: exit code {rc}")
-        with open(os.path.join(out_dir, json_name), encoding="utf-8") as f:
-            return json.load(f)
+            raise ValueError(f"{reserved}: set by hisparse.{command} itself (use out= and plots=; every flag is a "
+                             "keyword)")
+    request.setup.scenario = os.fspath(scenario)
+    if command == "plan":
+        limits = options.pop("limits", "all")
+        if limits not in ("all", "memory"):
+            raise RuntimeError(f"plan: --limits '{limits}' (expected all or memory)")
+        request.memory_only = limits == "memory"
+        options = dict(options, limits=None if limits == "all" else limits)
+    parts = {"o": request.setup.overrides, "s": request.setup, "m": request.misses}
+    if command == "plan":
+        parts["t"] = request.strategies
+    for key, value in options.items():
+        if key == "limits" or value is None or value is False:
+            continue
+        if key not in table:
+            raise ValueError(f"{key}: not a flag of hisparse {command} (see `hisparse {command} --help`)")
+        path, convert = table[key]
+        owner, _, field = path.rpartition(".")
+        setattr(parts[owner] if owner else request, field, convert(key, value))
+    # Provenance, as the CLI's reports print it: the command these keywords stand for.
+    request.command_line = " ".join(["hisparse", command, "--scenario", os.fspath(scenario), *_flags(options)])
+    return request
 
 
-def plan(scenario, *, out=None, plots=False, verbose=False, args=(), **options):
+def _run(command, request, out, plots, verbose):
+    out_dir = os.fspath(out) if out is not None else ""
+    text_json, text = getattr(core(), command)(request, out_dir, bool(plots))
+    if verbose:
+        print(text, end="")
+    return json.loads(text_json)
+
+
+def plan(scenario, *, out=None, plots=False, verbose=False, **options):
     """`hisparse plan --scenario S [flags]` -> plan.json as a dict.
 
-    out: also keep plan.json/md/html there (default: a temporary directory); plots: run the plot script (needs
-    matplotlib); verbose: let the command print its report to stdout. Example:
-    `hisparse.plan("dsv32-8xh200-1tb", seq_lens=[16384, 131072], limits="memory")`."""
-    return _run_json("plan", "plan.json", scenario, out, plots, verbose, args, options)
+    out: also write plan.json/md/html there, as the CLI does; plots: run the plot script (needs matplotlib); verbose:
+    print the command's report. Example: `hisparse.plan("dsv32-8xh200-1tb", seq_lens=[16384, 131072],
+    limits="memory")`."""
+    request = _request("plan", core().PlanRequest(), _PLAN, scenario, dict(options))
+    return _run("plan", request, out, plots, verbose)
 
 
-def advise(scenario, *, out=None, plots=False, verbose=False, args=(), **options):
-    """`hisparse advise --scenario S [flags]` -> advise.json as a dict (same keywords as plan; e.g. seq_lens=,
-    workload=, trace=)."""
-    return _run_json("advise", "advise.json", scenario, out, plots, verbose, args, options)
+def advise(scenario, *, out=None, plots=False, verbose=False, **options):
+    """`hisparse advise --scenario S [flags]` -> advise.json as a dict (same keywords as plan but those advise chooses:
+    device_buffer_size, host_to_device_ratio, max_running_requests; plus buffer_sizes=, ratios=, mix_classes=)."""
+    request = _request("advise", core().AdviseRequest(), _ADVISE, scenario, dict(options))
+    return _run("advise", request, out, plots, verbose)
 
 
 def cuda_status():
@@ -100,11 +185,17 @@ def validate(backend="cuda", *, cases=1000, seed=1, start_case=0, only=None, tra
     for name, value in (("cases", cases), ("seed", seed), ("start_case", start_case), ("trace_steps", trace_steps)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{name}: {value!r}, expected an integer >= 0")
-    opts = {"backend": backend, "cases": cases, "start_case": start_case, "seed": seed, "trace": trace,
-            "trace_steps": trace_steps, "only": [only] if isinstance(only, str) else only,
-            "kernel_config": kernel_config}
+    request = core().ValidateRequest()
+    request.backend = backend
+    request.kernel_config = _text("kernel_config", kernel_config)
+    opts = request.options
+    opts.cases, opts.seed, opts.start_case, opts.trace_steps = int(cases), int(seed), int(start_case), int(trace_steps)
+    if trace is not None:
+        opts.trace = _text("trace", trace)
+    if only is not None:
+        opts.only = [only] if isinstance(only, str) else [str(o) for o in only]
     with stdout_silenced(not verbose):
-        rc, rows = core().run_validate(_flags(opts, multitoken=("only",)))
+        rc, rows = core().validate(request)
     total = sum(r["cases"] for r in rows)
     bad = sum(r["mismatched_cases"] for r in rows)
     return {"backend": backend, "device": status["device"] if backend == "cuda" else "cpu reference",

@@ -13,15 +13,13 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
-#include "sim/calibration/calibration_choice.h"
-#include "sim/miss/miss_model.h"
-#include "sim/miss/miss_surface.h"
+#include "sim/api/plan_request.h"
+#include "sim/api/simulate_request.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/serving/serving_report.h"
 #include "sim/serving/serving_simulation.h"
 #include "sim/sweep/replay_shards.h"
-#include "sim/workload/workload.h"
 #include "traces/trace_source.h"
 
 namespace hisparse::sim::sweep {
@@ -52,29 +50,29 @@ std::vector<Metric> parse_metrics(const std::string& text, const std::string& wh
   return out;
 }
 
-/// The scenario with the point's HiSparse settings in place (validated).
-Scenario point_scenario(const GridPoint& p) {
-  Scenario s = load_scenario(p.scenario);
-  HiSparseConfig& h = s.deployment.hisparse;
-  if (p.device_buffer_size) h.device_buffer_size = p.device_buffer_size;
-  if (p.host_to_device_ratio) h.host_to_device_ratio = p.host_to_device_ratio;
-  h.validate(fmt::format("sweep {}", describe_point(p)));
-  return s;
+/// The point's HiSparse settings as overrides of its scenario (0: the deployment's own), on the hardware's own cost
+/// terms and calibrations.
+ScenarioChoice point_choice(const GridPoint& p) {
+  ScenarioChoice c;
+  c.scenario = p.scenario;
+  if (p.device_buffer_size) c.overrides.device_buffer_size = p.device_buffer_size;
+  if (p.host_to_device_ratio) c.overrides.host_to_device_ratio = p.host_to_device_ratio;
+  return c;
 }
 
 std::string run_plan_point(const GridPoint& p) {
-  Scenario s = point_scenario(p);
-  PlanOptions opt;
-  load_cost_terms("auto", s, &opt.cost);
-  apply_calibrations("auto", "auto", &s, &opt.cost);
-  opt.memory_only = p.settings.limits == "memory";
-  opt.seq_lens = {p.context};
+  PlanRequest req;
+  req.setup = point_choice(p);
+  req.misses.surface = p.settings.miss_curve;
+  req.misses.policy = p.policy;
+  req.memory_only = p.settings.limits == "memory";
+  req.seq_lens = {p.context};
   // One point is one setting: the plan's own sweeps shrink to it.
-  opt.sweep_buffer_sizes = {s.deployment.hisparse.device_buffer_size};
-  opt.sweep_ratios = {s.deployment.hisparse.host_to_device_ratio};
-  const MissCurves misses =
-      MissCurves::from_surface(load_miss_surface(p.settings.miss_curve), p.policy, s.deployment.hisparse.top_k);
-  const CapacityPlan plan = compute_capacity_plan(s, opt, misses);
+  req.single_setting = true;
+  req.command = fmt::format("sweep {}", describe_point(p));
+  const PlanOutcome out = run_plan(req);
+  const Scenario& s = out.scenario;
+  const CapacityPlan& plan = out.plan;
   const PlanRow* full = nullptr;
   const PlanRow* hs = nullptr;
   for (const auto& r : plan.rows) (r.mode == KvMode::kFull ? full : hs) = &r;
@@ -124,25 +122,21 @@ std::string run_replay_item(const Grid& grid, const WorkItem& item) {
 }
 
 std::string run_simulate_point(const GridPoint& p) {
-  Scenario s = point_scenario(p);
-  CostParams cost;
-  load_cost_terms("auto", s, &cost);
-  apply_calibrations("auto", "auto", &s, &cost);
-  Workload w = load_workload(p.workload);
-  if (p.settings.duration_s > 0) truncate_workload(w, static_cast<SimTime>(std::llround(p.settings.duration_s * 1e9)));
-  if (w.requests.empty()) throw_error("sweep {}: workload {} holds no request within duration_s", describe_point(p), w.name);
-  const std::unique_ptr<MissModel> miss =
-      make_statistical_miss_model(miss_params_from_surface(s, load_miss_surface(p.settings.miss_curve), p.policy));
-  ServingOptions opt;
-  opt.mode = p.mode == "full" ? KvMode::kFull : KvMode::kHiSparse;
-  opt.cost = cost;
-  opt.miss_model = miss.get();
+  SimulateRequest req;
+  req.setup = point_choice(p);
+  req.workload = p.workload;
+  if (p.settings.duration_s > 0) req.duration_s = p.settings.duration_s;
+  req.misses.surface = p.settings.miss_curve;
+  req.misses.policy = p.policy;
+  const SimulationSetup setup = load_simulation(req, fmt::format("sweep {}", describe_point(p)));
+  const Scenario& s = setup.scenario;
+  ClientSpec clients;
   if (p.concurrency > 0) {
-    opt.clients.concurrency = p.concurrency;
-    opt.clients.requests = p.settings.num_requests > 0 ? p.settings.num_requests
-                                                       : std::max<int64_t>(64, 4 * static_cast<int64_t>(p.concurrency));
+    clients.concurrency = p.concurrency;
+    clients.requests = p.settings.num_requests > 0 ? p.settings.num_requests
+                                                   : std::max<int64_t>(64, 4 * static_cast<int64_t>(p.concurrency));
   }
-  const ServingResult r = run_serving(s, w, opt);
+  const ServingResult r = simulate(setup, p.mode == "full" ? KvMode::kFull : KvMode::kHiSparse, setup.cost.overlap, clients);
   const ServingSummary sm = summarize(r, s);
   const bool ttft = ttft_modelled(r);
   std::vector<Metric> m = {

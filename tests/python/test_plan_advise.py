@@ -74,3 +74,23 @@ def test_errors_are_the_cli_messages():
         hisparse.plan(SCENARIO, no_plots=True)
     with pytest.raises(ValueError, match="scenario"):
         hisparse.advise(None)
+
+
+def test_keywords_set_the_fields_the_flags_set(cli, tmp_path):
+    """Each keyword sets the request field its CLI flag sets, with the same unit: a per-instance
+    max_running_requests (100 over 8 dp ranks: 12 per rank, as SGLang divides it), pool tokens 0 (derive), a byte
+    size given as text."""
+    got = hisparse.plan(SCENARIO, seq_lens=[16384], max_running_requests=100, device_pool_tokens=0,
+                        host_dram_bytes="2TiB")
+    expected = cli_json(cli, tmp_path, "plan", "plan.json", "--seq-lens", "16384", "--max-running-requests", "100",
+                        "--device-pool-tokens", "0", "--host-dram-bytes", "2TiB")
+    assert '"max_running_requests": 12' in json.dumps(got)
+    assert without_run(got) == without_run(expected)
+
+
+def test_a_keyword_that_is_no_flag_is_named():
+    with pytest.raises(ValueError, match="no_such_flag: not a flag of hisparse plan"):
+        hisparse.plan(SCENARIO, no_such_flag=1)
+    # advise chooses the buffer size itself: it is no flag of advise.
+    with pytest.raises(ValueError, match="device_buffer_size: not a flag of hisparse advise"):
+        hisparse.advise(SCENARIO, device_buffer_size=4096)

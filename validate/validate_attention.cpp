@@ -3,19 +3,18 @@
 // tolerances of a float64 reference and of its exact variant. Cases run on all CPU cores (the reference is the slow
 // side); reports merge in case order.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <mutex>
-#include <thread>
 
 #include <fmt/core.h>
 
-#include "apps/validate.h"
-#include "apps/validate_random_values.h"
+#include "core/parallel/task_pool.h"
+#include "validate/validate.h"
+#include "validate/validate_random_values.h"
 #include "cpu_ref/sparse_attention.h"
 #include "cpu_ref/sparse_attention_compare.h"
 
-namespace hisparse::apps {
+namespace hisparse::validation {
 namespace {
 
 /// Input regimes of the tolerance table. FlashMLA's bar (out 1e-3 + 2.01/128 rel, lse 1e-6 + 8.01/65536 rel) is
@@ -187,21 +186,15 @@ void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out) 
   const int64_t n = ctx.options.cases;
   std::vector<CaseResult> results(size_t(std::max<int64_t>(n, 0)));
   std::vector<std::string> errors(results.size());
-  std::atomic<int64_t> next{0};
-  const unsigned workers = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (unsigned w = 0; w < workers; ++w)
-    pool.emplace_back([&] {
-      for (int64_t i = next++; i < n; i = next++) {
-        const int64_t index = ctx.options.start_case + i;
-        try {
-          results[size_t(i)] = run_case(make_case(case_seed(ctx.options.seed, "attention", index)), ctx.ref, ctx.dut);
-        } catch (const std::exception& e) {
-          errors[size_t(i)] = e.what();
-        }
-      }
-    });
-  for (auto& t : pool) t.join();
+  // A case's error is its own failure row, so no task throws out of the pool.
+  parallel_for(results.size(), std::min(32, hardware_threads()), [&](size_t i) {
+    const int64_t index = ctx.options.start_case + static_cast<int64_t>(i);
+    try {
+      results[i] = run_case(make_case(case_seed(ctx.options.seed, "attention", index)), ctx.ref, ctx.dut);
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  });
   cpu_ref::ToleranceStats of[kRegimeCount], lf[kRegimeCount], oe[kRegimeCount], le[kRegimeCount], xo, xl;
   cpu_ref::RelativeStats ro[kRegimeCount], rl[kRegimeCount];
   int64_t ill = 0, regime_cases[kRegimeCount] = {}, all_cases[kRegimeCount] = {}, passed[kRegimeCount] = {};
@@ -266,4 +259,4 @@ void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out) 
   out.push_back(fast);
 }
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::validation

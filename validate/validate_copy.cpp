@@ -5,10 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "apps/validate.h"
+#include "validate/validate.h"
 #include "core/error.h"
 
-namespace hisparse::apps {
+namespace hisparse::validation {
 namespace {
 
 constexpr std::array<CopyMode, 2> kModes = {CopyMode::kFused, CopyMode::kCopyEngine};
@@ -105,4 +105,4 @@ void validate_backup(const ValidateContext& ctx, std::vector<OpReport>& out) {
   validate_copy(ctx, out, "backup", false);
 }
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::validation

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 
-#include "apps/validate.h"
+#include "validate/validate.h"
 #include "core/numerics/bf16.h"
 
-namespace hisparse::apps {
+namespace hisparse::validation {
 
 /// Uniform in [-1, 1) with 24 random bits.
 inline float uniform_pm1(Rng& rng) { return float(int64_t(rng.next() >> 40) - (int64_t(1) << 23)) / 8388608.0f; }
@@ -27,4 +27,4 @@ inline num::Bf16Bits random_bf16(Rng& rng, int scale_exp, int spread) {
   return num::float_to_bf16(random_value(rng, scale_exp, spread));
 }
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::validation

@@ -1,5 +1,5 @@
-// @brief Locating and running the plot scripts shared by `replay` and `plan`.
-#include "apps/plot_script.h"
+// @brief Locating and running the plot scripts (see plot_script.h).
+#include "sim/report/plot_script.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/scenario_loader.h"
 
-namespace hisparse::apps {
+namespace hisparse::sim {
 
 namespace {
 
@@ -44,4 +44,4 @@ void run_plot_script(const std::string& script, const std::string& out_dir, cons
   if (std::system(cmd.c_str()) != 0) throw_error("{}: plotting failed: {}", command, cmd);
 }
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::sim

@@ -2,17 +2,16 @@
 // E4M3 q and keys, bit for bit) and "topk" (selected positions, exactly): the reference backend against the
 // device backend, through the Backend interface, on fresh random cases.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <thread>
 
 #include <fmt/core.h>
 
-#include "apps/validate.h"
-#include "apps/validate_random_values.h"
+#include "core/parallel/task_pool.h"
+#include "validate/validate.h"
+#include "validate/validate_random_values.h"
 #include "cpu_ref/sparse_attention_compare.h"
 
-namespace hisparse::apps {
+namespace hisparse::validation {
 namespace {
 
 /// Runs fn(case index i, seed) on all cores; each returns a failure message ("" = pass) and the value count.
@@ -21,21 +20,15 @@ void run_parallel(const ValidateContext& ctx, const char* op, OpReport& report, 
   const int64_t n = ctx.options.cases;
   std::vector<std::pair<std::string, int64_t>> res(size_t(std::max<int64_t>(n, 0)));
   std::vector<std::string> contexts(res.size());
-  std::atomic<int64_t> next{0};
-  const unsigned workers = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (unsigned w = 0; w < workers; ++w)
-    pool.emplace_back([&] {
-      for (int64_t i = next++; i < n; i = next++) {
-        const uint64_t seed = case_seed(ctx.options.seed, op, ctx.options.start_case + i);
-        try {
-          res[size_t(i)] = fn(seed, contexts[size_t(i)]);
-        } catch (const std::exception& e) {
-          res[size_t(i)] = {std::string("error: ") + e.what(), 0};
-        }
-      }
-    });
-  for (auto& t : pool) t.join();
+  // A case's error is its own failure row, so no task throws out of the pool.
+  parallel_for(res.size(), std::min(32, hardware_threads()), [&](size_t i) {
+    const uint64_t seed = case_seed(ctx.options.seed, op, ctx.options.start_case + static_cast<int64_t>(i));
+    try {
+      res[i] = fn(seed, contexts[i]);
+    } catch (const std::exception& e) {
+      res[i] = {std::string("error: ") + e.what(), 0};
+    }
+  });
   for (int64_t i = 0; i < n; ++i) {
     const int64_t index = ctx.options.start_case + i;
     Checker c(report, case_seed(ctx.options.seed, op, index), index, contexts[size_t(i)]);
@@ -273,4 +266,4 @@ void validate_topk(const ValidateContext& ctx, std::vector<OpReport>& out) {
   out.push_back(r);
 }
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::validation

@@ -1,10 +1,12 @@
-// @brief `hisparse validate`: the table of operations, the per-operation report and the bit-for-bit checker.
-// A new operation (sparse attention, top-k, ...) is one more file defining a `ValidateOp` function and one line
-// in validate_ops() (validate.cpp).
+// @brief The validation library (`hisparse validate`, hisparse.validate()): the table of operations, the
+// per-operation report, the bit-for-bit checker and the run over a device backend. A new operation (sparse
+// attention, top-k, ...) is one more file defining a `ValidateOp` function and one line in validate_ops()
+// (validate.cpp). It links the CPU reference and cuda/ (the CUDA kernels, or their stand-ins that say why not).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -14,30 +16,9 @@
 #include <fmt/format.h>
 
 #include "core/backend.h"
+#include "validate/validate_request.h"
 
-namespace hisparse::apps {
-
-struct ValidateOptions {
-  int64_t cases = 1000;        // random cases per operation
-  int64_t start_case = 0;      // first case index (to rerun one failing case)
-  uint64_t seed = 1;
-  std::string trace;           // optional top-k trace replayed through both backends
-  int64_t trace_steps = 0;     // 0 = whole trace
-  std::vector<std::string> only;  // operation names to run (empty = all)
-};
-
-/// One row of the summary table: an operation (and variant, e.g. the copy mode) over many cases.
-struct OpReport {
-  OpReport(std::string op_name, std::string variant_name) : op(std::move(op_name)), variant(std::move(variant_name)) {}
-  std::string op;
-  std::string variant;
-  int64_t cases = 0;
-  int64_t values = 0;            // elements and bytes compared
-  int64_t mismatched_cases = 0;
-  int64_t rejected_both = 0;     // invalid-input cases that both backends rejected (as they must)
-  std::string first_mismatch;    // empty = none
-  double seconds = 0;
-};
+namespace hisparse::validation {
 
 struct ValidateContext {
   Backend& ref;
@@ -53,9 +34,10 @@ struct ValidateOp {
   ValidateOpFn run;
 };
 const std::vector<ValidateOp>& validate_ops();
-/// `hisparse validate` itself (argv[0] is the subcommand name): prints what the CLI prints, returns its exit code and,
-/// when `reports` is given, hands over the per-operation rows of the summary table (the Python module returns them).
-int run_validate_reports(int argc, char** argv, std::vector<OpReport>* reports);
+
+/// Runs the operations of `request` (throws hisparse::Error naming the flag on a bad request or a missing GPU).
+/// `say` hears the banner lines (backend, device, seed) before the cases run; progress goes to stderr.
+ValidateResult run_validation(const ValidateRequest& request, const std::function<void(const std::string&)>& say = nullptr);
 
 // Operations (one file each).
 void validate_swap_in(const ValidateContext& ctx, std::vector<OpReport>& out);        // validate_swap_in.cpp
@@ -132,4 +114,4 @@ class Checker {
   bool ok_ = true;
 };
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::validation

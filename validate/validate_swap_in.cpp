@@ -6,12 +6,12 @@
 
 #include <fmt/format.h>
 
-#include "apps/validate.h"
+#include "validate/validate.h"
 #include "core/error.h"
 #include "traces/trace_generator.h"
 #include "traces/trace_source.h"
 
-namespace hisparse::apps {
+namespace hisparse::validation {
 namespace {
 
 constexpr std::array<int32_t, 6> kSizes = {1, 3, 7, 17, 2048, 6144};
@@ -285,9 +285,9 @@ void validate_swap_in(const ValidateContext& ctx, std::vector<OpReport>& out) {
   }
 }
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::validation
 
-namespace hisparse::apps {
+namespace hisparse::validation {
 namespace {
 
 /// A trace file, or "gen:PRESET[:shuffle][:empty]" for the seeded generator (no file needed on the GPU machine).
@@ -368,4 +368,4 @@ void validate_swap_in_trace(const ValidateContext& ctx, std::vector<OpReport>& o
   }
 }
 
-}  // namespace hisparse::apps
+}  // namespace hisparse::validation

@@ -1,0 +1,32 @@
+// @brief What hisparse.plan / advise / validate call: the library's typed requests (sim/api, validate/), run in
+// this process; the results come back as the JSON text the CLI writes and the text it prints, built in memory from
+// the result (no argv, no temporary folder). Standard types and the requests' own headers only (module.cpp binds
+// them), so the module still builds against a prebuilt facade library.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/api/requests.h"
+#include "validate/validate_request.h"
+
+namespace hisparse::python {
+
+struct CommandOutput {
+  std::string json;  // plan.json / advise.json, byte for byte as the CLI writes it
+  std::string text;  // what the CLI prints
+};
+
+/// run_plan; with `out_dir` not empty, also the CLI's files there (plots: run scripts/plot_plan.py).
+CommandOutput plan(const sim::PlanRequest& request, const std::string& out_dir, bool plots);
+/// run_advise; with `out_dir` not empty, also the CLI's files there.
+CommandOutput advise(const sim::AdviseRequest& request, const std::string& out_dir, bool plots);
+
+/// A byte size such as "1TiB", "141e9", "93.5GB" (the flags' reading), or hisparse::Error naming `what`.
+double parse_bytes(const std::string& text, const std::string& what);
+
+/// run_validation, its banner printed to C's stdout as the CLI does.
+validation::ValidateResult validate(const validation::ValidateRequest& request);
+
+}  // namespace hisparse::python

@@ -1,0 +1,112 @@
+// @brief The advise request's set-up, mixes and run (see advise_request.h).
+#include "sim/api/advise_request.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/memory_budget.h"
+#include "sim/workload/workload.h"
+
+namespace hisparse::sim {
+
+AdviceSetup load_advice_setup(const AdviseRequest& r, const std::string& command) {
+  const ScenarioOverrides& o = r.setup.overrides;
+  if (o.device_buffer_size || o.host_to_device_ratio || o.max_running_requests)
+    throw_error("{}: device_buffer_size, host_to_device_ratio and max_running_requests are what advise chooses; "
+                "give candidates with --buffer-sizes / --ratios instead", command);
+  AdviceSetup out;
+  ScenarioChoice choice = r.setup;
+  choice.require_sparse_indexer = true;
+  ScenarioSetup setup = load_scenario_setup(choice, command);
+  out.scenario = std::move(setup.scenario);
+  const Scenario& s = out.scenario;
+  AdviseOptions& opt = out.options;
+  opt.cost = setup.cost;
+  opt.host_reserve_bytes = setup.host_reserve_bytes;
+  out.info.cost_label = "modelled; " + setup.cost_line;
+  for (int32_t h : r.buffer_sizes)
+    if (h < 1) throw_error("{}: --buffer-sizes: {} (expected >= 1)", command, h);
+  for (int32_t x : r.ratios)
+    if (x < 1) throw_error("{}: --ratios: {} (expected >= 1)", command, x);
+  opt.buffer_sizes = r.buffer_sizes;
+  opt.ratios = r.ratios;
+  MissChoice misses = r.misses;
+  misses.threads = std::max(1, misses.threads);
+  LoadedMisses loaded = load_miss_curves(misses, s, advise_buffer_sizes(s, opt), command);
+  out.misses = std::move(loaded.curves);
+  out.info.miss_label = loaded.label;
+  out.info.miss_source = out.misses->description();
+  return out;
+}
+
+std::vector<ContextMix> advice_mixes(const AdviseRequest& r, const Scenario& s, const std::string& command) {
+  std::vector<ContextMix> mixes;
+  if (!r.seq_lens.empty() || r.workload.empty()) {
+    const std::vector<int64_t>& lens = r.seq_lens.empty() ? default_seq_lens() : r.seq_lens;
+    for (int64_t n : lens) {
+      if (n < 1) throw_error("{}: --seq-lens: {} (expected >= 1)", command, n);
+      ContextMix m = ContextMix::single(n);
+      m.label = n % 1024 == 0 ? fmt::format("{}K", n / 1024) : std::to_string(n);
+      mixes.push_back(m);
+    }
+  }
+  if (!r.workload.empty()) {
+    const Workload w = load_workload(r.workload);
+    std::vector<std::pair<int64_t, int64_t>> io;
+    // The first output token comes from prefill; decode steps see contexts input + 1 … input + output − 1.
+    for (const auto& q : w.requests) io.emplace_back(int64_t{q.input_tokens} + 1, int64_t{q.output_tokens} - 1);
+    if (r.mix_classes < 1) throw_error("{}: --mix-classes {} (expected >= 1)", command, r.mix_classes);
+    mixes.push_back(decode_context_mix(io, 8, r.mix_classes,
+                                       fmt::format("workload {} ({} requests)", w.name, w.requests.size())));
+  }
+  for (const auto& m : mixes)
+    for (const auto& c : m.classes)
+      if (c.seq_len > s.deployment.context_length)
+        throw_error("{}: context length {} exceeds the deployment's context_length {} ({})", command, c.seq_len,
+                    s.deployment.context_length, s.source);
+  return mixes;
+}
+
+void add_extrapolation_warnings(AdviceSetup& setup, const std::vector<Advice>& advices) {
+  for (const auto& a : advices) {
+    const Candidate* rec = a.recommended();
+    if (!rec || rec->mode != KvMode::kHiSparse) continue;
+    const int32_t H = rec->buffer_size;
+    std::vector<int64_t> lens;
+    for (const auto& c : a.mix.classes)
+      if (c.seq_len > H && setup.misses->extrapolated(H, c.seq_len)) lens.push_back(c.seq_len);
+    if (lens.empty()) continue;
+    std::string list;
+    for (int64_t n : lens) list += fmt::format("{}{}", list.empty() ? "" : ", ", n);
+    setup.info.warnings.push_back(fmt::format(
+        "{}: the recommendation (H = {}, H/K {:.3g}) reads the miss model outside the range it was measured over at "
+        "n = {} (n/H {:.3g}–{:.3g}): the nearest measured fraction is held, capped by the steady-state bound "
+        "(n − H)/(K − 1); a trace recorded at these lengths (--trace) would measure it",
+        a.mix.label, H, static_cast<double>(H) / setup.scenario.deployment.hisparse.top_k, list,
+        static_cast<double>(lens.front()) / H, static_cast<double>(lens.back()) / H));
+  }
+}
+
+AdviseOutcome run_advise(const AdviseRequest& r, const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  AdviseOutcome out;
+  out.setup = load_advice_setup(r, "advise");
+  const std::vector<ContextMix> mixes = advice_mixes(r, out.setup.scenario, "advise");
+  for (const auto& mix : mixes) {
+    if (progress)
+      progress(fmt::format("advise: evaluating {} settings at {}",
+                           1 + advise_buffer_sizes(out.setup.scenario, out.setup.options).size() *
+                                   advise_ratios(out.setup.scenario, out.setup.options).size(),
+                           mix.label));
+    out.advices.push_back(advise(out.setup.scenario, mix, *out.setup.misses, out.setup.options));
+  }
+  out.setup.info.command_line = r.command_line;
+  add_extrapolation_warnings(out.setup, out.advices);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace hisparse::sim

@@ -1,0 +1,87 @@
+// @brief What a plan becomes: its files (plan.json, the plots, plan.md, plan.html) and the text `hisparse plan`
+// prints (see plan_request.h).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "core/io/output_file.h"
+#include "core/memory_budget.h"
+#include "sim/api/plan_request.h"
+#include "sim/report/plot_script.h"
+
+namespace hisparse::sim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return "";
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+void write_plan_files(const PlanOutcome& outcome, const std::string& out_dir, bool with_plots) {
+  const CapacityPlan& plan = outcome.plan;
+  const PlanRunInfo& info = outcome.info;
+  fs::create_directories(out_dir);
+  const fs::path dir(out_dir);
+  write_file_atomically((dir / "plan.json").string(), outcome.json());
+  std::vector<PlanPlot> plots = plan_plot_list();
+  // A model without a sparse indexer has no HiSparse sweeps: scripts/plot_plan.py draws its full-KV panels only.
+  if (!plan.hisparse_not_applicable.empty())
+    plots.erase(std::remove_if(plots.begin(), plots.end(),
+                               [](const PlanPlot& p) { return p.file.rfind("plan_sweep_", 0) == 0; }),
+                plots.end());
+  if (with_plots) {
+    run_plot_script("plot_plan.py", out_dir, "plan");
+    for (auto& p : plots) p.png = read_file(dir / p.file);
+  } else {
+    // Stale plots of an earlier run must not be mistaken for this one's.
+    for (const auto& p : plots) fs::remove(dir / p.file);
+  }
+  write_file_atomically((dir / "plan.md").string(), plan_to_markdown(plan, info, plots));
+  write_file_atomically((dir / "plan.html").string(), plan_to_html(plan, info, plots));
+}
+
+std::string plan_console_text(const PlanOutcome& out) {
+  const CapacityPlan& plan = out.plan;
+  const PlanRunInfo& info = out.info;
+  const Scenario& s = out.scenario;
+  const DeploymentSpec& d = s.deployment;
+  std::string o;
+  const MemoryBudget& b = plan.budget;
+  if (!plan.hisparse_not_applicable.empty()) {
+    o += fmt::format("scenario {} ({}): {} rank{} per decode instance; {} attention; HiSparse {}\n", d.name, s.source,
+               plan.layout.ranks, plan.layout.ranks == 1 ? "" : "s", b.attention, plan.hisparse_not_applicable);
+    if (b.sliding_layer_count > 0)
+      o += fmt::format("SGLang SWA pools per GPU: full-attention layers {} tokens (max_total_num_tokens), sliding layers {} "
+                 "tokens (swa_full_tokens_ratio {})\n",
+                 plan_int(static_cast<int64_t>(b.full_pool_tokens.value)),
+                 plan_int(static_cast<int64_t>(b.swa_pool_tokens.value)), d.swa_full_tokens_ratio);
+    else
+      o += fmt::format("SGLang pool per GPU: max_total_num_tokens {} ({} B per token)\n",
+                 plan_int(static_cast<int64_t>(b.full_pool_tokens.value)), b.full_cell_bytes.value);
+  } else {
+    o += fmt::format("scenario {} ({}): {} rank{} per decode instance; miss model: {}\n", d.name, s.source, plan.layout.ranks,
+               plan.layout.ranks == 1 ? "" : "s", plan.miss_source);
+    o += fmt::format("SGLang pools per GPU: full-KV max_total_num_tokens {}, HiSparse device pool {} (max_total_num_tokens), "
+               "logical {}, host pool {} tokens = {:.2f} GB\n",
+               plan_int(static_cast<int64_t>(b.full_pool_tokens.value)),
+               plan_int(static_cast<int64_t>(b.device_pool_tokens.value)),
+               plan_int(static_cast<int64_t>(b.logical_pool_tokens.value)),
+               plan_int(static_cast<int64_t>(b.host_pool_tokens.value)), b.host_pool_bytes_per_gpu.value * 1e-9);
+  }
+  o += fmt::format("cost model: {}\n", info.calibration);
+  o += plan_to_text(plan);
+  if (out.plan.options.strategies.enabled) o += strategies_to_text(plan.strategies);
+  for (const auto& w : plan.warnings) o += fmt::format("warning: {}\n", w);
+  return o;
+}
+
+}  // namespace hisparse::sim

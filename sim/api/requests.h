@@ -1,0 +1,84 @@
+// @brief The typed requests of the library, one per command (plan, advise, simulate) with what they share: the
+// scenario choice (name, overrides, cost terms, calibrations, overlap) and the miss choice. Standard types only,
+// so the Python module binds these very structs (python/bindings/module.cpp) without the library's dependencies.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/api/scenario_overrides.h"
+#include "sim/cost/cost_params.h"
+#include "sim/plan/cache_strategies.h"
+
+namespace hisparse::sim {
+
+/// What a command names to build its scenario and cost model.
+struct ScenarioChoice {
+  std::string scenario;               // deployment name (scenarios/deployments) or YAML path
+  ScenarioOverrides overrides;
+  std::string cost_params = "auto";   // auto (the hardware file's cost_model) or a YAML path
+  std::string calibration = "auto";   // auto | none | a YAML of `hisparse bench --calibrate`
+  std::string step_calibration = "auto";  // auto | none | a YAML of `hisparse bench step --fit`
+  std::optional<OverlapMode> overlap;     // unset: the cost parameters'
+  bool require_sparse_indexer = false;    // advise and simulate model HiSparse only
+};
+
+/// Where the misses of plan / advise / replay --scenario come from. A given fraction or the surface (default
+/// kDefaultMissSurface) is the model; a trace, when given, is replayed at every buffer size and the model fills in
+/// where it measured nothing.
+struct MissChoice {
+  std::string surface;              // miss surface name or .yaml path ("" = kDefaultMissSurface)
+  std::optional<double> fraction;   // a constant per-layer miss fraction instead of the surface, in [0, 1]
+  std::string trace;                // top-k trace replayed at every buffer size ("" = none)
+  std::string policy = "sglang-lru";
+  int threads = 1;                  // replay threads for the trace (as MissCurves::from_trace reads it)
+  bool rescale_trace_top_k = false; // a trace of another top_k is replayed at the same H/K, applied by n/H
+};
+
+/// `hisparse plan` (run_plan, sim/api/plan_request.h).
+struct PlanRequest {
+  ScenarioChoice setup;
+  MissChoice misses;
+  std::vector<int64_t> seq_lens;    // empty: the planner's defaults, or the workload's p50/p90/p99/max
+  std::string workload;             // name / YAML / trace whose request lengths set the lengths ("" = none)
+  std::vector<int32_t> sweep_buffer_sizes;  // empty: top_k × 1 … 8
+  std::vector<int32_t> sweep_ratios;        // empty: the default ratios
+  /// The sweeps are the deployment's own H and ratio only (a sweep grid point is one setting).
+  bool single_setting = false;
+  std::optional<int64_t> batch_cap;  // largest batch per rank considered
+  bool memory_only = false;          // --limits memory
+  StrategyOptions strategies;        // recall_file is read by run_plan (recall_json is filled there)
+  std::string command_line;          // for the reports' provenance
+  std::string command = "plan";      // what errors name first ("sweep <point>" for a sweep's)
+};
+
+/// `hisparse advise` (run_advise, sim/api/advise_request.h).
+struct AdviseRequest {
+  ScenarioChoice setup;              // setup.overrides must leave H, ratio and max_running_requests unset: advised
+  MissChoice misses;
+  std::vector<int64_t> seq_lens;     // one advice each; empty: 16K,32K,64K,128K unless a workload is given
+  std::string workload;              // one advice for its decode context mix ("" = none)
+  int mix_classes = 16;              // length classes of the workload's mix
+  std::vector<int32_t> buffer_sizes; // H candidates (empty: top_k × 1 … 8)
+  std::vector<int32_t> ratios;       // host_to_device_ratio candidates (empty: the default ratios)
+  std::string command_line;          // for the reports' provenance
+};
+
+/// `hisparse simulate` (load_simulation, sim/api/simulate_request.h).
+struct SimulateRequest {
+  ScenarioChoice setup;
+  std::optional<int32_t> prefill_instances;  // replaces the deployment's prefill instance count (PD only)
+  std::string link_model;                    // maxmin | constant ("" = the cost parameters')
+  std::string workload;                      // name, YAML or .jsonl/.csv trace
+  std::optional<double> duration_s;          // keep the arrivals of the first seconds
+  /// statistical (the surface at the deployment's H/K, or fitted to misses.trace) | trace (replay misses.trace with
+  /// misses.policy) | placeholder (10 % once n > H). misses.fraction replaces the statistical fraction.
+  std::string miss_model = "statistical";
+  MissChoice misses;
+  std::string admission = "pools";  // pools | logical
+  int32_t max_retries = 8;
+};
+
+}  // namespace hisparse::sim

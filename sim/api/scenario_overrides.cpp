@@ -1,0 +1,82 @@
+// @brief apply_overrides (see scenario_overrides.h).
+#include "sim/api/scenario_overrides.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "sim/cost/step_time_model.h"
+
+namespace hisparse::sim {
+
+namespace {
+
+/// "<command>: --<flag> <value> (deployment <file>: <field>, expected <what>)".
+template <class T>
+[[noreturn]] void bad(const std::string& command, const char* flag, const T& value, const Scenario& s,
+                      const char* field, const char* expected) {
+  throw_error("{}: --{} {} (deployment {}: {}, expected {})", command, flag, value, s.source, field, expected);
+}
+
+}  // namespace
+
+int32_t max_running_requests_per_rank(const Scenario& scenario, int32_t per_instance) {
+  return per_instance / rank_layout(scenario).ranks;
+}
+
+void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string& command) {
+  DeploymentSpec& d = s.deployment;
+  if (o.device_buffer_size) d.hisparse.device_buffer_size = *o.device_buffer_size;
+  if (o.host_to_device_ratio) d.hisparse.host_to_device_ratio = *o.host_to_device_ratio;
+  if (o.top_k) d.hisparse.top_k = *o.top_k;
+  d.hisparse.validate(command);
+  if (o.mem_fraction_static) {
+    if (!(*o.mem_fraction_static > 0 && *o.mem_fraction_static <= 1))
+      bad(command, "mem-fraction-static", *o.mem_fraction_static, s, "mem_fraction_static", "in (0, 1]");
+    d.mem_fraction_static = *o.mem_fraction_static;
+  }
+  if (o.page_size) {
+    if (*o.page_size < 1) bad(command, "page-size", *o.page_size, s, "page_size", ">= 1");
+    d.page_size = *o.page_size;
+  }
+  if (o.kv_dtype) {
+    if (*o.kv_dtype != "bf16" && *o.kv_dtype != "fp8") bad(command, "kv-dtype", *o.kv_dtype, s, "kv_dtype", "bf16 or fp8");
+    d.kv_dtype = *o.kv_dtype == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;
+  }
+  if (o.tpot_slo_ms) {
+    if (!(*o.tpot_slo_ms > 0)) bad(command, "tpot-slo-ms", *o.tpot_slo_ms, s, "tpot_slo_ms", "> 0");
+    d.tpot_slo_ms = *o.tpot_slo_ms;
+  }
+  if (o.max_running_requests) {
+    const int32_t n = *o.max_running_requests;
+    const int ranks = rank_layout(s).ranks;
+    if (n < 0) bad(command, "max-running-requests", n, s, "max_running_requests", ">= 0 (0 = no cap)");
+    // SGLang hands each dp attention rank N // ranks; below one request per rank no rank could run anything.
+    if (n > 0 && n < ranks)
+      throw_error("{}: --max-running-requests {} is per instance and {} has {} dp attention ranks: each would run "
+                  "{} // {} = 0 requests (expected 0 = no cap, or >= {})",
+                  command, n, s.source, ranks, n, ranks, ranks);
+    d.max_running_requests = max_running_requests_per_rank(s, n);
+  }
+  auto bytes = [&](const std::optional<double>& v, const char* flag, const char* field, double* dst) {
+    if (!v) return;
+    if (!(*v >= 0)) bad(command, flag, *v, s, field, "a byte size >= 0");
+    if (dst) *dst = *v;
+  };
+  bytes(o.host_dram_bytes, "host-dram-bytes", "host_dram_bytes", &d.host_dram_bytes);
+  bytes(o.host_reserve_bytes, "host-reserve-bytes", "(none: a plan/advise option)", nullptr);
+  bytes(o.hbm_bytes, "hbm-bytes", "memory.hbm_bytes", &d.memory.hbm_bytes);
+  bytes(o.weight_bytes, "weight-bytes", "memory.weight_bytes", &d.memory.weight_bytes);
+  bytes(o.weights_per_gpu_bytes, "weights-per-gpu-bytes", "memory.weights_per_gpu_bytes", &d.memory.weights_per_gpu_bytes);
+  bytes(o.activation_reserve_bytes, "activation-reserve-bytes", "activation_reserve_bytes", &d.activation_reserve_bytes);
+  bytes(o.kv_budget_bytes, "kv-budget-bytes", "memory.kv_budget_bytes", &d.memory.kv_budget_bytes);
+  auto tokens = [&](const std::optional<int64_t>& v, const char* flag, const char* field, int64_t* dst) {
+    if (!v) return;
+    if (*v < 0) bad(command, flag, *v, s, field, ">= 0 tokens (0 = derive from memory)");
+    *dst = *v;
+  };
+  tokens(o.full_pool_tokens, "full-pool-tokens", "memory.full_pool_tokens", &d.memory.full_pool_tokens);
+  tokens(o.device_pool_tokens, "device-pool-tokens", "memory.device_pool_tokens", &d.memory.device_pool_tokens);
+  tokens(o.host_pool_tokens, "host-pool-tokens", "memory.host_pool_tokens", &d.memory.host_pool_tokens);
+}
+
+}  // namespace hisparse::sim

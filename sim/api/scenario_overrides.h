@@ -1,0 +1,52 @@
+// @brief Every command-line override of a deployment, typed and with its unit, and the one function that applies
+// them: `plan`, `advise`, `simulate`, `replay --scenario`, `sweep` and the Python module all change a scenario only
+// through here, so a flag means the same thing (and is checked the same way) in every command.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/deployment_spec.h"
+
+namespace hisparse::sim {
+
+/// An unset field keeps the deployment YAML's value. Units are in the names; "per rank" is a dp attention rank,
+/// "per instance" a decode server (all its ranks), as SGLang's flags of the same name.
+struct ScenarioOverrides {
+  // HiSparse settings (the advisor chooses the first two itself).
+  std::optional<int32_t> device_buffer_size;    // H, device slots per request
+  std::optional<int32_t> host_to_device_ratio;  // logical (host) pool = device pool × this
+  std::optional<int32_t> top_k;
+  /// Per instance, SGLang's --max-running-requests: each of the instance's dp attention ranks runs at most
+  /// ⌊N / ranks⌋ (0 = no cap). Stored per rank in DeploymentSpec::max_running_requests.
+  std::optional<int32_t> max_running_requests;
+  // Server settings.
+  std::optional<double> mem_fraction_static;  // in (0, 1]
+  std::optional<int32_t> page_size;           // tokens
+  std::optional<std::string> kv_dtype;        // bf16 | fp8
+  std::optional<double> tpot_slo_ms;          // > 0
+  // Memory, bytes.
+  std::optional<double> host_dram_bytes;           // per decode node
+  std::optional<double> host_reserve_bytes;        // per decode node, kept for the OS and the server (plan/advise)
+  std::optional<double> hbm_bytes;                 // per GPU
+  std::optional<double> weight_bytes;              // all weights
+  std::optional<double> weights_per_gpu_bytes;     // per GPU
+  std::optional<double> activation_reserve_bytes;  // per GPU
+  std::optional<double> kv_budget_bytes;           // per GPU
+  // SGLang pool sizes from a server log, tokens per GPU; 0 = derive from memory (as when the YAML leaves them out).
+  std::optional<int64_t> full_pool_tokens;
+  std::optional<int64_t> device_pool_tokens;
+  std::optional<int64_t> host_pool_tokens;
+};
+
+/// Applies every set field of `o` to `scenario` and validates it. Errors say "<command>: --<flag> <value>", the
+/// scenario file and what was expected, e.g. "plan: --page-size 0 (deployment scenarios/…/x.yaml: page_size,
+/// expected >= 1)". host_reserve_bytes is not a deployment field: it is checked here and read by the caller.
+void apply_overrides(const ScenarioOverrides& o, Scenario& scenario, const std::string& command);
+
+/// The per-rank cap for a per-instance --max-running-requests of `per_instance` on `scenario` (SGLang's
+/// max_running_requests // dp_size under DP attention); 0 stays 0 (no cap).
+int32_t max_running_requests_per_rank(const Scenario& scenario, int32_t per_instance);
+
+}  // namespace hisparse::sim
