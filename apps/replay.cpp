@@ -27,6 +27,7 @@
 #include "sim/replay/cuda/replay_cuda.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
+#include "sim/replay/replay_step_time.h"
 #include "traces/page_trace_source.h"
 #include "traces/trace_source.h"
 
@@ -58,9 +59,10 @@ std::vector<int32_t> rescaled_sizes(const std::vector<int32_t>& sizes, int32_t t
 }
 
 /// The replay's recommendation: the advice for the trace's own context mix (or --seq-lens) on the deployment,
-/// with the replayed trace as the miss model over the replayed buffer sizes.
+/// with the replayed trace as the miss model over the replayed buffer sizes. Before it, the modelled step time of
+/// every replayed decode step on the deployment (printed; its JSON in *step_time_json).
 std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, const sim::ReplayResult& result,
-                        const std::vector<int32_t>& sizes, const std::string& trace_path) {
+                        const std::vector<int32_t>& sizes, const std::string& trace_path, std::string* step_time_json) {
   if (args.scenario.empty()) return sim::no_deployment_recommendation_json();
   AdviseArgs a = args;
   a.trace = trace_path;
@@ -83,9 +85,22 @@ std::string advice_json(const AdviseArgs& args, const po::variables_map& vm, con
   std::vector<sim::Advice> advices;
   for (const auto& m : mixes) advices.push_back(sim::advise(setup.scenario, m, *setup.misses, setup.options));
   add_extrapolation_warnings(setup, advices);
+  const sim::Candidate* rec = advices.front().recommended();
+  // The step time is priced at a batch the deployment runs: its own cap when it sets one, else the concurrency the
+  // advice below recommends (what a user would configure), else a request alone.
+  const int mrr = setup.scenario.deployment.max_running_requests;
+  const int64_t batch = mrr > 0 ? mrr : rec && rec->per_rank > 0 ? rec->per_rank : 1;
+  const std::string why =
+      mrr > 0 ? "the deployment's max_running_requests"
+      : rec && rec->per_rank > 0
+          ? fmt::format("the concurrency the advice recommends below, with {}", rec->name())
+          : "one request alone: the deployment sets no max_running_requests and the advice recommends nothing";
+  const sim::ReplayStepTimeReport steps =
+      sim::model_replay_step_times(setup.scenario, setup.options.cost, result, batch, why);
+  fmt::print("{}", sim::format_step_times(steps));
+  *step_time_json = sim::step_times_json(steps);
   fmt::print("\nadvice for {} (device_buffer_size swept over the replayed sizes; misses from this replay, policy {}):\n{}",
              setup.scenario.deployment.name, a.policy, sim::advice_to_text(setup.scenario, advices, setup.info));
-  const sim::Candidate* rec = advices.front().recommended();
   if (!rec) return "{\"device_buffer_size\": null, \"reason\": \"no setting fits one request within the SLO\"}";
   return fmt::format("{{\"policy\": {}, \"context\": {}, \"setting\": {}, \"device_buffer_size\": {}, "
                      "\"host_to_device_ratio\": {}, \"max_running_requests\": {}, \"goodput_tokens_per_s\": {:.3f}, "
@@ -248,22 +263,24 @@ int run_replay(int argc, char** argv) {
     if (page_width > 0) return std::make_unique<traces::PageTraceSource>(std::move(s), page_size, page_width);
     return s;
   };
+  opt.open_trace = cuda_opt.open_trace;  // the CPU driver's lanes, when there are more threads than layers
   const sim::ReplayResult result = backend == "cuda" ? sim::run_replay_cuda(*source, opt, sink, cuda_opt)
                                                      : sim::run_replay(*source, opt, sink);
   if (csv) csv->finish();
 
   fmt::print("{}", sim::format_replay_table(result, row_bytes));
   if (result.lookahead_steps > 0) fmt::print("{}", sim::format_lookahead(result));
+  std::string step_time_json;
   const std::string recommendation =
       advice_json(advise_args, vm, result, rescaled_sizes(opt.buffer_sizes, result.meta.top_k, advise_args.scenario),
-                  trace_path);
+                  trace_path, &step_time_json);
   if (advise_args.scenario.empty())
     fmt::print("\nno recommendation: choosing device_buffer_size needs a deployment (HBM per request, PCIe shared by "
                "the batch, the TPOT SLO); pass --scenario S, or run `hisparse advise --scenario S --trace {}`\n",
                trace_path);
   if (!out_dir.empty()) {
     write_file_atomically((fs::path(out_dir) / "replay.json").string(),
-                               sim::replay_json(result, row_bytes, recommendation));
+                               sim::replay_json(result, row_bytes, recommendation, step_time_json));
     write_file_atomically((fs::path(out_dir) / "replay.csv").string(), sim::replay_csv(result));
     for (const char* png : {"replay_hit_rate.png", "replay_misses.png"}) fs::remove(fs::path(out_dir) / png);
     if (!vm.count("no-plots")) {

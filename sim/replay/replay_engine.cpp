@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
 #include "sim/replay/lru_counter.h"
+#include "sim/replay/replay_driver.h"
 #include "traces/trace_limits.h"
 
 namespace hisparse::sim {
@@ -186,6 +187,7 @@ void add_request_rows(ReplayResult& result, const ReplayRequestRows& rows, const
       }
       s.step_layers += static_cast<int64_t>(L);
       s.step_miss_hist[static_cast<size_t>(m)] += 1;
+      s.step_misses.push_back(static_cast<int32_t>(m));
       s.decode_steps += 1;
     }
     s.h2d_bytes = s.misses * row_bytes;
@@ -197,6 +199,18 @@ void add_request_rows(ReplayResult& result, const ReplayRequestRows& rows, const
 
 ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& options,
                         const std::function<void(const ReplayRequestRows&)>& row_sink) {
+  const traces::TraceMeta& meta = source.meta();
+  if (meta.layers < 1 || meta.top_k < 1)
+    throw_error("replay: trace {} declares {} layers and top_k {}", meta.source, meta.layers, meta.top_k);
+  // The options are checked here, so that both paths refuse the same ones with the same words.
+  const std::vector<Config> configs = make_configs(options, meta.top_k);
+  const bool offline = std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.offline; });
+  if (offline || options.reference_lru) return run_replay_windowed(source, options, row_sink);
+  return run_replay_cpu_session(source, options, row_sink, options.open_trace);
+}
+
+ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOptions& options,
+                                 const std::function<void(const ReplayRequestRows&)>& row_sink) {
   const auto t_start = Clock::now();
   const traces::TraceMeta meta = source.meta();
   const int32_t L = meta.layers;
@@ -419,6 +433,7 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
           }
           s.step_layers += L;
           s.step_miss_hist[static_cast<size_t>(m)] += 1;
+          s.step_misses.push_back(static_cast<int32_t>(m));
           s.decode_steps += 1;
         }
         if (options.keep_step_rows) {

@@ -1,5 +1,7 @@
-// @brief The replay engine behind `hisparse replay`: streams a top-k trace once through every (policy, buffer size)
-// with one independent state per (request, layer), in parallel across layers, and accumulates the counters.
+// @brief `run_replay`, the entry of `hisparse replay` and of every library caller, and the windowed engine it runs
+// offline policies on (online ones go through the one driver, sim/replay/replay_driver.h): the engine streams a top-k
+// trace once through every (policy, buffer size) with one independent state per (request, layer), in parallel across
+// layers, and accumulates the counters.
 //
 // One pass: step records are read into a small window ([step][layer][K], each record read once and used by every
 // configuration while it is in cache), each layer task runs every configuration on every step of the window, and the
@@ -18,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +51,8 @@ struct ReplayConfigStats {
   int64_t decode_steps = 0;           // (request, step) pairs
   std::vector<int64_t> miss_hist;       // [top_k + 1] step-layers with m misses
   std::vector<int64_t> step_miss_hist;  // [layers * top_k + 1] decode steps with m misses summed over layers
+  std::vector<int32_t> step_misses;     // misses of every decode step summed over layers, in step_seq_lens order
+                                        // (what `replay --scenario` prices step by step)
 
   /// Share of selected entries that needed no load (hits and newest hits).
   double hit_rate() const;
@@ -79,6 +84,9 @@ struct ReplayOptions {
   /// same output (the differential tests and bench_replay compare them).
   bool reference_lru = false;
   std::function<void(const ReplayProgress&)> progress;  // called after every batch (main thread)
+  /// Opens another cursor on the same trace (called from several threads at once), so that the driver can run
+  /// requests side by side in lanes when there are more threads than layers; without it requests run one at a time.
+  std::function<std::unique_ptr<traces::TraceSource>()> open_trace;
 };
 
 /// The rows of one request, [config][layer][step], configs in ReplayResult::configs order.
@@ -108,8 +116,15 @@ struct ReplayResult {
 
 /// Replays `source` from its current position to the end. Throws hisparse::Error on bad options or bad records
 /// (naming request, layer, step). `row_sink` receives each finished request's rows when keep_step_rows is set.
+/// Online policies run through the one replay driver over the counting CPU session (sim/replay/replay_driver.h,
+/// run_replay_cpu_session, the path `--backend cuda` shares with its own session); with an offline policy (belady:
+/// its look-ahead window) or reference_lru, through the windowed engine below. Same output either way (tests).
 ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& options,
                         const std::function<void(const ReplayRequestRows&)>& row_sink = {});
+
+/// The windowed engine (this file's head) whatever the policies.
+ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOptions& options,
+                                 const std::function<void(const ReplayRequestRows&)>& row_sink = {});
 
 /// Adds one finished request's rows (every configuration, layer and step) to `result`: counters, histograms, decode
 /// steps, step_seq_lens, entries. The CUDA replay reduces through it; integer sums, so any order gives the same.

@@ -73,7 +73,8 @@ std::string format_replay_speed(const ReplayResult& r, double command_seconds) {
       r.threads == 1 ? "" : "s", r.seconds, r.read_seconds);
 }
 
-std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::string& recommendation_json) {
+std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::string& recommendation_json,
+                        const std::string& step_time_json) {
   std::string o = "{\n";
   o += fmt::format("  \"trace\": {{\"source\": {}, \"layers\": {}, \"top_k\": {}, \"initial_state\": \"{}\", "
                    "\"requests\": {}, \"decode_steps\": {}}},\n",
@@ -103,6 +104,7 @@ std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::str
         i + 1 < r.configs.size() ? "," : "");
   }
   o += "  ],\n";
+  if (!step_time_json.empty()) o += "  \"step_time\": " + step_time_json + ",\n";
   o += "  \"recommendation\": " + recommendation_json + "\n}\n";
   return o;
 }

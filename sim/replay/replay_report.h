@@ -29,7 +29,10 @@ std::string format_replay_speed(const ReplayResult& r, double command_seconds);
 /// replay.json / replay.csv contents (deterministic: no timings, no thread count). `recommendation_json` is the
 /// value of the "recommendation" key: an advice object when a deployment was given, else an object saying why
 /// there is none.
-std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::string& recommendation_json);
+/// `step_time_json`, when not empty, is the value of a "step_time" key (replay --scenario: the modelled step time,
+/// sim/replay/replay_step_time.h) placed before "recommendation"; without it the file is as before that key existed.
+std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::string& recommendation_json,
+                        const std::string& step_time_json = "");
 /// The "recommendation" value when no deployment was given (replay alone recommends no buffer size); shared by the
 /// CLI and the Python module so both write the same replay.json.
 std::string no_deployment_recommendation_json();

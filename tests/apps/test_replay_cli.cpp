@@ -144,5 +144,19 @@ TEST_CASE("hisparse replay end to end: table, JSON, CSV, plots, per-step CSV, th
   CHECK(slurp(dir / "err.txt").find("buffer size 8 (--buffer-sizes) is smaller than the trace's top_k 16") !=
         std::string::npos);
   CHECK_FALSE(fs::exists(dir / "bad" / "replay.json"));
+
+  // With a deployment: the modelled step time of every replayed step, in the table and in replay.json, labelled
+  // modelled and with its batch stated; without one, replay.json has no step_time key (the file as before it).
+  MESSAGE("expected: --scenario adds the modelled step time (table and replay.json); no --scenario, no step_time key");
+  const std::string with_scenario = lru_base + " --scenario dsv32-8xh200-1tb --rescale-trace-top-k --no-plots --out " +
+                                    (dir / "out_scenario").string() + " > " + (dir / "scenario.txt").string();
+  REQUIRE(std::system(with_scenario.c_str()) == 0);
+  const std::string scenario_table = slurp(dir / "scenario.txt");
+  CHECK(scenario_table.find("step time on dsv32-8xh200-1tb (MODELLED") != std::string::npos);
+  CHECK(scenario_table.find("requests per DP rank (") != std::string::npos);
+  const std::string scenario_json = slurp(dir / "out_scenario" / "replay.json");
+  CHECK(scenario_json.find("\"step_time\": {\"modelled\": true") != std::string::npos);
+  CHECK(scenario_json.find("\"priced_buffer_size\": 4096") != std::string::npos);  // H 32 of K 16 at K 2048
+  CHECK(json.find("step_time") == std::string::npos);
   fs::remove_all(dir);
 }

@@ -1,4 +1,6 @@
-// @brief `replay --backend cuda` (sim/replay/cuda/replay_cuda.cpp, cuda/replay_swap_in.cu) against the CPU replay: every
+// @brief The CUDA swap-in session (sim/replay/cuda/swap_in_session_cuda.h) against the CPU reference's session
+// (cpu_ref/swap_in_session_cpu.h), step by step on random staged batches and through the one replay driver; and
+// `replay --backend cuda` (the driver over the CUDA session) against the CPU replay: every
 // per-step count (selected, hits, newest hits, misses), every total and the row sink's order identical, on generated
 // traces with several requests side by side (one lane of L batch rows per request), identity and empty states,
 // padding, the fast path, requests of unequal length that free their lanes for the next ones (and requests without
@@ -12,7 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "cpu_ref/swap_in_session_cpu.h"
 #include "sim/replay/cuda/replay_cuda.h"
+#include "sim/replay/cuda/swap_in_session_cuda.h"
+#include "sim/replay/replay_driver.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
 #include "traces/trace_generator.h"
@@ -222,4 +228,104 @@ TEST_CASE("replay --backend cuda: DeepSeek shape (61 layers, K 2048, 32K), ident
   const Run cpu = run(t, {2048, 4096, 8192}, false);
   check_same(cpu, run(t, {2048, 4096, 8192}, true));
   check_same(cpu, run(t, {2048, 4096, 8192}, true, {2 * g.layers, 2, 4}));  // 2 lanes: the third request refills one
+}
+
+TEST_CASE("CUDA session == CPU session, slot by slot: random lists, padding rows, restarts, several sizes in flight") {
+  // Both sessions get the same staged steps; every row's counters must match bit for bit after every wait, with
+  // slots in flight (the CPU session runs at submit, the GPU later), rows restarting mid-run and padding rows.
+  for (const InitialState init : {InitialState::kIdentity, InitialState::kEmpty}) {
+    SwapInSessionShape shape;
+    shape.rows = 12;
+    shape.top_k = 8;
+    shape.configs = {{"sglang-lru", 8}, {"sglang-lru", 11}, {"sglang-lru", 24}};
+    shape.initial = init;
+    shape.row_bytes = 64;
+    const int32_t slots = 3;
+    cpu_ref::CpuSwapInSession cpu(shape, slots);
+    sim::CudaSwapInSession gpu(shape, slots);
+    std::mt19937_64 rng(init == InitialState::kEmpty ? 5 : 6);
+    std::vector<int32_t> n(static_cast<size_t>(shape.rows), 0);
+    int64_t compared = 0, misses = 0;
+    for (int32_t step = 0; step < 60; ++step) {
+      const int32_t slot = step % slots;
+      if (step >= slots) {
+        cpu.wait(slot);
+        gpu.wait(slot);
+        for (size_t c = 0; c < shape.configs.size(); ++c)
+          for (int32_t b = 0; b < shape.rows; ++b) {
+            const SessionRowCounts x = cpu.counts(slot, c)[b], y = gpu.counts(slot, c)[b];
+            INFO("initial " << traces::to_string(init) << ", step " << step - slots << ", config " << c << ", row " << b);
+            CHECK(x.selected == y.selected);
+            CHECK(x.hits == y.hits);
+            CHECK(x.newest_hits == y.newest_hits);
+            CHECK(x.misses == y.misses);
+            ++compared;
+            misses += x.misses;
+          }
+      }
+      SessionStaging a = cpu.staging(slot), g = gpu.staging(slot);
+      for (int32_t b = 0; b < shape.rows; ++b) {
+        const bool start = step == 0 || rng() % 17 == 0;
+        const bool pad = step > 0 && rng() % 9 == 0 && !start;
+        if (start) n[b] = 4 + static_cast<int32_t>(rng() % 30);  // some starts fit H (the empty state's preload)
+        else if (!pad) n[b] += static_cast<int32_t>(rng() % 3);
+        std::vector<int32_t> list(static_cast<size_t>(shape.top_k), -1);
+        std::vector<char> used(static_cast<size_t>(n[b]), 0);
+        for (int32_t i = 0; i < std::min(shape.top_k, n[b]); ++i) {
+          int32_t p;
+          do p = n[b] - 1 - static_cast<int32_t>(rng() % static_cast<uint64_t>(std::min(n[b], 20)));
+          while (used[static_cast<size_t>(p)]);
+          used[static_cast<size_t>(p)] = 1;
+          list[static_cast<size_t>(i)] = p;
+        }
+        if (rng() % 4 == 0) list[rng() % list.size()] = -1;
+        for (SessionStaging* st : {&a, &g}) {
+          std::copy(list.begin(), list.end(), st->selected + static_cast<size_t>(b) * shape.top_k);
+          st->seq_len[b] = pad ? 0 : n[b];
+          st->init[b] = start ? SessionRowInit::kStart : SessionRowInit::kKeep;
+          st->request[b] = b;
+          st->layer[b] = 0;
+          st->step[b] = step;
+        }
+      }
+      cpu.submit(slot);
+      gpu.submit(slot);
+    }
+    MESSAGE("expected: identical counters on every compared row (" << compared << "), misses among them");
+    CHECK(compared > 1000);
+    CHECK(misses > 0);
+  }
+}
+
+TEST_CASE("the replay driver over the CUDA session == over the CPU session (same lanes, slots and threads)") {
+  traces::GeneratorOptions g = traces::generator_preset("tiny");
+  g.requests = 7;
+  g.steps = 19;
+  g.prompt_len = 14;
+  g.initial_state = InitialState::kEmpty;
+  g.seed = 91;
+  const Trace t = uneven(make(g, true), g.steps);
+  for (const int32_t lanes : {1, 3}) {
+    Run cpu, gpu;
+    for (bool on_gpu : {false, true}) {
+      sim::ReplayOptions o;
+      o.policies = {"sglang-lru"};
+      o.buffer_sizes = {16, 24};
+      o.keep_step_rows = true;
+      o.threads = 2;
+      Run& out = on_gpu ? gpu : cpu;
+      auto sink = [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); };
+      auto src = t.open();
+      sim::ReplayDriverOptions d;
+      d.open_trace = [&] { return t.open(); };
+      d.max_rows = lanes * g.layers;
+      out.result = sim::run_replay_session(*src, o, sink, d, [on_gpu](const SwapInSessionShape& shape) {
+        return on_gpu ? std::unique_ptr<SwapInSession>(std::make_unique<sim::CudaSwapInSession>(shape, 2))
+                      : std::unique_ptr<SwapInSession>(std::make_unique<cpu_ref::CpuSwapInSession>(shape, 2));
+      });
+    }
+    INFO("lanes " << lanes);
+    MESSAGE("expected: the driver reduces the same rows whichever session stepped them");
+    check_same(cpu, gpu);
+  }
 }

@@ -1,4 +1,5 @@
-// @brief `hisparse replay --backend cuda`: the same replay as run_replay, with sglang-lru stepped by the project's
+// @brief `hisparse replay --backend cuda`: the same replay as run_replay, through the same driver
+// (sim/replay/replay_driver.h) over the CUDA session (swap_in_session_cuda.h): sglang-lru stepped by the project's
 // swap-in kernels on the GPU (plan only, no KV copies). Requests run side by side in lanes (a lane = L batch rows, one
 // per layer; a lane whose request ends takes the next request of the trace), one launch per buffer size and decode
 // step, the states stay on the device, only counters come back.

@@ -1,21 +1,26 @@
-// @brief Differential tests of the issue-16 replay engine against the engine it replaced (old_replay_engine.cpp, the
-// code of commit cc913fa): totals, histograms and every per-step row, on several generated traces (ascending and
-// shuffled lists, padding, identity and empty initial states, the fast path, several requests, long contexts that take
-// the reference's hashed table), every policy, 1 and 3 threads, small and large windows; the counting sglang-lru
-// against cpu_ref::swap_in step by step (scalar and AVX2 walks); and belady's bounded look-ahead.
+// @brief Differential tests of the replay engine against the reference contract: a replay written the plainest way
+// (every request, layer and configuration on its own state: sglang-lru through cpu_ref::swap_in with the preload rule
+// written out, the other policies through their cpu_ref/policies objects with the request's whole future) must give
+// the engine's every per-step row, histogram and total, on random traces built for the edge cases (n == H and
+// n == H + 1, n that does not grow, H == top_k, the newest token selected, rows of padding only, lists shorter than
+// top_k, identity and empty states, several requests) and on generated ones (shuffled, padded, long contexts that take
+// the reference's hashed table), every policy, 1 and 3 threads, small and large windows, the counting sglang-lru and
+// its cpu_ref policy object; the counting sglang-lru against cpu_ref::swap_in step by step (scalar and AVX2 walks);
+// and belady's bounded look-ahead.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "cpu_ref/policies/registry.h"
 #include "cpu_ref/swap_in.h"
 #include "sim/replay/lru_counter.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
-#include "tests/sim/old_replay_engine.h"
 #include "tests/sim/vector_trace_source.h"
 #include "traces/trace_generator.h"
 
@@ -23,80 +28,126 @@ using namespace hisparse;
 
 namespace {
 
+struct Trace {
+  traces::TraceMeta meta;
+  std::vector<traces::StepRecord> recs;  // grouped by request
+};
 
 struct Case {
   std::string name;
-  traces::GeneratorOptions gen;
+  Trace trace;
   std::vector<int32_t> sizes;
-  bool pad = false;  // replace a few entries by -1 (moved to random places)
 };
 
-VectorSource make_source(const Case& c) {
-  auto gen = traces::make_generated_trace(c.gen);
-  std::vector<traces::StepRecord> recs;
+Trace generated(const std::string& name, const traces::GeneratorOptions& g, bool pad) {
+  auto gen = traces::make_generated_trace(g);
+  Trace t;
   traces::StepRecord r;
   std::mt19937 rng(7);
   while (gen->next(r)) {
-    if (c.pad) {
+    if (pad)
       for (auto& p : r.positions)
         if (rng() % 9 == 0) p = -1;
-    }
-    recs.push_back(r);
+    t.recs.push_back(r);
   }
-  traces::TraceMeta meta = gen->meta();
-  meta.source = "generated:" + c.name;
-  return VectorSource(meta, recs);
+  t.meta = gen->meta();
+  t.meta.source = "generated:" + name;
+  return t;
+}
+
+/// Random lists aimed at the contract's edges: n starts at n0 (pick it at H to cross n == H, H + 1) and grows by 0, 1
+/// or 2 per step (a step that does not grow leaves the newest token in a slot), entries mostly among the recent
+/// positions (hits), the newest one often, sometimes a whole layer of padding, padding anywhere, and while n < top_k
+/// the list is shorter than top_k (padded).
+Trace random_trace(uint64_t seed, int32_t layers, int32_t K, int32_t requests, int32_t steps, int32_t n0,
+                   InitialState initial) {
+  std::mt19937_64 rng(seed);
+  Trace t;
+  t.meta.layers = layers;
+  t.meta.top_k = K;
+  t.meta.initial_state = initial;
+  t.meta.source = "random:" + std::to_string(seed);
+  for (int32_t q = 0; q < requests; ++q) {
+    int32_t n = std::max(1, n0 + static_cast<int32_t>(rng() % 3) - 1);
+    for (int32_t s = 0; s < steps; ++s) {
+      traces::StepRecord r;
+      r.request_id = 100 + q;
+      r.step = s;
+      r.seq_len = n;
+      r.positions.assign(static_cast<size_t>(layers) * K, -1);
+      for (int32_t l = 0; l < layers; ++l) {
+        if (rng() % 13 == 0) continue;  // a layer of padding only
+        std::vector<char> used(static_cast<size_t>(n), 0);
+        int32_t* row = r.positions.data() + static_cast<size_t>(l) * K;
+        const int32_t count = std::min(K, n);
+        int32_t i = 0;
+        if (rng() % 2) {
+          row[i++] = n - 1;  // the newest token (a newest hit)
+          used[static_cast<size_t>(n - 1)] = 1;
+        }
+        const int32_t recent = std::min(n, 2 * K);
+        while (i < count) {
+          const int32_t p = rng() % 5 ? n - 1 - static_cast<int32_t>(rng() % static_cast<uint64_t>(recent))
+                                      : static_cast<int32_t>(rng() % static_cast<uint64_t>(n));
+          if (used[static_cast<size_t>(p)]) continue;
+          used[static_cast<size_t>(p)] = 1;
+          row[i++] = p;
+        }
+        if (rng() % 4 == 0) row[rng() % static_cast<uint64_t>(K)] = -1;
+        std::shuffle(row, row + K, rng);
+      }
+      t.recs.push_back(std::move(r));
+      n += static_cast<int32_t>(rng() % 3);
+    }
+  }
+  return t;
 }
 
 std::vector<Case> cases() {
   std::vector<Case> out;
+  out.push_back({"random-identity", random_trace(1, 3, 8, 3, 40, 16, InitialState::kIdentity), {8, 9, 16, 17}});
+  out.push_back({"random-empty", random_trace(2, 2, 8, 4, 40, 15, InitialState::kEmpty), {8, 12, 16}});
+  out.push_back({"random-short-lists", random_trace(3, 2, 16, 2, 30, 3, InitialState::kEmpty), {16, 20}});
+  out.push_back({"random-k1", random_trace(4, 2, 1, 3, 30, 2, InitialState::kIdentity), {1, 2, 3}});
   {
-    Case c{"tiny-identity", traces::generator_preset("tiny"), {16, 17, 24, 48}};
-    c.gen.requests = 3;
-    c.gen.steps = 25;
-    c.gen.prompt_len = 30;  // crosses n = H + 1: fast path first
-    out.push_back(c);
+    traces::GeneratorOptions g = traces::generator_preset("tiny");
+    g.requests = 3;
+    g.steps = 25;
+    g.prompt_len = 30;  // crosses n = H + 1: fast path first
+    out.push_back({"tiny-identity", generated("tiny-identity", g, false), {16, 17, 24, 48}});
   }
   {
-    Case c{"tiny-empty-shuffled-padded", traces::generator_preset("tiny"), {16, 20, 40}, true};
-    c.gen.requests = 4;
-    c.gen.steps = 18;
-    c.gen.prompt_len = 12;  // first steps n <= H: an empty request preloaded
-    c.gen.initial_state = InitialState::kEmpty;
-    c.gen.shuffle = true;
-    c.gen.seed = 5;
-    out.push_back(c);
+    traces::GeneratorOptions g = traces::generator_preset("tiny");
+    g.requests = 4;
+    g.steps = 18;
+    g.prompt_len = 12;  // first steps n <= H: an empty request preloaded
+    g.initial_state = InitialState::kEmpty;
+    g.shuffle = true;
+    g.seed = 5;
+    out.push_back({"tiny-empty-shuffled-padded", generated("tiny-empty-shuffled-padded", g, true), {16, 20, 40}});
   }
   {
-    Case c{"empty-long", traces::generator_preset("tiny"), {16, 64}};
-    c.gen.requests = 2;
-    c.gen.steps = 12;
-    c.gen.prompt_len = 400;
-    c.gen.initial_state = InitialState::kEmpty;
-    c.gen.seed = 9;
-    out.push_back(c);
+    // n far beyond 256 x (K + H): the counting form's bitmaps are not used, steps go through cpu_ref::swap_in's
+    // hashed table.
+    traces::GeneratorOptions g = traces::generator_preset("tiny");
+    g.requests = 2;
+    g.steps = 10;
+    g.prompt_len = 200000;
+    g.top_k = 16;
+    g.seed = 13;
+    out.push_back({"hashed-n", generated("hashed-n", g, false), {16, 32}});
   }
   {
-    // n far beyond 256 x (K + H): the byte table is not used, steps go through cpu_ref::swap_in (hashed table).
-    Case c{"hashed-n", traces::generator_preset("tiny"), {16, 32}};
-    c.gen.requests = 2;
-    c.gen.steps = 10;
-    c.gen.prompt_len = 200000;
-    c.gen.top_k = 16;
-    c.gen.seed = 13;
-    out.push_back(c);
-  }
-  {
-    Case c{"k64-8layers", traces::generator_preset("default"), {64, 96, 128}};
-    c.gen.requests = 2;
-    c.gen.steps = 30;
-    c.gen.layers = 8;
-    c.gen.top_k = 64;
-    c.gen.prompt_len = 300;
-    c.gen.recent_window = 8;
-    c.gen.topic_width = 40;
-    c.gen.seed = 21;
-    out.push_back(c);
+    traces::GeneratorOptions g = traces::generator_preset("default");
+    g.requests = 2;
+    g.steps = 30;
+    g.layers = 8;
+    g.top_k = 64;
+    g.prompt_len = 300;
+    g.recent_window = 8;
+    g.topic_width = 40;
+    g.seed = 21;
+    out.push_back({"k64-8layers", generated("k64-8layers", g, false), {64, 96, 128}});
   }
   return out;
 }
@@ -106,11 +157,86 @@ struct Captured {
   std::vector<sim::ReplayRequestRows> rows;
 };
 
-template <class F>
-Captured capture(const Case& c, const sim::ReplayOptions& o, F&& run) {
-  VectorSource src = make_source(c);
+/// The reference replay (see the file's head). Requests are consecutive records of one id.
+Captured reference_replay(const Trace& t, const std::vector<std::string>& policies, const std::vector<int32_t>& sizes,
+                          int64_t row_bytes) {
+  const int32_t L = t.meta.layers, K = t.meta.top_k;
   Captured out;
-  out.result = run(src, o, [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); });
+  out.result.meta = t.meta;
+  for (const auto& p : policies)
+    for (int32_t H : sizes) {
+      sim::ReplayConfigStats s;
+      s.policy = p;
+      s.buffer_size = H;
+      s.miss_hist.assign(static_cast<size_t>(K) + 1, 0);
+      s.step_miss_hist.assign(static_cast<size_t>(L) * K + 1, 0);
+      out.result.configs.push_back(s);
+    }
+  SwapInPlan plan;
+  for (size_t begin = 0; begin < t.recs.size();) {
+    size_t end = begin;
+    while (end < t.recs.size() && t.recs[end].request_id == t.recs[begin].request_id) ++end;
+    const size_t S = end - begin;
+    sim::ReplayRequestRows rr;
+    rr.request_id = t.recs[begin].request_id;
+    std::vector<int32_t> seq_lens;
+    for (size_t j = begin; j < end; ++j) {
+      rr.steps.push_back(t.recs[j].step);
+      seq_lens.push_back(t.recs[j].seq_len);
+    }
+    rr.rows.assign(out.result.configs.size(),
+                   std::vector<std::vector<sim::ReplayStepRow>>(static_cast<size_t>(L), std::vector<sim::ReplayStepRow>(S)));
+    for (size_t c = 0; c < out.result.configs.size(); ++c) {
+      const std::string& policy = out.result.configs[c].policy;
+      const int32_t H = out.result.configs[c].buffer_size;
+      for (int32_t l = 0; l < L; ++l) {
+        std::vector<const int32_t*> sel(S);
+        for (size_t j = 0; j < S; ++j) sel[j] = t.recs[begin + j].layer(l, K);
+        auto row_of = [&](size_t j, const SwapInCounters& k) {
+          rr.rows[c][static_cast<size_t>(l)][j] = {t.recs[begin + j].seq_len, static_cast<int32_t>(k.selected),
+                                                   static_cast<int32_t>(k.hits), static_cast<int32_t>(k.newest_hits),
+                                                   static_cast<int32_t>(k.misses)};
+        };
+        if (policy == "sglang-lru") {
+          // The contract itself. An `empty` request whose first step fits the buffer was preloaded whole: identity.
+          std::vector<int32_t> slot_token(static_cast<size_t>(H)), lru(static_cast<size_t>(H));
+          const bool preloaded = t.meta.initial_state == InitialState::kEmpty && t.recs[begin].seq_len <= H;
+          cpu_ref::init_swap_in_state({slot_token.data(), lru.data(), H},
+                                      preloaded ? InitialState::kIdentity : t.meta.initial_state);
+          for (size_t j = 0; j < S; ++j) {
+            const traces::StepRecord& r = t.recs[begin + j];
+            cpu_ref::swap_in({slot_token.data(), lru.data(), H}, sel[j], K, r.seq_len, K, nullptr, row_bytes,
+                             {r.request_id, l, r.step}, plan);
+            row_of(j, plan.counters);
+          }
+          continue;
+        }
+        auto p = cpu_ref::make_policy(policy);
+        p->reset(H, t.meta.initial_state);
+        if (p->needs_future()) {
+          std::vector<int32_t> counts(S, K), ns(S);
+          for (size_t j = 0; j < S; ++j) ns[j] = t.recs[begin + j].seq_len;
+          p->set_future(std::make_shared<const cpu_ref::LayerFuture>(cpu_ref::build_layer_future(sel, counts, ns, H)));
+        }
+        cpu_ref::SwapInScratch scratch;
+        for (size_t j = 0; j < S; ++j) {
+          const traces::StepRecord& r = t.recs[begin + j];
+          p->step({sel[j], K, r.seq_len, K, nullptr, row_bytes}, {r.request_id, l, r.step}, plan, scratch);
+          row_of(j, plan.counters);
+        }
+      }
+    }
+    sim::add_request_rows(out.result, rr, seq_lens, row_bytes);
+    out.rows.push_back(std::move(rr));
+    begin = end;
+  }
+  return out;
+}
+
+Captured engine_replay(const Trace& t, const sim::ReplayOptions& o) {
+  VectorSource src(t.meta, t.recs);
+  Captured out;
+  out.result = sim::run_replay(src, o, [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); });
   return out;
 }
 
@@ -118,6 +244,7 @@ void check_same(const Captured& a, const Captured& b) {
   const std::string none = "null";
   CHECK(sim::replay_json(a.result, 100, none) == sim::replay_json(b.result, 100, none));
   CHECK(sim::replay_csv(a.result) == sim::replay_csv(b.result));
+  CHECK(a.result.step_seq_lens == b.result.step_seq_lens);
   REQUIRE(a.result.configs.size() == b.result.configs.size());
   for (size_t c = 0; c < a.result.configs.size(); ++c) {
     CHECK(a.result.configs[c].miss_hist == b.result.configs[c].miss_hist);
@@ -145,35 +272,60 @@ void check_same(const Captured& a, const Captured& b) {
   }
 }
 
+const std::vector<std::string> kAllPolicies = {"sglang-lru", "belady", "fifo", "lfu", "clock", "topk-only"};
+
 }  // namespace
 
-TEST_CASE("differential: new replay engine == the pre-issue-16 engine, every policy, traces, threads and windows") {
+TEST_CASE("differential: run_replay (engine and driver) == the contract replayed plainly, every policy and edge") {
   for (const Case& c : cases()) {
+    MESSAGE("expected: the engine's rows, histograms and totals equal the plain reference replay's for " << c.name);
+    const Captured ref = reference_replay(c.trace, kAllPolicies, c.sizes, 100);
+    // The traces must reach both paths and cost misses, else equality proves little.
+    int64_t misses = 0, fast = 0;
+    for (const auto& s : ref.result.configs) {
+      misses += s.misses;
+      fast += s.fast_path_step_layers;
+    }
+    CHECK(misses > 0);
+    CHECK(fast < ref.result.configs.front().step_layers * static_cast<int64_t>(ref.result.configs.size()));
     sim::ReplayOptions o;
-    o.policies = {"sglang-lru", "belady", "fifo", "lfu", "clock", "topk-only"};
+    o.policies = kAllPolicies;
     o.buffer_sizes = c.sizes;
     o.row_bytes = 100;
     o.keep_step_rows = true;
-    o.threads = 1;
-    const Captured old = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::old::old_run_replay(s, opt, sink); });
     for (int threads : {1, 3}) {
       for (size_t batch : {size_t{1}, size_t{64} << 20}) {
         for (bool reference : {false, true}) {
-          INFO(c.name << ", " << threads << " threads, batch " << batch << ", reference " << reference);
+          INFO(c.name << ", " << threads << " threads, batch " << batch << ", reference lru " << reference);
           o.threads = threads;
           o.batch_bytes = batch;
           o.reference_lru = reference;
-          const Captured now = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::run_replay(s, opt, sink); });
-          check_same(old, now);
+          const Captured now = engine_replay(c.trace, o);
+          check_same(ref, now);
           CHECK(now.result.lookahead_cut_requests == 0);
           CHECK(now.result.lookahead_steps > 0);
         }
       }
     }
+    // Online policies alone: run_replay takes the driver over the counting CPU session (no look-ahead window).
+    const std::vector<std::string> online = {"sglang-lru", "fifo", "lfu", "clock", "topk-only"};
+    const Captured ref_online = reference_replay(c.trace, online, c.sizes, 100);
+    o.policies = online;
+    o.reference_lru = false;
+    for (int threads : {1, 3}) {
+      for (size_t batch : {size_t{1}, size_t{64} << 20}) {
+        INFO(c.name << ", online policies through the driver, " << threads << " threads, batch " << batch);
+        o.threads = threads;
+        o.batch_bytes = batch;
+        const Captured now = engine_replay(c.trace, o);
+        check_same(ref_online, now);
+        CHECK(now.result.lookahead_steps == 0);
+      }
+    }
   }
 }
 
-TEST_CASE("differential: errors are the same as the old engine's (request, layer, step named)") {
+TEST_CASE("differential: the engine's errors are the contract's (request, layer, step named)") {
   traces::TraceMeta meta;
   meta.layers = 3;
   meta.top_k = 2;
@@ -193,25 +345,33 @@ TEST_CASE("differential: errors are the same as the old engine's (request, layer
       }
       recs.push_back(r);
     }
-    sim::ReplayOptions o;
-    o.policies = {"sglang-lru"};
-    o.buffer_sizes = {4};
-    std::string old_msg, new_msg;
+    MESSAGE("expected: bad case " << bad << " fails in the engine with cpu_ref::swap_in's own message");
+    std::string ref_msg, new_msg;
     try {
-      VectorSource s(meta, recs);
-      sim::old::old_run_replay(s, o);
+      std::vector<int32_t> slot_token(4), lru(4);
+      cpu_ref::init_swap_in_state({slot_token.data(), lru.data(), 4}, InitialState::kIdentity);
+      SwapInPlan plan;
+      cpu_ref::swap_in({slot_token.data(), lru.data(), 4}, recs[2].layer(1, 2), 2, recs[2].seq_len, 2, nullptr, 1,
+                       {5, 1, 2}, plan);
     } catch (const Error& e) {
-      old_msg = e.what();
+      ref_msg = e.what();
     }
-    try {
-      VectorSource s(meta, recs);
-      sim::run_replay(s, o);
-    } catch (const Error& e) {
-      new_msg = e.what();
+    for (int threads : {1, 3}) {
+      sim::ReplayOptions o;
+      o.policies = {"sglang-lru", "fifo"};
+      o.buffer_sizes = {4};
+      o.threads = threads;
+      new_msg.clear();
+      try {
+        VectorSource s(meta, recs);
+        sim::run_replay(s, o);
+      } catch (const Error& e) {
+        new_msg = e.what();
+      }
+      CHECK_FALSE(ref_msg.empty());
+      CHECK(ref_msg == new_msg);
+      CHECK(new_msg.find("request 5, layer 1, step 2") != std::string::npos);
     }
-    CHECK_FALSE(old_msg.empty());
-    CHECK(old_msg == new_msg);
-    CHECK(new_msg.find("request 5, layer 1, step 2") != std::string::npos);
   }
 }
 
@@ -359,27 +519,29 @@ TEST_CASE("step marks: an invalid list is refused and leaves no bit behind; the 
 }
 
 TEST_CASE("belady with a bounded look-ahead: exact while a request fits, bounded memory and said so when not") {
-  Case c{"belady-window", traces::generator_preset("tiny"), {16, 24}};
-  c.gen.requests = 2;
-  c.gen.steps = 40;
-  c.gen.prompt_len = 30;
+  traces::GeneratorOptions g = traces::generator_preset("tiny");
+  g.requests = 2;
+  g.steps = 40;
+  g.prompt_len = 30;
+  const Trace t = generated("belady-window", g, false);
   sim::ReplayOptions o;
   o.policies = {"belady", "sglang-lru"};
-  o.buffer_sizes = c.sizes;
+  o.buffer_sizes = {16, 24};
   o.keep_step_rows = true;
   o.row_bytes = 100;
-  const Captured old = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::old::old_run_replay(s, opt, sink); });
+  MESSAGE("expected: a window holding the whole request gives the reference's belady (the whole future)");
+  const Captured ref = reference_replay(t, o.policies, o.buffer_sizes, 100);
   const size_t record = 3 * 16 * 4;  // layers x K x 4 bytes
   // A window of exactly 40 steps (records + one next-use index per size): exact.
   o.lookahead_bytes = 40 * record * 3;
-  const Captured fits = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::run_replay(s, opt, sink); });
-  check_same(old, fits);
+  const Captured fits = engine_replay(t, o);
+  check_same(ref, fits);
   CHECK(fits.result.lookahead_steps == 40);
   CHECK(fits.result.lookahead_cut_requests == 0);
   // 8 steps: the window slides by 4 and memory stays bounded; the optimum with the whole future is a lower bound of
   // belady with a bounded look-ahead; sglang-lru is not affected.
   o.lookahead_bytes = 8 * record * 3;
-  const Captured cut = capture(c, o, [](auto& s, auto& opt, auto sink) { return sim::run_replay(s, opt, sink); });
+  const Captured cut = engine_replay(t, o);
   CHECK(cut.result.lookahead_steps == 8);
   CHECK(cut.result.lookahead_cut_requests == 2);
   CHECK(cut.result.peak_window_bytes <= 8 * record);

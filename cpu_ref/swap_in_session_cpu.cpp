@@ -1,0 +1,81 @@
+// @brief CpuSwapInSession (see swap_in_session_cpu.h).
+#include "cpu_ref/swap_in_session_cpu.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "cpu_ref/policies/registry.h"
+
+namespace hisparse::cpu_ref {
+
+CpuSwapInSession::CpuSwapInSession(SwapInSessionShape shape, int32_t slots) : shape_(std::move(shape)) {
+  if (slots < 1) throw_error("swap-in session: {} slots (expected >= 1)", slots);
+  if (shape_.rows < 1 || shape_.top_k < 1)
+    throw_error("swap-in session: {} rows of top_k {} (expected >= 1 each)", shape_.rows, shape_.top_k);
+  const size_t rows = static_cast<size_t>(shape_.rows);
+  for (const SessionConfig& c : shape_.configs) {
+    if (c.H < shape_.top_k)
+      throw_error("swap-in session: buffer size {} is smaller than top_k {}", c.H, shape_.top_k);
+    std::vector<std::unique_ptr<SwapInPolicy>> per_row(rows);
+    for (auto& p : per_row) {
+      p = make_policy(c.policy);  // rejects unknown names
+      if (p->needs_future())
+        throw_error("swap-in session: policy '{}' needs each request's future (an offline policy); a session steps "
+                    "one step at a time, replay it with the windowed CPU engine (sim/replay/replay_engine.h)",
+                    c.policy);
+      p->reset(c.H, shape_.initial);
+    }
+    states_.push_back(std::move(per_row));
+  }
+  slots_.resize(static_cast<size_t>(slots));
+  for (Slot& s : slots_) {
+    s.selected.assign(rows * static_cast<size_t>(shape_.top_k), -1);
+    s.seq_len.assign(rows, 0);
+    s.layer.assign(rows, 0);
+    s.init.assign(rows, SessionRowInit::kKeep);
+    s.request.assign(rows, 0);
+    s.step.assign(rows, 0);
+    s.counts.assign(shape_.configs.size(), std::vector<SessionRowCounts>(rows));
+  }
+}
+
+SessionStaging CpuSwapInSession::staging(int32_t slot) {
+  Slot& s = slots_.at(static_cast<size_t>(slot));
+  return {s.selected.data(), s.seq_len.data(), s.init.data(), s.request.data(), s.layer.data(), s.step.data()};
+}
+
+void CpuSwapInSession::submit(int32_t slot) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Slot& s = slots_.at(static_cast<size_t>(slot));
+  const int32_t K = shape_.top_k;
+  for (size_t c = 0; c < states_.size(); ++c) {
+    for (size_t b = 0; b < static_cast<size_t>(shape_.rows); ++b) {
+      SessionRowCounts& out = s.counts[c][b];
+      out = {};
+      const int32_t n = s.seq_len[b];
+      if (n <= 0) continue;  // padding row
+      SwapInPolicy& p = *states_[c][b];
+      if (s.init[b] == SessionRowInit::kStart) p.reset(shape_.configs[c].H, shape_.initial);
+      p.step({s.selected.data() + b * static_cast<size_t>(K), K, n, K, nullptr, shape_.row_bytes},
+             {s.request[b], s.layer[b], s.step[b]}, plan_, scratch_);
+      const SwapInCounters& k = plan_.counters;
+      out = {static_cast<int32_t>(k.selected), static_cast<int32_t>(k.hits), static_cast<int32_t>(k.newest_hits),
+             static_cast<int32_t>(k.misses)};
+    }
+  }
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+const SessionRowCounts* CpuSwapInSession::counts(int32_t slot, size_t config) const {
+  return slots_.at(static_cast<size_t>(slot)).counts.at(config).data();
+}
+
+size_t CpuSwapInSession::staging_bytes() const {
+  size_t b = 0;
+  for (const Slot& s : slots_)
+    b += s.selected.size() * 4 + s.seq_len.size() * 4 + s.layer.size() * 4 + s.init.size() + s.request.size() * 8 +
+         s.step.size() * 8;
+  return b;
+}
+
+}  // namespace hisparse::cpu_ref
