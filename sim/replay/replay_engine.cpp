@@ -6,16 +6,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <cmath>
 #include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "core/error.h"
+#include "core/parallel/task_pool.h"
 #include "cpu_ref/policies/registry.h"
 #include "sim/replay/lru_counter.h"
 #include "sim/replay/replay_driver.h"
@@ -97,67 +96,6 @@ struct Worker {
   std::vector<int32_t> fut_counts, fut_ns;
 };
 
-/// A fixed set of threads that run one job at a time (the caller's thread is worker 0). Spawning per batch would
-/// cost more than a small batch's work.
-class Pool {
- public:
-  explicit Pool(int threads) {
-    for (int t = 1; t < threads; ++t) threads_.emplace_back([this, t] { loop(t); });
-  }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& th : threads_) th.join();
-  }
-  /// Runs job(worker) on every thread and returns when all are done.
-  void run(const std::function<void(int)>& job) {
-    if (threads_.empty()) {
-      job(0);
-      return;
-    }
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      job_ = &job;
-      pending_ = static_cast<int>(threads_.size());
-      ++generation_;
-    }
-    cv_.notify_all();
-    job(0);
-    std::unique_lock<std::mutex> lock(m_);
-    done_.wait(lock, [&] { return pending_ == 0; });
-    job_ = nullptr;
-  }
-
- private:
-  void loop(int t) {
-    uint64_t seen = 0;
-    while (true) {
-      const std::function<void(int)>* job;
-      {
-        std::unique_lock<std::mutex> lock(m_);
-        cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
-        job = job_;
-      }
-      (*job)(t);
-      {
-        std::lock_guard<std::mutex> lock(m_);
-        if (--pending_ == 0) done_.notify_one();
-      }
-    }
-  }
-  std::vector<std::thread> threads_;
-  std::mutex m_;
-  std::condition_variable cv_, done_;
-  const std::function<void(int)>* job_ = nullptr;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-};
 
 size_t future_bytes(const cpu_ref::LayerFuture& f) {
   return f.step_begin.capacity() * sizeof(int64_t) +
@@ -245,7 +183,7 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
   } else {
     cap = std::max<size_t>(1, options.batch_bytes / record_bytes);
   }
-  const int threads = std::min(options.threads, L);
+  const int threads = std::max(1, std::min(options.threads, L));
 
   ReplayResult result;
   result.meta = meta;
@@ -272,7 +210,8 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
   std::vector<std::vector<std::shared_ptr<const cpu_ref::LayerFuture>>> futures(
       Ls, std::vector<std::shared_ptr<const cpu_ref::LayerFuture>>(offline_H.size()));
   std::vector<size_t> layer_future_bytes(Ls, 0);
-  Pool pool(threads);
+  // Persistent threads (core/parallel): spawning per window would cost more than a small window's work.
+  TaskPool pool(std::max(1, threads), "replay");
 
   const int64_t requests_total = static_cast<int64_t>(source.request_ids().size());
   ReplayProgress progress;
@@ -406,7 +345,8 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
           next_layer = L;  // stop the others early
         }
       };
-      pool.run(job);
+      // One task per worker (its scratch); the workers share the layers through next_layer.
+      pool.run(static_cast<size_t>(pool.threads()), [&](size_t t) { job(static_cast<int>(t)); });
       // Any error is reported, naming its place (the first in layer order would need every layer to finish).
       if (error) std::rethrow_exception(error);
       if (offline) {

@@ -129,18 +129,8 @@ std::string replay_csv(const ReplayResult& r) {
   return o;
 }
 
-StepCsvWriter::StepCsvWriter(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp"), cleanup_(tmp_) {
-  out_.open(tmp_, std::ios::binary | std::ios::trunc);
-  if (!out_) throw_error("replay: cannot write {} (--per-step-csv; is the directory there and writable?)", tmp_);
-  out_ << "policy,buffer_size,request,layer,step,seq_len,selected,hits,newest_hits,misses,h2d_bytes\n";
-}
-
-StepCsvWriter::~StepCsvWriter() {
-  if (!finished_) {
-    out_.close();
-    std::error_code ec;
-    std::filesystem::remove(tmp_, ec);  // a failed replay leaves no half file behind
-  }
+StepCsvWriter::StepCsvWriter(std::string path) : out_(std::move(path), "--per-step-csv") {
+  out_.write("policy,buffer_size,request,layer,step,seq_len,selected,hits,newest_hits,misses,h2d_bytes\n");
 }
 
 void StepCsvWriter::write(const ReplayRequestRows& rows, const std::vector<ReplayConfigStats>& configs,
@@ -156,22 +146,14 @@ void StepCsvWriter::write(const ReplayRequestRows& rows, const std::vector<Repla
                        r.newest_hits, r.misses, static_cast<int64_t>(r.misses) * row_bytes);
       }
       if (buf.size() > (1u << 20)) {
-        out_.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+        out_.write(buf);
         buf.clear();
       }
     }
   }
-  out_.write(buf.data(), static_cast<std::streamsize>(buf.size()));
-  if (!out_) throw_error("replay: writing {} failed", tmp_);
+  out_.write(buf);
 }
 
-void StepCsvWriter::finish() {
-  out_.close();
-  if (!out_) throw_error("replay: writing {} failed", tmp_);
-  std::error_code ec;
-  std::filesystem::rename(tmp_, path_, ec);
-  if (ec) throw_error("replay: cannot rename {} to {}: {}", tmp_, path_, ec.message());
-  finished_ = true;
-}
+void StepCsvWriter::finish() { out_.commit(); }
 
 }  // namespace hisparse::sim

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/io/interrupt_cleanup.h"
+#include "core/io/atomic_output.h"
 #include "sim/replay/replay_engine.h"
 
 namespace hisparse::sim {
@@ -42,17 +42,12 @@ std::string replay_csv(const ReplayResult& r);
 class StepCsvWriter {
  public:
   explicit StepCsvWriter(std::string path);
-  ~StepCsvWriter();
   /// Rows in the order (policy, buffer size, layer, step) within each request; requests in trace order.
   void write(const ReplayRequestRows& rows, const std::vector<ReplayConfigStats>& configs, int64_t row_bytes);
   void finish();
 
  private:
-  std::string path_;
-  std::string tmp_;
-  InterruptCleanup cleanup_;  // removes tmp_ if the process is interrupted before finish()
-  std::ofstream out_;
-  bool finished_ = false;
+  AtomicOutput out_;  // "<path>.tmp.<pid>" until finish(); removed on an error or a signal
 };
 
 }  // namespace hisparse::sim
