@@ -130,11 +130,13 @@ int run_replay(int argc, char** argv) {
     fmt::print(stderr, "replay: {}/{} requests, {} steps, {:.1f} M entries/s\n", p.requests_done, p.requests_total,
                p.steps_done, p.seconds > 0 ? static_cast<double>(p.entries_done) / p.seconds / 1e6 : 0.0);
   };
+  hooks.checked = [&] {
+    if (!out_dir.empty()) fs::create_directories(out_dir);
+  };
   const sim::ReplayOutcome outcome = sim::run_replay_request(request, hooks);
   const sim::ReplayResult& result = outcome.result;
 
   if (!out_dir.empty()) {
-    fs::create_directories(out_dir);
     write_file_atomically((fs::path(out_dir) / "replay.json").string(), outcome.json);
     write_file_atomically((fs::path(out_dir) / "replay.csv").string(), outcome.csv);
     for (const char* png : {"replay_hit_rate.png", "replay_misses.png"}) fs::remove(fs::path(out_dir) / png);

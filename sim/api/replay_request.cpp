@@ -201,6 +201,7 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
   };
   opt.open_trace = open_cursor;  // the CPU driver's lanes, when there are more threads than layers
 
+  if (hooks.checked) hooks.checked();
   std::unique_ptr<StepCsvWriter> csv;
   if (!request.per_step_csv.empty()) csv = std::make_unique<StepCsvWriter>(request.per_step_csv);
   std::vector<ReplayConfigStats> config_names;

@@ -28,6 +28,9 @@ struct ReplayHooks {
   /// The trace when it is not a file (the Python module's arrays); request.trace, initial_state and top_k are then
   /// not read to open it. Called once per cursor, possibly from several threads.
   TraceOpener open_trace;
+  /// Once the request is checked, before the per-step CSV is opened and the replay runs (the CLI creates its --out
+  /// directory there: the CSV may go into it, and a refused request leaves no directory behind).
+  std::function<void()> checked;
   std::function<void(const ReplayProgress&)> progress;  // after every batch of requests (main thread)
   ReplayRowSink rows;                                   // the per-step rows, when kept (before the CSV gets them)
   /// Each piece of ReplayOutcome::text as it is produced (the CLI prints the page note before the replay runs).

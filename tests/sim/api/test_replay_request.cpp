@@ -84,13 +84,19 @@ TEST_CASE("ReplayRequest: replay.json and replay.csv are those of run_replay cal
   CHECK(got.text.find("no recommendation: choosing device_buffer_size needs a deployment") != std::string::npos);
 }
 
-TEST_CASE("ReplayRequest: the print hook hears the whole text, in order, and the row hook every kept row") {
+TEST_CASE("ReplayRequest: the print hook hears the whole text, the row hook every kept row, the checked hook runs first") {
   ReplayRequest r = small_request();
   r.keep_step_rows = true;
   std::string heard;
   int64_t rows = 0;
   ReplayHooks h;
   h.print = [&](const std::string& s) { heard += s; };
+  int checked = 0;
+  bool checked_first = false;
+  h.checked = [&] {
+    ++checked;
+    checked_first = heard.empty() && rows == 0;
+  };
   h.rows = [&](const ReplayRequestRows& q) {
     for (const auto& config : q.rows)
       for (const auto& layer : config) rows += static_cast<int64_t>(layer.size());
@@ -99,6 +105,13 @@ TEST_CASE("ReplayRequest: the print hook hears the whole text, in order, and the
   MESSAGE("2 requests x 24 steps x 3 layers x 4 configurations = 576 rows; printed text = outcome.text");
   CHECK(heard == got.text);
   CHECK(rows == 2 * 24 * 3 * 4);
+  MESSAGE("the checked hook runs once, before any row or table");
+  CHECK(checked == 1);
+  CHECK(checked_first);
+  r.lookahead_mb = 0;
+  MESSAGE("a refused request never reaches it");
+  CHECK_THROWS(run_replay_request(r, h));
+  CHECK(checked == 1);
 }
 
 TEST_CASE("ReplayRequest: pages: sizes in tokens become pages, and a miss moves P x row bytes everywhere") {
