@@ -1,5 +1,5 @@
-// @brief `hisparse replay`: replay a top-k trace through swap-in policies and buffer sizes, print the table (and, with
-// a deployment, the advice), and write replay.json / replay.csv / plots / the per-step CSV.
+// @brief `hisparse replay`: its flags into a sim::ReplayRequest (sim/api/replay_request.h, which replays, prices and
+// advises), the CUDA replay handed in as the request's hook, then replay.json / replay.csv / plots and the speed lines.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
