@@ -90,7 +90,8 @@ void advise_from_replay(const ReplayRequest& request, int threads, const std::ve
       "\nadvice for {} (device_buffer_size swept over the replayed sizes; misses from this replay, policy {}):\n{}",
       setup.scenario.deployment.name, a.misses.policy, advice_to_text(setup.scenario, advices, setup.info)));
   if (!rec) {
-    out.recommendation_json = "{\"device_buffer_size\": null, \"reason\": \"no setting fits one request within the SLO\"}";
+    out.recommendation_json =
+        "{\"device_buffer_size\": null, \"reason\": \"no setting fits one request within the SLO\"}";
     return;
   }
   out.recommendation_json = fmt::format(

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <system_error>
+#include <vector>
+
 #include <unistd.h>
 
 #include "core/error.h"
@@ -24,22 +27,34 @@ namespace {
 
 constexpr const char* kDsv32 = "dsv32-8xh200-1tb";
 
-/// A small synthetic trace written as a native file (one per top_k, per process), so the request opens a path as
-/// the CLI does.
-std::string trace_file(int32_t top_k) {
+/// The trace files written by this process, removed at exit.
+struct TempTraces {
+  std::vector<std::filesystem::path> paths;
+  ~TempTraces() {
+    std::error_code ec;
+    for (const auto& p : paths) std::filesystem::remove(p, ec);
+  }
+} temp_traces;
+
+/// A small synthetic trace written as a native file (one per top_k and length, per process), so the request opens a
+/// path as the CLI does.
+std::string trace_file(int32_t top_k, int32_t prompt_len = 0) {
+  if (prompt_len == 0) prompt_len = 4 * top_k;
   const auto path = std::filesystem::temp_directory_path() /
-                    ("hisparse_replay_request_" + std::to_string(::getpid()) + "_k" + std::to_string(top_k) + ".hstrace");
+                    ("hisparse_replay_request_" + std::to_string(::getpid()) + "_k" + std::to_string(top_k) + "_n" +
+                     std::to_string(prompt_len) + ".hstrace");
   if (std::filesystem::exists(path)) return path.string();
   traces::GeneratorOptions g;
   g.requests = 2;
   g.steps = 24;
   g.layers = 3;
   g.top_k = top_k;
-  g.prompt_len = 4 * top_k;
+  g.prompt_len = prompt_len;
   g.seed = 7;
   auto src = traces::make_generated_trace(g);
   auto out = traces::make_native_writer(path.string(), src->meta());
   traces::copy_trace(*src, *out);
+  temp_traces.paths.push_back(path);
   return path.string();
 }
 
@@ -76,6 +91,7 @@ TEST_CASE("ReplayRequest: replay.json and replay.csv are those of run_replay cal
   MESSAGE("same counts, same files; no scenario, so the recommendation says why there is none and no step time");
   REQUIRE(got.result.configs.size() == 4);
   CHECK(got.result.configs[0].buffer_size == 256);
+  REQUIRE(got.result.configs[0].misses > 0);  // H = K: every newly selected token is a miss
   CHECK(got.row_bytes == 1152);
   CHECK(got.json == replay_json(expected, 1152, no_deployment_recommendation_json()));
   CHECK(got.csv == replay_csv(expected));
@@ -84,7 +100,7 @@ TEST_CASE("ReplayRequest: replay.json and replay.csv are those of run_replay cal
   CHECK(got.text.find("no recommendation: choosing device_buffer_size needs a deployment") != std::string::npos);
 }
 
-TEST_CASE("ReplayRequest: the print hook hears the whole text, the row hook every kept row, the checked hook runs first") {
+TEST_CASE("ReplayRequest: print hears the whole text, rows every kept row, checked runs first") {
   ReplayRequest r = small_request();
   r.keep_step_rows = true;
   std::string heard;
@@ -116,26 +132,31 @@ TEST_CASE("ReplayRequest: the print hook hears the whole text, the row hook ever
 
 TEST_CASE("ReplayRequest: pages: sizes in tokens become pages, and a miss moves P x row bytes everywhere") {
   ReplayRequest r = small_request();
+  r.trace = trace_file(256, 16384);  // 1024 pages of context: a 256-token list touches pages far apart
   r.page_size = 16;
-  // The widest page list of a 256-wide token list is at most 256 pages; 4096 tokens = 256 pages always hold it.
-  r.buffer_sizes = {4096};
+  traces::PageTraceSource paged(traces::open_trace(r.trace, {}), 16);
+  // The smallest buffer allowed, the widest page list, so that pages are evicted and moved.
+  const int32_t width = paged.meta().top_k;
+  r.buffer_sizes = {width * 16};
   r.policies = {"sglang-lru"};
   const ReplayOutcome got = run_replay_request(r);
-  traces::PageTraceSource paged(traces::open_trace(r.trace, {}), 16);
   ReplayOptions o;
   o.policies = r.policies;
-  o.buffer_sizes = {256};
+  o.buffer_sizes = {width};
   o.row_bytes = 1152 * 16;
   o.threads = 2;
   const ReplayResult expected = run_replay(paged, o);
-  MESSAGE("H = 4096 tokens = 256 pages; row bytes 1152 x 16; the totals use the page bytes as the table does");
+  MESSAGE("H = " << width * 16 << " tokens = " << width
+                 << " pages, some missed; row bytes 1152 x 16; the totals use the page bytes as the table does");
   REQUIRE(got.result.configs.size() == 1);
+  REQUIRE(got.result.configs[0].misses > 0);
   CHECK(got.row_bytes == 1152 * 16);
-  CHECK(got.result.configs[0].buffer_size == 256);
+  CHECK(got.result.configs[0].buffer_size == width);
   CHECK(got.result.configs[0].h2d_bytes == got.result.configs[0].misses * 1152 * 16);
   CHECK(got.json == replay_json(expected, 1152 * 16, no_deployment_recommendation_json()));
   CHECK(got.page_note.rfind("page replay: pages of 16 tokens", 0) == 0);
-  CHECK(got.page_note.find("4096 tokens = 256 pages") != std::string::npos);
+  CHECK(got.page_note.find(std::to_string(width * 16) + " tokens = " + std::to_string(width) + " pages") !=
+        std::string::npos);
   CHECK(got.text.rfind(got.page_note, 0) == 0);
 }
 
@@ -144,8 +165,8 @@ TEST_CASE("ReplayRequest: page set-up errors name the flag and the value") {
   r.page_size = 16;
   r.buffer_sizes = {4100};
   MESSAGE("4100 tokens is no multiple of 16");
-  CHECK(error_of([&] { run_replay_request(r); }).rfind("replay: --buffer-sizes 4100 with --page-size 16: expected", 0) ==
-        0);
+  CHECK(error_of([&] { run_replay_request(r); })
+            .rfind("replay: --buffer-sizes 4100 with --page-size 16: expected", 0) == 0);
   r.buffer_sizes = {16};
   MESSAGE("one page cannot hold the widest layer list (at least 16 pages of a 256-wide list over 1024+ tokens)");
   CHECK(error_of([&] { run_replay_request(r); }).rfind("replay: --buffer-sizes 16 with --page-size 16: expected", 0) ==
