@@ -66,17 +66,4 @@ sim::AdviseRequest advise_request(const AdviseArgs& a, const po::variables_map& 
   return r;
 }
 
-AdviseSetup make_advise_setup(const AdviseArgs& args, const po::variables_map& vm, const std::string& command) {
-  return sim::load_advice_setup(advise_request(args, vm, command), command);
-}
-
-std::vector<sim::ContextMix> advise_mixes(const AdviseArgs& args, const Scenario& s, const std::string& command) {
-  sim::AdviseRequest r;
-  if (!args.seq_lens.empty())
-    r.seq_lens = parse_count_list(args.seq_lens, command, "--seq-lens", 1, int64_t{1} << 30, "16K,32K,65536");
-  r.workload = args.workload;
-  r.mix_classes = args.mix_classes;
-  return sim::advice_mixes(r, s, command);
-}
-
 }  // namespace hisparse::apps

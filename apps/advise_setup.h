@@ -12,8 +12,8 @@
 
 namespace hisparse::apps {
 
-/// The flags whose text the caller may still edit before the request is built (replay sets trace, policy and
-/// buffer_sizes from its own replay).
+/// The advice flags as given (replay leaves trace, policy and buffer_sizes empty: run_replay_request fills them with
+/// what it replayed).
 struct AdviseArgs {
   std::string scenario, seq_lens, workload, trace, policy = "sglang-lru", buffer_sizes, ratios;
   int threads = 1;
@@ -29,14 +29,5 @@ sim::AdviseRequest advise_request(const AdviseArgs& args, const boost::program_o
                                   const std::string& command);
 
 using AdviseSetup = sim::AdviceSetup;
-
-/// The library's set-up of advise_request(args, vm, command).
-AdviseSetup make_advise_setup(const AdviseArgs& args, const boost::program_options::variables_map& vm,
-                              const std::string& command);
-
-/// One mix per --seq-lens value, plus the decode mix of --workload; the planner's default lengths without either.
-std::vector<sim::ContextMix> advise_mixes(const AdviseArgs& args, const Scenario& s, const std::string& command);
-
-using sim::add_extrapolation_warnings;
 
 }  // namespace hisparse::apps

@@ -1,41 +1,45 @@
-// @brief hisparse.replay: the CLI's replay path (run_replay, replay_json, replay_csv) over a trace file or arrays, with
-// the per-step rows kept as columns instead of streamed to a CSV.
+// @brief hisparse.replay: the CLI's library call (sim::run_replay_request) over a trace file or arrays, with the
+// per-step rows kept as columns instead of streamed to a CSV.
 #include <algorithm>
 #include <memory>
-#include <thread>
 
 #include "python/bindings/array_trace.h"
 #include "python/bindings/facade.h"
-#include "sim/replay/replay_engine.h"
-#include "sim/replay/replay_report.h"
+#include "sim/api/replay_request.h"
 #include "traces/trace_source.h"
 
 namespace hisparse::python {
 
 namespace {
 
-ReplayOutput replay_source(traces::TraceSource& source, const ReplayArgs& args) {
-  sim::ReplayOptions opt;
-  opt.policies = args.policies;
-  opt.buffer_sizes = args.buffer_sizes;
-  // `hisparse replay --buffer-sizes` replays (and reports) the sizes in ascending order.
-  std::sort(opt.buffer_sizes.begin(), opt.buffer_sizes.end());
-  opt.row_bytes = args.row_bytes;
-  opt.threads = args.threads > 0 ? args.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (args.lookahead_mb < 1 || args.lookahead_mb > (int64_t{1} << 30))
-    throw std::invalid_argument("lookahead_mb " + std::to_string(args.lookahead_mb) + " must be in 1..2^30");
-  opt.lookahead_bytes = static_cast<size_t>(args.lookahead_mb) << 20;
-  opt.keep_step_rows = args.per_step;
+/// The library's replay request of `args` on `trace` (a path, or a label when `open_trace` hands the arrays in).
+ReplayOutput replay_request(const std::string& trace, int32_t top_k, const std::string& initial_state,
+                            const ReplayArgs& args, sim::TraceOpener open_trace) {
+  sim::ReplayRequest request;
+  request.trace = trace;
+  if (top_k > 0) request.top_k = top_k;
+  request.initial_state = initial_state;
+  request.policies = args.policies;
+  request.buffer_sizes = args.buffer_sizes;
+  request.row_bytes = args.row_bytes;
+  request.row_bytes_given = true;
+  request.threads = args.threads;  // 0: the hardware threads, as the CLI
+  request.lookahead_mb = args.lookahead_mb;
+  request.keep_step_rows = args.per_step;
 
   ReplayOutput out;
-  for (const auto& p : opt.policies) {
-    for (int32_t h : opt.buffer_sizes) {
+  std::vector<int32_t> sizes = args.buffer_sizes;
+  std::sort(sizes.begin(), sizes.end());  // the library replays (and reports) them in ascending order
+  for (const auto& p : args.policies) {
+    for (int32_t h : sizes) {
       out.config_policy.push_back(p);
       out.config_buffer_size.push_back(h);
     }
   }
+  sim::ReplayHooks hooks;
+  hooks.open_trace = std::move(open_trace);
   // The order of sim::StepCsvWriter::write: per request, configuration, layer, step.
-  auto sink = [&](const sim::ReplayRequestRows& rows) {
+  hooks.rows = [&](const sim::ReplayRequestRows& rows) {
     for (size_t c = 0; c < rows.rows.size(); ++c) {
       for (size_t l = 0; l < rows.rows[c].size(); ++l) {
         const auto& v = rows.rows[c][l];
@@ -55,12 +59,12 @@ ReplayOutput replay_source(traces::TraceSource& source, const ReplayArgs& args) 
       }
     }
   };
-  const sim::ReplayResult result = sim::run_replay(source, opt, sink);
-  out.json = sim::replay_json(result, args.row_bytes, sim::no_deployment_recommendation_json());
-  out.csv = sim::replay_csv(result);
-  out.seconds = result.seconds;
-  out.entries = result.entries;
-  out.threads = result.threads;
+  const sim::ReplayOutcome outcome = sim::run_replay_request(request, hooks);
+  out.json = outcome.json;
+  out.csv = outcome.csv;
+  out.seconds = outcome.result.seconds;
+  out.entries = outcome.result.entries;
+  out.threads = outcome.result.threads;
   return out;
 }
 
@@ -68,17 +72,15 @@ ReplayOutput replay_source(traces::TraceSource& source, const ReplayArgs& args) 
 
 ReplayOutput replay_path(const std::string& path, int32_t top_k, const std::string& initial_state,
                          const ReplayArgs& args) {
-  traces::TraceOpenOptions options;
-  if (top_k > 0) options.top_k = top_k;
-  if (!initial_state.empty()) options.initial_state = traces::parse_initial_state(initial_state, "initial_state");
-  auto source = traces::open_trace(path, options);
-  return replay_source(*source, args);
+  return replay_request(path, top_k, initial_state, args, nullptr);
 }
 
 ReplayOutput replay_arrays(const ArrayTrace& trace, const ReplayArgs& args) {
   check_array_trace(trace);
-  ArrayTraceSource source(trace);
-  return replay_source(source, args);
+  return replay_request("topk arrays", 0, "", args,
+                        [&trace]() -> std::unique_ptr<traces::TraceSource> {
+                          return std::make_unique<ArrayTraceSource>(trace);
+                        });
 }
 
 }  // namespace hisparse::python

@@ -1,4 +1,4 @@
-// @brief The typed requests of the library, one per command (plan, advise, simulate) with what they share: the
+// @brief The typed requests of the library, one per command (plan, advise, simulate, replay) with what they share: the
 // scenario choice (name, overrides, cost terms, calibrations, overlap) and the miss choice. Standard types only,
 // so the Python module binds these very structs (python/bindings/module.cpp) without the library's dependencies.
 #pragma once
@@ -79,6 +79,29 @@ struct SimulateRequest {
   MissChoice misses;
   std::string admission = "pools";  // pools | logical
   int32_t max_retries = 8;
+};
+
+/// `hisparse replay` (run_replay_request, sim/api/replay_request.h). Sizes are in tokens, also with page_size (the
+/// replay converts them).
+struct ReplayRequest {
+  std::string trace;                      // native file, .npy directory or .jsonl (a label when hooks open the trace)
+  std::vector<int32_t> buffer_sizes = {2048, 3072, 4096, 6144, 8192};  // replayed in ascending order
+  std::vector<std::string> policies = {"sglang-lru", "belady"};
+  std::string initial_state;              // identity | empty; "" keeps the trace's
+  std::optional<int32_t> top_k;           // replaces the trace's (>= 1)
+  int64_t row_bytes = 1152;               // bytes of one KV row of one layer
+  /// With a scenario, an ungiven row_bytes is the model's latent row in the deployment's kv_dtype.
+  bool row_bytes_given = false;
+  int threads = 0;                        // 0: the hardware threads; results are identical for any
+  int64_t lookahead_mb = 1024;            // offline policies' look-ahead window, MiB
+  std::string backend = "cpu";            // cpu | cuda (needs ReplayHooks::cuda)
+  int32_t page_size = 0;                  // replay in pages of this many tokens; 0: tokens
+  std::string per_step_csv;               // one row per (policy, buffer, request, layer, step) to this file ("" = none)
+  bool keep_step_rows = false;            // hand the per-step rows to ReplayHooks::rows (implied by per_step_csv)
+  /// The advice: advice.setup.scenario empty means none. The replay supplies the advice's trace, policy, buffer
+  /// sizes and threads itself (what it replayed), so those fields of `advice` are ignored; the rest (overrides, cost
+  /// terms, miss surface or fraction, rescale_trace_top_k, seq_lens, workload, mix_classes, ratios) are read.
+  AdviseRequest advice;
 };
 
 }  // namespace hisparse::sim

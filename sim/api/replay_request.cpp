@@ -1,0 +1,242 @@
+// @brief The replay request's checks, set-up, run and advice (see replay_request.h).
+#include "sim/api/replay_request.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/io/output_file.h"
+#include "core/memory_budget.h"
+#include "core/scenario_loader.h"
+#include "sim/advise/advice_report.h"
+#include "sim/advise/advisor.h"
+#include "sim/api/advise_request.h"
+#include "sim/cost/context_mix.h"
+#include "sim/cost/rank_layout.h"
+#include "sim/replay/replay_report.h"
+#include "sim/replay/replay_step_time.h"
+#include "traces/page_trace_source.h"
+
+namespace hisparse::sim {
+
+namespace {
+
+/// The replayed sizes in the scenario's units: the same H/K when the trace is applied at another top_k.
+std::vector<int32_t> rescaled_sizes(const std::vector<int32_t>& sizes, int32_t trace_k, int32_t K) {
+  std::vector<int32_t> out;
+  for (int32_t h : sizes) {
+    const auto v = static_cast<int32_t>(std::llround(static_cast<double>(h) * K / trace_k));
+    if (v >= K && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+/// Collects the printed text and hands each piece to the caller as it comes.
+struct Printer {
+  const ReplayHooks& hooks;
+  std::string& text;
+  void operator()(const std::string& s) const {
+    text += s;
+    if (hooks.print) hooks.print(s);
+  }
+};
+
+/// The replay's recommendation: the advice for the trace's own context mix (or seq_lens / workload) on the
+/// deployment, with the replayed trace as the miss model over the replayed buffer sizes. Before it, the modelled
+/// step time of every replayed decode step on the deployment.
+void advise_from_replay(const ReplayRequest& request, int threads, const std::vector<int32_t>& sizes,
+                        ReplayOutcome& out, const Printer& print) {
+  const ReplayResult& result = out.result;
+  AdviseRequest a = request.advice;
+  a.misses.trace = request.trace;
+  a.misses.policy = recommended_policy(result);
+  a.misses.threads = threads;
+  a.buffer_sizes = sizes;
+  AdviceSetup setup = load_advice_setup(a, "replay");
+  std::vector<ContextMix> mixes;
+  if (!a.seq_lens.empty() || !a.workload.empty()) {
+    mixes = advice_mixes(a, setup.scenario, "replay");
+  } else {
+    // Every step record is one decode step of one request: the trace's own decode-time-weighted mix (the replay kept
+    // each step's seq_len, so the trace is not read a second time).
+    std::vector<std::pair<double, double>> samples;
+    samples.reserve(result.step_seq_lens.size());
+    for (int32_t n : result.step_seq_lens) samples.emplace_back(static_cast<double>(n), 1.0);
+    mixes.push_back(context_mix_from_samples(std::move(samples), a.mix_classes,
+                                             fmt::format("the trace's {} decode steps", result.decode_steps)));
+  }
+  std::vector<Advice> advices;
+  for (const auto& m : mixes) advices.push_back(advise(setup.scenario, m, *setup.misses, setup.options));
+  add_extrapolation_warnings(setup, advices);
+  const Candidate* rec = advices.front().recommended();
+  // The step time is priced at a batch the deployment runs: its own cap when it sets one, else the concurrency the
+  // advice below recommends (what a user would configure), else a request alone.
+  const int mrr = setup.scenario.deployment.max_running_requests;
+  const int64_t batch = mrr > 0 ? mrr : rec && rec->per_rank > 0 ? rec->per_rank : 1;
+  const std::string why =
+      mrr > 0 ? "the deployment's max_running_requests"
+      : rec && rec->per_rank > 0
+          ? fmt::format("the concurrency the advice recommends below, with {}", rec->name())
+          : "one request alone: the deployment sets no max_running_requests and the advice recommends nothing";
+  const ReplayStepTimeReport steps = model_replay_step_times(setup.scenario, setup.options.cost, result, batch, why);
+  out.step_time_text = format_step_times(steps);
+  out.step_time_json = step_times_json(steps);
+  print(out.step_time_text);
+  print(fmt::format(
+      "\nadvice for {} (device_buffer_size swept over the replayed sizes; misses from this replay, policy {}):\n{}",
+      setup.scenario.deployment.name, a.misses.policy, advice_to_text(setup.scenario, advices, setup.info)));
+  if (!rec) {
+    out.recommendation_json =
+        "{\"device_buffer_size\": null, \"reason\": \"no setting fits one request within the SLO\"}";
+    return;
+  }
+  out.recommendation_json = fmt::format(
+      "{{\"policy\": {}, \"context\": {}, \"setting\": {}, \"device_buffer_size\": {}, "
+      "\"host_to_device_ratio\": {}, \"max_running_requests\": {}, \"goodput_tokens_per_s\": {:.3f}, "
+      "\"sglang_flags\": {}, \"scenario\": {}}}",
+      json_quote(a.misses.policy), json_quote(advices.front().mix.label), json_quote(rec->name()), rec->buffer_size,
+      rec->ratio, rec->per_rank * rank_layout(setup.scenario).ranks, rec->goodput,
+      json_quote(sglang_flags(*rec, setup.scenario)), json_quote(setup.scenario.deployment.name));
+}
+
+}  // namespace
+
+ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks& hooks) {
+  ReplayOutcome out;
+  const Printer print{hooks, out.text};
+  const std::string& scenario_name = request.advice.setup.scenario;
+  const bool advise = !scenario_name.empty();
+
+  traces::TraceOpenOptions open_opts;
+  if (!request.initial_state.empty())
+    open_opts.initial_state = traces::parse_initial_state(request.initial_state, "--initial-state");
+  if (request.top_k) {
+    if (*request.top_k < 1) throw_error("replay: --top-k {} must be >= 1", *request.top_k);
+    open_opts.top_k = *request.top_k;
+  }
+  // The trace as a file (with its overrides) or as the caller's own source.
+  const TraceOpener open_base = hooks.open_trace
+                                    ? hooks.open_trace
+                                    : TraceOpener([&request, open_opts] {
+                                        return traces::open_trace(request.trace, open_opts);
+                                      });
+  const int threads =
+      request.threads > 0 ? request.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int64_t row_bytes = request.row_bytes;
+  int32_t scenario_top_k = 0;
+  if (advise) {
+    if (hooks.open_trace)
+      throw_error("replay: --scenario {}: the advice replays the trace file again at every buffer size; a trace "
+                  "handed in as a source (not a file) cannot be advised on",
+                  scenario_name);
+    // The scenario as its YAML says (the overrides are the advice's): what the trace and its rows must match.
+    const Scenario s = load_scenario(scenario_name);
+    // The advice prices HiSparse's latent rows and indexer: a model without DSA's sparse indexer has neither.
+    if (!s.model.has_sparse_indexer())
+      throw_error("replay: --scenario {}: model {} has no sparse indexer ({} attention), so HiSparse does not apply "
+                  "and there is nothing to advise; replay without --scenario (pass --row-bytes for its KV row)",
+                  scenario_name, s.model.name, s.model.is_gqa() ? "gqa" : "mla");
+    if (!request.row_bytes_given) row_bytes = latent_row_bytes(s.model, s.deployment.kv_dtype);
+    scenario_top_k = s.deployment.hisparse.top_k;
+    const int32_t K = open_base()->meta().top_k;
+    if (K != scenario_top_k && !request.advice.misses.rescale_trace_top_k)
+      throw_error("replay: trace {} has top_k {} but scenario {} runs top_k {}: its misses would not describe that "
+                  "deployment; replay a trace recorded at top_k {}, or pass --rescale-trace-top-k to apply it at the "
+                  "same H/K",
+                  request.trace, K, s.deployment.name, scenario_top_k, scenario_top_k);
+  }
+
+  if (request.backend != "cpu" && request.backend != "cuda")
+    throw_error("replay: --backend '{}' unknown (expected cpu or cuda)", request.backend);
+  if (request.backend == "cuda" && !hooks.cuda)
+    throw_error("replay: --backend cuda: this caller has no CUDA replay (the swap-in kernels are in target "
+                "hisparse_replay_cuda, which the caller links and hands in as ReplayHooks::cuda)");
+  if (request.lookahead_mb < 1 || request.lookahead_mb > (int64_t{1} << 30))
+    throw_error("replay: --lookahead-mb {} must be in 1..2^30", request.lookahead_mb);
+  std::unique_ptr<traces::TraceSource> source = open_base();
+  ReplayOptions opt;
+  opt.lookahead_bytes = static_cast<size_t>(request.lookahead_mb) << 20;
+  opt.policies = request.policies;
+  opt.buffer_sizes = request.buffer_sizes;
+  std::sort(opt.buffer_sizes.begin(), opt.buffer_sizes.end());
+  opt.threads = threads;
+  opt.keep_step_rows = request.keep_step_rows || !request.per_step_csv.empty();
+  const int32_t page_size = request.page_size;
+  int32_t page_width = 0;
+  if (page_size != 0) {
+    traces::check_page_size(page_size, "replay: --page-size");
+    if (advise)
+      throw_error("replay: --page-size {} with --scenario: the advisor prices token rows; replay in pages without a "
+                  "deployment, or in tokens with one", page_size);
+    source = std::make_unique<traces::PageTraceSource>(std::move(source), page_size);
+    page_width = source->meta().top_k;
+    std::string map;
+    for (int32_t& h : opt.buffer_sizes) {
+      if (h % page_size != 0 || h / page_size < page_width)
+        throw_error("replay: --buffer-sizes {} with --page-size {}: expected a multiple of {} tokens holding at least "
+                    "the {} pages the widest layer list of {} touches (>= {} tokens)",
+                    h, page_size, page_size, page_width, request.trace, int64_t{page_width} * page_size);
+      map += fmt::format("{}{} tokens = {} pages", map.empty() ? "" : ", ", h, h / page_size);
+      h /= page_size;
+    }
+    if (row_bytes > (int64_t{1} << 40) / page_size)
+      throw_error("replay: --row-bytes {} x --page-size {} overflows the byte counters", row_bytes, page_size);
+    row_bytes *= page_size;
+    out.page_note = fmt::format(
+        "page replay: pages of {} tokens; the table's top_k and buffer sizes are in PAGES: top_k {} pages (the "
+        "widest layer list), H {}; a miss moves one page = {} B\n",
+        page_size, page_width, map, row_bytes);
+    print(out.page_note);
+  }
+  opt.row_bytes = row_bytes;
+  opt.progress = hooks.progress;
+  // Every cursor after the first reads the same trace, paged as the first (at the first's page width).
+  const TraceOpener open_cursor = [open_base, page_size, page_width]() -> std::unique_ptr<traces::TraceSource> {
+    auto s = open_base();
+    if (page_width > 0) return std::make_unique<traces::PageTraceSource>(std::move(s), page_size, page_width);
+    return s;
+  };
+  opt.open_trace = open_cursor;  // the CPU driver's lanes, when there are more threads than layers
+
+  if (hooks.checked) hooks.checked();
+  std::unique_ptr<StepCsvWriter> csv;
+  if (!request.per_step_csv.empty()) csv = std::make_unique<StepCsvWriter>(request.per_step_csv);
+  std::vector<ReplayConfigStats> config_names;
+  for (const auto& p : opt.policies) {
+    for (int32_t H : opt.buffer_sizes) {
+      ReplayConfigStats s;
+      s.policy = p;
+      s.buffer_size = H;
+      config_names.push_back(s);
+    }
+  }
+  const ReplayRowSink sink = [&](const ReplayRequestRows& rows) {
+    if (hooks.rows) hooks.rows(rows);
+    if (csv) csv->write(rows, config_names, row_bytes);
+  };
+  out.result = request.backend == "cuda" ? hooks.cuda(*source, opt, sink, open_cursor) : run_replay(*source, opt, sink);
+  if (csv) csv->finish();
+  out.row_bytes = row_bytes;
+
+  print(format_replay_table(out.result, row_bytes));
+  if (out.result.lookahead_steps > 0) print(format_lookahead(out.result));
+  if (advise) {
+    advise_from_replay(request, threads, rescaled_sizes(opt.buffer_sizes, out.result.meta.top_k, scenario_top_k), out,
+                       print);
+  } else {
+    out.recommendation_json = no_deployment_recommendation_json();
+    print(fmt::format("\nno recommendation: choosing device_buffer_size needs a deployment (HBM per request, PCIe "
+                      "shared by the batch, the TPOT SLO); pass --scenario S, or run `hisparse advise --scenario S "
+                      "--trace {}`\n",
+                      request.trace));
+  }
+  out.json = replay_json(out.result, row_bytes, out.recommendation_json, out.step_time_json);
+  out.csv = replay_csv(out.result);
+  return out;
+}
+
+}  // namespace hisparse::sim

@@ -1,0 +1,57 @@
+// @brief `hisparse replay` as a library call: ReplayRequest (the trace and its overrides, the policies and buffer
+// sizes, pages, the per-step rows, and with a scenario the advice's request) → ReplayOutcome (the result, the text
+// the CLI prints, replay.json / replay.csv). The CLI and the Python module both build one and call run_replay_request.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/api/requests.h"
+#include "sim/replay/replay_engine.h"
+#include "traces/trace_source.h"
+
+namespace hisparse::sim {
+
+using ReplayRowSink = std::function<void(const ReplayRequestRows&)>;
+using TraceOpener = std::function<std::unique_ptr<traces::TraceSource>()>;
+
+/// What the caller plugs in. The CUDA replay lives in a target that links the kernels (sim/replay/cuda), which this
+/// library does not, so the caller hands it in.
+struct ReplayHooks {
+  /// run_replay_cuda, bound by the caller; `open_trace` opens another cursor on the same (paged) trace.
+  std::function<ReplayResult(traces::TraceSource&, const ReplayOptions&, const ReplayRowSink&, const TraceOpener&)>
+      cuda;
+  /// The trace when it is not a file (the Python module's arrays); request.trace, initial_state and top_k are then
+  /// not read to open it. Called once per cursor, possibly from several threads.
+  TraceOpener open_trace;
+  /// Once the request is checked, before the per-step CSV is opened and the replay runs (the CLI creates its --out
+  /// directory there: the CSV may go into it, and a refused request leaves no directory behind).
+  std::function<void()> checked;
+  std::function<void(const ReplayProgress&)> progress;  // after every batch of requests (main thread)
+  ReplayRowSink rows;                                   // the per-step rows, when kept (before the CSV gets them)
+  /// Each piece of ReplayOutcome::text as it is produced (the CLI prints the page note before the replay runs).
+  std::function<void(const std::string&)> print;
+};
+
+struct ReplayOutcome {
+  ReplayResult result;
+  int64_t row_bytes = 0;            // the row bytes used: the model's with a scenario, × page_size in pages
+  std::string page_note;            // "page replay: …" line, "" in tokens
+  std::string recommendation_json;  // replay.json's "recommendation"
+  std::string step_time_json;       // replay.json's "step_time" ("" without a scenario)
+  std::string step_time_text;       // the modelled step-time lines ("" without a scenario)
+  std::string text;                 // everything the CLI prints before the files it writes
+  std::string json;                 // replay.json
+  std::string csv;                  // replay.csv
+};
+
+/// The whole replay: checks (errors say "replay: --flag value …" as the CLI's), opening the trace with its
+/// overrides, pages, the replay on `request.backend`, the per-step CSV, and with a scenario the modelled step time
+/// and the advice over the replayed sizes.
+ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks& hooks = {});
+
+}  // namespace hisparse::sim
