@@ -14,7 +14,7 @@
 #include "apps/advise_setup.h"
 #include "apps/command.h"
 #include "apps/list_args.h"
-#include "apps/plot_script.h"
+#include "sim/report/plot_script.h"
 #include "core/io/output_file.h"
 #include "sim/api/replay_request.h"
 #include "sim/replay/cuda/replay_cuda.h"
@@ -141,7 +141,7 @@ int run_replay(int argc, char** argv) {
     write_file_atomically((fs::path(out_dir) / "replay.csv").string(), outcome.csv);
     for (const char* png : {"replay_hit_rate.png", "replay_misses.png"}) fs::remove(fs::path(out_dir) / png);
     if (!vm.count("no-plots")) {
-      run_plot_script("plot_replay.py", out_dir, "replay");
+      sim::run_plot_script("plot_replay.py", out_dir, "replay");
     }
     fmt::print("wrote {}/replay.json, replay.csv{}\n", out_dir,
                vm.count("no-plots") ? "" : ", replay_hit_rate.png, replay_misses.png");

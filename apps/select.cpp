@@ -12,7 +12,7 @@
 
 #include "apps/command.h"
 #include "apps/list_args.h"
-#include "apps/plot_script.h"
+#include "sim/report/plot_script.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
 #include "sim/select/select_study.h"
@@ -146,7 +146,7 @@ int run_select(int argc, char** argv) {
     if (vm.count("no-plots")) {
       fs::remove(png);
     } else {
-      run_plot_script("plot_select.py", out_dir, "select");
+      sim::run_plot_script("plot_select.py", out_dir, "select");
     }
     fmt::print("wrote {}/select.json, select.csv, select.md{}\n", out_dir, vm.count("no-plots") ? "" : ", select.png");
   }

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "apps/command.h"
-#include "apps/plot_script.h"
+#include "sim/report/plot_script.h"
 #include "apps/scenario_flags.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
@@ -172,7 +172,7 @@ int run_simulate(int argc, char** argv) {
     fmt::print("{}", sweep_text(table));
     write_file_atomically(out_dir + "/sweep.json", sweep_json(table));
     write_file_atomically(out_dir + "/sweep.csv", sweep_csv(table));
-    if (!vm.count("no-plots")) run_plot_script("plot_sweep.py", out_dir, "simulate");
+    if (!vm.count("no-plots")) sim::run_plot_script("plot_sweep.py", out_dir, "simulate");
     fmt::print("wrote {}/sweep.json, sweep.csv{}\n", out_dir, vm.count("no-plots") ? "" : ", sweep.png");
     return 0;
   }
