@@ -15,6 +15,7 @@
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
 #include "sim/api/advise_request.h"
+#include "sim/api/scenario_overrides.h"
 #include "sim/cost/context_mix.h"
 #include "sim/cost/rank_layout.h"
 #include "sim/replay/replay_report.h"
@@ -133,8 +134,10 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
       throw_error("replay: --scenario {}: the advice replays the trace file again at every buffer size; a trace "
                   "handed in as a source (not a file) cannot be advised on",
                   scenario_name);
-    // The scenario as its YAML says (the overrides are the advice's): what the trace and its rows must match.
-    const Scenario s = load_scenario(scenario_name);
+    // The scenario with the advice's overrides (--kv-dtype, --page-size, ...): what the trace and its rows must match,
+    // as the advice itself will see the deployment.
+    Scenario s = load_scenario(scenario_name);
+    apply_overrides(request.advice.setup.overrides, s, "replay");
     // The advice prices HiSparse's latent rows and indexer: a model without DSA's sparse indexer has neither.
     if (!s.model.has_sparse_indexer())
       throw_error("replay: --scenario {}: model {} has no sparse indexer ({} attention), so HiSparse does not apply "

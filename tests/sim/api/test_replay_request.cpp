@@ -237,6 +237,13 @@ TEST_CASE("ReplayRequest: a scenario is checked against the trace and sets the r
   CHECK(got.recommendation_json != no_deployment_recommendation_json());
   CHECK(got.text.find("advice for " + s.deployment.name) != std::string::npos);
   CHECK(got.json.find("\"step_time\"") != std::string::npos);
+  MESSAGE("the advice's --kv-dtype override is the deployment the rows must describe: fp8 latent rows, not the "
+          "YAML's bf16 ones (the same override the advice prices)");
+  r.advice.setup.overrides.kv_dtype = "fp8";
+  const int64_t fp8_rows = run_replay_request(r).row_bytes;
+  CHECK(fp8_rows == latent_row_bytes(s.model, KvDtype::kFp8));
+  CHECK(fp8_rows != got.row_bytes);
+  r.advice.setup.overrides.kv_dtype.reset();
   r.row_bytes = 1000;
   r.row_bytes_given = true;
   MESSAGE("a given row size is kept");
