@@ -65,6 +65,37 @@ struct SessionRowCounts {
   int32_t misses = 0;
 };
 
+/// One slot of a synchronous session kept in host memory (the CPU sessions): its staging and its counters, for
+/// `cells` = steps_per_slot × rows rows. `borrowed_lists` gives the slot the list pointers a session that borrows
+/// lists reads.
+struct HostSessionSlot {
+  std::vector<int32_t> selected, seq_len, layer;
+  std::vector<const int32_t*> lists;  // [cells] when borrowed, else empty
+  std::vector<SessionRowInit> init;
+  std::vector<int64_t> request, step;
+  std::vector<std::vector<SessionRowCounts>> counts;  // [config][cell]
+
+  HostSessionSlot(size_t cells, int32_t top_k, size_t configs, bool borrowed_lists)
+      : selected(cells * static_cast<size_t>(top_k), -1),
+        seq_len(cells, 0),
+        layer(cells, 0),
+        lists(borrowed_lists ? cells : 0, nullptr),
+        init(cells, SessionRowInit::kKeep),
+        request(cells, 0),
+        step(cells, 0),
+        counts(configs, std::vector<SessionRowCounts>(cells)) {}
+
+  SessionStaging staging() {
+    return {selected.data(), seq_len.data(), init.data(), request.data(), layer.data(), step.data(),
+            lists.empty() ? nullptr : lists.data()};
+  }
+  /// The staged inputs' bytes (the borrowed list pointers are the driver's records, not counted).
+  size_t staging_bytes() const {
+    return selected.size() * 4 + seq_len.size() * 4 + layer.size() * 4 + init.size() + request.size() * 8 +
+           step.size() * 8;
+  }
+};
+
 class SwapInSession {
  public:
   virtual ~SwapInSession() = default;

@@ -27,26 +27,16 @@ CpuSwapInSession::CpuSwapInSession(SwapInSessionShape shape, int32_t slots) : sh
     }
     states_.push_back(std::move(per_row));
   }
-  slots_.resize(static_cast<size_t>(slots));
-  for (Slot& s : slots_) {
-    s.selected.assign(rows * static_cast<size_t>(shape_.top_k), -1);
-    s.seq_len.assign(rows, 0);
-    s.layer.assign(rows, 0);
-    s.init.assign(rows, SessionRowInit::kKeep);
-    s.request.assign(rows, 0);
-    s.step.assign(rows, 0);
-    s.counts.assign(shape_.configs.size(), std::vector<SessionRowCounts>(rows));
-  }
+  slots_.assign(static_cast<size_t>(slots), HostSessionSlot(rows, shape_.top_k, shape_.configs.size(), false));
 }
 
 SessionStaging CpuSwapInSession::staging(int32_t slot) {
-  Slot& s = slots_.at(static_cast<size_t>(slot));
-  return {s.selected.data(), s.seq_len.data(), s.init.data(), s.request.data(), s.layer.data(), s.step.data()};
+  return slots_.at(static_cast<size_t>(slot)).staging();
 }
 
 void CpuSwapInSession::submit(int32_t slot) {
   const auto t0 = std::chrono::steady_clock::now();
-  Slot& s = slots_.at(static_cast<size_t>(slot));
+  HostSessionSlot& s = slots_.at(static_cast<size_t>(slot));
   const int32_t K = shape_.top_k;
   for (size_t c = 0; c < states_.size(); ++c) {
     for (size_t b = 0; b < static_cast<size_t>(shape_.rows); ++b) {
@@ -72,9 +62,7 @@ const SessionRowCounts* CpuSwapInSession::counts(int32_t slot, size_t config) co
 
 size_t CpuSwapInSession::staging_bytes() const {
   size_t b = 0;
-  for (const Slot& s : slots_)
-    b += s.selected.size() * 4 + s.seq_len.size() * 4 + s.layer.size() * 4 + s.init.size() + s.request.size() * 8 +
-         s.step.size() * 8;
+  for (const HostSessionSlot& s : slots_) b += s.staging_bytes();
   return b;
 }
 

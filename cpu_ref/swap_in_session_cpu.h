@@ -29,14 +29,8 @@ class CpuSwapInSession final : public SwapInSession {
   double backend_seconds() const override { return seconds_; }
 
  private:
-  struct Slot {
-    std::vector<int32_t> selected, seq_len, layer;
-    std::vector<SessionRowInit> init;
-    std::vector<int64_t> request, step;
-    std::vector<std::vector<SessionRowCounts>> counts;  // [config][row]
-  };
   SwapInSessionShape shape_;
-  std::vector<Slot> slots_;
+  std::vector<HostSessionSlot> slots_;
   std::vector<std::vector<std::unique_ptr<SwapInPolicy>>> states_;  // [config][row]
   SwapInScratch scratch_;
   SwapInPlan plan_;

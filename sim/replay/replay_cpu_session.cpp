@@ -44,27 +44,15 @@ CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threa
       if (lru_index_[c] < 0) policy_[b][c] = cpu_ref::make_policy(shape_.configs[c].policy);
   }
   workers_.resize(static_cast<size_t>(pool_.threads()));
-  slots_.resize(static_cast<size_t>(slots));
-  const size_t cells = rows * static_cast<size_t>(steps_);
-  for (Slot& s : slots_) {
-    s.selected.assign(cells * static_cast<size_t>(shape_.top_k), -1);
-    s.seq_len.assign(cells, 0);
-    s.lists.assign(cells, nullptr);
-    s.layer.assign(cells, 0);
-    s.init.assign(cells, SessionRowInit::kKeep);
-    s.request.assign(cells, 0);
-    s.step.assign(cells, 0);
-    s.counts.assign(C, std::vector<SessionRowCounts>(cells));
-  }
+  slots_.assign(static_cast<size_t>(slots),
+                HostSessionSlot(rows * static_cast<size_t>(steps_), shape_.top_k, C, /*borrowed_lists=*/true));
 }
 
 SessionStaging CountingSwapInSession::staging(int32_t slot) {
-  Slot& s = slots_.at(static_cast<size_t>(slot));
-  return {s.selected.data(), s.seq_len.data(), s.init.data(), s.request.data(), s.layer.data(), s.step.data(),
-          s.lists.data()};
+  return slots_.at(static_cast<size_t>(slot)).staging();
 }
 
-void CountingSwapInSession::step_row(Worker& w, Slot& s, size_t b) {  // b: the cell (step * rows + row)
+void CountingSwapInSession::step_row(Worker& w, HostSessionSlot& s, size_t b) {  // b: the cell (step * rows + row)
   const size_t C = shape_.configs.size();
   const int32_t K = shape_.top_k;
   const int32_t n = s.seq_len[b];
@@ -110,7 +98,7 @@ void CountingSwapInSession::step_row(Worker& w, Slot& s, size_t b) {  // b: the 
 
 void CountingSwapInSession::submit(int32_t slot) {
   const auto t0 = std::chrono::steady_clock::now();
-  Slot& s = slots_.at(static_cast<size_t>(slot));
+  HostSessionSlot& s = slots_.at(static_cast<size_t>(slot));
   // Rows are taken in increasing order by whichever worker is free (rows differ in cost: some layers miss more).
   // Each row goes through all the slot's steps before the next row: its states stay in cache meanwhile. A rejected
   // row stops the taking; the rows below it were all taken before it and finish, so the error thrown is that of the
@@ -145,9 +133,7 @@ const SessionRowCounts* CountingSwapInSession::counts(int32_t slot, size_t confi
 
 size_t CountingSwapInSession::staging_bytes() const {
   size_t b = 0;
-  for (const Slot& s : slots_)
-    b += s.selected.size() * 4 + s.seq_len.size() * 4 + s.layer.size() * 4 + s.init.size() + s.request.size() * 8 +
-         s.step.size() * 8;
+  for (const HostSessionSlot& s : slots_) b += s.staging_bytes();
   return b;
 }
 

@@ -35,13 +35,6 @@ class CountingSwapInSession final : public SwapInSession {
   double backend_seconds() const override { return seconds_; }
 
  private:
-  struct Slot {
-    std::vector<int32_t> selected, seq_len, layer;
-    std::vector<const int32_t*> lists;  // [steps][rows]: the driver's lists, or null (then `selected`)
-    std::vector<SessionRowInit> init;
-    std::vector<int64_t> request, step;
-    std::vector<std::vector<SessionRowCounts>> counts;  // [config][row]
-  };
   /// Per-thread working memory, reused for every row and step.
   struct Worker {
     cpu_ref::SwapInScratch scratch;
@@ -49,11 +42,11 @@ class CountingSwapInSession final : public SwapInSession {
     replay_detail::StepMarks marks;
     std::vector<int32_t> ref_slot_token, ref_lru;
   };
-  void step_row(Worker& w, Slot& s, size_t i);  // i = step * rows + row
+  void step_row(Worker& w, HostSessionSlot& s, size_t i);  // i = step * rows + row
 
   SwapInSessionShape shape_;
   int32_t steps_ = 1;
-  std::vector<Slot> slots_;
+  std::vector<HostSessionSlot> slots_;
   std::vector<int32_t> lru_index_;  // per configuration: its counting state, or -1 (a policy object)
   std::vector<int32_t> lru_H_;      // per counting state
   int32_t H_max_ = 0;
