@@ -253,6 +253,17 @@ HardwareSpec load_hardware_spec(const std::string& path) {
                   std::string(key) == "cost_model" ? "cost-model" : "calibration");
     *out = p.lexically_normal().string();
   }
+  if (map.has("step_calibrations")) {
+    const YAML::Node list = map.sequence("step_calibrations");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string where = fmt::format("{}[{}]", map.where("step_calibrations"), i);
+      if (!list[i].IsScalar()) throw_error("{}: expected a calibration YAML path", where);
+      const std::string name = list[i].as<std::string>();
+      const fs::path p = fs::path(name).is_absolute() ? fs::path(name) : fs::path(path).parent_path() / name;
+      if (!fs::exists(p)) throw_error("{}: no file {} (expected a calibration YAML)", where, p.string());
+      h.step_calibrations.push_back(p.lexically_normal().string());
+    }
+  }
   {
     StrictMap nic = map.child("nic");
     nic.get("count", &h.nic.count, 0, 1024);

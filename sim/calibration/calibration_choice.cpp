@@ -1,7 +1,9 @@
 // @brief Loading the calibrations a run uses (see calibration_choice.h).
 #include "sim/calibration/calibration_choice.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -72,9 +74,25 @@ std::string apply_calibrations(const std::string& calibration, const std::string
     step_default = s->hardware.calibration;
   if (calibration != "auto" && calibration != "none" && !calibration.empty() && has_step_section(cal_file))
     step_default = cal_file;
-  const std::string step_file = chosen(step_calibration, step_default);
+  std::string step_file = chosen(step_calibration, step_default);
+  std::shared_ptr<StepCalibration> picked;
+  if (step_calibration == "auto" && !s->hardware.step_calibrations.empty()) {
+    // Several per-op calibrations of this GPU: the scenario's model, at the expert-parallel size nearest the
+    // deployment's (the routed experts per GPU set the grouped GEMM's shape). The first listed wins a tie.
+    std::vector<std::string> candidates = s->hardware.step_calibrations;
+    if (!step_file.empty()) candidates.insert(candidates.begin(), step_file);
+    const int ep = std::max(1, s->deployment.decode.ep);
+    for (const std::string& f : candidates) {
+      auto c = std::make_shared<StepCalibration>(load_step_calibration(f));
+      if (c->model != s->model.name) continue;
+      if (!picked || std::abs(c->ep - ep) < std::abs(picked->ep - ep)) {
+        picked = std::move(c);
+        step_file = f;
+      }
+    }
+  }
   if (!step_file.empty()) {
-    auto step = std::make_shared<StepCalibration>(load_step_calibration(step_file));
+    auto step = picked ? picked : std::make_shared<StepCalibration>(load_step_calibration(step_file));
     if (step->model != s->model.name) {
       if (step_calibration != "auto")
         throw_error("{}: per-op calibration of model {}, the scenario's model is {}", step_file, step->model,

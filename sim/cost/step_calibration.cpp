@@ -537,13 +537,17 @@ StepCalibration fit_step_calibration(const std::vector<StepBenchMeasurement>& ro
     m.family = family[key];
     c.ops.push_back(m);
   }
-  // Family sums and the whole layer at every (batch, context) that has a measured layer.
+  // Family sums and the whole layer at every (batch, context) that has a measured layer. A bench without the
+  // indexer's scoring (a model whose indexer shape the project's kernel lacks) timed its layer without it too.
+  const bool indexer_measured =
+      std::any_of(rows.begin(), rows.end(), [](const StepBenchMeasurement& r) { return r.family == "indexer"; });
   for (const StepBenchMeasurement& r : rows) {
     if (r.op != "layer") continue;
     std::map<std::string, std::pair<double, double>> fam;  // family -> (measured, predicted)
     double predicted = 0;
     bool complete = true;
     for (const DecodeOpWork& w : moe_layer_ops(model, r.batch, r.context, ep)) {
+      if (w.family == "indexer" && !indexer_measured) continue;
       const OpTimeModel* m = c.find(w.op, w.dtype);
       const bool by_context = w.family == "indexer" || w.family == "topk";
       const auto it = measured.find({w.op, w.dtype, r.batch, by_context ? r.context : 0});

@@ -14,6 +14,8 @@
 #include "sim/calibration/calibration_choice.h"
 #include "sim/cost/decode_cost_model.h"
 #include "core/io/output_file.h"
+#include "core/io/read_file.h"
+#include "core/io/text_lines.h"
 #include "sim/cost/step_calibration.h"
 
 using namespace hisparse;
@@ -278,6 +280,48 @@ TEST_CASE("calibration choice: auto loads the hardware's files, none and a hardw
   const std::string bare = sim::apply_calibrations("auto", "auto", &h20, &w);
   CHECK(bare.find("names no calibration") != std::string::npos);
   CHECK(w.step == nullptr);
+}
+
+TEST_CASE("calibration choice: among the hardware's per-op calibrations, auto takes the model's at the nearest ep") {
+  // Expectation: the H200 lists GLM-5 calibrations at EP 8 and EP 16 besides DeepSeek-V3.2's; a GLM-5 deployment at
+  // ep 8 gets the EP 8 file, at ep 16 (and at ep 32, nearer 16) the EP 16 file; DeepSeek-V3.2 keeps its own.
+  Scenario s = load_scenario("glm51-8xh200-tp8-r11");
+  REQUIRE(s.hardware.step_calibrations.size() >= 2);
+  sim::CostParams p8;
+  CHECK(sim::apply_calibrations("auto", "auto", &s, &p8).find("h200-step-glm5-ep8-") != std::string::npos);
+  REQUIRE(p8.step);
+  CHECK(p8.step->model == "glm-5");
+  CHECK(p8.step->ep == 8);
+  for (int ep : {16, 32}) {
+    Scenario t = load_scenario("glm51-8xh200-tp8-r11");
+    t.deployment.decode.ep = ep;
+    sim::CostParams q;
+    CHECK(sim::apply_calibrations("auto", "auto", &t, &q).find("h200-step-glm5-ep16-") != std::string::npos);
+    REQUIRE(q.step);
+    CHECK(q.step->ep == 16);
+  }
+  Scenario d = load_scenario("dsv32-8xh200-1tb");
+  sim::CostParams pd;
+  sim::apply_calibrations("auto", "auto", &d, &pd);
+  REQUIRE(pd.step);
+  CHECK(pd.step->model == "deepseek-v3.2");
+}
+
+TEST_CASE("hardware step_calibrations: a missing file or a non-path entry is an error naming the list entry") {
+  // Expectation: the loader resolves each entry against the hardware file and refuses one that does not exist.
+  const std::string dir = scratch("hw_steps");
+  std::filesystem::create_directories(dir);
+  // The H20's file without its relative cost_model/calibration paths (they would not resolve from here).
+  std::string base;
+  const std::string h20 = read_file(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/hardware/h20.yaml");
+  TextLines lines(h20);
+  for (std::string line; lines.next(line);)
+    if (line.rfind("cost_model:", 0) != 0 && line.rfind("calibration:", 0) != 0) base += line + "\n";
+  write_file_atomically(dir + "/hw.yaml", base + "\nstep_calibrations:\n  - nowhere.yaml\n");
+  CHECK_THROWS_WITH_AS(load_hardware_spec(dir + "/hw.yaml"), doctest::Contains("step_calibrations[0]"), Error);
+  write_file_atomically(dir + "/hw2.yaml", base + "\nstep_calibrations:\n  - {a: 1}\n");
+  CHECK_THROWS_WITH_AS(load_hardware_spec(dir + "/hw2.yaml"), doctest::Contains("expected a calibration YAML path"),
+                       Error);
 }
 
 TEST_CASE("cost model with per-op calibration: the projection GEMMs cost what the fitted models say") {
