@@ -20,8 +20,11 @@ struct ModelSpec {
   int head_dim = 0;                  // per head, K and V alike
   int sliding_window = 0;            // tokens a sliding layer attends (0 = no sliding layers)
   std::vector<bool> sliding_layers;  // per decoder layer: true = sliding window (empty when sliding_window = 0)
-  double dense_weight_bytes_per_param = 0;   // attention / dense-MLP / LM-head weights as deployed (bf16: 2)
-  double expert_weight_bytes_per_param = 0;  // routed experts as deployed (0 = the cost model's weight_bytes_per_param)
+  // Weight precision as served, both attention kinds (GQA defaults dense to bf16 2; MLA leaves both 0).
+  double dense_weight_bytes_per_param = 0;   // attention / dense-MLP / shared-expert projections (bf16: 2; MLA 0 =
+                                             // the fp8 projections the FP8 checkpoints ship)
+  double expert_weight_bytes_per_param = 0;  // routed experts (NVFP4 0.5625, MXFP4 0.53125; 0 = the cost model's
+                                             // weight_bytes_per_param)
   int layers = 0;                    // decoder layers that hold a KV cache (DeepSeek-V3.2: 61)
   int mtp_layers = 0;                // extra multi-token-prediction layers with their own KV (DeepSeek-V3.2: 1)
   int kv_lora_rank = 0;              // latent width (512), also used as V

@@ -47,8 +47,7 @@ const std::vector<const char*>& mla_only_keys() {
 }
 const std::vector<const char*>& gqa_only_keys() {
   static const std::vector<const char*> k = {"num_key_value_heads", "head_dim", "sliding_window", "layer_types",
-                                             "sliding_window_pattern", "dense_weight_bytes_per_param",
-                                             "expert_weight_bytes_per_param"};
+                                             "sliding_window_pattern"};
   return k;
 }
 
@@ -208,6 +207,14 @@ ModelSpec load_model_spec(const std::string& path) {
   map.get("qk_nope_head_dim", &m.qk_nope_head_dim, 0, 65536);
   map.get("v_head_dim", &m.v_head_dim, 0, 65536);
   map.get("active_params", &m.active_params, 0, 1e14);
+  // Per-op weight precision as served (NVFP4 or FP8 experts with BF16 attention); absent = the cost model's
+  // weight_bytes_per_param for every GEMM, as the FP8 checkpoints ship. weight_bytes stays the checkpoint's own
+  // size: these set what each decode step reads, not what the GPUs hold.
+  map.get("dense_weight_bytes_per_param", &m.dense_weight_bytes_per_param, 0.25, 4);
+  map.get("expert_weight_bytes_per_param", &m.expert_weight_bytes_per_param, 0.25, 4);
+  if (m.expert_weight_bytes_per_param > 0 && m.routed_experts == 0)
+    throw_error("{}: got {}, but the model has no routed experts (routed_experts 0); expected it absent",
+                map.where("expert_weight_bytes_per_param"), m.expert_weight_bytes_per_param);
   map.finish();
   return m;
 }

@@ -65,7 +65,15 @@ double DecodeCostModel::fp8_peak() const {
 std::vector<DecodeOpWork> DecodeCostModel::deployed_ops(double batch, double context) const {
   const int B = std::max(1, static_cast<int>(std::ceil(batch)));
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(std::llround(context)));
-  return decode_layer_ops(sc_.model, B, n, std::max(1, sc_.deployment.decode.ep));  // fp8 projections, as deployed
+  const int ep = std::max(1, sc_.deployment.decode.ep);
+  // fp8 projections, as the FP8 checkpoints ship them; a model served with bf16 projections (NVFP4 checkpoints keep
+  // attention and the shared expert in bf16) reads their bf16 variants instead.
+  if (!(sc_.model.dense_weight_bytes_per_param >= 2)) return decode_layer_ops(sc_.model, B, n, ep);
+  std::vector<DecodeOpWork> ops;
+  for (DecodeOpWork& w : decode_layer_ops(sc_.model, B, n, ep, /*both_dtypes=*/true))
+    if (!(w.family == "gemm" && w.dtype == "fp8") && !(w.family == "indexer" && w.dtype == "bf16"))
+      ops.push_back(std::move(w));
+  return ops;
 }
 
 SimTime DecodeCostModel::op_ns(const char* op, const std::vector<DecodeOpWork>& work, int count) const {
@@ -143,7 +151,8 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
   const HardwareSpec& hw = sc_.hardware;
   const double ep = std::max(1, sc_.deployment.decode.ep);
   const double tp = std::max(1, sc_.deployment.decode.tp);
-  const double bpp = p_.weight_bytes_per_param;
+  // Routed experts at the model's own precision when it states one (NVFP4 0.5625), else the cost model's.
+  const double bpp = m.expert_weight_bytes_per_param > 0 ? m.expert_weight_bytes_per_param : p_.weight_bytes_per_param;
   const auto& e = p_.efficiency;
   const int moe_layers = std::max(0, layers_ - m.dense_layers);
   // Per GPU at the slowest GPU's batch (data parallel, as SGLang's large-EP deployments run the dense FFNs too):

@@ -56,7 +56,8 @@ class DecodeCostModel {
   int kv_layers() const { return kv_layers_; }
 
  private:
-  /// The ops of one layer as deployed (fp8 projections) at `batch` tokens per GPU and mean context `context`.
+  /// The ops of one layer as deployed (fp8 projections, bf16 when the model serves dense_weight_bytes_per_param >= 2)
+  /// at `batch` tokens per GPU and mean context `context`.
   std::vector<DecodeOpWork> deployed_ops(double batch, double context) const;
   /// Time of one op of `work` (by name; top-k's either form), `count` times: its step-calibration model where the
   /// op is calibrated (see is_calibrated), else its roofline at the family's efficiency plus one graph gap.

@@ -52,6 +52,22 @@ TEST_CASE("cost model: the shipped file sets every term, each with a kind and a 
   CHECK(p.terms_file == kShipped);
 }
 
+TEST_CASE("cost model: every shipped cost-model file (Hopper, SM100, SM120) sets every term with a kind and a source") {
+  // The Blackwell files carry the Hopper values over as fractions of their own GPU's peaks and say so: assumed.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/cost_model")) {
+    if (e.path().extension() != ".yaml") continue;
+    ++files;
+    CAPTURE(e.path().string());
+    const CostParams p = load_cost_params(e.path().string(), CostParams{}, /*require_every_term=*/true);
+    CHECK(p.sources.size() == cost_term_names().size());
+    if (e.path().stem() != "sglang-hopper")
+      for (const TermSource& t : p.sources)
+        if (t.term != "prefill_chunk_tokens") CHECK(t.kind == "assumed");
+  }
+  CHECK(files >= 3);
+}
+
 TEST_CASE("cost model: every shipped hardware file names a cost-model file, and runs load it") {
   for (const std::string& hw : list_scenarios("hardware")) {
     CAPTURE(hw);
