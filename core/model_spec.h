@@ -14,6 +14,12 @@ enum class AttentionKind { kMla, kGqa };
 
 struct ModelSpec {
   std::string name;
+  /// A model whose decode layer has exactly this other model's shapes (projections, heads, experts): per-op
+  /// calibrations measured on that model apply to this one (`layer_shapes_of:`; empty = its own name only).
+  std::string layer_shapes_of;
+  bool calibrated_by(const std::string& calibration_model) const {
+    return calibration_model == name || (!layer_shapes_of.empty() && calibration_model == layer_shapes_of);
+  }
   AttentionKind attention = AttentionKind::kMla;  // YAML `attention: mla | gqa` (absent: mla)
   // GQA only (attention: gqa).
   int num_key_value_heads = 0;       // KV heads (= attention_heads for MHA)

@@ -158,6 +158,7 @@ ModelSpec load_model_spec(const std::string& path) {
   StrictMap map(load_yaml_file(path), path, "");
   m.name = stem_of(path);
   map.get("name", &m.name);
+  map.get("layer_shapes_of", &m.layer_shapes_of);
   std::string kind = "mla";
   map.get_choice("attention", &kind, {"mla", "gqa"});
   if (kind == "gqa") {

@@ -84,7 +84,7 @@ std::string apply_calibrations(const std::string& calibration, const std::string
     const int ep = std::max(1, s->deployment.decode.ep);
     for (const std::string& f : candidates) {
       auto c = std::make_shared<StepCalibration>(load_step_calibration(f));
-      if (c->model != s->model.name) continue;
+      if (!s->model.calibrated_by(c->model)) continue;
       if (!picked || std::abs(c->ep - ep) < std::abs(picked->ep - ep)) {
         picked = std::move(c);
         step_file = f;
@@ -93,7 +93,7 @@ std::string apply_calibrations(const std::string& calibration, const std::string
   }
   if (!step_file.empty()) {
     auto step = picked ? picked : std::make_shared<StepCalibration>(load_step_calibration(step_file));
-    if (step->model != s->model.name) {
+    if (!s->model.calibrated_by(step->model)) {
       if (step_calibration != "auto")
         throw_error("{}: per-op calibration of model {}, the scenario's model is {}", step_file, step->model,
                     s->model.name);

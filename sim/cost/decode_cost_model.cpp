@@ -53,7 +53,7 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   indexer_key_bytes_ = static_cast<double>(m.indexer_key_bytes);
   expert_params_ = 3.0 * m.hidden_size * m.moe_intermediate_size;
   lm_head_params_ = static_cast<double>(m.vocab_size) * m.hidden_size;
-  if (p_.step && p_.step->model != m.name)
+  if (p_.step && !m.calibrated_by(p_.step->model))
     throw_error("{}: the per-op calibration is for model {}, the scenario's model is {} (use --step-calibration none "
                 "or a calibration of this model)", sc_.source, p_.step->model, m.name);
 }
