@@ -1,0 +1,125 @@
+// @brief Each metric `hisparse fidelity` reports on the fixtures is the number plan's own objects give for the same
+// inputs, computed here through the public API (load_scenario_setup, load_miss_curves, StepTimeModel, run_plan,
+// load_simulation + simulate), not hard-coded; and the error is signed against the published figure or range.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "sim/api/fidelity_request.h"
+#include "sim/api/plan_request.h"
+#include "sim/api/scenario_setup.h"
+#include "sim/api/simulate_request.h"
+#include "sim/serving/serving_report.h"
+
+using namespace hisparse;
+using namespace hisparse::sim;
+
+namespace {
+
+const std::string kData = std::string(HISPARSE_SOURCE_DIR) + "/tests/sim/fidelity/data";
+
+const PointResult& point(const RunResult& r, const std::string& id) {
+  for (const PointResult& p : r.points)
+    if (p.point.id == id) return p;
+  FAIL("no point " << id);
+  return r.points.front();
+}
+
+ScenarioChoice choice_of(const FieldRun& run) {
+  ScenarioChoice c;
+  c.scenario = run.deployment;
+  c.overrides = run.overrides;
+  return c;
+}
+
+/// What `plan --seq-lens n` on the run's deployment gives for `mode`: (max_concurrency, with --limits memory or not).
+int64_t planned(const FieldRun& run, int64_t n, KvMode mode, bool memory_only) {
+  PlanRequest q;
+  q.setup = choice_of(run);
+  q.seq_lens = {n};
+  q.memory_only = memory_only;
+  for (const PlanRow& r : run_plan(q).plan.rows)
+    if (r.mode == mode) return r.max_concurrency;
+  FAIL("no row");
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("fidelity's plan values are StepTimeModel's and the capacity plan's on the same inputs") {
+  FidelityRequest req;
+  req.field = {kData};
+  req.simulate = false;
+  const FidelityReport rep = run_fidelity(req);
+  REQUIRE(rep.runs.size() == 2);
+  for (const RunResult& r : rep.runs) {
+    const ScenarioSetup setup = load_scenario_setup(choice_of(r.run), "test");
+    const Scenario& s = setup.scenario;
+    const int32_t H = s.deployment.hisparse.device_buffer_size;
+    const LoadedMisses misses = load_miss_curves({}, s, {H}, "test");
+    const StepTimeModel full(s, setup.cost, false, nullptr);
+    const StepTimeModel hs(s, setup.cost, true, [&misses, H](int64_t n) { return misses.curves->fraction(H, n); });
+    const int ranks = rank_layout(s).ranks;
+    auto step_ms = [&](KvMode m, int64_t c, int64_t n) {
+      const int64_t per_rank = (c + ranks - 1) / ranks;
+      return static_cast<double>((m == KvMode::kFull ? full : hs).step(per_rank, n).step_ns) * 1e-6;
+    };
+    for (const PointResult& p : r.points) {
+      const FieldPoint& f = p.point;
+      CAPTURE(f.id);
+      switch (f.metric) {
+        case FieldMetric::kTpotMs:
+          // Expect the step time of ceil(c / ranks) requests per rank at the point's context.
+          CHECK(p.plan == doctest::Approx(step_ms(f.mode, f.concurrency, f.context)).epsilon(1e-12));
+          break;
+        case FieldMetric::kTokensPerS:
+          CHECK(p.plan == doctest::Approx(f.concurrency / (step_ms(f.mode, f.concurrency, f.context) * 1e-3)).epsilon(1e-12));
+          break;
+        case FieldMetric::kGain: {
+          // Expect HiSparse tokens/s over full KV's at min(c, full KV's memory-only max_concurrency).
+          const int64_t fc = std::min<int64_t>(f.concurrency, planned(r.run, f.context, KvMode::kFull, true));
+          const double expect = (f.concurrency / step_ms(KvMode::kHiSparse, f.concurrency, f.context)) /
+                                (fc / step_ms(KvMode::kFull, fc, f.context));
+          CHECK(p.plan == doctest::Approx(expect).epsilon(1e-12));
+          break;
+        }
+        case FieldMetric::kMaxConcurrency:
+          CHECK(p.plan == static_cast<double>(planned(r.run, f.context, f.mode, false)));
+          break;
+      }
+      CHECK_FALSE(p.simulate.has_value());
+      // Expect the signed error against the published figure, 0 inside a published range.
+      if (f.published) CHECK(p.error_pct == doctest::Approx((p.plan - *f.published) / *f.published * 100));
+      else if (p.plan >= f.published_range->first && p.plan <= f.published_range->second) CHECK(p.error_pct == 0);
+    }
+  }
+  // The shipped deployment's 128K HiSparse capacity is the plan's (72: CTest plan_dsv32-8xh200-1tb).
+  CHECK(point(rep.runs[0], "cap_hs_128k").plan == 72);
+}
+
+TEST_CASE("a closed-loop run's simulate value is `simulate --concurrency` with fixed-length requests") {
+  FidelityRequest req;
+  req.field = {kData + "/fixture-glm51-closed-loop.yaml"};
+  int progress_lines = 0;
+  const FidelityReport rep = run_fidelity(req, [&progress_lines](const std::string&) { ++progress_lines; });
+  const RunResult& r = rep.runs.at(0);
+  const PointResult& tpot = point(r, "tpot_c1");
+  REQUIRE(tpot.simulate.has_value());
+  SimulateRequest q;
+  q.setup = choice_of(r.run);
+  q.fixed_input_tokens = r.run.input_tokens;
+  q.fixed_output_tokens = r.run.output_tokens;
+  const SimulationSetup setup = load_simulation(q, "test");
+  ClientSpec c;
+  c.concurrency = 1;
+  c.requests = kFidelityWaves;
+  const ServingSummary s = summarize(simulate(setup, KvMode::kHiSparse, setup.cost.overlap, c), setup.scenario);
+  // Expect the TPOT p50 of that run, and plan-vs-simulate as (plan − simulate) / simulate.
+  CHECK(*tpot.simulate == s.tpot_ms.p50);
+  CHECK(*tpot.plan_vs_sim_pct == doctest::Approx((tpot.plan - s.tpot_ms.p50) / s.tpot_ms.p50 * 100));
+  // Expect one progress line per distinct serving run: hisparse c1, full c4, hisparse c4.
+  CHECK(progress_lines == 3);
+  // The capacity point has no simulate value: simulate answers step metrics only.
+  CHECK_FALSE(point(r, "cap_full").simulate.has_value());
+}
