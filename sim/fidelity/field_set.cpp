@@ -15,6 +15,15 @@ namespace hisparse::sim {
 
 namespace fs = std::filesystem;
 
+const std::vector<std::string>& field_override_keys() {
+  static const std::vector<std::string> keys = {
+      "device_buffer_size", "host_to_device_ratio", "top_k", "max_running_requests", "mem_fraction_static",
+      "page_size", "kv_dtype", "tpot_slo_ms", "host_dram_bytes", "host_reserve_bytes", "hbm_bytes", "weight_bytes",
+      "weights_per_gpu_bytes", "activation_reserve_bytes", "kv_budget_bytes", "full_pool_tokens",
+      "device_pool_tokens", "host_pool_tokens"};
+  return keys;
+}
+
 const char* to_string(FieldMetric m) {
   switch (m) {
     case FieldMetric::kTpotMs: return "tpot_ms";
@@ -34,51 +43,6 @@ FieldMetric parse_metric(const std::string& s) {
   for (FieldMetric m : {FieldMetric::kTpotMs, FieldMetric::kTokensPerS, FieldMetric::kGain, FieldMetric::kMaxConcurrency})
     if (s == to_string(m)) return m;
   return FieldMetric::kTpotMs;  // unreachable: get_choice checked the name
-}
-
-void read_overrides(StrictMap m, ScenarioOverrides* o) {
-  auto opt_int = [&m](const char* key, std::optional<int32_t>* out, int64_t lo) {
-    if (!m.has(key)) return;
-    int32_t v = 0;
-    m.get(key, &v, lo, int64_t{1} << 30);
-    *out = v;
-  };
-  auto opt_int64 = [&m](const char* key, std::optional<int64_t>* out) {
-    if (!m.has(key)) return;
-    int64_t v = 0;
-    m.get(key, &v, 0, int64_t{1} << 40);
-    *out = v;
-  };
-  auto opt_real = [&m](const char* key, std::optional<double>* out, double lo, double hi, Unit unit) {
-    if (!m.has(key)) return;
-    double v = 0;
-    m.get(key, &v, lo, hi, unit);
-    *out = v;
-  };
-  opt_int("device_buffer_size", &o->device_buffer_size, 1);
-  opt_int("host_to_device_ratio", &o->host_to_device_ratio, 1);
-  opt_int("top_k", &o->top_k, 1);
-  opt_int("max_running_requests", &o->max_running_requests, 0);
-  opt_real("mem_fraction_static", &o->mem_fraction_static, 1e-6, 1, Unit::kNone);
-  opt_int("page_size", &o->page_size, 1);
-  if (m.has("kv_dtype")) {
-    std::string v;
-    m.get_choice("kv_dtype", &v, {"bf16", "fp8"});
-    o->kv_dtype = v;
-  }
-  opt_real("tpot_slo_ms", &o->tpot_slo_ms, 1e-6, 1e6, Unit::kNone);
-  constexpr double kPB = 1e18;
-  opt_real("host_dram_bytes", &o->host_dram_bytes, 0, kPB, Unit::kBytes);
-  opt_real("host_reserve_bytes", &o->host_reserve_bytes, 0, kPB, Unit::kBytes);
-  opt_real("hbm_bytes", &o->hbm_bytes, 0, kPB, Unit::kBytes);
-  opt_real("weight_bytes", &o->weight_bytes, 0, kPB, Unit::kBytes);
-  opt_real("weights_per_gpu_bytes", &o->weights_per_gpu_bytes, 0, kPB, Unit::kBytes);
-  opt_real("activation_reserve_bytes", &o->activation_reserve_bytes, 0, kPB, Unit::kBytes);
-  opt_real("kv_budget_bytes", &o->kv_budget_bytes, 0, kPB, Unit::kBytes);
-  opt_int64("full_pool_tokens", &o->full_pool_tokens);
-  opt_int64("device_pool_tokens", &o->device_pool_tokens);
-  opt_int64("host_pool_tokens", &o->host_pool_tokens);
-  m.finish();
 }
 
 FieldPoint read_point(const YAML::Node& node, const std::string& file, size_t index, const FieldRun& run) {
@@ -176,7 +140,22 @@ FieldRun load_field_run(const std::string& path) {
   // A path is read beside the field file; a bare name is a shipped deployment (scenarios/deployments).
   if (r.deployment.find('/') != std::string::npos || fs::path(r.deployment).extension() == ".yaml")
     r.deployment = (fs::path(path).parent_path() / r.deployment).lexically_normal().string();
-  if (m.has("overrides")) read_overrides(m.child("overrides"), &r.overrides);
+  if (m.has("overrides")) {
+    // Only the names are checked here (the values where they become a ScenarioOverrides, field_set.h).
+    const YAML::Node o = doc["overrides"];
+    m.child("overrides");  // a mapping without a key twice; marks the key read
+    for (const auto& kv : o) {
+      const std::string key = kv.first.Scalar();
+      const auto& known = field_override_keys();
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        throw_error("{}: unknown key 'overrides.{}' (line {}); expected one of: {}", path, key,
+                    kv.first.Mark().line + 1, list);
+      }
+    }
+    r.overrides = o;
+  }
   {
     StrictMap w = m.child("workload");
     for (const char* key : {"input_tokens", "output_tokens"}) w.require(key);

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/api/scenario_overrides.h"
+#include <yaml-cpp/yaml.h>
+
 #include "sim/cost/kv_mode.h"
 
 namespace hisparse::sim {
@@ -40,12 +41,18 @@ struct FieldRun {
   std::string file;                       // the YAML it was read from
   FieldSource source;
   std::string deployment;                 // a deployment name, or a path (resolved against the file's folder)
-  ScenarioOverrides overrides;
+  /// The `overrides:` mapping as written (null when absent): its keys are checked here against
+  /// field_override_keys(); its values are typed and range-checked where they become a ScenarioOverrides
+  /// (sim/api/fidelity_request.cpp, which owns that type), with the same file/key/line errors.
+  YAML::Node overrides;
   int32_t input_tokens = 0, output_tokens = 0;
   bool closed_loop = false;
   std::vector<std::string> assumed;
   std::vector<FieldPoint> points;
 };
+
+/// The keys `overrides:` may hold: the ScenarioOverrides fields (sim/api/scenario_overrides.h).
+const std::vector<std::string>& field_override_keys();
 
 /// Reads one field file (throws hisparse::Error naming file, key and line).
 FieldRun load_field_run(const std::string& path);

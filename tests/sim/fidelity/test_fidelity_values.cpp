@@ -4,8 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/io/read_file.h"
 #include "sim/api/fidelity_request.h"
 #include "sim/api/plan_request.h"
 #include "sim/api/scenario_setup.h"
@@ -26,10 +32,12 @@ const PointResult& point(const RunResult& r, const std::string& id) {
   return r.points.front();
 }
 
+/// The fixtures' one override (the GLM run's kv_dtype fp8), as plan's --kv-dtype would give it.
 ScenarioChoice choice_of(const FieldRun& run) {
   ScenarioChoice c;
   c.scenario = run.deployment;
-  c.overrides = run.overrides;
+  if (run.overrides && run.overrides["kv_dtype"]) c.overrides.kv_dtype = run.overrides["kv_dtype"].Scalar();
+  REQUIRE((!run.overrides || run.overrides.size() <= 1));
   return c;
 }
 
@@ -122,4 +130,18 @@ TEST_CASE("a closed-loop run's simulate value is `simulate --concurrency` with f
   CHECK(progress_lines == 3);
   // The capacity point has no simulate value: simulate answers step metrics only.
   CHECK_FALSE(point(r, "cap_full").simulate.has_value());
+}
+
+TEST_CASE("an override value out of range is an error naming the field file, the key and its line") {
+  const auto dir = std::filesystem::temp_directory_path() / ("hisparse_fid_ovr_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "fixture-glm51-closed-loop.yaml").string();
+  std::string text = read_file(kData + "/fixture-glm51-closed-loop.yaml");
+  text.replace(text.find("kv_dtype: fp8"), 13, "kv_dtype: fp4");
+  std::ofstream(path) << text;
+  FidelityRequest req;
+  req.field = {path};
+  req.simulate = false;
+  CHECK_THROWS_WITH_AS(run_fidelity(req), doctest::Contains("overrides.kv_dtype (line 11): got 'fp4'"), Error);
+  std::filesystem::remove_all(dir);
 }

@@ -60,7 +60,7 @@ TEST_CASE("the fixtures load as written, with the default context input + output
   CHECK(runs[0].name == "fixture-dsv32-capacity");
   const FieldRun& glm = runs[1];
   CHECK(glm.closed_loop);
-  CHECK(glm.overrides.kv_dtype == std::optional<std::string>("fp8"));
+  CHECK(glm.overrides["kv_dtype"].Scalar() == "fp8");
   REQUIRE(glm.points.size() == 4);
   CHECK(glm.points[0].metric == FieldMetric::kTpotMs);
   CHECK(glm.points[0].context == 8192 + 1024 / 2);
@@ -117,4 +117,14 @@ TEST_CASE("values are range-checked and the schema's cross-field rules hold") {
   std::string renamed = std::string(kHead) + base + "    concurrency: 1\n";
   renamed.replace(renamed.find("name: t"), 7, "name: other");
   CHECK(load_error(renamed).find("expected the file's stem 't'") != std::string::npos);
+}
+
+TEST_CASE("an override the deployment has no field for is an error naming it and its line") {
+  std::string body = std::string(kHead) + "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n    concurrency: 1\n"
+                     "    published: 10\n    tolerance_pct: 15\n";
+  body.replace(body.find("workload:"), 9, "overrides:\n  kv_dtype: fp8\n  buffer_size: 4096\nworkload:");
+  const std::string e = load_error(body);
+  // Expect the misspelt key on line 11, with the ScenarioOverrides fields it may be.
+  CHECK(e.find("unknown key 'overrides.buffer_size' (line 11)") != std::string::npos);
+  CHECK(e.find("device_buffer_size") != std::string::npos);
 }
