@@ -146,7 +146,7 @@ class RunRoutes {
     c.concurrency = clients * instances;
     c.requests = int64_t{kFidelityWaves} * c.concurrency;
     const auto t0 = std::chrono::steady_clock::now();
-    const ServingResult result = simulate(*sim_, mode, sim_->cost.overlap, c, /*record_steps=*/true);
+    const ServingResult result = simulate(*sim_, mode, sim_->cost.overlap, c, /*record_steps=*/false);
     slot = std::make_unique<ServingSummary>(summarize(result, sim_->scenario));
     if (progress_)
       progress_(fmt::format("fidelity: simulate {} {} at concurrency {} ({} requests): TPOT p50 {:.2f} ms, {:.0f} "

@@ -16,7 +16,11 @@ int64_t busiest_rank_batch(int32_t concurrency, int ranks) {
 }
 
 double model_tpot_ms(const StepTimeModel& model, int32_t concurrency, int64_t context) {
-  const StepEstimate e = model.step(busiest_rank_batch(concurrency, model.layout().ranks), context);
+  // The instance holds `concurrency` requests (its MoE phase carries that many tokens), the busiest rank ⌈c / ranks⌉:
+  // below one request per rank the others idle, as in the serving engine; at a multiple of the ranks this is plan's
+  // own step of ⌈c / ranks⌉ per rank.
+  const StepEstimate e =
+      model.step(busiest_rank_batch(concurrency, model.layout().ranks), ContextMix::single(context), concurrency);
   return static_cast<double>(e.step_ns) * 1e-6;
 }
 

@@ -19,7 +19,8 @@ namespace hisparse::sim {
 
 /// Requests the busiest rank holds when `concurrency` requests share an instance of `ranks` dp ranks.
 int64_t busiest_rank_batch(int32_t concurrency, int ranks);
-/// TPOT (ms) of the step where the busiest rank holds busiest_rank_batch(concurrency) requests of `context` tokens.
+/// TPOT (ms) of the step where the instance holds `concurrency` requests of `context` tokens, the busiest rank
+/// busiest_rank_batch(concurrency) of them.
 double model_tpot_ms(const StepTimeModel& model, int32_t concurrency, int64_t context);
 /// Decode tokens/s of the instance at that step: every one of the `concurrency` requests makes one token per step.
 double model_tokens_per_s(const StepTimeModel& model, int32_t concurrency, int64_t context);

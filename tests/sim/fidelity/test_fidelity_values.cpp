@@ -69,9 +69,11 @@ TEST_CASE("fidelity's plan values are StepTimeModel's and the capacity plan's on
     const StepTimeModel full(s, setup.cost, false, nullptr);
     const StepTimeModel hs(s, setup.cost, true, [&misses, H](int64_t n) { return misses.curves->fraction(H, n); });
     const int ranks = rank_layout(s).ranks;
+    // The busiest rank holds ceil(c / ranks), the instance c in all (its MoE phase carries c tokens).
     auto step_ms = [&](KvMode m, int64_t c, int64_t n) {
       const int64_t per_rank = (c + ranks - 1) / ranks;
-      return static_cast<double>((m == KvMode::kFull ? full : hs).step(per_rank, n).step_ns) * 1e-6;
+      return static_cast<double>(
+                 (m == KvMode::kFull ? full : hs).step(per_rank, ContextMix::single(n), c).step_ns) * 1e-6;
     };
     for (const PointResult& p : r.points) {
       const FieldPoint& f = p.point;
@@ -104,6 +106,22 @@ TEST_CASE("fidelity's plan values are StepTimeModel's and the capacity plan's on
   }
   // The shipped deployment's 128K HiSparse capacity is the plan's (72: CTest plan_dsv32-8xh200-1tb).
   CHECK(point(rep.runs[0], "cap_hs_128k").plan == 72);
+}
+
+TEST_CASE("at a multiple of the ranks the step is plan's own; below, the idle ranks add no MoE tokens") {
+  ScenarioChoice c;
+  c.scenario = "dsv32-8xh200-1tb";
+  const ScenarioSetup setup = load_scenario_setup(c, "test");
+  const StepTimeModel full(setup.scenario, setup.cost, false, nullptr);
+  REQUIRE(full.layout().ranks == 8);
+  // 16 requests on 8 ranks: exactly plan's step of 2 per rank (the number its curves print).
+  CHECK(model_tpot_ms(full, 16, 33792) == static_cast<double>(full.step(2, 33792).step_ns) * 1e-6);
+  CHECK(model_tokens_per_s(full, 16, 33792) == doctest::Approx(full.step(2, 33792).tokens_per_s).epsilon(1e-12));
+  // One request: one rank busy, the MoE phase carries one token instead of eight, so the step is shorter.
+  CHECK(model_tpot_ms(full, 1, 33792) < static_cast<double>(full.step(1, 33792).step_ns) * 1e-6);
+  // 9 requests: the busiest rank holds 2, the instance 9 (between 8 × 1 and 8 × 2 tokens).
+  CHECK(model_tpot_ms(full, 9, 33792) <= model_tpot_ms(full, 16, 33792));
+  CHECK(model_tpot_ms(full, 9, 33792) > model_tpot_ms(full, 8, 33792));
 }
 
 TEST_CASE("a closed-loop run's simulate value is `simulate --concurrency` with fixed-length requests") {
