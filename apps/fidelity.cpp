@@ -20,14 +20,15 @@ namespace hisparse::apps {
 namespace po = boost::program_options;
 
 int run_fidelity(int argc, char** argv) {
-  std::string field = "scenarios/field", out_dir = "fidelity_out";
+  std::string field, out_dir = "fidelity_out";
   po::options_description desc(
       "hisparse fidelity [--field DIR|FILE,...] [--out DIR] [--no-simulate] [--check] [--record] [--no-plots]\n\n"
       "Runs every published field measurement (one YAML per publication, docs/fidelity.md) through the plan's step\n"
       "model and capacity plan and, for closed-loop runs, `simulate --concurrency` with fixed-length requests; prints\n"
       "published vs tool vs error per point. Writes DIR/fidelity.json, .csv, .md, .html and fidelity.png.\n\noptions");
   desc.add_options()("help,h", "this help")(
-      "field", po::value(&field)->default_value(field), "field files or folders of them, comma-separated")(
+      "field", po::value(&field), "field files or folders of them, comma-separated (default: scenarios/field, found "
+      "as scenarios are: $HISPARSE_SCENARIO_DIR, ./scenarios, the source tree's)")(
       "out,o", po::value(&out_dir)->default_value(out_dir), "output directory")(
       "no-simulate", "skip the serving simulation (plan values only)")(
       "check", "exit 1 when a point's |error| exceeds |recorded_error_pct| + 0.5 or it has no recorded error")(
@@ -57,8 +58,10 @@ int run_fidelity(int argc, char** argv) {
   req.overlap = c.overlap;
   req.misses = miss_choice(vm, /*with_trace=*/false);
   req.simulate = !vm.count("no-simulate");
-  req.field = split_list(field);
-  if (req.field.empty()) throw_error("fidelity: --field is empty (expected a folder or field files)");
+  if (vm.count("field")) {
+    req.field = split_list(field);
+    if (req.field.empty()) throw_error("fidelity: --field is empty (expected a folder or field files)");
+  }
 
   const sim::FidelityReport report =
       sim::run_fidelity(req, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });

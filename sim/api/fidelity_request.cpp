@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
 #include "sim/api/plan_request.h"
 #include "sim/api/scenario_setup.h"
@@ -225,13 +227,24 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
   return res;
 }
 
+std::vector<std::string> default_field_dirs() {
+  std::string searched;
+  for (const std::string& d : scenario_dirs()) {
+    const std::string f = (std::filesystem::path(d) / "field").string();
+    if (std::filesystem::is_directory(f)) return {f};
+    searched += (searched.empty() ? "" : ", ") + f;
+  }
+  throw_error("fidelity: no field folder in the scenario directories (looked for {}); give --field",
+              searched.empty() ? std::string("none found") : searched);
+}
+
 }  // namespace
 
 FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(const std::string&)>& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   FidelityReport report;
   report.command_line = r.command_line;
-  const std::vector<FieldRun> runs = load_field_set(r.field);
+  const std::vector<FieldRun> runs = load_field_set(r.field.empty() ? default_field_dirs() : r.field);
   for (const FieldRun& run : runs) overrides_of(run);  // every file's values checked before any run is evaluated
   for (const FieldRun& run : runs) {
     RunResult out;

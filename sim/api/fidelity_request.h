@@ -14,7 +14,9 @@
 namespace hisparse::sim {
 
 struct FidelityRequest {
-  std::vector<std::string> field = {"scenarios/field"};  // field files or folders of them
+  /// Field files or folders of them; empty: the field/ folder of the first scenario directory holding one
+  /// ($HISPARSE_SCENARIO_DIR, ./scenarios, the source tree's scenarios/; core/scenario_loader.h).
+  std::vector<std::string> field;
   std::string cost_params = "auto";       // as ScenarioChoice: auto (the hardware file's cost_model) or a YAML
   std::string calibration = "auto";       // auto | none | a YAML of `hisparse bench --calibrate`
   std::string step_calibration = "auto";  // auto | none | a YAML of `hisparse bench step --fit`
