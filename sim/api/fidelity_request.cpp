@@ -4,10 +4,13 @@
 #include "sim/api/fidelity_request.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -131,10 +134,15 @@ class RunRoutes {
     return slot->plan;
   }
 
-  /// The serving run with `clients` closed-loop clients per decode instance in `mode` (memoised).
-  const ServingSummary& simulate_at(KvMode mode, int32_t clients) {
-    auto& slot = served_[{mode == KvMode::kHiSparse, clients}];
-    if (slot) return *slot;
+  /// Runs the serving simulations `keys` (mode, clients per decode instance) not run yet, side by side on the
+  /// machine's cores: each is its own engine over the read-only set-up, so the results do not depend on the order.
+  void run_serving(std::vector<std::pair<KvMode, int32_t>> keys) {
+    keys.erase(std::remove_if(keys.begin(), keys.end(),
+                              [this](const auto& k) { return served_.count({k.first == KvMode::kHiSparse, k.second}); }),
+               keys.end());
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    if (keys.empty()) return;
     if (!sim_) {
       SimulateRequest q;
       q.setup = choice_of(request_, run_);
@@ -143,23 +151,56 @@ class RunRoutes {
       q.fixed_output_tokens = run_.output_tokens;
       sim_ = std::make_unique<SimulationSetup>(load_simulation(q, where()));
     }
+    std::vector<std::unique_ptr<ServingSummary>> out(keys.size());
+    std::vector<std::string> errors(keys.size());
+    std::atomic<size_t> next{0};
+    std::mutex print;
+    auto work = [&] {
+      for (size_t i; (i = next++) < keys.size();) {
+        try {
+          out[i] = serve(keys[i].first, keys[i].second, print);
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      }
+    };
+    const size_t n = std::min<size_t>(keys.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!errors[i].empty()) throw_error("{}", errors[i]);
+      served_[{keys[i].first == KvMode::kHiSparse, keys[i].second}] = std::move(out[i]);
+    }
+  }
+
+  /// The serving run with `clients` closed-loop clients per decode instance in `mode` (run_serving first).
+  const ServingSummary& simulate_at(KvMode mode, int32_t clients) {
+    run_serving({{mode, clients}});
+    return *served_.at({mode == KvMode::kHiSparse, clients});
+  }
+
+ private:
+  std::unique_ptr<ServingSummary> serve(KvMode mode, int32_t clients, std::mutex& print) const {
     const int32_t instances = std::max(1, sim_->scenario.deployment.decode.count);
     ClientSpec c;
     c.concurrency = clients * instances;
     c.requests = int64_t{kFidelityWaves} * c.concurrency;
     const auto t0 = std::chrono::steady_clock::now();
     const ServingResult result = simulate(*sim_, mode, sim_->cost.overlap, c, /*record_steps=*/false);
-    slot = std::make_unique<ServingSummary>(summarize(result, sim_->scenario));
-    if (progress_)
+    auto summary = std::make_unique<ServingSummary>(summarize(result, sim_->scenario));
+    if (progress_) {
+      const std::lock_guard<std::mutex> lock(print);
       progress_(fmt::format("fidelity: simulate {} {} at concurrency {} ({} requests): TPOT p50 {:.2f} ms, {:.0f} "
                             "tok/s per instance ({:.1f} s)",
-                            run_.name, to_string(mode), clients, c.requests, slot->tpot_ms.p50,
-                            slot->tokens_per_s_per_instance,
+                            run_.name, to_string(mode), clients, c.requests, summary->tpot_ms.p50,
+                            summary->tokens_per_s_per_instance,
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
-    return *slot;
+    }
+    return summary;
   }
 
- private:
   std::string where() const { return fmt::format("{} {}", kCommand, run_.file); }
 
   const FidelityRequest& request_;
@@ -264,6 +305,20 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
           "serving simulation: closed-loop clients, every request {} in / {} out, {} requests per client (the first "
           "wave starts cold; the median TPOT and the tokens/s over the makespan are those of the steady waves)",
           run.input_tokens, run.output_tokens, kFidelityWaves);
+    if (simulate_runs) {
+      std::vector<std::pair<KvMode, int32_t>> keys;
+      for (const FieldPoint& p : run.points) {
+        if (p.metric == FieldMetric::kMaxConcurrency) continue;
+        routes.model(p.metric == FieldMetric::kGain ? KvMode::kHiSparse : p.mode, p);  // HiSparse applies (or throws)
+        if (p.metric == FieldMetric::kGain) {
+          keys.emplace_back(KvMode::kFull, p.concurrency);
+          keys.emplace_back(KvMode::kHiSparse, p.concurrency);
+        } else {
+          keys.emplace_back(p.mode, p.concurrency);
+        }
+      }
+      routes.run_serving(keys);
+    }
     for (const FieldPoint& p : run.points) out.points.push_back(evaluate_point(routes, out, p, simulate_runs));
     report.runs.push_back(std::move(out));
   }

@@ -1,6 +1,7 @@
 // @brief The printed table, JSON, CSV, Markdown and HTML of a fidelity run (see fidelity_report.h).
 #include "sim/fidelity/fidelity_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -51,16 +52,28 @@ std::string json_opt(const std::optional<double>& v) { return v ? fmt::format("{
 }  // namespace
 
 std::string fidelity_console_text(const FidelityReport& r) {
-  std::string o = fmt::format("{:<32} {:<14} {:<15} {:<22} {:>11} {:>10} {:>10} {:>8} {:>8} {:>9}  {}\n", "run", "point",
-                              "metric", "at", "published", "plan", "simulate", "error %", "plan-sim", "recorded",
-                              "status");
+  // Columns as wide as the longest run name, point id and "at" text, so long names keep the table aligned.
+  size_t wr = 3, wp = 5, wa = 2;
+  for (const RunResult& run : r.runs)
+    for (const PointResult& p : run.points) {
+      wr = std::max(wr, run.run.name.size());
+      wp = std::max(wp, p.point.id.size());
+      wa = std::max(wa, point_where(p).size());
+    }
+  auto row = [&](const std::string& run, const std::string& point, const std::string& metric, const std::string& at,
+                 const std::string& pub, const std::string& plan, const std::string& sim, const std::string& err,
+                 const std::string& pvs, const std::string& rec, const std::string& status) {
+    return fmt::format("{:<{}}  {:<{}}  {:<15} {:<{}}  {:>11} {:>10} {:>10} {:>8} {:>8} {:>9}  {}\n", run, wr, point, wp,
+                       metric, at, wa, pub, plan, sim, err, pvs, rec, status);
+  };
+  std::string o = row("run", "point", "metric", "at", "published", "plan", "simulate", "error %", "plan-sim",
+                      "recorded", "status");
   for (const RunResult& run : r.runs)
     for (const PointResult& p : run.points)
-      o += fmt::format("{:<32} {:<14} {:<15} {:<22} {:>11} {:>10} {:>10} {:>8} {:>8} {:>9}  {}\n", run.run.name,
-                       p.point.id, to_string(p.point.metric), point_where(p), published_text(p.point),
-                       value_text(p.point.metric, p.plan), p.simulate ? value_text(p.point.metric, *p.simulate) : "-",
-                       fmt::format("{:+.1f}", p.error_pct), opt_pct(p.plan_vs_sim_pct), opt_pct(p.point.recorded_error_pct),
-                       to_string(p.status));
+      o += row(run.run.name, p.point.id, to_string(p.point.metric), point_where(p), published_text(p.point),
+               value_text(p.point.metric, p.plan), p.simulate ? value_text(p.point.metric, *p.simulate) : "-",
+               fmt::format("{:+.1f}", p.error_pct), opt_pct(p.plan_vs_sim_pct), opt_pct(p.point.recorded_error_pct),
+               to_string(p.status));
   o += "\n";
   for (const RunResult& run : r.runs) {
     o += fmt::format("{} ({}): {}\n  cost model: {}\n  term kinds: {}\n", run.run.name, run.scenario, run.run.title,
