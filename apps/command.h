@@ -34,5 +34,6 @@ int run_advise(int argc, char** argv);
 int run_select(int argc, char** argv);
 int run_sweep(int argc, char** argv);  // sweep.cpp (+ sweep_mpi.cpp): `sweep GRID.yaml`
 int run_calibrate(int argc, char** argv);  // calibrate.cpp: `calibrate --from-metrics`
+int run_fidelity(int argc, char** argv);   // fidelity.cpp: published field measurements vs the tool
 
 }  // namespace hisparse::apps

@@ -30,6 +30,8 @@ const std::vector<Command>& commands() {
        run_select},
       {"sweep", "run a grid of plan / replay / simulate points on a local process pool or MPI ranks; one table",
        run_sweep},
+      {"fidelity", "published field measurements vs plan and simulate: error per point, --check against the record",
+       run_fidelity},
       {"simulate", "discrete-event serving simulation (full-KV vs HiSparse): TTFT, TPOT, breakdown, timeline", run_simulate},
       {"bench", "GPU kernel benchmarks (swap-in, gather, backup) against bulk-copy ceilings", run_bench},
   };

@@ -72,6 +72,8 @@ struct SimulateRequest {
   std::optional<int32_t> prefill_instances;  // replaces the deployment's prefill instance count (PD only)
   std::string link_model;                    // maxmin | constant ("" = the cost parameters')
   std::string workload;                      // name, YAML or .jsonl/.csv trace
+  /// Both > 0: instead of `workload`, one request of these lengths (closed-loop clients cycle it: `hisparse fidelity`).
+  int32_t fixed_input_tokens = 0, fixed_output_tokens = 0;
   std::optional<double> duration_s;          // keep the arrivals of the first seconds
   /// statistical (the surface at the deployment's H/K, or fitted to misses.trace) | trace (replay misses.trace with
   /// misses.policy) | placeholder (10 % once n > H). misses.fraction replaces the statistical fraction.

@@ -86,7 +86,13 @@ SimulationSetup load_simulation(const SimulateRequest& r, const std::string& com
     make_link_model(r.link_model);  // validates the name
     out.cost.link_model = r.link_model;
   }
-  out.workload = load_workload(r.workload);
+  if (r.fixed_input_tokens > 0 && r.fixed_output_tokens > 0) {
+    out.workload.name = fmt::format("fixed {} in / {} out", r.fixed_input_tokens, r.fixed_output_tokens);
+    out.workload.source = command;
+    out.workload.requests.push_back(RequestSpec{0, 0, r.fixed_input_tokens, r.fixed_output_tokens});
+  } else {
+    out.workload = load_workload(r.workload);
+  }
   if (r.duration_s) {
     const double s = *r.duration_s;
     if (!(s >= 0) || !std::isfinite(s)) throw_error("--duration must be a finite number of seconds >= 0, got {}", s);

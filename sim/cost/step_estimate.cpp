@@ -153,7 +153,7 @@ SimTime StepEstimator::moe_ns(double instance_tokens, double max_gpu_tokens) con
   return 2 * per_batch + params_.step_overhead_ns + std::max<SimTime>(0, 2 * m.all_to_all - per_batch);
 }
 
-StepEstimate StepEstimator::closed_form(const GpuBatch& b, double misses) const {
+StepEstimate StepEstimator::closed_form(const GpuBatch& b, double misses, int64_t instance_requests) const {
   StepEstimate e;
   const int64_t B = b.requests;
   e.batch = B;
@@ -179,7 +179,8 @@ StepEstimate StepEstimator::closed_form(const GpuBatch& b, double misses) const 
   e.cost.attention = rc.phases.attention;
   e.cost.stall = end.stall;
   e.cost.h2d = end.h2d;
-  const double T = static_cast<double>(B) * layout_.ranks;  // tokens of the whole instance in this step
+  // Tokens of the whole instance in this step.
+  const double T = static_cast<double>(instance_requests > 0 ? instance_requests : B * layout_.ranks);
   e.cost.moe = moe_ns(T, max_gpu_tokens(static_cast<double>(B)));
   e.step_ns = end.done + e.cost.moe;
   e.tokens_per_s = e.step_ns > 0 ? T / ns_to_seconds(e.step_ns) : 0;

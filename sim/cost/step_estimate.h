@@ -90,7 +90,9 @@ class StepEstimator {
 
   /// The closed form: every rank of the instance holds `batch` (`requests` of them), loads `misses` rows and backs
   /// up every request's previous token (the steady state); copies move at their rate on an uncontended link.
-  StepEstimate closed_form(const GpuBatch& batch, double misses) const;
+  /// `instance_requests` > 0: the instance holds that many in all (fewer than batch × ranks: the other ranks hold
+  /// less), which sets the MoE phase's tokens and tokens_per_s; the busiest rank, holding `batch`, sets the rest.
+  StepEstimate closed_form(const GpuBatch& batch, double misses, int64_t instance_requests = 0) const;
 
   /// Rate of the miss copy in the closed form: min(the call's cap, PCIe H2D, host DRAM share per GPU).
   double h2d_rate(const CopyCall& call) const { return call.max_rate > 0 ? std::min(call.max_rate, h2d_link_) : h2d_link_; }

@@ -42,12 +42,12 @@ double StepTimeModel::misses_per_request(int64_t n) const {
   return static_cast<double>(std::min<int64_t>(n, est_.top_k()) - 1) * est_.cost().layers() * f;
 }
 
-StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix) const {
+StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix, int64_t instance_requests) const {
   StepEstimate e;
   if (B > 0) {
     const double misses =
         est_.hisparse() ? static_cast<double>(B) * mix.expect([&](int64_t n) { return misses_per_request(n); }) : 0;
-    e = est_.closed_form(est_.batch(B, mix), misses);
+    e = est_.closed_form(est_.batch(B, mix), misses, instance_requests);
   }
   e.batch = B;
   e.seq_len = std::llround(mix.mean_seq_len());

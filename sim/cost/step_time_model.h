@@ -54,7 +54,10 @@ class StepTimeModel {
 
   StepEstimate step(int64_t batch, int64_t seq_len) const { return step(batch, ContextMix::single(seq_len)); }
   /// A batch whose requests follow `mix` (class shares of the batch; sums over the batch are expectations).
-  StepEstimate step(int64_t batch, const ContextMix& mix) const;
+  StepEstimate step(int64_t batch, const ContextMix& mix) const { return step(batch, mix, 0); }
+  /// The instance holds `instance_requests` in all, the busiest rank `batch` (StepEstimator::closed_form; 0 = every
+  /// rank holds `batch`): a load that does not fill every rank, as `hisparse fidelity` prices a concurrency.
+  StepEstimate step(int64_t batch, const ContextMix& mix, int64_t instance_requests) const;
 
   /// Rows one request loads per step: 0 on the fast path (n ≤ H), else (min(n, K) − 1) × layers × fraction(n).
   double misses_per_request(int64_t seq_len) const;

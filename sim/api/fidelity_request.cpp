@@ -1,0 +1,329 @@
+// @brief run_fidelity (see fidelity_request.h): each field run is loaded as `plan` and `simulate` load a scenario
+// (load_scenario_setup with the run's overrides, the plan's miss curves, run_plan for capacity, load_simulation with
+// fixed-length requests), and each point's metric is read off the same objects those commands print from.
+#include "sim/api/fidelity_request.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/scenario_loader.h"
+#include "core/yaml_reader.h"
+#include "sim/api/plan_request.h"
+#include "sim/api/scenario_setup.h"
+#include "sim/api/simulate_request.h"
+#include "sim/serving/serving_report.h"
+
+namespace hisparse::sim {
+
+namespace {
+
+constexpr const char* kCommand = "fidelity";
+
+/// The run's `overrides:` typed and range-checked (errors name the file, overrides.<key> and its line).
+ScenarioOverrides overrides_of(const FieldRun& run) {
+  ScenarioOverrides result;
+  ScenarioOverrides* o = &result;
+  StrictMap m(run.overrides, run.file, "overrides");
+  auto opt_int = [&m](const char* key, std::optional<int32_t>* out, int64_t lo) {
+    if (!m.has(key)) return;
+    int32_t v = 0;
+    m.get(key, &v, lo, int64_t{1} << 30);
+    *out = v;
+  };
+  auto opt_int64 = [&m](const char* key, std::optional<int64_t>* out) {
+    if (!m.has(key)) return;
+    int64_t v = 0;
+    m.get(key, &v, 0, int64_t{1} << 40);
+    *out = v;
+  };
+  auto opt_real = [&m](const char* key, std::optional<double>* out, double lo, double hi, Unit unit) {
+    if (!m.has(key)) return;
+    double v = 0;
+    m.get(key, &v, lo, hi, unit);
+    *out = v;
+  };
+  opt_int("device_buffer_size", &o->device_buffer_size, 1);
+  opt_int("host_to_device_ratio", &o->host_to_device_ratio, 1);
+  opt_int("top_k", &o->top_k, 1);
+  opt_int("max_running_requests", &o->max_running_requests, 0);
+  opt_real("mem_fraction_static", &o->mem_fraction_static, 1e-6, 1, Unit::kNone);
+  opt_int("page_size", &o->page_size, 1);
+  if (m.has("kv_dtype")) {
+    std::string v;
+    m.get_choice("kv_dtype", &v, {"bf16", "fp8"});
+    o->kv_dtype = v;
+  }
+  opt_real("tpot_slo_ms", &o->tpot_slo_ms, 1e-6, 1e6, Unit::kNone);
+  constexpr double kPB = 1e18;
+  opt_real("host_dram_bytes", &o->host_dram_bytes, 0, kPB, Unit::kBytes);
+  opt_real("host_reserve_bytes", &o->host_reserve_bytes, 0, kPB, Unit::kBytes);
+  opt_real("hbm_bytes", &o->hbm_bytes, 0, kPB, Unit::kBytes);
+  opt_real("weight_bytes", &o->weight_bytes, 0, kPB, Unit::kBytes);
+  opt_real("weights_per_gpu_bytes", &o->weights_per_gpu_bytes, 0, kPB, Unit::kBytes);
+  opt_real("activation_reserve_bytes", &o->activation_reserve_bytes, 0, kPB, Unit::kBytes);
+  opt_real("kv_budget_bytes", &o->kv_budget_bytes, 0, kPB, Unit::kBytes);
+  opt_int64("full_pool_tokens", &o->full_pool_tokens);
+  opt_int64("device_pool_tokens", &o->device_pool_tokens);
+  opt_int64("host_pool_tokens", &o->host_pool_tokens);
+  m.finish();
+  return result;
+}
+
+
+ScenarioChoice choice_of(const FidelityRequest& r, const FieldRun& run) {
+  ScenarioChoice c;
+  c.scenario = run.deployment;
+  c.overrides = overrides_of(run);
+  c.cost_params = r.cost_params;
+  c.calibration = r.calibration;
+  c.step_calibration = r.step_calibration;
+  c.overlap = r.overlap;
+  return c;
+}
+
+/// Everything one run's points read from, loaded once.
+class RunRoutes {
+ public:
+  RunRoutes(const FidelityRequest& r, const FieldRun& run, const std::function<void(const std::string&)>& progress)
+      : request_(r), run_(run), progress_(progress), setup_(load_scenario_setup(choice_of(r, run), where())) {
+    const Scenario& s = setup_.scenario;
+    full_ = std::make_unique<StepTimeModel>(s, setup_.cost, false, nullptr);
+    if (s.model.has_sparse_indexer()) {
+      // The plan's miss curves at the deployment's H (what run_plan loads for the same choice).
+      const int32_t H = s.deployment.hisparse.device_buffer_size;
+      misses_ = load_miss_curves(r.misses, s, {H}, where());
+      const MissCurves* curves = misses_.curves.get();
+      hisparse_ = std::make_unique<StepTimeModel>(s, setup_.cost, true,
+                                                  [curves, H](int64_t n) { return curves->fraction(H, n); });
+    }
+  }
+
+  const ScenarioSetup& setup() const { return setup_; }
+  const std::string& miss_label() const { return misses_.label; }
+
+  const StepTimeModel& model(KvMode mode, const FieldPoint& p) const {
+    if (mode == KvMode::kFull) return *full_;
+    if (!hisparse_)
+      throw_error("{}: point '{}' (line {}): model {} has no sparse indexer, so HiSparse does not apply", run_.file,
+                  p.id, p.line, setup_.scenario.model.name);
+    return *hisparse_;
+  }
+
+  /// The capacity plan at one context (`plan --seq-lens context`, the deployment's own H and ratio).
+  const CapacityPlan& plan(int64_t context, bool memory_only) {
+    auto& slot = plans_[{context, memory_only}];
+    if (!slot) {
+      PlanRequest q;
+      q.setup = choice_of(request_, run_);
+      q.misses = request_.misses;
+      q.seq_lens = {context};
+      q.single_setting = true;
+      q.memory_only = memory_only;
+      q.command = where();
+      slot = std::make_unique<PlanOutcome>(run_plan(q));
+    }
+    return slot->plan;
+  }
+
+  /// Runs the serving simulations `keys` (mode, clients per decode instance) not run yet, side by side on the
+  /// machine's cores: each is its own engine over the read-only set-up, so the results do not depend on the order.
+  void run_serving(std::vector<std::pair<KvMode, int32_t>> keys) {
+    keys.erase(std::remove_if(keys.begin(), keys.end(),
+                              [this](const auto& k) { return served_.count({k.first == KvMode::kHiSparse, k.second}); }),
+               keys.end());
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    if (keys.empty()) return;
+    if (!sim_) {
+      SimulateRequest q;
+      q.setup = choice_of(request_, run_);
+      q.misses = request_.misses;
+      q.fixed_input_tokens = run_.input_tokens;
+      q.fixed_output_tokens = run_.output_tokens;
+      sim_ = std::make_unique<SimulationSetup>(load_simulation(q, where()));
+    }
+    std::vector<std::unique_ptr<ServingSummary>> out(keys.size());
+    std::vector<std::string> errors(keys.size());
+    std::atomic<size_t> next{0};
+    std::mutex print;
+    auto work = [&] {
+      for (size_t i; (i = next++) < keys.size();) {
+        try {
+          out[i] = serve(keys[i].first, keys[i].second, print);
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      }
+    };
+    const size_t n = std::min<size_t>(keys.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!errors[i].empty()) throw_error("{}", errors[i]);
+      served_[{keys[i].first == KvMode::kHiSparse, keys[i].second}] = std::move(out[i]);
+    }
+  }
+
+  /// The serving run with `clients` closed-loop clients per decode instance in `mode` (run_serving first).
+  const ServingSummary& simulate_at(KvMode mode, int32_t clients) {
+    run_serving({{mode, clients}});
+    return *served_.at({mode == KvMode::kHiSparse, clients});
+  }
+
+ private:
+  std::unique_ptr<ServingSummary> serve(KvMode mode, int32_t clients, std::mutex& print) const {
+    const int32_t instances = std::max(1, sim_->scenario.deployment.decode.count);
+    ClientSpec c;
+    c.concurrency = clients * instances;
+    c.requests = int64_t{kFidelityWaves} * c.concurrency;
+    const auto t0 = std::chrono::steady_clock::now();
+    const ServingResult result = simulate(*sim_, mode, sim_->cost.overlap, c, /*record_steps=*/false);
+    auto summary = std::make_unique<ServingSummary>(summarize(result, sim_->scenario));
+    if (progress_) {
+      const std::lock_guard<std::mutex> lock(print);
+      progress_(fmt::format("fidelity: simulate {} {} at concurrency {} ({} requests): TPOT p50 {:.2f} ms, {:.0f} "
+                            "tok/s per instance ({:.1f} s)",
+                            run_.name, to_string(mode), clients, c.requests, summary->tpot_ms.p50,
+                            summary->tokens_per_s_per_instance,
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+    }
+    return summary;
+  }
+
+  std::string where() const { return fmt::format("{} {}", kCommand, run_.file); }
+
+  const FidelityRequest& request_;
+  const FieldRun& run_;
+  const std::function<void(const std::string&)>& progress_;
+  ScenarioSetup setup_;
+  LoadedMisses misses_;
+  std::unique_ptr<StepTimeModel> full_, hisparse_;
+  std::map<std::pair<int64_t, bool>, std::unique_ptr<PlanOutcome>> plans_;
+  std::unique_ptr<SimulationSetup> sim_;
+  std::map<std::pair<bool, int32_t>, std::unique_ptr<ServingSummary>> served_;
+};
+
+/// Full KV's concurrency when `clients` are offered: the rest queue, as a server admits what its pools hold.
+int32_t full_kv_concurrency(RunRoutes& routes, const RunResult& out, const FieldPoint& p) {
+  const int64_t fit = plan_max_concurrency(routes.plan(p.context, /*memory_only=*/true), KvMode::kFull);
+  if (fit < 1)
+    throw_error("{}: point '{}' (line {}): full KV fits no request of {} tokens on {}, so the gain is undefined",
+                out.run.file, p.id, p.line, p.context, out.scenario);
+  return static_cast<int32_t>(std::min<int64_t>(p.concurrency, fit));
+}
+
+PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldPoint& p, bool simulate_runs) {
+  PointResult res;
+  res.point = p;
+  const std::string step_label = fmt::format("modelled (closed-form step, cost terms {}; miss fraction {})",
+                                             out.cost_terms_file.empty() ? "built-in" : out.cost_terms_file,
+                                             out.miss_label.empty() ? "none (full KV)" : out.miss_label);
+  switch (p.metric) {
+    case FieldMetric::kTpotMs:
+      res.plan = model_tpot_ms(routes.model(p.mode, p), p.concurrency, p.context);
+      if (simulate_runs) res.simulate = routes.simulate_at(p.mode, p.concurrency).tpot_ms.p50;
+      res.label = step_label;
+      break;
+    case FieldMetric::kTokensPerS:
+      res.plan = model_tokens_per_s(routes.model(p.mode, p), p.concurrency, p.context);
+      if (simulate_runs) res.simulate = routes.simulate_at(p.mode, p.concurrency).tokens_per_s_per_instance;
+      res.label = step_label;
+      break;
+    case FieldMetric::kGain: {
+      const int32_t full_c = full_kv_concurrency(routes, out, p);
+      res.plan = model_tokens_per_s(routes.model(KvMode::kHiSparse, p), p.concurrency, p.context) /
+                 model_tokens_per_s(routes.model(KvMode::kFull, p), full_c, p.context);
+      if (full_c < p.concurrency)
+        res.note = fmt::format("full KV runs {} of the {} (its largest fitting concurrency; the rest queue)", full_c,
+                               p.concurrency);
+      if (simulate_runs) {
+        const double full_tps = routes.simulate_at(KvMode::kFull, p.concurrency).tokens_per_s_per_instance;
+        if (full_tps > 0)
+          res.simulate = routes.simulate_at(KvMode::kHiSparse, p.concurrency).tokens_per_s_per_instance / full_tps;
+      }
+      res.label = step_label;
+      break;
+    }
+    case FieldMetric::kMaxConcurrency: {
+      const CapacityPlan& plan = routes.plan(p.context, /*memory_only=*/false);
+      res.plan = static_cast<double>(plan_max_concurrency(plan, p.mode));
+      res.label = fmt::format("modelled (capacity plan, binding limit {})", plan_binding_limit(plan, p.mode));
+      break;
+    }
+  }
+  res.error_pct = field_error_pct(p, res.plan);
+  if (res.simulate && *res.simulate > 0) res.plan_vs_sim_pct = (res.plan - *res.simulate) / *res.simulate * 100;
+  res.status = field_status(p, res.error_pct);
+  return res;
+}
+
+std::vector<std::string> default_field_dirs() {
+  std::string searched;
+  for (const std::string& d : scenario_dirs()) {
+    const std::string f = (std::filesystem::path(d) / "field").string();
+    if (std::filesystem::is_directory(f)) return {f};
+    searched += (searched.empty() ? "" : ", ") + f;
+  }
+  throw_error("fidelity: no field folder in the scenario directories (looked for {}); give --field",
+              searched.empty() ? std::string("none found") : searched);
+}
+
+}  // namespace
+
+FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  FidelityReport report;
+  report.command_line = r.command_line;
+  const std::vector<FieldRun> runs = load_field_set(r.field.empty() ? default_field_dirs() : r.field);
+  for (const FieldRun& run : runs) overrides_of(run);  // every file's values checked before any run is evaluated
+  for (const FieldRun& run : runs) {
+    RunResult out;
+    out.run = run;
+    RunRoutes routes(r, run, progress);
+    const ScenarioSetup& setup = routes.setup();
+    out.scenario = setup.scenario.deployment.name;
+    out.cost_line = setup.cost_line;
+    out.cost_terms_file = setup.cost.terms_file;
+    out.terms = setup.cost.sources;
+    out.miss_label = routes.miss_label();
+    bool steps = false;
+    for (const FieldPoint& p : run.points) steps = steps || p.metric != FieldMetric::kMaxConcurrency;
+    const bool simulate_runs = r.simulate && run.closed_loop && steps;
+    if (simulate_runs)
+      out.simulate_note = fmt::format(
+          "serving simulation: closed-loop clients, every request {} in / {} out, {} requests per client (the first "
+          "wave starts cold; the median TPOT and the tokens/s over the makespan are those of the steady waves)",
+          run.input_tokens, run.output_tokens, kFidelityWaves);
+    if (simulate_runs) {
+      std::vector<std::pair<KvMode, int32_t>> keys;
+      for (const FieldPoint& p : run.points) {
+        if (p.metric == FieldMetric::kMaxConcurrency) continue;
+        routes.model(p.metric == FieldMetric::kGain ? KvMode::kHiSparse : p.mode, p);  // HiSparse applies (or throws)
+        if (p.metric == FieldMetric::kGain) {
+          keys.emplace_back(KvMode::kFull, p.concurrency);
+          keys.emplace_back(KvMode::kHiSparse, p.concurrency);
+        } else {
+          keys.emplace_back(p.mode, p.concurrency);
+        }
+      }
+      routes.run_serving(keys);
+    }
+    for (const FieldPoint& p : run.points) out.points.push_back(evaluate_point(routes, out, p, simulate_runs));
+    report.runs.push_back(std::move(out));
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace hisparse::sim

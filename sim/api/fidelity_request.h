@@ -1,0 +1,36 @@
+// @brief `hisparse fidelity` as a library call: FidelityRequest (the field files, the cost terms and calibrations as
+// plan and simulate take them, whether to run the serving simulation) → FidelityReport (one RunResult per field run,
+// sim/fidelity/fidelity_report.h renders it): each point through what `plan` and `simulate` load and run.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/api/requests.h"
+#include "sim/fidelity/fidelity_report.h"
+
+namespace hisparse::sim {
+
+struct FidelityRequest {
+  /// Field files or folders of them; empty: the field/ folder of the first scenario directory holding one
+  /// ($HISPARSE_SCENARIO_DIR, ./scenarios, the source tree's scenarios/; core/scenario_loader.h).
+  std::vector<std::string> field;
+  std::string cost_params = "auto";       // as ScenarioChoice: auto (the hardware file's cost_model) or a YAML
+  std::string calibration = "auto";       // auto | none | a YAML of `hisparse bench --calibrate`
+  std::string step_calibration = "auto";  // auto | none | a YAML of `hisparse bench step --fit`
+  std::optional<OverlapMode> overlap;     // unset: the cost parameters'
+  MissChoice misses;                      // plan's default: the miss surface kDefaultMissSurface
+  bool simulate = true;                   // closed-loop runs also through the serving simulation
+  std::string command_line;               // for the reports' provenance
+};
+
+/// Closed-loop clients send this many waves of requests (docs/fidelity.md says why four are enough).
+inline constexpr int kFidelityWaves = 3;
+
+/// Loads every field file and evaluates every point. `progress` (may be empty) hears one line per serving run.
+FidelityReport run_fidelity(const FidelityRequest& request,
+                            const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace hisparse::sim

@@ -1,0 +1,114 @@
+// @brief The metric, error and status arithmetic of a field point (see field_evaluation.h).
+#include "sim/fidelity/field_evaluation.h"
+
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace hisparse::sim {
+
+int64_t busiest_rank_batch(int32_t concurrency, int ranks) {
+  const int64_t r = std::max(1, ranks);
+  return (int64_t{concurrency} + r - 1) / r;
+}
+
+double model_tpot_ms(const StepTimeModel& model, int32_t concurrency, int64_t context) {
+  // The instance holds `concurrency` requests (its MoE phase carries that many tokens), the busiest rank ⌈c / ranks⌉:
+  // below one request per rank the others idle, as in the serving engine; at a multiple of the ranks this is plan's
+  // own step of ⌈c / ranks⌉ per rank.
+  const StepEstimate e =
+      model.step(busiest_rank_batch(concurrency, model.layout().ranks), ContextMix::single(context), concurrency);
+  return static_cast<double>(e.step_ns) * 1e-6;
+}
+
+double model_tokens_per_s(const StepTimeModel& model, int32_t concurrency, int64_t context) {
+  // The busiest rank sets the step; ranks holding fewer requests make fewer tokens in it.
+  return concurrency / (model_tpot_ms(model, concurrency, context) * 1e-3);
+}
+
+namespace {
+
+const PlanRow& plan_row_of(const CapacityPlan& plan, KvMode mode) {
+  for (const PlanRow& r : plan.rows)
+    if (r.mode == mode) return r;
+  throw_error("fidelity: the plan of {} holds no {} row", plan.scenario.deployment.name, to_string(mode));
+}
+
+}  // namespace
+
+int64_t plan_max_concurrency(const CapacityPlan& plan, KvMode mode) { return plan_row_of(plan, mode).max_concurrency; }
+
+std::string plan_binding_limit(const CapacityPlan& plan, KvMode mode) { return plan_row_of(plan, mode).binding_limit; }
+
+double field_error_pct(const FieldPoint& p, double tool) {
+  double ref = 0;
+  if (p.published) {
+    ref = *p.published;
+  } else {
+    const auto [lo, hi] = *p.published_range;
+    if (tool >= lo && tool <= hi) return 0;
+    ref = tool < lo ? lo : hi;
+  }
+  return (tool - ref) / ref * 100;
+}
+
+const char* to_string(PointStatus s) {
+  switch (s) {
+    case PointStatus::kWithinBand: return "within-band";
+    case PointStatus::kOk: return "ok";
+    case PointStatus::kWorseThanRecorded: return "worse-than-recorded";
+  }
+  return "?";
+}
+
+PointStatus field_status(const FieldPoint& p, double error_pct) {
+  if (!p.recorded_error_pct || std::abs(error_pct) > std::abs(*p.recorded_error_pct) + kRecordSlackPct)
+    return PointStatus::kWorseThanRecorded;
+  return std::abs(error_pct) <= p.tolerance_pct ? PointStatus::kWithinBand : PointStatus::kOk;
+}
+
+std::string term_kinds_summary(const std::vector<TermSource>& terms) {
+  std::map<std::string, int> count;
+  std::string assumed;
+  for (const TermSource& t : terms) {
+    ++count[t.kind.empty() ? "unlabelled" : t.kind];
+    if (t.kind == "assumed") assumed += (assumed.empty() ? "" : ", ") + t.term;
+  }
+  std::string o;
+  for (const char* k : {"measured", "calibrated", "fitted", "modelled", "assumed", "unlabelled"})
+    if (count.count(k)) o += fmt::format("{}{} {}", o.empty() ? "" : ", ", count[k], k);
+  if (o.empty()) o = "no term labelled (built-in defaults)";
+  if (!assumed.empty()) o += "; assumed: " + assumed;
+  return o;
+}
+
+std::vector<std::string> check_failures(const std::vector<RunResult>& runs) {
+  std::vector<std::string> out;
+  for (const RunResult& r : runs)
+    for (const PointResult& p : r.points) {
+      if (p.status != PointStatus::kWorseThanRecorded) continue;
+      out.push_back(p.point.recorded_error_pct
+                        ? fmt::format("{}/{}: error {:+.1f} % (recorded {:+.1f} %, allowed |error| <= {:.1f})",
+                                      r.run.name, p.point.id, p.error_pct, *p.point.recorded_error_pct,
+                                      std::abs(*p.point.recorded_error_pct) + kRecordSlackPct)
+                        : fmt::format("{}/{}: error {:+.1f} % (no recorded error: run `hisparse fidelity --record` "
+                                      "once the figure is accepted)",
+                                      r.run.name, p.point.id, p.error_pct));
+    }
+  return out;
+}
+
+std::pair<int, int> count_within_band(const std::vector<RunResult>& runs) {
+  int within = 0, total = 0;
+  for (const RunResult& r : runs)
+    for (const PointResult& p : r.points) {
+      ++total;
+      if (std::abs(p.error_pct) <= p.point.tolerance_pct) ++within;
+    }
+  return {within, total};
+}
+
+}  // namespace hisparse::sim

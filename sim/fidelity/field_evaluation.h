@@ -1,0 +1,78 @@
+// @brief What a field point's figures become: the tool's value of each metric from the plan's closed-form step model
+// (StepTimeModel) and capacity plan, or from a serving run's summary; the signed error against the published figure
+// or range; and the status against the point's band and its recorded error (docs/fidelity.md). The loading (scenario,
+// cost terms, calibrations, miss curves, simulation set-up) is sim/api/fidelity_request.cpp's, which reuses what
+// `plan` and `simulate` load, so a figure here is the one those commands print.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/cost/cost_params.h"
+#include "sim/cost/step_time_model.h"
+#include "sim/fidelity/field_set.h"
+#include "sim/plan/capacity_plan.h"
+
+namespace hisparse::sim {
+
+/// Requests the busiest rank holds when `concurrency` requests share an instance of `ranks` dp ranks.
+int64_t busiest_rank_batch(int32_t concurrency, int ranks);
+/// TPOT (ms) of the step where the instance holds `concurrency` requests of `context` tokens, the busiest rank
+/// busiest_rank_batch(concurrency) of them.
+double model_tpot_ms(const StepTimeModel& model, int32_t concurrency, int64_t context);
+/// Decode tokens/s of the instance at that step: every one of the `concurrency` requests makes one token per step.
+double model_tokens_per_s(const StepTimeModel& model, int32_t concurrency, int64_t context);
+/// max_concurrency of the plan's row for `mode` (the plan holds one sequence length).
+int64_t plan_max_concurrency(const CapacityPlan& plan, KvMode mode);
+/// The binding limit of that row (its label's "binding: X").
+std::string plan_binding_limit(const CapacityPlan& plan, KvMode mode);
+
+/// Signed (tool − published) / published × 100; against a range, 0 inside it and relative to the nearer bound outside.
+double field_error_pct(const FieldPoint& point, double tool);
+
+/// `hisparse fidelity --check` fails a point whose |error| exceeds |recorded_error_pct| + this, or that has no record.
+inline constexpr double kRecordSlackPct = 0.5;
+
+enum class PointStatus {
+  kWithinBand,         // |error| <= tolerance_pct, and no worse than recorded
+  kOk,                 // outside the band but no worse than recorded (a known error, not a regression)
+  kWorseThanRecorded,  // |error| > |recorded| + kRecordSlackPct, or nothing recorded yet: --check fails it
+};
+const char* to_string(PointStatus status);
+PointStatus field_status(const FieldPoint& point, double error_pct);
+
+/// One point as fidelity reports it.
+struct PointResult {
+  FieldPoint point;
+  double plan = 0;                          // the closed-form / capacity-plan value
+  std::optional<double> simulate;           // the serving simulation's value (closed-loop runs, step metrics)
+  double error_pct = 0;                     // of `plan` against the published figure
+  std::optional<double> plan_vs_sim_pct;    // (plan − simulate) / simulate × 100
+  PointStatus status = PointStatus::kWorseThanRecorded;
+  std::string label;                        // how the figure is labelled (modelled from which terms, binding limit)
+  std::string note;                         // how it was computed where it is not obvious (full KV's concurrency)
+};
+
+/// One field run: its points and what the figures rest on.
+struct RunResult {
+  FieldRun run;
+  std::string scenario;                     // the deployment's name
+  std::string cost_line;                    // the cost terms and calibrations used (as plan prints them)
+  std::string cost_terms_file;
+  std::vector<TermSource> terms;            // each term's value, kind and source
+  std::string miss_label;                   // where the plan's miss fraction comes from
+  std::string simulate_note;                // the closed-loop runs (requests, why), "" when none ran
+  std::vector<PointResult> points;
+};
+
+/// "N measured, M calibrated, … ; assumed: a, b" over `terms` (the kinds the cost-model file gives).
+std::string term_kinds_summary(const std::vector<TermSource>& terms);
+
+/// "run/point: error e % (recorded r %)" for each point --check fails.
+std::vector<std::string> check_failures(const std::vector<RunResult>& runs);
+/// Points within their band, and all points.
+std::pair<int, int> count_within_band(const std::vector<RunResult>& runs);
+
+}  // namespace hisparse::sim

@@ -1,0 +1,210 @@
+// @brief load_field_run and load_field_set (see field_set.h; the schema is docs/fidelity.md).
+#include "sim/fidelity/field_set.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "core/error.h"
+#include "core/yaml_reader.h"
+
+namespace hisparse::sim {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& field_override_keys() {
+  static const std::vector<std::string> keys = {
+      "device_buffer_size", "host_to_device_ratio", "top_k", "max_running_requests", "mem_fraction_static",
+      "page_size", "kv_dtype", "tpot_slo_ms", "host_dram_bytes", "host_reserve_bytes", "hbm_bytes", "weight_bytes",
+      "weights_per_gpu_bytes", "activation_reserve_bytes", "kv_budget_bytes", "full_pool_tokens",
+      "device_pool_tokens", "host_pool_tokens"};
+  return keys;
+}
+
+const char* to_string(FieldMetric m) {
+  switch (m) {
+    case FieldMetric::kTpotMs: return "tpot_ms";
+    case FieldMetric::kTokensPerS: return "tokens_per_s";
+    case FieldMetric::kGain: return "gain";
+    case FieldMetric::kMaxConcurrency: return "max_concurrency";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr int64_t kMaxTokens = int64_t{1} << 24;    // 16M tokens: beyond any model's context
+constexpr int64_t kMaxClients = 1 << 20;
+
+FieldMetric parse_metric(const std::string& s) {
+  for (FieldMetric m : {FieldMetric::kTpotMs, FieldMetric::kTokensPerS, FieldMetric::kGain, FieldMetric::kMaxConcurrency})
+    if (s == to_string(m)) return m;
+  return FieldMetric::kTpotMs;  // unreachable: get_choice checked the name
+}
+
+FieldPoint read_point(const YAML::Node& node, const std::string& file, size_t index, const FieldRun& run) {
+  StrictMap m(node, file, fmt::format("points[{}]", index));
+  FieldPoint p;
+  p.line = node.Mark().line + 1;
+  m.require("id");
+  m.get("id", &p.id);
+  if (p.id.empty()) throw_error("{}: empty id (line {})", m.where("id"), p.line);
+  m.require("metric");
+  std::string metric;
+  m.get_choice("metric", &metric, {"tpot_ms", "tokens_per_s", "gain", "max_concurrency"});
+  p.metric = parse_metric(metric);
+  if (p.metric == FieldMetric::kGain) {
+    if (m.has("mode"))
+      throw_error("{} (point '{}', line {}): a gain is always HiSparse over full KV; omit mode", m.where("mode"), p.id,
+                  p.line);
+  } else {
+    m.require("mode");
+    std::string mode;
+    m.get_choice("mode", &mode, {"hisparse", "full"});
+    p.mode = mode == "full" ? KvMode::kFull : KvMode::kHiSparse;
+  }
+  if (p.metric == FieldMetric::kMaxConcurrency) {
+    if (m.has("concurrency"))
+      throw_error("{} (point '{}', line {}): max_concurrency is the plan's limit, not a load; omit concurrency",
+                  m.where("concurrency"), p.id, p.line);
+  } else {
+    m.require("concurrency");
+    m.get("concurrency", &p.concurrency, 1, kMaxClients);
+  }
+  p.context_given = m.has("context");
+  m.get("context", &p.context, 1, kMaxTokens);
+  if (!p.context_given) p.context = int64_t{run.input_tokens} + run.output_tokens / 2;
+  const bool one = m.has("published"), range = m.has("published_range");
+  if (one == range)
+    throw_error("{}: points[{}] (point '{}', line {}): give exactly one of published and published_range (got {})",
+                file, index, p.id, p.line, one ? "both" : "neither");
+  if (one) {
+    double v = 0;
+    m.get("published", &v, 1e-12, 1e15);
+    p.published = v;
+  } else {
+    const YAML::Node r = m.sequence("published_range");
+    double lo = 0, hi = 0;
+    bool ok = r.size() == 2;
+    try {
+      if (ok) { lo = r[0].as<double>(); hi = r[1].as<double>(); }
+    } catch (const YAML::Exception&) {
+      ok = false;
+    }
+    if (!ok || !(lo > 0) || !(hi >= lo))
+      throw_error("{} (line {}): got {}, expected [low, high] with 0 < low <= high", m.where("published_range"),
+                  r.Mark().line + 1, describe_node(r));
+    p.published_range = std::make_pair(lo, hi);
+  }
+  m.require("tolerance_pct");
+  m.get("tolerance_pct", &p.tolerance_pct, 0, 1000);
+  if (m.has("recorded_error_pct")) {
+    double v = 0;
+    m.get("recorded_error_pct", &v, -1e6, 1e6);
+    p.recorded_error_pct = v;
+  }
+  m.finish();
+  return p;
+}
+
+}  // namespace
+
+FieldRun load_field_run(const std::string& path) {
+  const YAML::Node doc = load_yaml_file(path);
+  StrictMap m(doc, path, "");
+  FieldRun r;
+  r.file = path;
+  for (const char* key : {"name", "title", "source", "deployment", "workload", "points"}) m.require(key);
+  m.get("name", &r.name);
+  const std::string stem = fs::path(path).stem().string();
+  if (r.name != stem) throw_error("{}: got '{}', expected the file's stem '{}'", m.where("name"), r.name, stem);
+  m.get("title", &r.title);
+  {
+    StrictMap s = m.child("source");
+    for (const char* key : {"publication", "url", "date", "quote"}) s.require(key);
+    s.get("publication", &r.source.publication);
+    s.get("url", &r.source.url);
+    s.get("date", &r.source.date);
+    s.get("quote", &r.source.quote);
+    const std::string& d = r.source.date;
+    const bool date_ok = (d.size() == 7 || d.size() == 10) && std::all_of(d.begin(), d.end(), [](char c) {
+                           return (c >= '0' && c <= '9') || c == '-';
+                         }) && d[4] == '-' && (d.size() == 7 || d[7] == '-');
+    if (!date_ok) throw_error("{}: got '{}', expected YYYY-MM-DD or YYYY-MM", s.where("date"), d);
+    s.finish();
+  }
+  m.get("deployment", &r.deployment);
+  // A path is read beside the field file; a bare name is a shipped deployment (scenarios/deployments).
+  if (r.deployment.find('/') != std::string::npos || fs::path(r.deployment).extension() == ".yaml")
+    r.deployment = (fs::path(path).parent_path() / r.deployment).lexically_normal().string();
+  if (m.has("overrides")) {
+    // Only the names are checked here (the values where they become a ScenarioOverrides, field_set.h).
+    const YAML::Node o = doc["overrides"];
+    m.child("overrides");  // a mapping without a key twice; marks the key read
+    for (const auto& kv : o) {
+      const std::string key = kv.first.Scalar();
+      const auto& known = field_override_keys();
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        throw_error("{}: unknown key 'overrides.{}' (line {}); expected one of: {}", path, key,
+                    kv.first.Mark().line + 1, list);
+      }
+    }
+    r.overrides = o;
+  }
+  {
+    StrictMap w = m.child("workload");
+    for (const char* key : {"input_tokens", "output_tokens"}) w.require(key);
+    w.get("input_tokens", &r.input_tokens, 1, kMaxTokens);
+    w.get("output_tokens", &r.output_tokens, 1, kMaxTokens);
+    w.get("closed_loop", &r.closed_loop);
+    w.finish();
+  }
+  for (const YAML::Node& a : m.sequence("assumed")) {
+    if (!a.IsScalar()) throw_error("{} (line {}): got {}, expected a sentence", m.where("assumed"), a.Mark().line + 1,
+                                   describe_node(a));
+    r.assumed.push_back(a.Scalar());
+  }
+  const YAML::Node points = m.sequence("points");
+  if (points.size() == 0) throw_error("{}: no point (expected at least one)", m.where("points"));
+  std::set<std::string> ids;
+  for (size_t i = 0; i < points.size(); ++i) {
+    r.points.push_back(read_point(points[i], path, i, r));
+    if (!ids.insert(r.points.back().id).second)
+      throw_error("{}: points[{}] (line {}): id '{}' appears twice", path, i, r.points.back().line, r.points.back().id);
+  }
+  m.finish();
+  return r;
+}
+
+std::vector<FieldRun> load_field_set(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    if (fs::is_directory(p)) {
+      std::vector<std::string> in_dir;
+      for (const auto& e : fs::directory_iterator(p))
+        if (e.is_regular_file() && e.path().extension() == ".yaml") in_dir.push_back(e.path().string());
+      std::sort(in_dir.begin(), in_dir.end());
+      if (in_dir.empty()) throw_error("fidelity: --field {}: no *.yaml field file in the folder", p);
+      files.insert(files.end(), in_dir.begin(), in_dir.end());
+    } else if (fs::is_regular_file(p)) {
+      files.push_back(p);
+    } else {
+      throw_error("fidelity: --field {}: no such file or folder", p);
+    }
+  }
+  std::vector<FieldRun> runs;
+  std::set<std::string> names;
+  for (const std::string& f : files) {
+    runs.push_back(load_field_run(f));
+    if (!names.insert(runs.back().name).second)
+      throw_error("fidelity: {}: run name '{}' is already used by another field file", f, runs.back().name);
+  }
+  return runs;
+}
+
+}  // namespace hisparse::sim

@@ -1,0 +1,63 @@
+// @brief FieldRun: one published measurement (scenarios/field/<name>.yaml, docs/fidelity.md): where it was published,
+// the deployment, overrides and fixed-length workload that express it, what was assumed, and its points (metric,
+// mode, concurrency, context, the published figure or range, the tolerance band and the error last accepted). Read
+// strictly: unknown keys, bad values and a point without its figure are errors naming file, key and line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "sim/cost/kv_mode.h"
+
+namespace hisparse::sim {
+
+enum class FieldMetric { kTpotMs, kTokensPerS, kGain, kMaxConcurrency };
+const char* to_string(FieldMetric metric);
+
+struct FieldPoint {
+  std::string id;                         // unique in its file
+  FieldMetric metric = FieldMetric::kTpotMs;
+  KvMode mode = KvMode::kHiSparse;        // gain: always HiSparse over full KV
+  int32_t concurrency = 0;                // clients per decode instance; 0 for max_concurrency
+  int64_t context = 0;                    // mean decode context (tokens); default input + output / 2
+  bool context_given = false;
+  std::optional<double> published;        // exactly one of published and published_range
+  std::optional<std::pair<double, double>> published_range;
+  double tolerance_pct = 0;
+  std::optional<double> recorded_error_pct;
+  int line = 0;                           // of the point's `id:` in the file (1-based)
+};
+
+struct FieldSource {
+  std::string publication, url, date, quote;
+};
+
+struct FieldRun {
+  std::string name, title;
+  std::string file;                       // the YAML it was read from
+  FieldSource source;
+  std::string deployment;                 // a deployment name, or a path (resolved against the file's folder)
+  /// The `overrides:` mapping as written (null when absent): its keys are checked here against
+  /// field_override_keys(); its values are typed and range-checked where they become a ScenarioOverrides
+  /// (sim/api/fidelity_request.cpp, which owns that type), with the same file/key/line errors.
+  YAML::Node overrides;
+  int32_t input_tokens = 0, output_tokens = 0;
+  bool closed_loop = false;
+  std::vector<std::string> assumed;
+  std::vector<FieldPoint> points;
+};
+
+/// The keys `overrides:` may hold: the ScenarioOverrides fields (sim/api/scenario_overrides.h).
+const std::vector<std::string>& field_override_keys();
+
+/// Reads one field file (throws hisparse::Error naming file, key and line).
+FieldRun load_field_run(const std::string& path);
+/// Every run of `paths`: each a field file, or a folder whose *.yaml files are read in name order. Run names must be
+/// unique across the set.
+std::vector<FieldRun> load_field_set(const std::vector<std::string>& paths);
+
+}  // namespace hisparse::sim
