@@ -126,6 +126,11 @@ std::string apply_calibrations(const std::string& calibration, const std::string
 }
 
 std::string apply_attention_table(const std::string& flag, const Scenario& s, CostParams* p) {
+  // The table is FlashMLA's MLA sparse kernel: a GQA/MHA model's attention stays its roofline.
+  if (s.model.is_gqa()) {
+    p->attention = {};
+    return "attention roofline (the FlashMLA table prices MLA sparse attention only)";
+  }
   p->attention = choose_attention_pricing(flag, s.hardware);
   const AttentionPricing& a = p->attention;
   if (!a.table)
