@@ -147,7 +147,10 @@ std::string apply_attention_table(const std::string& flag, const Scenario& s, Co
            : fmt::format("FlashMLA {} graph-timed on {} ({}), carried over to {}: the batch-1 floor kept, the time "
                          "above it scaled by the ratio of the two GPUs' roofline times (docs/cost_model.md)",
                          kernel, a.table->device(), a.table->file(), s.hardware.name)});
-  return fmt::format("sparse attention {}", a.label());
+  auto span = [](const std::vector<double>& v) { return fmt::format("{:g}–{:g}", v.front(), v.back()); };
+  return fmt::format("sparse attention {}; measured over batch {}, heads per GPU {}, K {}; beyond them extrapolated "
+                     "linearly from the last two points (modelled)",
+                     a.label(), span(a.table->batches(kernel)), span(a.table->heads(kernel)), span(a.table->ks(kernel)));
 }
 
 }  // namespace hisparse::sim
