@@ -53,6 +53,13 @@ void add_scenario_flags(po::options_description& out, unsigned groups, const std
         "step-calibration", po::value<std::string>()->default_value("auto"),
         "per-op decode-layer calibration: auto (the hardware file's), none (roofline), or a YAML from `hisparse bench "
         "step --fit`")(
+        "attention-table", po::value<std::string>()->default_value("auto"),
+        "measured FlashMLA sparse-attention times: auto (the hardware file's attention_table, or the table it carries "
+        "over with attention_table_from), none (the roofline at efficiency.attention), or a CSV path")(
+        "swap-in-kernel", po::value<std::string>(),
+        "whose swap-in kernel prices the plan and miss copy: sglang (SGLang's, the hardware's "
+        "sglang_swap_in_calibration) | project (this project's, the hardware's calibration); default: the "
+        "deployment's swap_in_kernel, else its engine's (sglang)")(
         "overlap", po::value<std::string>(), groups & kOverlapBoth
                                                  ? "none | two-batch | both (each in turn; default: the cost parameters')"
                                                  : "none | two-batch (default: the cost parameters')");
@@ -119,6 +126,8 @@ sim::ScenarioChoice scenario_choice(const po::variables_map& all, const std::str
   if (vm.count("cost-params")) c.cost_params = vm["cost-params"].as<std::string>();
   if (vm.count("calibration")) c.calibration = vm["calibration"].as<std::string>();
   if (vm.count("step-calibration")) c.step_calibration = vm["step-calibration"].as<std::string>();
+  if (vm.count("attention-table")) c.attention_table = vm["attention-table"].as<std::string>();
+  o.swap_in_kernel = opt<std::string>(vm, "swap-in-kernel");
   // `both` is simulate's to expand; every other value is one mode.
   if (vm.count("overlap") && vm["overlap"].as<std::string>() != "both")
     c.overlap = sim::parse_overlap_mode(vm["overlap"].as<std::string>(), "--overlap");

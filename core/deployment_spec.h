@@ -52,6 +52,11 @@ struct DeploymentSpec {
   // full-attention pool (server_args.py default 0.8).
   double swa_full_tokens_ratio = 0.8;
   bool hisparse_enabled = true;
+  // The serving engine the deployment runs (sglang: SGLang's kernels; project: this project's reference engine) and
+  // which swap-in kernel prices the plan and miss copy ("" = the engine's own).
+  std::string engine = "sglang";
+  std::string swap_in_kernel;
+  const std::string& swap_in_kernel_used() const { return swap_in_kernel.empty() ? engine : swap_in_kernel; }
   HiSparseConfig hisparse;
   MemoryOverrides memory;
 };

@@ -43,6 +43,10 @@ struct HardwareSpec {
   // the scenario's model whose ep is nearest the deployment's (sim/calibration/calibration_choice.h).
   std::vector<std::string> step_calibrations;
   std::string cost_model;        // the cost model's own terms with their sources (sim/cost/cost_params.h)
+  std::string sglang_swap_in_calibration;  // SGLang's swap-in kernel fitted on this GPU (a calibration YAML; the
+                                           // `calibration:` file holds this project's kernel)
+  std::string attention_table;       // FlashMLA sparse decode timed on this GPU (CSV, sim/cost/attention_table.h)
+  std::string attention_table_from;  // or: the hardware file whose table is carried over to this GPU (modelled)
 };
 
 }  // namespace hisparse

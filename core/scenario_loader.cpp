@@ -252,13 +252,20 @@ HardwareSpec load_hardware_spec(const std::string& path) {
   map.get("gpus_per_node", &h.gpus_per_node, 1, 1024);
   // Calibration files are named relative to the hardware file and must exist (a typo would silently fall back).
   for (auto [key, out] : {std::pair{"calibration", &h.calibration}, std::pair{"step_calibration", &h.step_calibration},
-                          std::pair{"cost_model", &h.cost_model}}) {
+                          std::pair{"cost_model", &h.cost_model},
+                          std::pair{"sglang_swap_in_calibration", &h.sglang_swap_in_calibration},
+                          std::pair{"attention_table", &h.attention_table},
+                          std::pair{"attention_table_from", &h.attention_table_from}}) {
     if (!map.has(key)) continue;
     map.get(key, out);
     const fs::path p = fs::path(*out).is_absolute() ? fs::path(*out) : fs::path(path).parent_path() / *out;
+    const std::string k = key;
     if (!fs::exists(p))
-      throw_error("{}: no file {} (expected a {} YAML)", map.where(key), p.string(),
-                  std::string(key) == "cost_model" ? "cost-model" : "calibration");
+      throw_error("{}: no file {} (expected a {})", map.where(key), p.string(),
+                  k == "cost_model"             ? "cost-model YAML"
+                  : k == "attention_table"      ? "FlashMLA timing CSV"
+                  : k == "attention_table_from" ? "hardware YAML with an attention_table"
+                                                : "calibration YAML");
     *out = p.lexically_normal().string();
   }
   if (map.has("step_calibrations")) {
@@ -308,6 +315,8 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   map.get("tpot_slo_ms", &d.tpot_slo_ms, 0.01, 1e6);
   map.get("swa_full_tokens_ratio", &d.swa_full_tokens_ratio, 0.01, 1.0);
   map.get("hisparse_enabled", &d.hisparse_enabled);
+  map.get_choice("engine", &d.engine, {"sglang", "project"});
+  if (map.has("swap_in_kernel")) map.get_choice("swap_in_kernel", &d.swap_in_kernel, {"sglang", "project"});
   // The knobs come either as a YAML mapping or verbatim as the JSON string given to SGLang's --hisparse-config.
   if (map.has("hisparse") && map.has("hisparse_config"))
     throw_error("{}: both 'hisparse' and 'hisparse_config' given; expected at most one of them", path);

@@ -202,6 +202,7 @@ NB_MODULE(_core, m) {
       HS_RW(sim::ScenarioOverrides, host_to_device_ratio) HS_RW(sim::ScenarioOverrides, top_k)
       HS_RW(sim::ScenarioOverrides, max_running_requests) HS_RW(sim::ScenarioOverrides, mem_fraction_static)
       HS_RW(sim::ScenarioOverrides, page_size) HS_RW(sim::ScenarioOverrides, kv_dtype)
+      HS_RW(sim::ScenarioOverrides, swap_in_kernel)
       HS_RW(sim::ScenarioOverrides, tpot_slo_ms) HS_RW(sim::ScenarioOverrides, host_dram_bytes)
       HS_RW(sim::ScenarioOverrides, host_reserve_bytes) HS_RW(sim::ScenarioOverrides, hbm_bytes)
       HS_RW(sim::ScenarioOverrides, weight_bytes) HS_RW(sim::ScenarioOverrides, weights_per_gpu_bytes)
@@ -211,7 +212,7 @@ NB_MODULE(_core, m) {
   nb::class_<sim::ScenarioChoice>(m, "ScenarioChoice")
       .def(nb::init<>()) HS_RW(sim::ScenarioChoice, scenario) HS_RW(sim::ScenarioChoice, overrides)
       HS_RW(sim::ScenarioChoice, cost_params) HS_RW(sim::ScenarioChoice, calibration)
-      HS_RW(sim::ScenarioChoice, step_calibration)
+      HS_RW(sim::ScenarioChoice, step_calibration) HS_RW(sim::ScenarioChoice, attention_table)
       // The overlap mode by its flag spelling (none | two-batch; None: the cost parameters').
       .def_prop_rw(
           "overlap",

@@ -21,6 +21,7 @@ struct ScenarioChoice {
   std::string cost_params = "auto";   // auto (the hardware file's cost_model) or a YAML path
   std::string calibration = "auto";   // auto | none | a YAML of `hisparse bench --calibrate`
   std::string step_calibration = "auto";  // auto | none | a YAML of `hisparse bench step --fit`
+  std::string attention_table = "auto";   // auto (the hardware file's) | none (roofline) | a FlashMLA timing CSV
   std::optional<OverlapMode> overlap;     // unset: the cost parameters'
   bool require_sparse_indexer = false;    // advise and simulate model HiSparse only
 };

@@ -38,6 +38,11 @@ void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string&
     if (*o.page_size < 1) bad(command, "page-size", *o.page_size, s, "page_size", ">= 1");
     d.page_size = *o.page_size;
   }
+  if (o.swap_in_kernel) {
+    if (*o.swap_in_kernel != "sglang" && *o.swap_in_kernel != "project")
+      bad(command, "swap-in-kernel", *o.swap_in_kernel, s, "swap_in_kernel", "sglang or project");
+    d.swap_in_kernel = *o.swap_in_kernel;
+  }
   if (o.kv_dtype) {
     if (*o.kv_dtype != "bf16" && *o.kv_dtype != "fp8") bad(command, "kv-dtype", *o.kv_dtype, s, "kv_dtype", "bf16 or fp8");
     d.kv_dtype = *o.kv_dtype == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;

@@ -21,7 +21,9 @@ ScenarioSetup load_scenario_setup(const ScenarioChoice& c, const std::string& co
   if (c.overrides.host_reserve_bytes) out.host_reserve_bytes = *c.overrides.host_reserve_bytes;
   // The cost terms read the hardware file of the overridden scenario; the calibrations then replace measured terms.
   const std::string terms = load_cost_terms(c.cost_params, out.scenario, &out.cost);
-  out.cost_line = terms + "; " + apply_calibrations(c.calibration, c.step_calibration, &out.scenario, &out.cost);
+  const std::string attention = apply_attention_table(c.attention_table, out.scenario, &out.cost);
+  out.cost_line = terms + "; " + apply_calibrations(c.calibration, c.step_calibration, &out.scenario, &out.cost) +
+                  "; " + attention;
   if (c.overlap) out.cost.overlap = *c.overlap;
   return out;
 }

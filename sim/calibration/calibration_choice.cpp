@@ -61,6 +61,27 @@ std::string apply_calibrations(const std::string& calibration, const std::string
     const Calibration cal = load_calibration(cal_file);
     apply_calibration(cal, s, p);
     line = fmt::format("PCIe and swap-in copy calibrated ({}, {}, {})", cal.device, cal.date, cal_file);
+    p->swap_in_kernel = "project";
+    const std::string& kernel = s->deployment.swap_in_kernel_used();
+    if (kernel == "sglang" && !s->hardware.sglang_swap_in_calibration.empty()) {
+      // SGLang's kernel replaces the swap-in plan and copy terms; PCIe, gather and backup stay the device's.
+      const Calibration sg = load_calibration(s->hardware.sglang_swap_in_calibration);
+      p->swap_in_cost = sg.swap_in();
+      p->swap_in_kernel = "sglang";
+      line += fmt::format("; swap-in kernel: SGLang's (calibrated: fitted to SGLang's kernel measured on {}, {})",
+                          sg.device, s->hardware.sglang_swap_in_calibration);
+      p->sources.push_back({"swap_in_kernel", "sglang", "calibrated",
+                            fmt::format("fitted to SGLang's kernel measured on {} ({})", sg.device,
+                                        s->hardware.sglang_swap_in_calibration)});
+    } else {
+      const std::string why = kernel == "sglang" ? fmt::format("SGLang's kernel is not measured on {}: the hardware "
+                                                               "file names no sglang_swap_in_calibration",
+                                                               s->hardware.name)
+                                                 : std::string("the deployment's swap_in_kernel");
+      line += fmt::format("; swap-in kernel: this project's ({})", why);
+      p->sources.push_back({"swap_in_kernel", "project", "calibrated",
+                            fmt::format("this project's kernel measured on {} ({}); {}", cal.device, cal_file, why)});
+    }
   } else {
     line = calibration == "none" ? "PCIe and swap-in copy roofline (--calibration none)"
                                  : fmt::format("PCIe and swap-in copy roofline (hardware {} names no calibration)",
@@ -101,9 +122,9 @@ std::string apply_calibrations(const std::string& calibration, const std::string
                           s->model.name);
     } else {
       line += fmt::format("; projection GEMMs (MLA, indexer, absorbed w_kv_b, router, shared expert, dense MLP), "
-                          "norms/RoPE/SiLU and top-k calibrated per op ({}, {}, {}); indexer scoring, sparse "
-                          "attention, routed experts, LM head, all-to-all and step overhead modelled",
-                          step->device, step->date, step_file);
+                          "norms/RoPE/SiLU and top-k calibrated per op ({}, {}, {}); indexer scoring, {}"
+                          "routed experts, LM head, all-to-all and step overhead modelled",
+                          step->device, step->date, step_file, p->attention.table ? "" : "sparse attention, ");
       // The step's kernels run in a CUDA graph: the measured gap between two of them replaces the file's figure.
       if (step->graph_gap_us > 0) {
         p->graph_kernel_gap_ns = static_cast<SimTime>(std::llround(step->graph_gap_us * 1000));
@@ -120,6 +141,34 @@ std::string apply_calibrations(const std::string& calibration, const std::string
                                                      s->hardware.name);
   }
   return line;
+}
+
+std::string apply_attention_table(const std::string& flag, const Scenario& s, CostParams* p) {
+  // The table is FlashMLA's MLA sparse kernel: a GQA/MHA model's attention stays its roofline.
+  if (s.model.is_gqa()) {
+    p->attention = {};
+    return "attention roofline (the FlashMLA table prices MLA sparse attention only)";
+  }
+  p->attention = choose_attention_pricing(flag, s.hardware);
+  const AttentionPricing& a = p->attention;
+  if (!a.table)
+    return flag == "none" ? "sparse attention roofline (--attention-table none)"
+                          : fmt::format("sparse attention roofline (hardware {} names no attention_table)", s.hardware.name);
+  // The table replaces the roofline of the sparse-attention kernel (efficiency.attention prices nothing else).
+  const std::string kernel = attention_kernel_for(s.deployment.kv_dtype);
+  p->sources.push_back(
+      {"sparse_attention", fmt::format("{} table", kernel), a.kind(),
+       a.from_hardware.empty()
+           ? fmt::format("FlashMLA {} graph-timed on {} ({}), interpolated over batch, heads per GPU and K "
+                         "(sim/cost/attention_table.h)",
+                         kernel, a.table->device(), a.table->file())
+           : fmt::format("FlashMLA {} graph-timed on {} ({}), carried over to {}: the batch-1 floor kept, the time "
+                         "above it scaled by the ratio of the two GPUs' roofline times (docs/cost_model.md)",
+                         kernel, a.table->device(), a.table->file(), s.hardware.name)});
+  auto span = [](const std::vector<double>& v) { return fmt::format("{:g}–{:g}", v.front(), v.back()); };
+  return fmt::format("sparse attention {}; measured over batch {}, heads per GPU {}, K {}; beyond them extrapolated "
+                     "linearly from the last two points (modelled)",
+                     a.label(), span(a.table->batches(kernel)), span(a.table->heads(kernel)), span(a.table->ks(kernel)));
 }
 
 }  // namespace hisparse::sim

@@ -21,7 +21,14 @@ std::string load_cost_terms(const std::string& cost_params, const Scenario& scen
 /// The bundled default cost-model file (first scenario directory holding cost_model/sglang-hopper.yaml).
 std::string default_cost_model_file();
 
+/// Also chooses the swap-in kernel's terms: the deployment's swap_in_kernel_used() (sglang by default) takes them
+/// from the hardware's sglang_swap_in_calibration when it names one (else this project's kernel prices it, and the
+/// line says so); project from the calibration. CostParams::swap_in_kernel records which.
 std::string apply_calibrations(const std::string& calibration, const std::string& step_calibration, Scenario* scenario,
                                CostParams* params);
+
+/// `flag`: auto | none | a CSV (sim/cost/attention_table.h). Sets params->attention, adds its term to the
+/// provenance (CostParams::sources) and returns the line reports print.
+std::string apply_attention_table(const std::string& flag, const Scenario& scenario, CostParams* params);
 
 }  // namespace hisparse::sim

@@ -280,6 +280,8 @@ CalibrationInput read_bench_csv(const std::string& path) {
     if (!col.count(need)) throw_error("{}: header lacks column '{}' (expected a `hisparse bench --csv` file)", path, need);
   CalibrationInput in;
   int line_no = 1;
+  int sweep_block = 0;           // block size of the swap-in-sweep rows (files with a block column)
+  std::vector<int> point_block;  // block of each point (0: not given)
   while (std::getline(f, line)) {
     ++line_no;
     if (line.empty() || line == "\r") continue;
@@ -288,7 +290,11 @@ CalibrationInput read_bench_csv(const std::string& path) {
       throw_error("{}:{}: {} fields, the header has {}", path, line_no, v.size(), header.size());
     const std::string where = fmt::format("{}:{}", path, line_no);
     auto num = [&](const char* name) { return to_double(v[col[name]], where + " column " + name); };
-    const std::string op = v[col["op"]], mode = v[col["mode"]], config = v[col["config"]];
+    const std::string op = v[col["op"]], config = v[col["config"]];
+    // SGLang's kernel bench (scenarios/measurements/sglang_swapin_*.csv) names the separate copy kernel `split`.
+    const std::string mode = v[col["mode"]] == "split" ? "separate" : v[col["mode"]];
+    // Its rows carry the launch's block size: a swap-in at another block than the sweep's is another configuration.
+    const int block = col.count("block") ? static_cast<int>(num("block")) : 0;
     if (in.device.empty()) in.device = v[col["device"]];
     if (op == "swap-in-kernel") {
       // Not a timing: where the cluster kernel hands over to the one-block kernel (median_us is 0 here), and how
@@ -309,6 +315,11 @@ CalibrationInput read_bench_csv(const std::string& path) {
     }
     const double us = num("median_us"), ceiling = num("ceiling_gbps") * 1e9;
     if (!(us > 0)) throw_error("{}: median_us {} must be > 0", where, us);
+    if (op == "swap-in-sweep" && block > 0) {
+      if (sweep_block > 0 && block != sweep_block)
+        throw_error("{}: swap-in-sweep rows at blocks {} and {}; expected one launch configuration", where, sweep_block, block);
+      sweep_block = block;
+    }
     CalibrationPoint p;
     p.mode = mode;
     p.measured_us = us;
@@ -321,10 +332,12 @@ CalibrationInput read_bench_csv(const std::string& path) {
       p.K = config_value(config, "K", where);
       if (p.H <= 0 || p.K <= 0) throw_error("{}: config '{}' lacks H= and K=", where, config);
       in.points.push_back(p);
+      point_block.push_back(block);
       in.h2d_bulk_bytes_per_s = std::max(in.h2d_bulk_bytes_per_s, ceiling);
     } else if ((op == "gather" || op == "backup") && mode == "zero-copy") {
       p.op = op;
       in.points.push_back(p);
+      point_block.push_back(0);
       double& bulk = op == "gather" ? in.h2d_bulk_bytes_per_s : in.d2h_bulk_bytes_per_s;
       bulk = std::max(bulk, ceiling);
     } else if (op == "bulk") {
@@ -333,6 +346,13 @@ CalibrationInput read_bench_csv(const std::string& path) {
     } else if (op == "launch" && mode == "per-call") {
       in.timing_overhead_ns = us * 1e3;
     }
+  }
+  // Swap-in calls at another block size than the sweep's are another launch configuration: not this kernel's terms.
+  if (sweep_block > 0) {
+    std::vector<CalibrationPoint> kept;
+    for (size_t i = 0; i < in.points.size(); ++i)
+      if (point_block[i] == 0 || point_block[i] == sweep_block) kept.push_back(in.points[i]);
+    in.points = std::move(kept);
   }
   return in;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/engine/sim_time.h"
+#include "sim/cost/attention_table.h"
 #include "sim/cost/swap_in_cost.h"
 
 namespace hisparse::sim {
@@ -56,6 +57,8 @@ struct CostParams {
   int prefill_chunk_tokens = 16384;      // prefill runs in chunks; each chunk re-reads the weights
   SwapInCopyCost swap_in_cost;           // measured swap-in plan + miss copy (set by apply_calibration, sim/calibration/calibration.h)
   std::string swap_in_copy_mode = "fused";  // the zero-copy kernel that moves the misses (fused: the CUDA default)
+  std::string swap_in_kernel;            // whose kernel swap_in_cost was fitted to: sglang | project ("" = roofline)
+  AttentionPricing attention;            // the measured FlashMLA table of the sparse attention (none: roofline)
   // Measured per-op models of the decode layer (sim/cost/step_calibration.h); when set they replace the roofline of the
   // projection GEMMs (MLA and indexer projections, absorbed w_kv_b, router, shared expert, dense MLP) and of top-k
   // (DecodeCostModel says which terms stay roofline and why).

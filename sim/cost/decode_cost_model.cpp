@@ -127,10 +127,20 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   const double attn_flops = b.sum_attended * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * 2.0;
   const double attn_bytes = b.sum_attended * kv_row_bytes_ +
                             B * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * 2.0;
+  // With a measured FlashMLA table (sim/cost/attention_table.h) the kernel is its graph-timed time, which holds its
+  // gap to the next kernel, at this GPU's batch, heads and mean attended rows; else the roofline.
+  const SimTime sparse_attention =
+      p_.attention.table
+          ? seconds_to_ns_ceil(p_.attention
+                                   .layer_us(sc_.deployment.kv_dtype, B, m.attention_heads, b.sum_attended / B,
+                                             attn_flops, attn_bytes, sc_.hardware)
+                                   .us *
+                               1e-6)
+          : kernel(attn_flops, attn_bytes, sc_.hardware.bf16_flops, e.attention);
   out.attention = (ops_ns({"rmsnorm_hidden", "q_a", "rmsnorm_q", "q_b", "rope_q", "kv_a", "rmsnorm_kv", "w_kv_b_q",
                            "w_kv_b_o", "o_proj"},
                           work) +
-                   kernel(attn_flops, attn_bytes, sc_.hardware.bf16_flops, e.attention)) *
+                   sparse_attention) *
                   layers_;
   if (hisparse_ && p_.swap_in_cost.calibrated) {
     // Measured on this device (one call per layer); the slow path walks the H slots of the LRU.

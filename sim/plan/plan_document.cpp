@@ -152,11 +152,16 @@ std::string step_term_kind(const CostParams& cp, const std::string& field) {
   if (field == "indexer")
     return step ? "projections calibrated per op; scoring modelled (roofline at efficiency.indexer)" : "modelled (roofline)";
   if (field == "topk") return step ? "calibrated per op" : "modelled (roofline)";
-  if (field == "swap_in") return swap ? "calibrated (swap-in plan)" : "modelled (roofline)";
-  if (field == "h2d") return swap ? "calibrated copy cost over the modelled PCIe/DRAM share" : "modelled (PCIe figures)";
-  if (field == "attention")
-    return step ? "projections, norms, RoPE calibrated per op; sparse attention modelled (efficiency.attention)"
-                : "modelled (roofline)";
+  const std::string kernel = cp.swap_in_kernel == "sglang" ? "SGLang's kernel" : "this project's kernel";
+  if (field == "swap_in") return swap ? "calibrated (swap-in plan, " + kernel + ")" : "modelled (roofline)";
+  if (field == "h2d")
+    return swap ? "calibrated copy cost (" + kernel + ") over the modelled PCIe/DRAM share" : "modelled (PCIe figures)";
+  if (field == "attention") {
+    const std::string kernel_term = cp.attention.table ? "sparse attention " + cp.attention.label()
+                                                       : std::string("sparse attention modelled (efficiency.attention)");
+    return step ? "projections, norms, RoPE calibrated per op; " + kernel_term
+                : "projections modelled (roofline); " + kernel_term;
+  }
   if (field == "moe")
     return step ? "router, shared expert, norms calibrated per op; routed experts, LM head modelled; all-to-all and "
                   "step overhead modelled/assumed (cost terms table)"

@@ -25,6 +25,7 @@ Scenario by_hand(CostParams* cost, int32_t H) {
   Scenario s = load_scenario(kDsv32);
   s.deployment.hisparse.device_buffer_size = H;
   load_cost_terms("auto", s, cost);
+  apply_attention_table("auto", s, cost);
   apply_calibrations("auto", "auto", &s, cost);
   return s;
 }
