@@ -135,6 +135,10 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
     const double bytes = B * K * 8.0 + static_cast<double>(b.slow_path) * H * 8.0;
     out.swap_in = kernel(0, bytes, fp8_peak(), e.swap_in) * layers_;
   }
+  // SGLang's coordinator clears the B × K int32 output slots before each layer's swap-in kernel (swap_in_selected_pages:
+  // top_k_device_locs fill -1): one more memset kernel per layer in the graph (docs/cost_model.md, HiSparse's
+  // decode path in SGLang).
+  if (hisparse_) out.swap_in += kernel(0, B * K * 4.0, fp8_peak(), e.dense) * layers_;
   return out;
 }
 
