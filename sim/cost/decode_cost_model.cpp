@@ -138,8 +138,13 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   // SGLang's coordinator clears the B × K int32 output slots before each layer's swap-in kernel (swap_in_selected_pages:
   // top_k_device_locs fill -1): one more memset kernel per layer in the graph (docs/cost_model.md, HiSparse's
   // decode path in SGLang).
-  if (hisparse_) out.swap_in += kernel(0, B * K * 4.0, fp8_peak(), e.dense) * layers_;
+  if (hisparse_) out.swap_in += hisparse_output_clear_ns(b.requests);
   return out;
+}
+
+SimTime DecodeCostModel::hisparse_output_clear_ns(int64_t requests) const {
+  const double bytes = static_cast<double>(requests) * sc_.deployment.hisparse.top_k * 4.0;
+  return kernel(0, bytes, fp8_peak(), p_.efficiency.dense) * layers_;
 }
 
 DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tokens) const {

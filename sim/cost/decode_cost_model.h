@@ -47,6 +47,9 @@ class DecodeCostModel {
     SimTime all_to_all = 0;
   };
   MoeTime moe_phase(double instance_tokens, double max_gpu_tokens) const;
+  /// HiSparse: SGLang's clear of the `requests` × K int32 output slots before each layer's swap-in kernel (one memset
+  /// kernel per layer, all layers; part of `swap_in`).
+  SimTime hisparse_output_clear_ns(int64_t requests) const;
   /// Prefill of one request of `tokens` on one prefill instance (all its GPUs).
   SimTime prefill_time(int64_t tokens) const;
 

@@ -212,5 +212,6 @@ TEST_CASE("HiSparse per layer: the coordinator's clear of the B × K output slot
   const SimTime plan = kernel(4 * K * 8.0 + 4 * H * 8.0, p.efficiency.swap_in);
   const SimTime clear = kernel(4 * K * 4.0, p.efficiency.dense);
   CHECK(hs.gpu_phases(b).swap_in == (plan + clear) * s.model.layers);
+  CHECK(hs.hisparse_output_clear_ns(4) == clear * s.model.layers);
   CHECK(DecodeCostModel(s, p, false).gpu_phases(b).swap_in == 0);
 }
