@@ -7,8 +7,11 @@ step_sync terms (scenarios/cost_model/*.yaml; docs/cost_model.md, "The fixed par
           same kernels' own durations (torch.profiler / CUPTI, from an eager run of the same sequence). The difference
           is what the replay costs beyond its kernels. Repeated at fractions of the kernel count (--fractions), a least
           squares line beyond = intercept + kernels x gap separates the per-kernel gap (the cost file's
-          graph_kernel_gap, charged per kernel already) from the fixed part (launch and tail: graph_launch). The host
-          time of the replay call itself (cudaGraphLaunch) is reported beside it.
+          graph_kernel_gap, charged per kernel already) from the fixed part (graph_launch). Two ways: `busy`, the
+          replay queued behind a --busy-us spin kernel so its host launch (cudaGraphLaunch) is hidden, as SGLang's
+          overlap scheduler launches step N+1 while step N runs (this is what graph_launch takes); `idle`, the replay
+          on an idle GPU, which also pays the host launch (exposed only when the host falls behind). The host time of
+          the replay call itself is reported beside both.
   sync    The end of a step: the device-to-host copy of B next-token ids (int64) into pinned memory and the host's wait
           for it, on an idle stream (step_sync), for each B in --batches.
 
@@ -32,6 +35,8 @@ def parse_args(argv=None):
     ap.add_argument("--elems", type=int, default=6144, help="bf16 elements each small kernel touches (B x hidden)")
     ap.add_argument("--fractions", default="0.25,0.5,0.75,1", help="fractions of the full kernel count to fit over")
     ap.add_argument("--batches", default="1,8,64,256", help="B for the end-of-step token-id copy")
+    ap.add_argument("--busy-us", type=float, default=3000,
+                    help="spin before each busy-mode replay, longer than the host launch of the largest graph")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     return ap.parse_args(argv)
@@ -85,19 +90,25 @@ def graph_rows(torch, a, n):
     for _ in range(a.warmup):
         g.replay()
     torch.cuda.synchronize()
-    gpu, host = [], []
-    for _ in range(a.iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        t0 = time.perf_counter()
-        g.replay()
-        host.append((time.perf_counter() - t0) * 1e6)
-        end.record()
-        end.synchronize()
-        gpu.append(start.elapsed_time(end) * 1e3)
-    replay = statistics.median(gpu)
-    return dict(kind="graph", kernels=n, batch=0, replay_us=replay, kernel_sum_us=summed,
-                beyond_us=(replay - summed) if summed is not None else None, host_us=statistics.median(host))
+    spin_cycles = int(a.busy_us * 1e-6 * torch.cuda.get_device_properties(0).clock_rate * 1e3)  # clock_rate in kHz
+    rows = []
+    for mode in ("busy", "idle"):
+        gpu, host = [], []
+        for _ in range(a.iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if mode == "busy":
+                torch.cuda._sleep(spin_cycles)  # the GPU is still busy when the replay below is launched
+            start.record()
+            t0 = time.perf_counter()
+            g.replay()
+            host.append((time.perf_counter() - t0) * 1e6)
+            end.record()
+            end.synchronize()
+            gpu.append(start.elapsed_time(end) * 1e3)
+        replay = statistics.median(gpu)
+        rows.append(dict(kind=f"graph_{mode}", kernels=n, batch=0, replay_us=replay, kernel_sum_us=summed,
+                         beyond_us=(replay - summed) if summed is not None else None, host_us=statistics.median(host)))
+    return rows
 
 
 def sync_row(torch, a, b):
@@ -128,16 +139,20 @@ def fit(points):
 
 
 def report(rows, device, a):
-    g = [r for r in rows if r["kind"] == "graph" and r["beyond_us"] is not None]
+    idle = fit([(r["kernels"], r["beyond_us"]) for r in rows if r["kind"] == "graph_idle" and r["beyond_us"] is not None])
+    if idle is not None:
+        print(f"# idle GPU (host launch exposed): beyond = {idle[0]:.1f} us + {1e3 * idle[1]:.0f} ns per kernel")
+    g = [r for r in rows if r["kind"] == "graph_busy" and r["beyond_us"] is not None]
     f = fit([(r["kernels"], r["beyond_us"]) for r in g])
     sync = [r for r in rows if r["kind"] == "sync"]
     print(f"\n# Paste into scenarios/cost_model/sglang-hopper.yaml ({device}):")
     if f is not None:
         full = max(r["kernels"] for r in g)
-        print(f"# beyond the kernels = {f[0]:.1f} us + {1e3 * f[1]:.0f} ns per kernel over {len(g)} graphs of up to "
+        print(f"# busy GPU (launch hidden): beyond = {f[0]:.1f} us + {1e3 * f[1]:.0f} ns per kernel over {len(g)} graphs of up to "
               f"{full} kernels (the per-kernel part is graph_kernel_gap, already charged per kernel)")
         print(f"graph_launch:\n  value: {max(f[0], 0.0):.1f}us\n  kind: measured\n  source: >-\n"
-              f"    One CUDA-graph replay beyond its kernels on {device}: intercept of (replay GPU time - sum of its "
+              f"    One CUDA-graph replay beyond its kernels on {device}, launched while the GPU is busy (as under the overlap "
+              f"scheduler): intercept of (replay GPU time - sum of its "
               f"kernels' CUPTI durations) over {', '.join(str(r['kernels']) for r in g)} kernels "
               f"({a.layers} layers x {a.kernels_per_layer}; slope {1e3 * f[1]:.0f} ns per kernel); "
               f"scripts/measure_step_overhead.py.")
@@ -156,7 +171,7 @@ def main():
     import torch
 
     full = a.layers * a.kernels_per_layer
-    rows = [graph_rows(torch, a, max(1, round(full * float(x)))) for x in a.fractions.split(",") if x]
+    rows = [r for x in a.fractions.split(",") if x for r in graph_rows(torch, a, max(1, round(full * float(x))))]
     rows += [sync_row(torch, a, int(b)) for b in a.batches.split(",") if b]
     device = torch.cuda.get_device_name()
 
