@@ -123,7 +123,8 @@ std::string apply_calibrations(const std::string& calibration, const std::string
     } else {
       line += fmt::format("; projection GEMMs (MLA, indexer, absorbed w_kv_b, router, shared expert, dense MLP), "
                           "norms/RoPE/SiLU and top-k calibrated per op ({}, {}, {}); indexer scoring, {}"
-                          "routed experts, LM head, all-to-all and step overhead modelled",
+                          "routed experts, LM head modelled; collectives and the step's fixed part as the cost terms "
+                          "label them",
                           step->device, step->date, step_file, p->attention.table ? "" : "sparse attention, ");
       // The step's kernels run in a CUDA graph: the measured gap between two of them replaces the file's figure.
       if (step->graph_gap_us > 0) {

@@ -38,7 +38,7 @@ void read_term(StrictMap& parent, const std::string& key, const std::string& ter
       t.require("source");
     }
     src.value = in_map(t);
-    t.get_choice("kind", &src.kind, {"measured", "calibrated", "modelled", "assumed"});
+    t.get_choice("kind", &src.kind, {"measured", "calibrated", "modelled", "fitted", "assumed"});
     t.get("source", &src.source);
     if (strict && src.source.empty()) throw_error("{}: source is empty", t.where("source"));
     t.finish();
@@ -50,9 +50,67 @@ void read_term(StrictMap& parent, const std::string& key, const std::string& ter
   p.sources.push_back(src);
 }
 
+/// The time-valued terms, in file order.
+struct TimeTerm {
+  const char* name;
+  SimTime CostParams::*member;
+};
+const TimeTerm kTimeTerms[] = {
+    {"all_reduce_latency_intranode", &CostParams::all_reduce_latency_intranode_ns},
+    {"all_reduce_latency_internode", &CostParams::all_reduce_latency_internode_ns},
+    {"all_to_all_latency_intranode", &CostParams::all_to_all_latency_intranode_ns},
+    {"all_to_all_latency_internode", &CostParams::all_to_all_latency_internode_ns},
+    {"graph_launch", &CostParams::graph_launch_ns},
+    {"step_sync", &CostParams::step_sync_ns},
+    {"sampling", &CostParams::sampling_ns},
+    {"dp_batch_sync", &CostParams::dp_batch_sync_ns},
+    {"scheduler_exposed", &CostParams::scheduler_exposed_ns},
+    {"graph_kernel_gap", &CostParams::graph_kernel_gap_ns},
+};
+
+/// The published DeepEP table: its setting, then one row per EP size.
+std::string read_deepep(StrictMap& t, DeepEpTable* out) {
+  for (const char* k : {"tokens_per_rank", "hidden", "topk", "gpus_per_node", "nvlink_bytes_per_s", "rdma_bytes_per_s",
+                        "rows"})
+    t.require(k);
+  DeepEpTable d;
+  t.get("tokens_per_rank", &d.tokens_per_rank, 1, 1 << 20);
+  t.get("hidden", &d.hidden, 1, 1 << 20);
+  t.get("topk", &d.topk, 1, 1024);
+  t.get("gpus_per_node", &d.gpus_per_node, 1, 1024);
+  t.get("nvlink_bytes_per_s", &d.nvlink_bytes_per_s, 1e6, 1e15, Unit::kBytesPerSecond);
+  t.get("rdma_bytes_per_s", &d.rdma_bytes_per_s, 1e6, 1e15, Unit::kBytesPerSecond);
+  const YAML::Node rows = t.sequence("rows");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    StrictMap r(rows[i], t.file(), t.where("rows").substr(t.file().size() + 2) + fmt::format("[{}]", i));
+    for (const char* k : {"ep", "dispatch_us", "dispatch_gb_per_s", "combine_us", "combine_gb_per_s"}) r.require(k);
+    DeepEpRow row;
+    r.get("ep", &row.ep, 1, 1 << 20);
+    r.get("dispatch_us", &row.dispatch_us, 1e-3, 1e6);
+    r.get("dispatch_gb_per_s", &row.dispatch_gb_per_s, 1e-3, 1e6);
+    r.get("combine_us", &row.combine_us, 1e-3, 1e6);
+    r.get("combine_gb_per_s", &row.combine_gb_per_s, 1e-3, 1e6);
+    r.finish();
+    d.rows.push_back(row);
+  }
+  check_deepep_table(d, t.where("rows"));
+  *out = d;
+  std::string v = fmt::format("{} tokens/rank, hidden {}, top-{}:", d.tokens_per_rank, d.hidden, d.topk);
+  for (const DeepEpRow& r : d.rows)
+    v += fmt::format(" EP{} {:g}/{:g} us;", r.ep, r.dispatch_us, r.combine_us);
+  v.pop_back();
+  return v;
+}
+
 std::string fmt_ns(SimTime ns) { return ns >= 1000000 ? fmt::format("{:g} ms", ns * 1e-6) : fmt::format("{:g} us", ns * 1e-3); }
 
 }  // namespace
+
+SimTime CostParams::*cost_time_term(const std::string& term) {
+  for (const TimeTerm& t : kTimeTerms)
+    if (term == t.name) return t.member;
+  return nullptr;
+}
 
 const char* to_string(OverlapMode mode) { return mode == OverlapMode::kNone ? "none" : "two-batch"; }
 
@@ -66,9 +124,11 @@ const std::vector<std::string>& cost_term_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     for (const char* op : kEfficiencyOps) n.push_back(std::string("efficiency.") + op);
-    for (const char* t : {"efficiency.nvlink", "weight_bytes_per_param", "all_to_all_latency", "step_overhead",
-                          "graph_kernel_gap", "prefill_chunk_tokens"})
-      n.push_back(t);
+    n.push_back("efficiency.nvlink");
+    n.push_back("weight_bytes_per_param");
+    for (const TimeTerm& t : kTimeTerms) n.push_back(t.name);
+    n.push_back("deepep_low_latency");
+    n.push_back("prefill_chunk_tokens");
     return n;
   }();
   return names;
@@ -139,9 +199,19 @@ CostParams load_cost_params(const std::string& path, CostParams p, bool strict) 
         });
   };
   real("weight_bytes_per_param", &p.weight_bytes_per_param, 0.25, 4.0);
-  time("all_to_all_latency", &p.all_to_all_latency_ns);
-  time("step_overhead", &p.step_overhead_ns);
-  time("graph_kernel_gap", &p.graph_kernel_gap_ns);
+  for (const char* retired : {"all_to_all_latency", "step_overhead"})
+    if (root.has(retired))
+      throw_error("{}: {} is retired: the collectives are all_reduce_latency_intranode/internode and "
+                  "all_to_all_latency_intranode/internode with deepep_low_latency; the step's fixed part is "
+                  "graph_launch, step_sync, sampling, dp_batch_sync and scheduler_exposed",
+                  root.where(retired), retired);
+  for (const TimeTerm& t : kTimeTerms) time(t.name, &(p.*t.member));
+  if (root.has("deepep_low_latency") && !root.is_map("deepep_low_latency"))
+    throw_error("{}: expected a mapping {{tokens_per_rank, hidden, topk, gpus_per_node, nvlink_bytes_per_s, "
+                "rdma_bytes_per_s, rows, kind, source}}", root.where("deepep_low_latency"));
+  read_term(
+      root, "deepep_low_latency", "deepep_low_latency", strict, p, [] { return std::string(); },
+      [&](StrictMap& t) { return read_deepep(t, &p.deepep); });
   read_term(
       root, "prefill_chunk_tokens", "prefill_chunk_tokens", strict, p,
       [&] {

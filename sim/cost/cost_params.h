@@ -8,6 +8,7 @@
 
 #include "sim/engine/sim_time.h"
 #include "sim/cost/attention_table.h"
+#include "sim/cost/collective_cost.h"
 #include "sim/cost/swap_in_cost.h"
 
 namespace hisparse::sim {
@@ -26,7 +27,7 @@ struct RooflineEfficiency {
 struct TermSource {
   std::string term;    // "efficiency.attention", "step_overhead"
   std::string value;   // as written, e.g. "compute 0.415, memory 0.896"
-  std::string kind;    // measured | calibrated | modelled | assumed
+  std::string kind;    // measured | calibrated | modelled | fitted | assumed
   std::string source;  // publication, measurement file, or the reasoning behind an assumption
 };
 
@@ -49,8 +50,19 @@ enum class OverlapMode { kNone, kTwoBatch };
 struct CostParams {
   Efficiency efficiency;
   double weight_bytes_per_param = 1.0;   // FP8 weights (DeepSeek-V3.2 ships FP8 blocks)
-  SimTime all_to_all_latency_ns = 20000; // per dispatch or combine
-  SimTime step_overhead_ns = 2000000;    // per step, outside the GPU's layer work
+  // Fixed latency of one collective, by where it runs (an instance spanning nodes pays internode): the TP all-reduce
+  // (attention o_proj, MoE output, dense MLP) and one expert dispatch or combine (sim/cost/collective_cost.h).
+  SimTime all_reduce_latency_intranode_ns = 20000;
+  SimTime all_reduce_latency_internode_ns = 40000;
+  SimTime all_to_all_latency_intranode_ns = 20000;
+  SimTime all_to_all_latency_internode_ns = 30000;
+  DeepEpTable deepep;                    // published dispatch/combine times by EP size (empty: latency + payload over the link)
+  // The fixed part of a step, outside the layers' kernels (docs/cost_model.md, "The fixed part of a step").
+  SimTime graph_launch_ns = 30000;       // one CUDA-graph replay beyond its kernels: launch and tail
+  SimTime step_sync_ns = 30000;          // end of step: D2H of the B next-token ids and the host's wait for them
+  SimTime sampling_ns = 100000;          // logits processing and sampling kernels after the LM head
+  SimTime dp_batch_sync_ns = 100000;     // DP attention: the ranks' batch-size exchange before each step
+  SimTime scheduler_exposed_ns = 1840000;  // scheduler host work the overlap scheduler does not hide
   SimTime graph_kernel_gap_ns = 520;     // between two kernels of a CUDA graph (roofline terms pay it per kernel)
   OverlapMode overlap = OverlapMode::kNone;
   std::string link_model = "maxmin";     // "maxmin" | "constant" (sim/network/link_model.h)
@@ -66,7 +78,22 @@ struct CostParams {
   // Provenance: the file the terms came from ("" = these built-in test defaults) and each term's source.
   std::string terms_file;
   std::vector<TermSource> sources;
+
+  /// The step's fixed overhead: graph launch, end-of-step sync, sampling, the scheduler's exposed host work, and the
+  /// batch-size sync when the instance runs attention data parallel.
+  SimTime step_overhead_ns(bool dp_attention) const {
+    return graph_launch_ns + step_sync_ns + sampling_ns + scheduler_exposed_ns + (dp_attention ? dp_batch_sync_ns : 0);
+  }
+  SimTime all_reduce_latency_ns(bool internode) const {
+    return internode ? all_reduce_latency_internode_ns : all_reduce_latency_intranode_ns;
+  }
+  SimTime all_to_all_latency_ns(bool internode) const {
+    return internode ? all_to_all_latency_internode_ns : all_to_all_latency_intranode_ns;
+  }
 };
+
+/// The CostParams member a time-valued term sets (nullptr for other terms): what sensitivities scale.
+SimTime CostParams::*cost_time_term(const std::string& term);
 
 /// Reads `path` over `base`. Every term is either a bare value or a mapping {value (or compute/memory for an
 /// efficiency), kind, source}; unknown keys are errors. With `require_every_term`, a term left out or given without

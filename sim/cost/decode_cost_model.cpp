@@ -9,6 +9,7 @@
 #include "core/decode_layer_ops.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "sim/cost/rank_layout.h"
 #include "sim/cost/step_calibration.h"
 
 namespace hisparse::sim {
@@ -53,6 +54,8 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   indexer_key_bytes_ = static_cast<double>(m.indexer_key_bytes);
   expert_params_ = 3.0 * m.hidden_size * m.moe_intermediate_size;
   lm_head_params_ = static_cast<double>(m.vocab_size) * m.hidden_size;
+  a2a_site_ = collective_site(sc_, p_, /*all_to_all=*/true);
+  allreduce_site_ = collective_site(sc_, p_, /*all_to_all=*/false);
   if (p_.step && !m.calibrated_by(p_.step->model))
     throw_error("{}: the per-op calibration is for model {}, the scenario's model is {} (use --step-calibration none "
                 "or a calibration of this model)", sc_.source, p_.step->model, m.name);
@@ -150,7 +153,16 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
     const double bytes = B * K * 8.0 + static_cast<double>(b.slow_path) * H * 8.0;
     out.swap_in = kernel(0, bytes, fp8_peak(), e.swap_in) * layers_;
   }
+  // SGLang's coordinator clears the B × K int32 output slots before each layer's swap-in kernel (swap_in_selected_pages:
+  // top_k_device_locs fill -1): one more memset kernel per layer in the graph (docs/cost_model.md, HiSparse's
+  // decode path in SGLang).
+  if (hisparse_) out.swap_in += hisparse_output_clear_ns(b.requests);
   return out;
+}
+
+SimTime DecodeCostModel::hisparse_output_clear_ns(int64_t requests) const {
+  const double bytes = static_cast<double>(requests) * sc_.deployment.hisparse.top_k * 4.0;
+  return kernel(0, bytes, fp8_peak(), p_.efficiency.dense) * layers_;
 }
 
 DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tokens) const {
@@ -178,18 +190,39 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
     const double routed_tokens = picks / ep;
     out.compute += kernel(2.0 * expert_params_ * routed_tokens, routed_here * expert_params_ * bpp, fp8_peak(), e.moe) *
                    moe_layers;
-    // Dispatch (fp8 hidden) and combine (bf16 hidden) of the slowest GPU's tokens, the (ep-1)/ep that leave it.
-    const double a2a_bytes = max_gpu_tokens * m.experts_per_token * m.hidden_size * 3.0 * (ep - 1) / ep;
-    const double nv = hw.nvlink_bytes_per_s > 0 ? hw.nvlink_bytes_per_s : hw.hbm_bytes_per_s;
-    out.all_to_all = (2 * p_.all_to_all_latency_ns + transfer_ns(a2a_bytes, nv * e.nvlink)) * moe_layers;
+    if (sc_.deployment.decode.ep > 1 && sc_.deployment.decode.dp_attention > 1) {
+      // Attention data parallel with experts spread: each GPU dispatches its own tokens to the experts' GPUs and
+      // combines their outputs (SGLang's --moe-a2a-backend deepep, low-latency mode in decode).
+      out.all_to_all = expert_all_to_all_ns(max_gpu_tokens) * moe_layers;
+    } else {
+      // Attention TP: every GPU holds every token, computes its experts' share (TP- or EP-split) and the outputs
+      // are summed by one all-reduce per MoE layer (SGLang's MoE without an all-to-all backend).
+      out.all_to_all = hidden_allreduce_ns(T, static_cast<int>(tp)) * moe_layers;
+    }
   }
-  // One all-reduce latency per dense layer.
-  if (m.dense_layers > 0) out.all_to_all += p_.all_to_all_latency_ns * m.dense_layers;
+  // The dense MLP of each dense layer ends in an all-reduce of the instance's tokens.
+  if (m.dense_layers > 0) out.all_to_all += hidden_allreduce_ns(T, static_cast<int>(tp)) * m.dense_layers;
   // LM head (bf16 weights, vocabulary split over the TP group) and sampling.
   out.compute += kernel(2.0 * lm_head_params_ / tp * T, lm_head_params_ / tp * 2.0, hw.bf16_flops, e.dense) +
                  p_.graph_kernel_gap_ns;
-  out.compute += p_.step_overhead_ns;
+  out.compute += p_.step_overhead_ns(sc_.deployment.decode.dp_attention > 1);
   return out;
+}
+
+SimTime DecodeCostModel::expert_all_to_all_ns(double tokens) const {
+  const ModelSpec& m = sc_.model;
+  const int ep = std::max(1, sc_.deployment.decode.ep);
+  if (ep <= 1 || !(tokens > 0)) return 0;
+  if (!p_.deepep.empty())
+    return deepep_ns(p_.deepep, ExpertOp::kDispatch, ep, tokens, m.hidden_size, m.experts_per_token, a2a_site_) +
+           deepep_ns(p_.deepep, ExpertOp::kCombine, ep, tokens, m.hidden_size, m.experts_per_token, a2a_site_);
+  const double bytes = tokens * m.experts_per_token * m.hidden_size * 3.0 * (ep - 1) / ep;
+  const double nv = sc_.hardware.nvlink_bytes_per_s > 0 ? sc_.hardware.nvlink_bytes_per_s : sc_.hardware.hbm_bytes_per_s;
+  return 2 * a2a_site_.latency_ns + transfer_ns(bytes, nv * p_.efficiency.nvlink);
+}
+
+SimTime DecodeCostModel::hidden_allreduce_ns(double tokens, int gpus) const {
+  return allreduce_ns(tokens * sc_.model.hidden_size * 2.0, gpus, allreduce_site_, p_.efficiency.nvlink);
 }
 
 SimTime DecodeCostModel::prefill_time(int64_t tokens) const {

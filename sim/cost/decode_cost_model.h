@@ -39,7 +39,7 @@ class DecodeCostModel {
   DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse);
 
   GpuPhases gpu_phases(const GpuBatch& batch) const;
-  /// MoE/MLP + all-to-all + LM head + per-step overhead for the whole instance (it runs in lockstep).
+  /// MoE/MLP + its collectives + LM head + the step's fixed overhead for the whole instance (it runs in lockstep).
   ///   instance_tokens: tokens in the step over all GPUs; max_gpu_tokens: the largest per-GPU batch.
   ///   Returns the compute part and, separately, the all-to-all communication part.
   struct MoeTime {
@@ -47,6 +47,9 @@ class DecodeCostModel {
     SimTime all_to_all = 0;
   };
   MoeTime moe_phase(double instance_tokens, double max_gpu_tokens) const;
+  /// HiSparse: SGLang's clear of the `requests` × K int32 output slots before each layer's swap-in kernel (one memset
+  /// kernel per layer, all layers; part of `swap_in`).
+  SimTime hisparse_output_clear_ns(int64_t requests) const;
   /// Prefill of one request of `tokens` on one prefill instance (all its GPUs).
   SimTime prefill_time(int64_t tokens) const;
 
@@ -76,6 +79,12 @@ class DecodeCostModel {
   SimTime gqa_prefill_time(int64_t tokens) const;
   /// One GEMM of `out × in` weights at `tokens` rows, weights of `bytes_per_param`.
   SimTime gemm_ns(double out, double in, double tokens, double bytes_per_param) const;
+  /// One MoE layer's expert dispatch (fp8) and combine (bf16) of `tokens` per GPU: DeepEP's published low-latency
+  /// times by EP size at the site (sim/cost/collective_cost.h); without a table, the site's latency twice plus the
+  /// (ep − 1)/ep of the payload that leaves the GPU over the link at the NVLink efficiency.
+  SimTime expert_all_to_all_ns(double tokens) const;
+  /// One all-reduce of `tokens` bf16 hidden states over the instance's `gpus` GPUs (0 for one GPU).
+  SimTime hidden_allreduce_ns(double tokens, int gpus) const;
   int kv_heads_ = 0;           // GQA: KV heads one GPU holds (replicated when attention TP > KV heads)
   int full_attn_layers_ = 0, sliding_attn_layers_ = 0;
 
@@ -86,6 +95,7 @@ class DecodeCostModel {
   double kv_row_bytes_ = 0, indexer_key_bytes_ = 0;
   double expert_params_ = 0;   // per expert (gate, up, down)
   double lm_head_params_ = 0;
+  CollectiveSite a2a_site_, allreduce_site_;  // where the instance's collectives run (sim/cost/rank_layout.h)
 };
 
 }  // namespace hisparse::sim

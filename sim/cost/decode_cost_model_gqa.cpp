@@ -80,24 +80,19 @@ DecodeCostModel::MoeTime DecodeCostModel::gqa_mlp_phase(double T, double max_gpu
     const SimTime experts = kernel(2.0 * epp * routed_tokens, read_here + routed_tokens * (h * 3.0 + I * 5.0),
                                    hw.bf16_flops, e.moe);
     out.compute += (norm + router + experts) * moe_layers;
-    if (inst.ep > 1) {
-      const double a2a_bytes = max_gpu_tokens * m.experts_per_token * h * 3.0 * (inst.ep - 1) / inst.ep;
-      const double nv = hw.nvlink_bytes_per_s > 0 ? hw.nvlink_bytes_per_s : hw.hbm_bytes_per_s;
-      out.all_to_all = (2 * p_.all_to_all_latency_ns + transfer_ns(a2a_bytes, nv * e.nvlink)) * moe_layers;
-    }
+    if (inst.ep > 1) out.all_to_all = expert_all_to_all_ns(max_gpu_tokens) * moe_layers;
   }
   if (atp > 1) {
     // Tensor-parallel MLP: a ring all-reduce of its bf16 output per layer (the attention one is charged by the plan).
-    const double moved = 2.0 * (atp - 1) / atp * rank_tokens * h * 2.0;
-    const double nv = hw.nvlink_bytes_per_s > 0 ? hw.nvlink_bytes_per_s : hw.pcie.h2d_bulk_bytes_per_s;
-    if (!(nv > 0)) throw_error("{}: no nvlink_bytes_per_s or PCIe rate for the tensor-parallel all-reduce", sc_.source);
-    out.all_to_all += (p_.all_to_all_latency_ns + seconds_to_ns_ceil(moved / (nv * e.nvlink))) * m.layers;
+    if (!(allreduce_site_.link_bytes_per_s > 0))
+      throw_error("{}: no nvlink_bytes_per_s or PCIe rate for the tensor-parallel all-reduce", sc_.source);
+    out.all_to_all += hidden_allreduce_ns(rank_tokens, atp) * m.layers;
   }
   // LM head (vocabulary split over the TP group) and sampling, then the step's fixed overhead.
   out.compute += kernel(2.0 * lm_head_params_ / std::max(1, inst.tp) * T, lm_head_params_ / std::max(1, inst.tp) * bpp,
                         hw.bf16_flops, e.dense) +
                  p_.graph_kernel_gap_ns;
-  out.compute += p_.step_overhead_ns;
+  out.compute += p_.step_overhead_ns(inst.dp_attention > 1);
   return out;
 }
 

@@ -57,13 +57,22 @@ Scenario rank_scenario(const Scenario& s) {
   return out;
 }
 
-SimTime attention_allreduce_ns(int gpus_per_rank, double collective_bytes_per_s, const ModelSpec& model,
+CollectiveSite collective_site(const Scenario& s, const CostParams& p, bool all_to_all) {
+  CollectiveSite site;
+  if (rank_layout(s).gpus <= 1) return site;
+  const CollectiveLink link = collective_link(s);
+  site.internode = link.nodes > 1;
+  site.latency_ns = all_to_all ? p.all_to_all_latency_ns(site.internode) : p.all_reduce_latency_ns(site.internode);
+  site.link_bytes_per_s = link.bytes_per_s;
+  return site;
+}
+
+SimTime attention_allreduce_ns(int gpus_per_rank, double collective_bytes_per_s, bool internode, const ModelSpec& model,
                                const CostParams& p, int64_t batch) {
   if (gpus_per_rank <= 1 || batch <= 0) return 0;
+  const CollectiveSite site{internode, p.all_reduce_latency_ns(internode), collective_bytes_per_s};
   const double bytes = static_cast<double>(batch) * model.hidden_size * 2.0;
-  const double moved = 2.0 * (gpus_per_rank - 1) / gpus_per_rank * bytes;
-  const SimTime per_layer = p.all_to_all_latency_ns + seconds_to_ns_ceil(moved / (collective_bytes_per_s * p.efficiency.nvlink));
-  return per_layer * model.layers;
+  return allreduce_ns(bytes, gpus_per_rank, site, p.efficiency.nvlink) * model.layers;
 }
 
 }  // namespace hisparse::sim

@@ -38,10 +38,15 @@ CollectiveLink collective_link(const Scenario& scenario);
 /// (DecodeCostModel prices the all-to-all with it).
 Scenario rank_scenario(const Scenario& scenario);
 
+/// Where an instance's collectives run (sim/cost/collective_cost.h): across nodes when the instance spans several
+/// (collective_link's nodes > 1), with the cost file's all-to-all or all-reduce latency for that site, over the
+/// collective link. A one-GPU instance has no collectives: intranode, no link.
+CollectiveSite collective_site(const Scenario& scenario, const CostParams& params, bool all_to_all);
+
 /// Attention all-reduce of one step under attention TP over `gpus_per_rank` GPUs (0 when 1): per layer, a ring
 /// all-reduce of the o_proj output (batch × hidden × 2 B, bf16): 2 (p − 1) / p of it over the collective link at the
-/// NVLink efficiency, plus one collective latency (the cost file's all_to_all_latency).
-SimTime attention_allreduce_ns(int gpus_per_rank, double collective_bytes_per_s, const ModelSpec& model,
-                               const CostParams& params, int64_t batch);
+/// NVLink efficiency, plus the all-reduce latency of the site (intranode or, when the instance spans nodes, internode).
+SimTime attention_allreduce_ns(int gpus_per_rank, double collective_bytes_per_s, bool internode,
+                               const ModelSpec& model, const CostParams& params, int64_t batch);
 
 }  // namespace hisparse::sim

@@ -17,6 +17,7 @@ StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params,
       layout_(rank_layout(scenario)) {
   const HardwareSpec& hw = scenario.hardware;
   collective_bytes_per_s_ = rank_scenario_.hardware.nvlink_bytes_per_s;
+  internode_ = collective_link(scenario).nodes > 1;
   row_bytes_ = cost_.kv_row_bytes();
   top_k_ = hisparse_ ? scenario.deployment.hisparse.top_k : scenario.model.top_k;
   window_ = scenario.model.is_gqa() ? scenario.model.sliding_window : 0;
@@ -52,7 +53,8 @@ RankCompute StepEstimator::rank_compute(const GpuBatch& b) const {
   RankCompute out;
   if (b.requests <= 0) return out;
   auto allreduce = [&](int64_t requests) {
-    return attention_allreduce_ns(layout_.attention_tp, collective_bytes_per_s_, rank_scenario_.model, params_, requests);
+    return attention_allreduce_ns(layout_.attention_tp, collective_bytes_per_s_, internode_, rank_scenario_.model, params_,
+                                  requests);
   };
   if (params_.overlap == OverlapMode::kNone) {
     out.phases = cost_.gpu_phases(b);
@@ -149,8 +151,9 @@ SimTime StepEstimator::moe_ns(double instance_tokens, double max_gpu_tokens) con
   }
   // Each micro-batch reads the experts it touches; one micro-batch's all-to-all hides under the other's compute.
   const auto m = cost_.moe_phase(instance_tokens / 2, max_gpu_tokens / 2);
-  const SimTime per_batch = m.compute - params_.step_overhead_ns;
-  return 2 * per_batch + params_.step_overhead_ns + std::max<SimTime>(0, 2 * m.all_to_all - per_batch);
+  const SimTime fixed = params_.step_overhead_ns(layout_.ranks > 1);
+  const SimTime per_batch = m.compute - fixed;
+  return 2 * per_batch + fixed + std::max<SimTime>(0, 2 * m.all_to_all - per_batch);
 }
 
 StepEstimate StepEstimator::closed_form(const GpuBatch& b, double misses, int64_t instance_requests) const {

@@ -114,6 +114,7 @@ class StepEstimator {
   DecodeCostModel cost_;
   RankLayout layout_;
   double collective_bytes_per_s_ = 0;
+  bool internode_ = false;  // the instance spans nodes: its collectives pay the internode latencies
   double row_bytes_ = 0, h2d_link_ = 0, d2h_rate_ = 0;
   int64_t top_k_ = 0, H_ = 0;
   int64_t window_ = 0;  // GQA sliding layers: tokens attended (0 = none)

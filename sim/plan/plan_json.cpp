@@ -93,7 +93,8 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
   }, "      ");
   o += fmt::format("  \"cost_model\": {{\"overlap\": \"{}\", \"step_overhead_ns\": {}, \"h2d_bytes_per_s\": {}, "
                    "\"d2h_bytes_per_s\": {}, \"host_dram_per_gpu_bytes\": {}, \"terms_file\": {}, \"terms\": {}}},\n",
-                   to_string(p.options.cost.overlap), p.options.cost.step_overhead_ns, jnum(p.h2d_rate), jnum(p.d2h_rate),
+                   to_string(p.options.cost.overlap),
+                   p.options.cost.step_overhead_ns(p.scenario.deployment.decode.dp_attention > 1), jnum(p.h2d_rate), jnum(p.d2h_rate),
                    jnum(p.host_dram_per_gpu), esc(p.options.cost.terms_file), terms);
   o += fmt::format("  \"hbm_per_gpu\": {{\"hbm\": {}, \"weights\": {}, \"activation_reserve\": {}, \"kv_budget\": {}, "
                    "\"outside_static\": {}}},\n",

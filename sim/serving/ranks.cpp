@@ -28,7 +28,7 @@ ServingRanks serving_ranks(const Scenario& s) {
 }
 
 SimTime attention_allreduce_ns(const ServingRanks& r, const CostParams& p, int64_t batch) {
-  return attention_allreduce_ns(r.gpus_per_rank, r.collective_bytes_per_s, r.rank_scenario.model, p, batch);
+  return attention_allreduce_ns(r.gpus_per_rank, r.collective_bytes_per_s, r.nodes > 1, r.rank_scenario.model, p, batch);
 }
 
 }  // namespace hisparse::sim

@@ -30,7 +30,7 @@ ServingRanks serving_ranks(const Scenario& scenario);
 
 /// Attention all-reduce of one step under attention TP (0 when gpus_per_rank == 1): per layer, a ring all-reduce of
 /// the o_proj output (batch × hidden × 2 B, bf16): 2 (p − 1) / p of it over the collective link at the NVLink
-/// efficiency, plus one collective latency (the cost file's all_to_all_latency, per dispatch or combine).
+/// efficiency, plus the all-reduce latency of the site (internode when the instance spans nodes).
 SimTime attention_allreduce_ns(const ServingRanks& ranks, const CostParams& params, int64_t batch);
 
 }  // namespace hisparse::sim

@@ -268,13 +268,14 @@ TEST_CASE("the simulator charges the calibrated swap-in + copy time per layer") 
   CHECK(sc.hardware.pcie.h2d_bulk_bytes_per_s == c.h2d_bulk_bytes_per_s);
   CHECK(params.swap_in_cost.calibrated);
   const int64_t H = sc.deployment.hisparse.device_buffer_size, L = sc.model.layers;
-  // Plan: the cost model's hit-detection phase is the calibrated plan of every layer.
+  // Plan: the cost model's hit-detection phase is the calibrated plan of every layer, plus SGLang's clear of the
+  // output slots before each (DecodeCostModel::hisparse_output_clear_ns).
   const DecodeCostModel cm(sc, params, true);
   GpuBatch b;
   b.requests = 16;
   b.sum_n = b.sum_attended = 16 * 20000.0;
   b.slow_path = 16;
-  CHECK(cm.gpu_phases(b).swap_in == L * c.fused.plan_ns(16, H));
+  CHECK(cm.gpu_phases(b).swap_in == L * c.fused.plan_ns(16, H) + cm.hisparse_output_clear_ns(16));
   // Copy: a lone request with an empty buffer (as in test_serving) loads K-1 rows per layer; on an idle link the
   // step's swap-in + h2d is L x the one-call prediction (to within the 1-ns rounding of bundling the layers).
   ServingOptions opt;
@@ -286,7 +287,7 @@ TEST_CASE("the simulator charges the calibrated swap-in + copy time per layer") 
   REQUIRE(r.steps.size() == 2);
   const int64_t rows = sc.deployment.hisparse.top_k - 1;
   const SimTime per_layer = predict_swap_in_copy_ns(c.fused, sc.hardware.pcie.h2d_bulk_bytes_per_s, 1152, 1, H, rows);
-  const SimTime charged = r.steps[0].slowest.swap_in + r.steps[0].slowest.h2d;
+  const SimTime charged = r.steps[0].slowest.swap_in + r.steps[0].slowest.h2d - cm.hisparse_output_clear_ns(1);
   CHECK(std::llabs(charged - L * per_layer) <= L);
 }
 
@@ -481,7 +482,7 @@ TEST_CASE("the simulator charges the small-batch kernel's terms up to Bc and the
     b.requests = B;
     b.sum_n = b.sum_attended = B * 20000.0;
     b.slow_path = B;
-    CHECK(cm.gpu_phases(b).swap_in == L * r.plan_ns(B, H));
+    CHECK(cm.gpu_phases(b).swap_in == L * r.plan_ns(B, H) + cm.hisparse_output_clear_ns(B));
     CHECK(params.swap_in_cost.copy_rate(B) == r.copy_rate(B));
     CHECK(params.swap_in_cost.copy_latency_ns(B) == r.copy_latency_ns());
   }
@@ -498,7 +499,7 @@ TEST_CASE("the simulator charges the small-batch kernel's terms up to Bc and the
   const SimTime small_only = c.fused.small.plan_ns(1, H) +
                              c.fused.small.copy_ns(1, static_cast<double>(rows) * 1152, sc.hardware.pcie.h2d_bulk_bytes_per_s);
   CHECK(per_layer == small_only);
-  const SimTime charged = res.steps[0].slowest.swap_in + res.steps[0].slowest.h2d;
+  const SimTime charged = res.steps[0].slowest.swap_in + res.steps[0].slowest.h2d - cm.hisparse_output_clear_ns(1);
   CHECK(std::llabs(charged - L * per_layer) <= L);
 }
 
@@ -695,6 +696,8 @@ TEST_CASE("the simulator charges the copy's latency rounds: serving and the one-
   const SimTime per_layer = predict_swap_in_copy_ns(c.fused, sc.hardware.pcie.h2d_bulk_bytes_per_s, 1152, 1, H, rows, K);
   const SwapInCall call{1, static_cast<double>(rows), 1152, H, K};
   CHECK(c.fused.small.copy_latency_ns(call, sc.hardware.pcie.h2d_bulk_bytes_per_s) > c.fused.small.copy_latency_ns());
-  const SimTime charged = res.steps[0].slowest.swap_in + res.steps[0].slowest.h2d;
+  // Beside the call, SGLang's clear of the output slots (DecodeCostModel::hisparse_output_clear_ns).
+  const SimTime clear = DecodeCostModel(sc, params, true).hisparse_output_clear_ns(1);
+  const SimTime charged = res.steps[0].slowest.swap_in + res.steps[0].slowest.h2d - clear;
   CHECK(std::llabs(charged - L * per_layer) <= 2 * L);
 }

@@ -37,7 +37,8 @@ TEST_CASE("cost model: the shipped file sets every term, each with a kind and a 
   for (const TermSource& t : p.sources) {
     CAPTURE(t.term);
     CHECK(!t.source.empty());
-    CHECK((t.kind == "measured" || t.kind == "modelled" || t.kind == "assumed" || t.kind == "calibrated"));
+    CHECK((t.kind == "measured" || t.kind == "modelled" || t.kind == "assumed" || t.kind == "calibrated" ||
+           t.kind == "fitted"));
     seen.insert(t.term);
   }
   for (const std::string& name : cost_term_names()) {
@@ -88,16 +89,16 @@ TEST_CASE("cost model: every shipped hardware file names a cost-model file, and 
 }
 
 TEST_CASE("cost model: strict reading rejects bare values, missing terms, retired keys; lenient reading takes them") {
-  const std::string bare = write_temp("hs_cost_bare.yaml", "efficiency: {indexer: 0.5}\nstep_overhead: 1ms\n");
+  const std::string bare = write_temp("hs_cost_bare.yaml", "efficiency: {indexer: 0.5}\nsampling: 1ms\n");
   const CostParams lenient = load_cost_params(bare);
   CHECK(lenient.efficiency.indexer.compute == 0.5);
   CHECK(lenient.efficiency.indexer.memory == 0.5);
-  CHECK(lenient.step_overhead_ns == 1000000);
+  CHECK(lenient.sampling_ns == 1000000);
   CHECK_THROWS_WITH_AS(load_cost_params(bare, CostParams{}, true), doctest::Contains("kind and source"), Error);
   const std::string no_source = write_temp(
-      "hs_cost_nosource.yaml", "step_overhead: {value: 1ms, kind: assumed}\n");
+      "hs_cost_nosource.yaml", "sampling: {value: 1ms, kind: assumed}\n");
   CHECK_THROWS_WITH_AS(load_cost_params(no_source, CostParams{}, true), doctest::Contains("source"), Error);
-  const std::string bad_kind = write_temp("hs_cost_kind.yaml", "step_overhead: {value: 1ms, kind: guessed, source: x}\n");
+  const std::string bad_kind = write_temp("hs_cost_kind.yaml", "sampling: {value: 1ms, kind: guessed, source: x}\n");
   CHECK_THROWS_WITH_AS(load_cost_params(bad_kind), doctest::Contains("guessed"), Error);
   const std::string retired = write_temp("hs_cost_retired.yaml", "kernels_per_layer: 12\n");
   CHECK_THROWS_WITH_AS(load_cost_params(retired), doctest::Contains("retired"), Error);

@@ -113,7 +113,7 @@ TEST_CASE("step estimate (a): the rank's compute, serial and in two micro-batche
   const StepEstimator tp(g, gp, KvMode::kFull);
   REQUIRE(tp.layout().attention_tp == 8);
   const GpuBatch gb = batch_of(tp, 4, 9000);
-  const SimTime allreduce = attention_allreduce_ns(8, collective_link(g).bytes_per_s, g.model, gp, 4);
+  const SimTime allreduce = attention_allreduce_ns(8, collective_link(g).bytes_per_s, false, g.model, gp, 4);
   CHECK(allreduce > 0);
   CHECK(tp.rank_compute(gb).phases.attention == tp.cost().gpu_phases(gb).attention + allreduce);
 }
@@ -221,8 +221,9 @@ TEST_CASE("step estimate (d): the MoE phase, serial and with one micro-batch's a
   p.overlap = OverlapMode::kTwoBatch;
   const StepEstimator two(s, p, KvMode::kFull);
   const auto h = two.cost().moe_phase(16, 2);
-  const SimTime per_batch = h.compute - p.step_overhead_ns;
-  CHECK(two.moe_ns(32, 4) == 2 * per_batch + p.step_overhead_ns + std::max<SimTime>(0, 2 * h.all_to_all - per_batch));
+  const SimTime fixed = p.step_overhead_ns(/*dp_attention=*/true);  // the DeepSeek node runs attention DP 8
+  const SimTime per_batch = h.compute - fixed;
+  CHECK(two.moe_ns(32, 4) == 2 * per_batch + fixed + std::max<SimTime>(0, 2 * h.all_to_all - per_batch));
   // The busiest GPU's tokens at the all-to-all: a rank's own under attention DP, an eighth of it under attention TP.
   CHECK(serial.max_gpu_tokens(4) == 4);
   Scenario g = load_scenario("glm51-8xh200-tp8-r11");

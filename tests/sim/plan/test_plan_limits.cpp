@@ -199,14 +199,15 @@ TEST_CASE("step model under attention TP: each layer pays the o_proj all-reduce 
     b.sum_n = static_cast<double>(B) * 8192;
     b.sum_attended = static_cast<double>(B) * std::min<int64_t>(8192, s.model.top_k);
     const StepEstimate e = tp.step(B, 8192);
-    // Hand-derived: per layer, latency + 2 (8 - 1) / 8 × B × hidden × 2 bytes over NVLink at its efficiency.
+    // Hand-derived: per layer, the intranode all-reduce latency (one node) + 2 (8 - 1) / 8 × B × hidden × 2 bytes over
+    // NVLink at its efficiency.
     const CostParams p;
     const double moved = 2.0 * 7 / 8 * static_cast<double>(B) * s.model.hidden_size * 2;
-    const SimTime per_layer = p.all_to_all_latency_ns + seconds_to_ns_ceil(moved / (link.bytes_per_s * p.efficiency.nvlink));
+    const SimTime per_layer = p.all_reduce_latency_intranode_ns + seconds_to_ns_ceil(moved / (link.bytes_per_s * p.efficiency.nvlink));
     CHECK(e.cost.attention == cost.gpu_phases(b).attention + per_layer * s.model.layers);
   }
   // Attention DP (the DeepSeek node): no all-reduce.
   const Scenario dp = load_scenario("dsv32-8xh200-1tb");
-  CHECK(attention_allreduce_ns(StepTimeModel(dp, CostParams{}, false, nullptr).layout().attention_tp, 450e9, dp.model,
-                               CostParams{}, 16) == 0);
+  CHECK(attention_allreduce_ns(StepTimeModel(dp, CostParams{}, false, nullptr).layout().attention_tp, 450e9, false,
+                               dp.model, CostParams{}, 16) == 0);
 }

@@ -72,7 +72,7 @@ TEST_CASE("attention TP holds one rank's requests per instance, attention DP one
   CHECK(a.miss_flow_bytes == doctest::Approx(static_cast<double>(a.misses) * a.row_bytes * 8));
 
   // A lone full-KV request under TP: each GPU computes 128 / 8 = 16 heads, then the o_proj output is all-reduced per
-  // layer: 61 × (latency + ⌈2 × 7/8 × 7,168 × 2 B / (450 GB/s × nvlink efficiency)⌉).
+  // layer: 61 × (intranode all-reduce latency + ⌈2 × 7/8 × 7,168 × 2 B / (450 GB/s × nvlink efficiency)⌉).
   const ServingResult one = run_serving(tp, burst(1, 3000, 3), full_kv());
   Scenario heads = tp;
   heads.model.attention_heads = 128 / 8;
@@ -82,7 +82,7 @@ TEST_CASE("attention TP holds one rank's requests per instance, attention DP one
   g.requests = 1;
   g.sum_n = 3001;
   g.sum_attended = 2048;
-  const SimTime allreduce = 61 * (p.all_to_all_latency_ns + seconds_to_ns_ceil(2.0 * 7 / 8 * 7168 * 2 / (450e9 * p.efficiency.nvlink)));
+  const SimTime allreduce = 61 * (p.all_reduce_latency_intranode_ns + seconds_to_ns_ceil(2.0 * 7 / 8 * 7168 * 2 / (450e9 * p.efficiency.nvlink)));
   CHECK(attention_allreduce_ns(rt, p, 1) == allreduce);
   CHECK(attention_allreduce_ns(rd, p, 1) == 0);
   // At the MoE the rank's 8 GPUs split its tokens (SGLang scatters them over the attention-TP group): the busiest
