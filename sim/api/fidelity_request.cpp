@@ -105,7 +105,18 @@ class RunRoutes {
       hisparse_ = std::make_unique<StepTimeModel>(s, setup_.cost, true,
                                                   [curves, H](int64_t n) { return curves->fraction(H, n); });
     }
+    if (!s.deployment.pd_disaggregation) {
+      // Colocated: each request's prompt is prefilled on the decode instance, as the serving engine runs it (one
+      // chunked pass over the instance's GPUs, sim/serving/prefill.cpp).
+      prefill_scenario_ = s;
+      prefill_scenario_.deployment.prefill = s.deployment.decode;
+      prefill_scenario_.deployment.prefill.count = 0;
+      prefill_ns_ = DecodeCostModel(prefill_scenario_, setup_.cost, false).prefill_time(run.input_tokens);
+    }
   }
+
+  /// Prefill of one request on the decode GPUs (colocated runs; 0 under PD, where other GPUs prefill).
+  SimTime colocated_prefill_ns() const { return prefill_ns_; }
 
   const ScenarioSetup& setup() const { return setup_; }
   const std::string& miss_label() const { return misses_.label; }
@@ -209,17 +220,19 @@ class RunRoutes {
   ScenarioSetup setup_;
   LoadedMisses misses_;
   std::unique_ptr<StepTimeModel> full_, hisparse_;
+  Scenario prefill_scenario_;
+  SimTime prefill_ns_ = 0;
   std::map<std::pair<int64_t, bool>, std::unique_ptr<PlanOutcome>> plans_;
   std::unique_ptr<SimulationSetup> sim_;
   std::map<std::pair<bool, int32_t>, std::unique_ptr<ServingSummary>> served_;
 };
 
-/// Full KV's concurrency when `clients` are offered: the rest queue, as a server admits what its pools hold.
-int32_t full_kv_concurrency(RunRoutes& routes, const RunResult& out, const FieldPoint& p) {
-  const int64_t fit = plan_max_concurrency(routes.plan(p.context, /*memory_only=*/true), KvMode::kFull);
+/// A mode's concurrency when `clients` are offered: the rest queue, as a server admits what its pools hold.
+int32_t admitted_concurrency(RunRoutes& routes, const RunResult& out, const FieldPoint& p, KvMode mode) {
+  const int64_t fit = plan_max_concurrency(routes.plan(p.context, /*memory_only=*/true), mode);
   if (fit < 1)
-    throw_error("{}: point '{}' (line {}): full KV fits no request of {} tokens on {}, so the gain is undefined",
-                out.run.file, p.id, p.line, p.context, out.scenario);
+    throw_error("{}: point '{}' (line {}): {} fits no request of {} tokens on {}, so the gain is undefined",
+                out.run.file, p.id, p.line, to_string(mode), p.context, out.scenario);
   return static_cast<int32_t>(std::min<int64_t>(p.concurrency, fit));
 }
 
@@ -229,6 +242,17 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
   const std::string step_label = fmt::format("modelled (closed-form step, cost terms {}; miss fraction {})",
                                              out.cost_terms_file.empty() ? "built-in" : out.cost_terms_file,
                                              out.miss_label.empty() ? "none (full KV)" : out.miss_label);
+  // Decode tokens/s by the closed form: under PD the step alone; colocated, each request's prefill pass shares the
+  // GPUs with the decode steps.
+  const SimTime prefill_ns = routes.colocated_prefill_ns();
+  auto tokens_per_s = [&](KvMode mode, int32_t c) {
+    const StepTimeModel& m = routes.model(mode, p);
+    return prefill_ns > 0 ? colocated_tokens_per_s(m, c, p.context, prefill_ns, out.run.output_tokens)
+                          : model_tokens_per_s(m, c, p.context);
+  };
+  if (prefill_ns > 0 && p.metric != FieldMetric::kMaxConcurrency && p.metric != FieldMetric::kTpotMs)
+    res.note = fmt::format("colocated: each request's prefill pass ({:.1f} ms for {} tokens, modelled) shares the GPUs "
+                           "with its {} decode steps", prefill_ns * 1e-6, out.run.input_tokens, out.run.output_tokens);
   switch (p.metric) {
     case FieldMetric::kTpotMs:
       res.plan = model_tpot_ms(routes.model(p.mode, p), p.concurrency, p.context);
@@ -236,17 +260,19 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
       res.label = step_label;
       break;
     case FieldMetric::kTokensPerS:
-      res.plan = model_tokens_per_s(routes.model(p.mode, p), p.concurrency, p.context);
+      res.plan = tokens_per_s(p.mode, p.concurrency);
       if (simulate_runs) res.simulate = routes.simulate_at(p.mode, p.concurrency).tokens_per_s_per_instance;
       res.label = step_label;
       break;
     case FieldMetric::kGain: {
-      const int32_t full_c = full_kv_concurrency(routes, out, p);
-      res.plan = model_tokens_per_s(routes.model(KvMode::kHiSparse, p), p.concurrency, p.context) /
-                 model_tokens_per_s(routes.model(KvMode::kFull, p), full_c, p.context);
-      if (full_c < p.concurrency)
-        res.note = fmt::format("full KV runs {} of the {} (its largest fitting concurrency; the rest queue)", full_c,
-                               p.concurrency);
+      const int32_t full_c = admitted_concurrency(routes, out, p, KvMode::kFull);
+      const int32_t sparse_c = admitted_concurrency(routes, out, p, KvMode::kHiSparse);
+      res.plan = tokens_per_s(KvMode::kHiSparse, sparse_c) / tokens_per_s(KvMode::kFull, full_c);
+      for (auto [mode, c] : {std::pair{KvMode::kFull, full_c}, std::pair{KvMode::kHiSparse, sparse_c}})
+        if (c < p.concurrency)
+          res.note += std::string(res.note.empty() ? "" : "; ") +
+                      fmt::format("{} runs {} of the {} (its largest fitting concurrency; the rest queue)",
+                                  to_string(mode), c, p.concurrency);
       if (simulate_runs) {
         const double full_tps = routes.simulate_at(KvMode::kFull, p.concurrency).tokens_per_s_per_instance;
         if (full_tps > 0)
@@ -296,6 +322,7 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
     out.cost_line = setup.cost_line;
     out.cost_terms_file = setup.cost.terms_file;
     out.terms = setup.cost.sources;
+    out.fitted_points = setup.cost.fitted_points;
     out.miss_label = routes.miss_label();
     bool steps = false;
     for (const FieldPoint& p : run.points) steps = steps || p.metric != FieldMetric::kMaxConcurrency;
@@ -320,8 +347,21 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
       routes.run_serving(keys);
     }
     for (const FieldPoint& p : run.points) out.points.push_back(evaluate_point(routes, out, p, simulate_runs));
+    mark_fitted_points(out);
     report.runs.push_back(std::move(out));
   }
+  // A fitted term naming a run that is loaded must name one of its points (a renamed point would silently count as
+  // held out).
+  for (const RunResult& run : report.runs)
+    for (const FittedPoint& f : run.fitted_points)
+      for (const RunResult& other : report.runs) {
+        if (f.point.rfind(other.run.name + "/", 0) != 0) continue;
+        const std::string id = f.point.substr(other.run.name.size() + 1);
+        if (std::none_of(other.points.begin(), other.points.end(),
+                         [&](const PointResult& p) { return p.point.id == id; }))
+          throw_error("{}: cost term {} is fitted to {}, but {} has no point '{}'", run.cost_terms_file, f.term,
+                      f.point, other.run.file, id);
+      }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
 }

@@ -41,6 +41,22 @@ void read_term(StrictMap& parent, const std::string& key, const std::string& ter
     t.get_choice("kind", &src.kind, {"measured", "calibrated", "modelled", "fitted", "assumed"});
     t.get("source", &src.source);
     if (strict && src.source.empty()) throw_error("{}: source is empty", t.where("source"));
+    std::vector<std::string> fitted;
+    if (t.has("fitted_to")) {
+      const YAML::Node list = t.sequence("fitted_to");
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].IsScalar() || list[i].as<std::string>().find('/') == std::string::npos)
+          throw_error("{}[{}]: expected a field point as run/point (scenarios/field/<run>.yaml, its point id)",
+                      t.where("fitted_to"), i);
+        fitted.push_back(list[i].as<std::string>());
+      }
+    }
+    if (src.kind == "fitted" && fitted.empty())
+      throw_error("{}: kind fitted needs fitted_to: the field points (run/point) the value was fitted to",
+                  t.where("kind"));
+    if (src.kind != "fitted" && !fitted.empty())
+      throw_error("{}: fitted_to is for kind fitted (got kind {})", t.where("fitted_to"), src.kind);
+    for (const std::string& f : fitted) p.fitted_points.push_back({term, f});
     t.finish();
   } else {
     if (strict) throw_error("{}: a bare value has no kind and source (write {{value: ..., kind: ..., source: ...}})",

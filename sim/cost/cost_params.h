@@ -31,6 +31,13 @@ struct TermSource {
   std::string source;  // publication, measurement file, or the reasoning behind an assumption
 };
 
+/// A term of kind fitted and one field point ("run/point", scenarios/field/) its value was fitted to: `hisparse
+/// fidelity` reports the error on such points apart from the points held out.
+struct FittedPoint {
+  std::string term;
+  std::string point;
+};
+
 /// The values below are the unit tests' defaults only: every `plan`, `simulate` and `advise` run loads a cost-model
 /// YAML (the hardware file's `cost_model:`, or `--cost-params FILE`) that sets every term with its source, and
 /// prints which (tests/sim/cost/test_cost_params.cpp checks the shipped files set every term).
@@ -78,6 +85,7 @@ struct CostParams {
   // Provenance: the file the terms came from ("" = these built-in test defaults) and each term's source.
   std::string terms_file;
   std::vector<TermSource> sources;
+  std::vector<FittedPoint> fitted_points;  // each fitted term's `fitted_to` entries
 
   /// The step's fixed overhead: graph launch, end-of-step sync, sampling, the scheduler's exposed host work, and the
   /// batch-size sync when the instance runs attention data parallel.

@@ -44,7 +44,16 @@ std::string point_where(const PointResult& p) {
 std::string summary_line(const FidelityReport& r) {
   const auto [within, total] = count_within_band(r.runs);
   const size_t worse = check_failures(r.runs).size();
-  return fmt::format("{} of {} points within their band; {} worse than recorded (or unrecorded)", within, total, worse);
+  const BandCounts b = count_within_band_by_fit(r.runs);
+  return fmt::format("{} of {} points within their band ({} of {} held out, {} of {} that a cost term was fitted to); "
+                     "{} worse than recorded (or unrecorded)",
+                     within, total, b.held_out_within, b.held_out, b.fitted_within, b.fitted, worse);
+}
+
+std::string fitted_terms_json(const std::vector<std::string>& terms) {
+  std::string o;
+  for (const std::string& t : terms) o += (o.empty() ? "" : ", ") + json_quote(t);
+  return o;
 }
 
 std::string json_opt(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "null"; }
@@ -73,7 +82,7 @@ std::string fidelity_console_text(const FidelityReport& r) {
       o += row(run.run.name, p.point.id, to_string(p.point.metric), point_where(p), published_text(p.point),
                value_text(p.point.metric, p.plan), p.simulate ? value_text(p.point.metric, *p.simulate) : "-",
                fmt::format("{:+.1f}", p.error_pct), opt_pct(p.plan_vs_sim_pct), opt_pct(p.point.recorded_error_pct),
-               to_string(p.status));
+               p.status_text());
   o += "\n";
   for (const RunResult& run : r.runs) {
     o += fmt::format("{} ({}): {}\n  cost model: {}\n  term kinds: {}\n", run.run.name, run.scenario, run.run.title,
@@ -114,14 +123,15 @@ std::string fidelity_json(const FidelityReport& r) {
       o += fmt::format(
           "{}\n  {{\"id\": {}, \"metric\": {}, \"mode\": {}, \"concurrency\": {}, \"context\": {}, \"published\": {}, "
           "\"published_range\": {}, \"plan\": {:.6g}, \"simulate\": {}, \"error_pct\": {:.4g}, \"plan_vs_sim_pct\": "
-          "{}, \"tolerance_pct\": {}, \"recorded_error_pct\": {}, \"status\": {}, \"label\": {}, \"note\": {}}}",
+          "{}, \"tolerance_pct\": {}, \"recorded_error_pct\": {}, \"status\": {}, \"fitted_by\": [{}], \"label\": {}, "
+          "\"note\": {}}}",
           k ? "," : "", json_quote(q.id), json_quote(to_string(q.metric)),
           json_quote(q.metric == FieldMetric::kGain ? "hisparse/full" : to_string(q.mode)), q.concurrency, q.context,
           json_opt(q.published),
           q.published_range ? fmt::format("[{:.6g}, {:.6g}]", q.published_range->first, q.published_range->second)
                             : "null",
           p.plan, json_opt(p.simulate), p.error_pct, json_opt(p.plan_vs_sim_pct), q.tolerance_pct,
-          json_opt(q.recorded_error_pct), json_quote(to_string(p.status)), json_quote(p.label), json_quote(p.note));
+          json_opt(q.recorded_error_pct), json_quote(to_string(p.status)), fitted_terms_json(p.fitted_by), json_quote(p.label), json_quote(p.note));
     }
     o += fmt::format("]}}{}\n", i + 1 < r.runs.size() ? "," : "");
   }
@@ -150,7 +160,7 @@ std::string fidelity_csv(const FidelityReport& r) {
                        f.published_range ? fmt::format("{:.6g}", f.published_range->first) : "",
                        f.published_range ? fmt::format("{:.6g}", f.published_range->second) : "", p.plan,
                        num(p.simulate), p.error_pct, num(p.plan_vs_sim_pct), f.tolerance_pct,
-                       num(f.recorded_error_pct), to_string(p.status));
+                       num(f.recorded_error_pct), p.status_text());
     }
   return o;
 }
@@ -190,7 +200,7 @@ std::vector<DocBlock> fidelity_document(const FidelityReport& r) {
                                   {p.simulate ? value_text(p.point.metric, *p.simulate) : "-"},
                                   {fmt::format("{:+.1f}", p.error_pct)}, {opt_pct(p.plan_vs_sim_pct)},
                                   {fmt::format("±{}", p.point.tolerance_pct)}, {opt_pct(p.point.recorded_error_pct)},
-                                  {to_string(p.status)}};
+                                  {p.status_text()}};
       row.back().strong = p.status == PointStatus::kWorseThanRecorded;
       t.rows.push_back(row);
     }

@@ -29,6 +29,14 @@ double model_tokens_per_s(const StepTimeModel& model, int32_t concurrency, int64
   return concurrency / (model_tpot_ms(model, concurrency, context) * 1e-3);
 }
 
+double colocated_tokens_per_s(const StepTimeModel& model, int32_t concurrency, int64_t context, SimTime prefill_ns,
+                              int64_t output_tokens) {
+  const double O = static_cast<double>(std::max<int64_t>(1, output_tokens));
+  const double passes = static_cast<double>(busiest_rank_batch(concurrency, model.layout().ranks));
+  const double wave_s = O * model_tpot_ms(model, concurrency, context) * 1e-3 + passes * prefill_ns * 1e-9;
+  return concurrency * O / wave_s;
+}
+
 namespace {
 
 const PlanRow& plan_row_of(const CapacityPlan& plan, KvMode mode) {
@@ -99,6 +107,27 @@ std::vector<std::string> check_failures(const std::vector<RunResult>& runs) {
                                       r.run.name, p.point.id, p.error_pct));
     }
   return out;
+}
+
+std::string PointResult::status_text() const {
+  return fitted() ? fmt::format("{} (fitted)", to_string(status)) : std::string(to_string(status));
+}
+
+void mark_fitted_points(RunResult& run) {
+  for (PointResult& p : run.points)
+    for (const FittedPoint& f : run.fitted_points)
+      if (f.point == run.run.name + "/" + p.point.id) p.fitted_by.push_back(f.term);
+}
+
+BandCounts count_within_band_by_fit(const std::vector<RunResult>& runs) {
+  BandCounts c;
+  for (const RunResult& r : runs)
+    for (const PointResult& p : r.points) {
+      const bool within = std::abs(p.error_pct) <= p.point.tolerance_pct;
+      (p.fitted() ? c.fitted : c.held_out) += 1;
+      (p.fitted() ? c.fitted_within : c.held_out_within) += within ? 1 : 0;
+    }
+  return c;
 }
 
 std::pair<int, int> count_within_band(const std::vector<RunResult>& runs) {

@@ -24,6 +24,12 @@ int64_t busiest_rank_batch(int32_t concurrency, int ranks);
 double model_tpot_ms(const StepTimeModel& model, int32_t concurrency, int64_t context);
 /// Decode tokens/s of the instance at that step: every one of the `concurrency` requests makes one token per step.
 double model_tokens_per_s(const StepTimeModel& model, int32_t concurrency, int64_t context);
+/// Decode tokens/s of a colocated instance (prefill on the decode GPUs) kept busy by `concurrency` closed-loop clients
+/// whose requests decode `output_tokens` each: every request's prefill pass (`prefill_ns`, as the serving engine
+/// prices it: one request per dp rank per pass) takes the GPUs once per `output_tokens` decode steps, so
+///   tokens/s = c × O / (O × step(c) + ⌈c / ranks⌉ × prefill).
+double colocated_tokens_per_s(const StepTimeModel& model, int32_t concurrency, int64_t context, SimTime prefill_ns,
+                              int64_t output_tokens);
 /// max_concurrency of the plan's row for `mode` (the plan holds one sequence length).
 int64_t plan_max_concurrency(const CapacityPlan& plan, KvMode mode);
 /// The binding limit of that row (its label's "binding: X").
@@ -53,6 +59,10 @@ struct PointResult {
   PointStatus status = PointStatus::kWorseThanRecorded;
   std::string label;                        // how the figure is labelled (modelled from which terms, binding limit)
   std::string note;                         // how it was computed where it is not obvious (full KV's concurrency)
+  std::vector<std::string> fitted_by;       // cost terms of kind fitted whose fitted_to names this point
+  bool fitted() const { return !fitted_by.empty(); }
+  /// The status as printed: "(fitted)" after it when a term was fitted to this very point.
+  std::string status_text() const;
 };
 
 /// One field run: its points and what the figures rest on.
@@ -62,6 +72,7 @@ struct RunResult {
   std::string cost_line;                    // the cost terms and calibrations used (as plan prints them)
   std::string cost_terms_file;
   std::vector<TermSource> terms;            // each term's value, kind and source
+  std::vector<FittedPoint> fitted_points;   // the fitted terms and the field points they were fitted to
   std::string miss_label;                   // where the plan's miss fraction comes from
   std::string simulate_note;                // the closed-loop runs (requests, why), "" when none ran
   std::vector<PointResult> points;
@@ -74,5 +85,13 @@ std::string term_kinds_summary(const std::vector<TermSource>& terms);
 std::vector<std::string> check_failures(const std::vector<RunResult>& runs);
 /// Points within their band, and all points.
 std::pair<int, int> count_within_band(const std::vector<RunResult>& runs);
+
+/// Within band / all, among the points no cost term was fitted to (held out) and among those some term was fitted to.
+struct BandCounts {
+  int held_out_within = 0, held_out = 0, fitted_within = 0, fitted = 0;
+};
+BandCounts count_within_band_by_fit(const std::vector<RunResult>& runs);
+/// Marks each point that a term of its run's cost model (kind fitted) names in fitted_to as "run/point".
+void mark_fitted_points(RunResult& run);
 
 }  // namespace hisparse::sim

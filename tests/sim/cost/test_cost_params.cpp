@@ -3,6 +3,13 @@
 // zero-copy swap-in's SM time is charged in two-batch mode (closed form and serving engine alike).
 #include <doctest/doctest.h>
 
+// GCC 12 at -O2 reports the vectors of a CostParams{} temporary inside doctest's CHECK_THROWS as maybe-uninitialized
+// (a known false positive of inlined std::vector destructors); nothing here reads uninitialized memory (ASan/UBSan
+// run this file too).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -54,7 +61,8 @@ TEST_CASE("cost model: the shipped file sets every term, each with a kind and a 
 }
 
 TEST_CASE("cost model: every shipped cost-model file (Hopper, SM100, SM120) sets every term with a kind and a source") {
-  // The Blackwell files carry the Hopper values over as fractions of their own GPU's peaks and say so: assumed.
+  // The Blackwell files carry the Hopper values over as fractions of their own GPU's peaks and say so: assumed, or
+  // modelled / fitted where the Hopper file's reasoning carries over or a field point pins the value.
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/cost_model")) {
     if (e.path().extension() != ".yaml") continue;
@@ -64,7 +72,11 @@ TEST_CASE("cost model: every shipped cost-model file (Hopper, SM100, SM120) sets
     CHECK(p.sources.size() == cost_term_names().size());
     if (e.path().stem() != "sglang-hopper")
       for (const TermSource& t : p.sources)
-        if (t.term != "prefill_chunk_tokens") CHECK(t.kind == "assumed");
+        if (t.term != "prefill_chunk_tokens") {
+          CAPTURE(t.term);
+          CHECK((t.kind == "assumed" || t.kind == "modelled" || t.kind == "fitted"));
+          if (t.kind != "fitted") CHECK(t.source.find("sglang-hopper.yaml") != std::string::npos);
+        }
   }
   CHECK(files >= 3);
 }
