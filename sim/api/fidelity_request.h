@@ -27,7 +27,7 @@ struct FidelityRequest {
 };
 
 /// Closed-loop clients send this many waves of requests (docs/fidelity.md says why four are enough).
-inline constexpr int kFidelityWaves = 3;
+inline constexpr int kFidelityWaves = 8;
 
 /// Loads every field file and evaluates every point. `progress` (may be empty) hears one line per serving run.
 FidelityReport run_fidelity(const FidelityRequest& request,

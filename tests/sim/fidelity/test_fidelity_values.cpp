@@ -87,9 +87,10 @@ TEST_CASE("fidelity's plan values are StepTimeModel's and the capacity plan's on
           CHECK(p.plan == doctest::Approx(f.concurrency / (step_ms(f.mode, f.concurrency, f.context) * 1e-3)).epsilon(1e-12));
           break;
         case FieldMetric::kGain: {
-          // Expect HiSparse tokens/s over full KV's at min(c, full KV's memory-only max_concurrency).
+          // Expect HiSparse tokens/s over full KV's, each mode at min(c, its memory-only max_concurrency).
           const int64_t fc = std::min<int64_t>(f.concurrency, planned(r.run, f.context, KvMode::kFull, true));
-          const double expect = (f.concurrency / step_ms(KvMode::kHiSparse, f.concurrency, f.context)) /
+          const int64_t hc = std::min<int64_t>(f.concurrency, planned(r.run, f.context, KvMode::kHiSparse, true));
+          const double expect = (hc / step_ms(KvMode::kHiSparse, hc, f.context)) /
                                 (fc / step_ms(KvMode::kFull, fc, f.context));
           CHECK(p.plan == doctest::Approx(expect).epsilon(1e-12));
           break;
