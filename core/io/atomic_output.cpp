@@ -21,6 +21,19 @@ namespace {
   throw_error("{} ({}): {}", path, what, why);
 }
 
+/// The open descriptor `path` names (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), or -1.
+int named_descriptor(const std::string& path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    const size_t n = std::strlen(prefix);
+    if (path.compare(0, n, prefix) != 0 || path.size() == n || path.size() > n + 9) continue;
+    if (path.find_first_not_of("0123456789", n) != std::string::npos) continue;
+    return std::atoi(path.c_str() + n);
+  }
+  return -1;
+}
+
 const char* kind_of(mode_t m) {
   if (S_ISDIR(m)) return "a directory";
   if (S_ISBLK(m)) return "a block device";
@@ -32,6 +45,12 @@ const char* kind_of(mode_t m) {
 
 AtomicOutput::AtomicOutput(std::string path, std::string what)
     : path_(std::move(path)), what_(std::move(what)), target_(path_) {
+  if (const int fd = named_descriptor(path_); fd >= 0) {
+    std::fflush(nullptr);  // what the process printed there comes first
+    in_place_ = true;
+    file_ = std::make_unique<CheckedFile>(fd, path_, what_);
+    return;
+  }
   struct stat st {};
   std::optional<mode_t> keep_mode;  // a replaced regular file's permissions
   if (::stat(path_.c_str(), &st) == 0) {

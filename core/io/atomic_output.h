@@ -3,9 +3,11 @@
 //    same output apart) next to it, which commit() fsyncs and renames over `path`; until then a reader of `path` sees
 //    the previous file or none, never half of one. A replaced file's permissions carry over. A symbolic link to a
 //    regular file is followed: its target is replaced, the link stays.
-//  - a character device (/dev/null, /dev/stdout, a terminal) or a FIFO: written in place (opened O_WRONLY, never
-//    created, truncated or renamed over), so `--out /dev/null` leaves /dev/null a device. A write error (/dev/full:
-//    ENOSPC) is reported; bytes a reader already took cannot be taken back.
+//  - a character device (/dev/null, a terminal) or a FIFO: written in place (opened O_WRONLY, never created,
+//    truncated or renamed over), so `--out /dev/null` leaves /dev/null a device. A write error (/dev/full: ENOSPC)
+//    is reported; bytes a reader already took cannot be taken back.
+//  - a name of an open descriptor (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N): written to that descriptor,
+//    after what the process printed there, whatever it is (a redirected stdout's file is not replaced).
 //  - a directory, a block device or a socket: refused at once with a message saying what it is (writing a report over
 //    a disk partition is never what was meant).
 // Every write, fsync and close is checked (core/io/checked_file.h). Dropped without commit() (an error), the

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace hisparse {
@@ -34,6 +36,12 @@ CheckedFile::CheckedFile(std::string path, Mode mode, std::string what) : path_(
     fd_ = ::open(path_.c_str(), open_flags(mode), 0666);
   } while (fd_ < 0 && errno == EINTR);  // a FIFO's open waits for a reader and may be interrupted
   if (fd_ < 0) fail("cannot open it for writing (is the directory there and writable?)", errno);
+  buf_.reserve(kBufferBytes);
+}
+
+CheckedFile::CheckedFile(int fd, std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {
+  fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (fd_ < 0) fail(fmt::format("descriptor {} is not open", fd), errno);
   buf_.reserve(kBufferBytes);
 }
 

@@ -23,6 +23,8 @@ class CheckedFile {
   };
   /// Opens `path`; throws naming it (and `what`, the flag or report it is for, when given) and the reason.
   CheckedFile(std::string path, Mode mode, std::string what = "");
+  /// Writes to a duplicate of the open descriptor `fd` (what /dev/stdout or /dev/fd/N names), at its current offset.
+  CheckedFile(int fd, std::string path, std::string what);
   /// Closes without checking: only reached on an error path (a caller that succeeds calls close()).
   ~CheckedFile();
   CheckedFile(const CheckedFile&) = delete;

@@ -186,3 +186,25 @@ TEST_CASE("atomic output: a FIFO is written in place for its reader and stays a 
   CHECK(S_ISFIFO(st.st_mode));
   CHECK(listing(d) == "pipe ");
 }
+
+TEST_CASE("atomic output: /dev/fd/N writes to that descriptor after what it holds; a redirected file is not replaced") {
+  const fs::path d = scratch("atomic_fd");
+  const fs::path p = d / "stdout.txt";
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, "printed\n", 8) == 8);
+  struct stat before {};
+  REQUIRE(::stat(p.c_str(), &before) == 0);
+  {
+    AtomicOutput out("/dev/fd/" + std::to_string(fd));
+    CHECK(out.in_place());
+    out.write("report\n");
+    out.commit();
+  }
+  ::close(fd);
+  struct stat after {};
+  REQUIRE(::stat(p.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);
+  CHECK(slurp(p) == "printed\nreport\n");
+  CHECK(listing(d) == "stdout.txt ");
+}
