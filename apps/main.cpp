@@ -1,7 +1,9 @@
 // @brief Entry point of `hisparse`: dispatches to a subcommand; every error becomes a message and a non-zero exit.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iostream>
 
 #include <fmt/core.h>
 
@@ -39,6 +41,21 @@ const std::vector<Command>& commands() {
 }
 
 namespace {
+
+/// Standard output is written through a buffer: a full disk or a closed pipe shows only when it is flushed. Checked
+/// once at the end of every command (as coreutils do), so `hisparse replay ... > /dev/full` exits non-zero instead of
+/// reporting success having printed nothing.
+int check_stdout(const char* command, int code) {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!failed) return code;
+  const int err = errno;
+  fmt::print(stderr, "hisparse{}{}: error: writing standard output failed{}{}\n", *command ? " " : "", command,
+             err ? ": " : "", err ? std::strerror(err) : "");
+  return code ? code : 1;
+}
+
 void print_usage() {
   fmt::print(stderr, "usage: hisparse <command> [options]   (hisparse <command> --help for its options; hisparse --version)\n\ncommands:\n");
   for (const auto& c : commands()) fmt::print(stderr, "  {:<10} {}\n", c.name, c.summary);
@@ -47,7 +64,9 @@ void print_usage() {
 
 }  // namespace hisparse::apps
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_command(int argc, char** argv) {
   using namespace hisparse::apps;
   if (argc >= 2 && (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version"))) {
     fmt::print("hisparse {} ({} build, CUDA backend {})\n", HISPARSE_VERSION, HISPARSE_BUILD_TYPE,
@@ -71,4 +90,11 @@ int main(int argc, char** argv) {
   fmt::print(stderr, "hisparse: unknown command '{}'\n", argv[1]);
   print_usage();
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int code = run_command(argc, argv);
+  return hisparse::apps::check_stdout(argc >= 2 && argv[1][0] != '-' ? argv[1] : "", code);
 }

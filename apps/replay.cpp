@@ -131,7 +131,7 @@ int run_replay(int argc, char** argv) {
                p.steps_done, p.seconds > 0 ? static_cast<double>(p.entries_done) / p.seconds / 1e6 : 0.0);
   };
   hooks.checked = [&] {
-    if (!out_dir.empty()) fs::create_directories(out_dir);
+    if (!out_dir.empty()) create_output_directory(out_dir);
   };
   const sim::ReplayOutcome outcome = sim::run_replay_request(request, hooks);
   const sim::ReplayResult& result = outcome.result;

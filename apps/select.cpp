@@ -128,7 +128,7 @@ int run_select(int argc, char** argv) {
              r.steps, r.layer_ids.size(), r.seconds);
 
   if (!traces_dir.empty()) {
-    fs::create_directories(traces_dir);
+    create_output_directory(traces_dir, "--write-traces");
     for (const auto& [key, recs] : r.traces) {
       const std::string path = (fs::path(traces_dir) / key.file_name()).string();
       auto w = traces::make_native_writer(path, r.trace_meta(key.top_k, key.per_kv_head));
@@ -138,7 +138,7 @@ int run_select(int argc, char** argv) {
     fmt::print("wrote {} traces to {}\n", r.traces.size(), traces_dir);
   }
   if (!out_dir.empty()) {
-    fs::create_directories(out_dir);
+    create_output_directory(out_dir);
     write_file_atomically((fs::path(out_dir) / "select.json").string(), sim::select::study_json(r));
     write_file_atomically((fs::path(out_dir) / "select.csv").string(), sim::select::study_csv(r));
     write_file_atomically((fs::path(out_dir) / "select.md").string(), sim::select::study_markdown(r));

@@ -135,7 +135,7 @@ int run_simulate(int argc, char** argv) {
   const SimTime tl_begin = seconds_flag(timeline_start, "timeline-start");
   const SimTime tl_end = tl_begin + seconds_flag(timeline_length, "timeline-length");
 
-  std::filesystem::create_directories(out_dir);
+  create_output_directory(out_dir);
   auto clients_for = [&](int32_t level) {
     ClientSpec c;
     c.concurrency = level;

@@ -139,10 +139,9 @@ std::string exit_text(int status) {
 int run_pool(const SweepInvocation& inv, int jobs) {
   const Grid grid = sim::sweep::load_grid(inv.grid_path);
   const std::vector<WorkItem> items = sim::sweep::plan_work(grid);
-  std::vector<ItemResult> results(items.size());
   const int n_workers = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, jobs)), items.size()));
-  SweepProgress progress(grid, items, inv.quiet,
-                         fmt::format("sweep ({} worker process{})", n_workers, n_workers == 1 ? "" : "es"));
+  SweepRun run(inv, grid, items, fmt::format("sweep ({} worker process{})", n_workers, n_workers == 1 ? "" : "es"));
+  const std::vector<size_t> pending = run.pending();
   const std::string exe = fs::read_symlink("/proc/self/exe").string();
   const std::string grid_abs = fs::absolute(inv.grid_path).string();
   // A worker that dies makes writes to its pipe fail with EPIPE instead of killing the pool.
@@ -151,8 +150,7 @@ int run_pool(const SweepInvocation& inv, int jobs) {
   sigaction(SIGPIPE, &ignore, &old);
 
   std::vector<Worker> workers;
-  std::deque<size_t> queue;
-  for (size_t i = 0; i < items.size(); ++i) queue.push_back(i);
+  std::deque<size_t> queue(pending.begin(), pending.end());
   size_t done = 0;
   auto assign = [&](Worker& w) {
     if (queue.empty()) {
@@ -167,11 +165,11 @@ int run_pool(const SweepInvocation& inv, int jobs) {
       // Reported when its output closes (below), with its exit status.
     }
   };
-  for (int i = 0; i < n_workers; ++i) {
+  for (int i = 0; i < n_workers && !queue.empty(); ++i) {
     workers.push_back(spawn_worker(exe, grid_abs));
     assign(workers.back());
   }
-  while (done < items.size()) {
+  while (done < pending.size()) {
     std::vector<pollfd> fds;
     for (const auto& w : workers) fds.push_back({w.from, POLLIN, 0});
     if (::poll(fds.data(), fds.size(), -1) < 0) {
@@ -194,10 +192,9 @@ int run_pool(const SweepInvocation& inv, int jobs) {
           if (std::sscanf(w.buf.c_str(), "%lld %lld", &item, &bytes) != 2 || item != w.item || bytes < 0)
             throw_error("sweep: worker {} sent a malformed header for item {}", w.pid, w.item);
           if (w.buf.size() < nl + 1 + static_cast<size_t>(bytes)) break;
-          results[static_cast<size_t>(item)] = parse_item_message(w.buf.substr(nl + 1, static_cast<size_t>(bytes)));
+          run.item_done(static_cast<size_t>(item), parse_item_message(w.buf.substr(nl + 1, static_cast<size_t>(bytes))));
           w.buf.erase(0, nl + 1 + static_cast<size_t>(bytes));
           ++done;
-          progress.item_done(static_cast<size_t>(item), results[static_cast<size_t>(item)].ok);
           w.item = -1;
           assign(w);
         }
@@ -210,10 +207,9 @@ int run_pool(const SweepInvocation& inv, int jobs) {
       while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
       }
       if (w.item >= 0) {
-        ItemResult& res = results[static_cast<size_t>(w.item)];
-        res = {true, false, fmt::format("the worker process running it {}", exit_text(status))};
+        run.item_done(static_cast<size_t>(w.item),
+                      {true, false, fmt::format("the worker process running it {}", exit_text(status))});
         ++done;
-        progress.item_done(static_cast<size_t>(w.item), false);
       }
       workers.erase(workers.begin() + static_cast<std::ptrdiff_t>(k));
       if (!queue.empty()) {
@@ -231,9 +227,7 @@ int run_pool(const SweepInvocation& inv, int jobs) {
     }
   }
   sigaction(SIGPIPE, &old, nullptr);
-  progress.finish();
-  return write_sweep_results(grid, items, results, inv,
-                             fmt::format("local process pool, {} worker{}", n_workers, n_workers == 1 ? "" : "s"));
+  return run.finish(fmt::format("local process pool, {} worker{}", n_workers, n_workers == 1 ? "" : "s"));
 }
 
 }  // namespace
@@ -252,12 +246,21 @@ SweepProgress::SweepProgress(const Grid& grid, const std::vector<WorkItem>& item
                who_, grid.points.size(), items.size());
 }
 
-void SweepProgress::item_done(size_t item, bool ok) {
+void SweepProgress::count(size_t item, bool ok) {
   ++items_done_;
   failed_items_ += !ok;
   for (int64_t p : items_[item].points)
     if (--left_per_point_[static_cast<size_t>(p)] == 0) ++points_done_;
+}
+
+void SweepProgress::item_done(size_t item, bool ok) {
+  count(item, ok);
   print(false);
+}
+
+void SweepProgress::item_resumed(size_t item) {
+  count(item, true);
+  ++items_resumed_;
 }
 
 void SweepProgress::finish() {
@@ -273,15 +276,56 @@ void SweepProgress::print(bool force) {
   printed_done_ = items_done_ == static_cast<int64_t>(items_.size());
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const int64_t total = static_cast<int64_t>(items_.size());
+  const int64_t computed = items_done_ - items_resumed_;  // the rate is this run's, not the journal's
   const std::string eta =
-      items_done_ == 0 ? "ETA unknown"
-      : items_done_ == total
-          ? "done"
-          : fmt::format("ETA {:.1f} s", elapsed / static_cast<double>(items_done_) *
-                                            static_cast<double>(total - items_done_));
+      items_done_ == total ? "done"
+      : computed == 0      ? "ETA unknown"
+                           : fmt::format("ETA {:.1f} s", elapsed / static_cast<double>(computed) *
+                                                             static_cast<double>(total - items_done_));
   fmt::print(stderr, "{}: {}/{} points done ({}/{} work items{}), {:.1f} s elapsed, {}\n", who_, points_done_,
              left_per_point_.size(), items_done_, total,
              failed_items_ ? fmt::format(", {} failed", failed_items_) : std::string(), elapsed, eta);
+}
+
+SweepRun::SweepRun(const SweepInvocation& inv, const Grid& grid, const std::vector<WorkItem>& items,
+                   const std::string& who)
+    : inv_(inv), grid_(grid), items_(items), results_(items.size()) {
+  journal_ = std::make_unique<sim::sweep::SweepJournal>(inv.out_dir, sim::sweep::sweep_spec_hash(grid, items),
+                                                        items.size(), inv.resume);
+  progress_ = std::make_unique<SweepProgress>(grid, items, inv.quiet, who);
+  const auto& finished = journal_->finished();
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!finished[i]) continue;
+    results_[i] = {true, true, *finished[i]};
+    progress_->item_resumed(i);
+  }
+  if (!inv.quiet && inv.resume)
+    fmt::print(stderr, "sweep: --resume: {} of {} work items read back from {}, {} to compute\n",
+               journal_->resumed_count(), items.size(), journal_->path(), items.size() - journal_->resumed_count());
+}
+
+std::vector<size_t> SweepRun::pending() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < results_.size(); ++i)
+    if (!results_[i].done) out.push_back(i);
+  return out;
+}
+
+void SweepRun::item_done(size_t item, ItemResult result) {
+  if (result.ok) {
+    journal_->append(item, result.text);
+    // Tests stand in for a job killed mid-sweep (a node lost, a wall-clock limit): no destructor, no flush.
+    if (inv_.stop_after > 0 && ++journaled_ == inv_.stop_after) ::raise(SIGKILL);
+  }
+  results_[item] = std::move(result);
+  progress_->item_done(item, results_[item].ok);
+}
+
+int SweepRun::finish(const std::string& how) {
+  progress_->finish();
+  const int code = write_sweep_results(grid_, items_, results_, inv_, how);
+  journal_->remove();  // the tables hold every row now; a failed point's row says why
+  return code;
 }
 
 std::string run_item_message(const Grid& grid, const WorkItem& item) {
@@ -326,8 +370,7 @@ int write_sweep_results(const Grid& grid, const std::vector<WorkItem>& items, co
     }
     rows.push_back(sim::sweep::failed_point(point, error));
   }
-  fs::create_directories(inv.out_dir);
-  const fs::path dir(inv.out_dir);
+  const fs::path dir(inv.out_dir);  // created (and checked) by SweepRun before any computing
   const std::string md = sim::sweep::table_markdown(grid, rows);
   write_file_atomically((dir / "sweep.csv").string(), sim::sweep::table_csv(grid, rows));
   write_file_atomically((dir / "sweep.json").string(), sim::sweep::table_json(grid, rows));
@@ -355,18 +398,22 @@ int run_sweep(int argc, char** argv) {
   SweepInvocation inv;
   int jobs = 0;
   po::options_description desc(
-      "hisparse sweep GRID.yaml [--out DIR] [--jobs N]\n\n"
+      "hisparse sweep GRID.yaml [--out DIR] [--jobs N] [--resume]\n\n"
       "Expands GRID.yaml (docs/sweep.md) into points of kind plan, replay or simulate and runs them on N worker\n"
       "processes; under an MPI launcher (mpirun -np N hisparse sweep GRID.yaml) on the MPI ranks instead. Replays of\n"
       "many requests are split into request shards and merged exactly. Writes DIR/sweep.csv, sweep.json, sweep.md\n"
       "(rows in grid order whatever the completion order) and prints the Markdown table; a failed point is reported\n"
-      "with its parameters and makes the exit status 1, the other rows are still written.\n\noptions");
+      "with its parameters and makes the exit status 1, the other rows are still written. Each finished work item is\n"
+      "appended to DIR/sweep.journal as it completes (fsync'd; removed once the tables are written): an interrupted\n"
+      "sweep continues with --resume, computing only what the journal lacks.\n\noptions");
   desc.add_options()("help,h", "this help")("grid", po::value(&inv.grid_path), "the grid YAML")(
       "out,o", po::value(&inv.out_dir)->default_value("sweep_out"), "output directory")(
       "jobs,j", po::value(&jobs), "worker processes (default: the hardware threads)")(
+      "resume", "continue an interrupted sweep: skip the work items DIR/sweep.journal holds (same grid only)")(
       "quiet", "no progress on stderr");
   po::options_description hidden;
-  hidden.add_options()("worker", po::value<std::string>(), "internal: run work items of GRID from stdin");
+  hidden.add_options()("worker", po::value<std::string>(), "internal: run work items of GRID from stdin")(
+      "stop-after", po::value(&inv.stop_after), "internal (tests): SIGKILL itself once N work items are journaled");
   po::options_description all;
   all.add(desc).add(hidden);
   po::positional_options_description pos;
@@ -381,6 +428,7 @@ int run_sweep(int argc, char** argv) {
   if (vm.count("worker")) return run_worker(vm["worker"].as<std::string>());
   if (inv.grid_path.empty()) throw_error("sweep: no grid given (usage: hisparse sweep GRID.yaml [--out DIR] [--jobs N])");
   inv.quiet = vm.count("quiet") > 0;
+  inv.resume = vm.count("resume") > 0;
   if (launched_by_mpi()) {
     if (vm.count("jobs"))
       fmt::print(stderr, "sweep: --jobs is ignored under MPI: each rank runs one work item at a time\n");

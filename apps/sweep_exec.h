@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "sim/sweep/sweep_grid.h"
+#include "sim/sweep/sweep_journal.h"
 #include "sim/sweep/sweep_run.h"
 
 namespace hisparse::apps {
@@ -16,6 +18,8 @@ struct SweepInvocation {
   std::string grid_path;
   std::string out_dir;
   bool quiet = false;
+  bool resume = false;       // --resume: skip the items DIR/sweep.journal holds
+  int64_t stop_after = 0;    // hidden --stop-after N (tests): SIGKILL this process once N items are journaled
 };
 
 /// What came back for one work item.
@@ -31,17 +35,44 @@ class SweepProgress {
   SweepProgress(const sim::sweep::Grid& grid, const std::vector<sim::sweep::WorkItem>& items, bool quiet,
                 std::string who);
   void item_done(size_t item, bool ok);
+  /// An item an earlier run finished (read from the journal): counted as done, not in the ETA's rate.
+  void item_resumed(size_t item);
   void finish();
 
  private:
+  void count(size_t item, bool ok);
   void print(bool force);
   const std::vector<sim::sweep::WorkItem>& items_;
   std::vector<int32_t> left_per_point_;
   bool quiet_;
   std::string who_;
-  int64_t items_done_ = 0, points_done_ = 0, failed_items_ = 0;
+  int64_t items_done_ = 0, points_done_ = 0, failed_items_ = 0, items_resumed_ = 0;
   bool printed_done_ = false;
   std::chrono::steady_clock::time_point start_, last_;
+};
+
+/// One run of a sweep on the coordinating process: the journal (opened, or resumed, before any computing: a bad
+/// --out fails here), the progress, and the results as they arrive.
+class SweepRun {
+ public:
+  SweepRun(const SweepInvocation& inv, const sim::sweep::Grid& grid, const std::vector<sim::sweep::WorkItem>& items,
+           const std::string& who);
+  /// The items still to compute, in grid order.
+  std::vector<size_t> pending() const;
+  /// An item's result: kept, journaled (fsync'd) when it succeeded (a failure is computed again by --resume), and
+  /// counted in the progress.
+  void item_done(size_t item, ItemResult result);
+  /// Writes the tables (write_sweep_results), then removes the journal; returns the exit code.
+  int finish(const std::string& how);
+
+ private:
+  const SweepInvocation& inv_;
+  const sim::sweep::Grid& grid_;
+  const std::vector<sim::sweep::WorkItem>& items_;
+  std::unique_ptr<sim::sweep::SweepJournal> journal_;
+  std::unique_ptr<SweepProgress> progress_;
+  std::vector<ItemResult> results_;
+  int64_t journaled_ = 0;
 };
 
 /// Assembles the rows (grid order), writes sweep.csv/json/md atomically into inv.out_dir, prints the Markdown table

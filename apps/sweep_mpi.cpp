@@ -2,7 +2,8 @@
 // work list (deterministic); rank 0 hands out work items one at a time in grid order to ranks 1..N-1 as they become
 // free (points and replay request shards alike), gathers their result texts, shows progress and writes the same table
 // the local pool writes. With one rank, rank 0 runs every item itself. Built only where CMake found MPI
-// (HISPARSE_MPI); elsewhere running under a launcher says so.
+// (HISPARSE_MPI); elsewhere running under a launcher says so. Rank 0 alone keeps the journal (DIR/sweep.journal),
+// appending each result as it arrives, so --resume works the same as for the local pool.
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -33,10 +34,10 @@ void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw_error("sweep: {} failed (MPI error {})", what, rc);
 }
 
-/// Rank 0: serves items until every worker is stopped; returns the results by item.
-std::vector<ItemResult> coordinate(const sim::sweep::Grid& grid, const std::vector<sim::sweep::WorkItem>& items,
-                                   int size, SweepProgress& progress) {
-  std::vector<ItemResult> results(items.size());
+/// Rank 0: serves the pending items until every worker is stopped; each result goes to `run` (journal, progress) as
+/// it arrives, so a job killed mid-sweep keeps what finished.
+void coordinate(const std::vector<sim::sweep::WorkItem>& items, int size, SweepRun& run) {
+  const std::vector<size_t> pending = run.pending();
   size_t next = 0;
   int active = size - 1;
   std::string buf;
@@ -59,11 +60,10 @@ std::vector<ItemResult> coordinate(const sim::sweep::Grid& grid, const std::vect
       const long long item = nl == std::string::npos ? -1 : std::atoll(buf.substr(0, nl).c_str());
       if (item < 0 || item >= static_cast<long long>(items.size()))
         throw_error("sweep: rank {} sent a result for unknown item '{}'", st.MPI_SOURCE, buf.substr(0, nl));
-      results[static_cast<size_t>(item)] = parse_item_message(buf.substr(nl + 1));
-      progress.item_done(static_cast<size_t>(item), results[static_cast<size_t>(item)].ok);
+      run.item_done(static_cast<size_t>(item), parse_item_message(buf.substr(nl + 1)));
     }
-    if (next < items.size()) {
-      const long long item = static_cast<long long>(next++);
+    if (next < pending.size()) {
+      const long long item = static_cast<long long>(pending[next++]);
       check(MPI_Send(&item, 1, MPI_LONG_LONG, st.MPI_SOURCE, kWork, MPI_COMM_WORLD), "MPI_Send");
     } else {
       const long long none = -1;
@@ -71,8 +71,6 @@ std::vector<ItemResult> coordinate(const sim::sweep::Grid& grid, const std::vect
       --active;
     }
   }
-  (void)grid;
-  return results;
 }
 
 void serve(const sim::sweep::Grid& grid, const std::vector<sim::sweep::WorkItem>& items) {
@@ -102,21 +100,16 @@ int run_sweep_mpi(const SweepInvocation& inv) {
     const sim::sweep::Grid grid = sim::sweep::load_grid(inv.grid_path);
     const std::vector<sim::sweep::WorkItem> items = sim::sweep::plan_work(grid);
     if (rank == 0) {
-      SweepProgress progress(grid, items, inv.quiet,
-                             fmt::format("sweep (MPI, {} rank{}{})", size, size == 1 ? "" : "s",
-                                         size > 1 ? fmt::format(": rank 0 coordinates, {} compute", size - 1) : ""));
-      std::vector<ItemResult> results;
+      // The journal is opened (a bad --out fails) before any rank computes: the others wait for their first item.
+      SweepRun run(inv, grid, items,
+                   fmt::format("sweep (MPI, {} rank{}{})", size, size == 1 ? "" : "s",
+                               size > 1 ? fmt::format(": rank 0 coordinates, {} compute", size - 1) : ""));
       if (size == 1) {
-        results.resize(items.size());
-        for (size_t i = 0; i < items.size(); ++i) {
-          results[i] = parse_item_message(run_item_message(grid, items[i]));
-          progress.item_done(i, results[i].ok);
-        }
+        for (size_t i : run.pending()) run.item_done(i, parse_item_message(run_item_message(grid, items[i])));
       } else {
-        results = coordinate(grid, items, size, progress);
+        coordinate(items, size, run);
       }
-      progress.finish();
-      code = write_sweep_results(grid, items, results, inv, fmt::format("MPI, {} rank{}", size, size == 1 ? "" : "s"));
+      code = run.finish(fmt::format("MPI, {} rank{}", size, size == 1 ? "" : "s"));
     } else {
       serve(grid, items);
     }

@@ -61,23 +61,13 @@ TraceOpenOptions open_flags(const po::variables_map& vm) {
   return o;
 }
 
-uint64_t bytes_on_disk(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (!fs::is_directory(path)) return fs::file_size(path);
-  uint64_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(path)) {
-    if (e.is_regular_file()) n += e.file_size();
-  }
-  return n;
-}
-
 /// Writes `src` to `out` and prints what was written and its size against raw int32.
 int write_and_report(TraceSource& src, const std::string& out, TraceFormat format, const TraceWriteOptions& wopt) {
   const TraceMeta meta = src.meta();
   auto writer = make_trace_writer(out, format, meta, wopt);
   const int64_t steps = copy_trace(src, *writer);
   const double raw = static_cast<double>(steps) * meta.layers * meta.top_k * 4.0;
-  const auto size = bytes_on_disk(out);
+  const uint64_t size = writer->bytes_written();
   fmt::print("wrote {} ({}): {} step records, {} layers, top_k {}, {} bytes; raw int32 {:.0f} bytes, ratio {:.2f}x\n",
              out, format == TraceFormat::kNative ? "native" : "npy", steps, meta.layers, meta.top_k, size, raw,
              size ? raw / static_cast<double>(size) : 0.0);

@@ -59,6 +59,8 @@ class NativeTraceWriter final : public TraceWriter {
   // An unfinished trace: out_'s destructor removes its temporary file.
   ~NativeTraceWriter() override = default;
 
+  uint64_t bytes_written() const override { return written_; }
+
   void write(const StepRecord& rec) override {
     if (finished_) throw_error("{}: write after finish", path_);
     if (index_.empty() || rec.request_id != index_.back().request_id) {

@@ -1,6 +1,6 @@
 // @brief Writes `.npy` directory traces with numpy's exact header layout, into a temporary directory renamed at the end.
 #include <filesystem>
-#include <fstream>
+#include <memory>
 #include <set>
 
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/io/checked_file.h"
 #include "core/io/interrupt_cleanup.h"
 #include "traces/npy_array.h"
 #include "traces/step_validation.h"
@@ -51,11 +52,13 @@ class NpyTraceWriter final : public TraceWriter {
 
   ~NpyTraceWriter() override {
     if (!finished_) {
-      topk_.close();
+      topk_.reset();
       std::error_code ec;
       fs::remove_all(tmp_, ec);
     }
   }
+
+  uint64_t bytes_written() const override { return bytes_ + (topk_ ? topk_->bytes_written() : 0); }
 
   void write(const StepRecord& rec) override {
     if (!open_ || rec.request_id != request_) {
@@ -71,8 +74,7 @@ class NpyTraceWriter final : public TraceWriter {
     validate_step(meta_, rec, scratch_);
     buf_.clear();
     for (int32_t p : rec.positions) put_element(buf_, p, meta_.topk_dtype_bytes);
-    topk_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
-    if (!topk_) throw_error("{}: write failed (disk full?)", topk_path_);
+    topk_->write(buf_.data(), buf_.size());
     seq_lens_.push_back(rec.seq_len);
   }
 
@@ -82,11 +84,13 @@ class NpyTraceWriter final : public TraceWriter {
     const std::string meta_json = fmt::format("{{\"initial_state\": \"{}\", \"top_k\": {}}}\n",
                                               to_string(meta_.initial_state), meta_.top_k);
     write_file(tmp_ + "/meta.json", meta_json.data(), meta_json.size());
+    sync_parent_directory(tmp_ + "/meta.json");  // the entries of the directory about to be renamed
     std::error_code ec;
     if (fs::exists(dir_, ec)) fs::remove(dir_, ec);  // an empty directory (checked in the constructor)
     fs::rename(tmp_, dir_, ec);
     if (ec) throw_error("{}: cannot rename {} into place: {}", dir_, tmp_, ec.message());
     cleanup_.release();
+    sync_parent_directory(dir_);
     finished_ = true;
   }
 
@@ -99,11 +103,14 @@ class NpyTraceWriter final : public TraceWriter {
 
   std::string file(int64_t id, const char* what) const { return fmt::format("{}/req_{}_{}.npy", tmp_, id, what); }
 
-  static void write_file(const std::string& path, const char* data, size_t size) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(data, static_cast<std::streamsize>(size));
+  // The files are inside the temporary directory, which finish() renames as a whole: each is written, synced and
+  // closed with every step checked, not renamed itself.
+  void write_file(const std::string& path, const char* data, size_t size) {
+    bytes_ += size;
+    CheckedFile out(path, CheckedFile::Mode::kCreate);
+    out.write(data, size);
+    out.sync();
     out.close();
-    if (!out) throw_error("{}: write failed", path);
   }
 
   std::vector<int64_t> shape(int64_t steps) const { return {steps, meta_.layers, meta_.top_k}; }
@@ -113,21 +120,21 @@ class NpyTraceWriter final : public TraceWriter {
     open_ = true;
     seq_lens_.clear();
     topk_path_ = file(id, "topk");
-    topk_.open(topk_path_, std::ios::binary | std::ios::trunc);
-    if (!topk_) throw_error("{}: cannot open for writing", topk_path_);
+    topk_ = std::make_unique<CheckedFile>(topk_path_, CheckedFile::Mode::kCreate);
     // numpy pads the first axis to 21 digits, so the final header has the same length as this placeholder.
     header_ = format_npy_header(meta_.topk_dtype_bytes, shape(0));
-    topk_.write(header_.data(), static_cast<std::streamsize>(header_.size()));
+    topk_->write(header_.data(), header_.size());
   }
 
   void close_request() {
     if (!open_) return;
     const std::string h = format_npy_header(meta_.topk_dtype_bytes, shape(static_cast<int64_t>(seq_lens_.size())));
     if (h.size() != header_.size()) throw_error("{}: header length changed", topk_path_);
-    topk_.seekp(0);
-    topk_.write(h.data(), static_cast<std::streamsize>(h.size()));
-    topk_.close();
-    if (!topk_) throw_error("{}: write failed (disk full?)", topk_path_);
+    topk_->write_at(0, h.data(), h.size());
+    topk_->sync();
+    topk_->close();
+    bytes_ += topk_->bytes_written();
+    topk_.reset();
     std::vector<char> sl;
     const std::string sh = format_npy_header(meta_.seq_lens_dtype_bytes, {static_cast<int64_t>(seq_lens_.size())});
     sl.assign(sh.begin(), sh.end());
@@ -141,8 +148,9 @@ class NpyTraceWriter final : public TraceWriter {
   TraceMeta meta_;
   bool open_ = false, finished_ = false;
   int64_t request_ = 0;
+  uint64_t bytes_ = 0;  // of the files closed so far
   std::string topk_path_, header_;
-  std::ofstream topk_;
+  std::unique_ptr<CheckedFile> topk_;  // the open request's req_<id>_topk.npy
   std::vector<int32_t> seq_lens_;  // [steps] of the open request
   std::set<int64_t> seen_;
   std::vector<char> buf_;

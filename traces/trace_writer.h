@@ -23,6 +23,9 @@ class TraceWriter {
   virtual ~TraceWriter() = default;
   virtual void write(const StepRecord& rec) = 0;
   virtual void finish() = 0;
+  /// Bytes of the output written so far (every file of a directory format); what `trace gen` reports, measured on
+  /// the write rather than the target, which may be a device that keeps nothing (/dev/null).
+  virtual uint64_t bytes_written() const = 0;
 };
 
 std::unique_ptr<TraceWriter> make_native_writer(const std::string& path, const TraceMeta& meta,

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,15 @@ void write_file_atomically(const std::string& path, const std::string& contents)
   AtomicOutput out(path);
   out.write(contents);
   out.commit();
+}
+
+void create_output_directory(const std::string& dir, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw_error("{} ({}): exists and is not a directory (expected the output directory)", dir, what);
+  fs::create_directories(dir, ec);
+  if (ec) throw_error("{} ({}): cannot create the output directory: {}", dir, what, ec.message());
 }
 
 std::string json_quote(const std::string& s) {

@@ -7,6 +7,9 @@
 namespace hisparse {
 
 void write_file_atomically(const std::string& path, const std::string& contents);
+/// Creates the output directory `dir` (and its parents) if missing; throws naming it (and `what`, the flag it came
+/// from) when it exists and is not a directory or cannot be created.
+void create_output_directory(const std::string& dir, const std::string& what = "--out");
 /// JSON string literal of `s` (quotes and control characters escaped).
 std::string json_quote(const std::string& s);
 /// Fixed-point text of ns as µs with 3 decimals ("1234.567"), from integers only.

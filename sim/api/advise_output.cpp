@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 void write_advice_files(const AdviseOutcome& outcome, const std::string& out_dir, bool with_plots) {
   const AdviceSetup& setup = outcome.setup;
   const std::vector<Advice>& advices = outcome.advices;
-  fs::create_directories(out_dir);
+  create_output_directory(out_dir);
   const fs::path dir(out_dir);
   write_file_atomically((dir / "advise.json").string(), outcome.json());
   std::vector<AdvicePlot> plots = advice_plot_list(advices.size());

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 void write_plan_files(const PlanOutcome& outcome, const std::string& out_dir, bool with_plots) {
   const CapacityPlan& plan = outcome.plan;
   const PlanRunInfo& info = outcome.info;
-  fs::create_directories(out_dir);
+  create_output_directory(out_dir);
   const fs::path dir(out_dir);
   write_file_atomically((dir / "plan.json").string(), outcome.json());
   std::vector<PlanPlot> plots = plan_plot_list();

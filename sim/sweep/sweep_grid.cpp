@@ -264,6 +264,7 @@ Grid parse_grid(const std::string& yaml_text, const std::string& file, const std
   StrictMap root(load_yaml_string(yaml_text, file), file, "");
   Grid g;
   g.file = file;
+  g.text = yaml_text;
   root.require("sweep");
   root.get("sweep", &g.name);
   if (g.name.empty()) throw_error("{}: sweep: got an empty name, expected the sweep's name", file);

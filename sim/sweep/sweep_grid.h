@@ -54,6 +54,7 @@ struct GridPoint {
 
 struct Grid {
   std::string file;         // the grid file, as given
+  std::string text;         // its bytes (part of the spec a resumed sweep's journal must match)
   std::string name;         // `sweep:`
   std::string description;
   int64_t replay_shard_requests = 64;

@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <string>
@@ -138,4 +139,65 @@ TEST_CASE("sweep cli: a bad grid fails before any work, naming file and key") {
   const Run none = run(fmt_args("sweep", (dir / "missing.yaml").string()), dir);
   CHECK(exit_code(none.status) != 0);
   CHECK(none.err.find("missing.yaml: no such grid file") != std::string::npos);
+}
+
+TEST_CASE("sweep cli: --out naming a file fails before any work") {
+  const fs::path dir = scratch_dir("sweep_cli_outfile");
+  {
+    std::ofstream(dir / "taken") << "x";
+  }
+  const Run r = run(fmt_args("sweep", HISPARSE_SOURCE_DIR "/scenarios/sweeps/example.yaml", "--out",
+                             (dir / "taken").string(), "--jobs", "1"),
+                    dir);
+  CHECK(exit_code(r.status) == 1);
+  CHECK(r.err.find("taken (--out): exists and is not a directory") != std::string::npos);
+  // Before the first point: no progress line was printed.
+  CHECK(r.err.find("points done") == std::string::npos);
+}
+
+TEST_CASE("sweep cli: a sweep killed halfway resumes from its journal to the uninterrupted run's bytes") {
+  const fs::path dir = scratch_dir("sweep_cli_resume");
+  const fs::path grid = dir / "grid.yaml";
+  {
+    std::ofstream g(grid);
+    g << "sweep: resume\nreplay_shard_requests: 1\njobs:\n"
+         "  - name: cap\n    kind: plan\n"
+         "    grid: {scenario: dsv32-8xh200-1tb, context: [32K, 64K, 128K], device_buffer_size: [4096, 8192]}\n"
+         "  - name: rep\n    kind: replay\n    settings: {row_bytes: 656}\n"
+         "    grid: {trace: " << kTrace << ", device_buffer_size: [2048], policy: [sglang-lru, fifo]}\n";
+  }
+  const fs::path whole = dir / "whole", cut = dir / "cut";
+  REQUIRE(exit_code(run(fmt_args("sweep", grid.string(), "--out", whole.string(), "--jobs", "2", "--quiet"), dir).status) == 0);
+  CHECK(!fs::exists(whole / "sweep.journal"));  // removed once the tables are written
+
+  // Killed (SIGKILL, as a lost node or a wall-clock limit would) once 4 of its 10 work items are journaled.
+  const Run killed = run(fmt_args("sweep", grid.string(), "--out", cut.string(), "--jobs", "2", "--quiet",
+                                  "--stop-after", "4"),
+                         dir);
+  CHECK(exit_code(killed.status) != 0);
+  CHECK(!fs::exists(cut / "sweep.csv"));
+  const std::string journal = slurp(cut / "sweep.journal");
+  CHECK(std::count(journal.begin(), journal.end(), '\n') == 5);  // the header and 4 items
+
+  // Without --resume the finished work is not thrown away.
+  const Run again = run(fmt_args("sweep", grid.string(), "--out", cut.string(), "--quiet"), dir);
+  CHECK(exit_code(again.status) == 1);
+  CHECK(again.err.find("pass --resume") != std::string::npos);
+  // A changed grid does not resume another grid's journal.
+  const fs::path other = dir / "other.yaml";
+  {
+    std::ofstream(other) << slurp(grid) << "# edited\n";
+  }
+  const Run wrong = run(fmt_args("sweep", other.string(), "--out", cut.string(), "--resume", "--quiet"), dir);
+  CHECK(exit_code(wrong.status) == 1);
+  CHECK(wrong.err.find("belongs to another sweep") != std::string::npos);
+
+  const Run resumed = run(fmt_args("sweep", grid.string(), "--out", cut.string(), "--jobs", "2", "--resume"), dir);
+  CHECK(exit_code(resumed.status) == 0);
+  CHECK(resumed.err.find("--resume: 4 of 10 work items read back") != std::string::npos);
+  for (const char* f : {"sweep.csv", "sweep.json", "sweep.md"}) {
+    CAPTURE(f);
+    CHECK(slurp(cut / f) == slurp(whole / f));
+  }
+  CHECK(!fs::exists(cut / "sweep.journal"));
 }

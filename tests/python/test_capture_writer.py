@@ -198,3 +198,14 @@ def test_compression_without_zstandard_is_refused_before_any_file(tmp_path, monk
         NativeTraceWriter(str(tmp_path / "z.hstr"), 1, 4, compress=True)
     assert os.listdir(tmp_path) == []
     NativeTraceWriter(str(tmp_path / "plain.hstr"), 1, 4).abort()  # uncompressed needs nothing
+
+
+def test_a_fifo_or_directory_target_is_refused_and_left_alone(tmp_path):
+    # A FIFO (or a device) cannot take a header patched at close, and a rename would replace it: refused, untouched.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for target in (fifo, tmp_path):
+        with pytest.raises(TraceWriteError, match="is not a regular file"):
+            NativeTraceWriter(str(target), layers=2, top_k=4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+    assert not os.path.isfile(fifo)

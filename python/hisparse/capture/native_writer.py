@@ -139,6 +139,11 @@ class NativeTraceWriter:
             raise TraceWriteError(f"{path}: initial_state '{initial_state}' (expected identity or empty)")
         if not (1 <= chunk_bytes <= MAX_CHUNK_RAW // 2):
             raise TraceWriteError(f"{path}: chunk_bytes {chunk_bytes} out of range 1..{MAX_CHUNK_RAW // 2}")
+        if os.path.exists(path) and not os.path.isfile(path):
+            # The header is written over its placeholder at close, so the trace needs a seekable regular file; writing
+            # in place (a FIFO) cannot work, and renaming over a device (as root, /dev/null) would replace it.
+            raise TraceWriteError(f"{path}: exists and is not a regular file (a device, FIFO or directory); the capture "
+                                  f"writer writes a regular file only")
         self.path = path
         self.layers = layers
         self.top_k = top_k
