@@ -397,7 +397,8 @@ std::string resolve(const std::string& name, const std::string& kind, const std:
   for (const auto& d : scenario_dir_candidates()) {
     std::error_code ec;
     const fs::path p = fs::path(d) / kind;
-    searched.push_back(fs::is_directory(p, ec) ? p.string() : p.string() + " (missing)");
+    const std::string entry = fs::is_directory(p, ec) ? p.string() : p.string() + " (missing)";
+    if (std::find(searched.begin(), searched.end(), entry) == searched.end()) searched.push_back(entry);
   }
   const std::string what = kind == "deployments" ? "deployment" : kind == "models" ? "model" : kind;
   const std::vector<std::string> available = list_scenarios(kind);

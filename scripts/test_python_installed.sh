@@ -31,7 +31,8 @@ echo "test_python_installed: copied the clone to $src ($((SECONDS - t0)) s)" >&2
 /usr/bin/python3 -m venv "$tmp/venv"
 py=$tmp/venv/bin/python
 if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR=$tmp CMAKE_CXX_COMPILER_LAUNCHER=ccache CXX=${CXX:-$(command -v c++ || echo g++)}
+  export CCACHE_BASEDIR=$tmp CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache \
+    CXX=${CXX:-$(command -v c++ || echo g++)}
 fi
 [ -n "${JOBS:-}" ] && export CMAKE_BUILD_PARALLEL_LEVEL=$JOBS
 t1=$SECONDS

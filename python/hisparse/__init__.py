@@ -21,5 +21,5 @@ from .trace import Trace, open_trace, trace_meta, write_trace
 
 read_trace = open_trace
 
-__all__ = ["__version__", "Trace", "ReplayResult", "advise", "cuda_status", "open_trace", "plan", "read_trace", "replay",
-           "trace_meta", "validate", "write_trace"]
+__all__ = ["__version__", "Trace", "ReplayResult", "advise", "cuda_status", "open_trace", "plan", "read_trace",
+           "replay", "trace_meta", "validate", "write_trace"]
