@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hisparse-installed.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 src=$tmp/hisparse
 mkdir -p "$src" "$tmp/run"
 
