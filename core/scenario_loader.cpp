@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/not_found_error.h"
 #include "core/yaml_reader.h"
 
 namespace hisparse {
@@ -343,17 +344,31 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   return d;
 }
 
-std::vector<std::string> scenario_dirs() {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("HISPARSE_SCENARIO_DIR"); env && *env) dirs.emplace_back(env);
-  // The working directory's scenarios/ before the source tree the binary was built from: a user's own copy (or a
-  // checkout other than the build's) is what they are looking at.
-  dirs.emplace_back(fs::absolute("scenarios").string());
+namespace {
+
 #ifdef HISPARSE_SCENARIO_DIR
-  dirs.emplace_back(HISPARSE_SCENARIO_DIR);
+std::string bundled_scenario_dir = HISPARSE_SCENARIO_DIR;
+#else
+std::string bundled_scenario_dir;
 #endif
+
+}  // namespace
+
+void set_bundled_scenario_dir(const std::string& dir) { bundled_scenario_dir = dir; }
+
+std::vector<std::string> scenario_dir_candidates() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("HISPARSE_SCENARIO_DIR"); env && *env) dirs.push_back(fs::absolute(env).string());
+  // The working directory's scenarios/ before the bundled ones: a user's own copy (or a checkout other than the
+  // build's) is what they are looking at.
+  dirs.push_back(fs::absolute("scenarios").string());
+  if (!bundled_scenario_dir.empty()) dirs.push_back(bundled_scenario_dir);
+  return dirs;
+}
+
+std::vector<std::string> scenario_dirs() {
   std::vector<std::string> existing;
-  for (const auto& d : dirs) {
+  for (const auto& d : scenario_dir_candidates()) {
     std::error_code ec;
     if (!fs::is_directory(d, ec)) continue;
     const std::string canonical = fs::weakly_canonical(d, ec).string();
@@ -393,13 +408,23 @@ std::string resolve(const std::string& name, const std::string& kind, const std:
     std::error_code ec;
     if (fs::is_regular_file(p, ec)) return p.string();
   }
+  // Every place looked at, the missing ones marked, so an empty or wrong search path shows as such.
   std::vector<std::string> searched;
-  for (const auto& d : dirs) searched.push_back((fs::path(d) / kind).string());
+  if (!first.empty()) searched.push_back((fs::path(first) / kind).string());
+  for (const auto& d : scenario_dir_candidates()) {
+    std::error_code ec;
+    const fs::path p = fs::path(d) / kind;
+    const std::string entry = fs::is_directory(p, ec) ? p.string() : p.string() + " (missing)";
+    if (std::find(searched.begin(), searched.end(), entry) == searched.end()) searched.push_back(entry);
+  }
   const std::string what = kind == "deployments" ? "deployment" : kind == "models" ? "model" : kind;
-  throw_error("{}{} '{}' not found in {} (set HISPARSE_SCENARIO_DIR to add a directory); available: {}", referrer,
-              what, name,
-              searched.empty() ? std::string("no scenario directory") : fmt::format("{}", fmt::join(searched, ", ")),
-              fmt::join(list_scenarios(kind), ", "));
+  const std::vector<std::string> available = list_scenarios(kind);
+  throw_not_found("{}{} '{}' not found: looked for {}.yaml in {}; available: {} (set HISPARSE_SCENARIO_DIR to a "
+                  "directory holding {}/, or give a path to a .yaml file)",
+                  referrer, what, name, name, fmt::join(searched, ", "),
+                  available.empty() ? std::string("none, no scenario directory holds any")
+                                    : fmt::format("{}", fmt::join(available, ", ")),
+                  kind);
 }
 
 }  // namespace
@@ -416,7 +441,7 @@ Scenario load_scenario(const std::string& name_or_path) {
   std::string path = name_or_path;
   std::error_code ec;
   if (!(looks_like_path(name_or_path) && fs::is_regular_file(name_or_path, ec))) {
-    if (looks_like_path(name_or_path)) throw_error("scenario file '{}' does not exist", name_or_path);
+    if (looks_like_path(name_or_path)) throw_not_found("scenario file '{}' does not exist", name_or_path);
     path = resolve(name_or_path, "deployments", "", "");
   }
   Scenario s;
@@ -429,7 +454,7 @@ Scenario load_scenario(const std::string& name_or_path) {
   auto find = [&](const std::string& value, const std::string& kind) {
     if (looks_like_path(value)) {
       const fs::path p = fs::path(value).is_absolute() ? fs::path(value) : dep_dir / value;
-      if (!fs::is_regular_file(p, ec)) throw_error("{}{}: file '{}' does not exist", referrer, kind, p.string());
+      if (!fs::is_regular_file(p, ec)) throw_not_found("{}{}: file '{}' does not exist", referrer, kind, p.string());
       return p.string();
     }
     return resolve(value, kind, sibling_root, referrer);

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/not_found_error.h"
 
 namespace hisparse {
 
@@ -117,7 +119,11 @@ bool parse_quantity(const std::string& raw, Unit unit, double* out) {
 
 YAML::Node load_yaml_file(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw_error("{}: cannot open file", path);
+  if (!in) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw_not_found("{}: no such file", path);
+    throw_error("{}: cannot open file", path);
+  }
   std::stringstream buffer;
   buffer << in.rdbuf();
   return load_yaml_string(buffer.str(), path);

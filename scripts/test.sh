@@ -22,6 +22,9 @@ phase
 echo "== Python package (pip install . into build/python-venv) + pytest" >&2
 ./scripts/test_python.sh
 phase
+echo "== Python package as a user installs it (fresh venv, copy of the clone deleted after pip install, README examples)" >&2
+./scripts/test_python_installed.sh
+phase
 echo "== ASan + UBSan build + tests (not the whole-output reruns: release ran them)" >&2
 ./scripts/build.sh asan
 phase

@@ -35,8 +35,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "cuda=$cuda" ] ||
   if command -v ccache >/dev/null; then
     export CCACHE_BASEDIR=$root CMAKE_CXX_COMPILER_LAUNCHER=ccache CXX=${CXX:-$(command -v c++ || echo g++)}
   fi
+  # A persistent CMake tree here (pip install . alone builds in a fresh temporary directory): the next install
+  # recompiles only what changed, and at build/<name> its relative paths match build/release's for ccache.
   CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-2} "$venv/bin/pip" install -q --no-build-isolation --no-deps \
-    --config-settings=cmake.define.HISPARSE_CUDA="$cuda" .
+    --config-settings=build-dir="build/python-{wheel_tag}" --config-settings=cmake.define.HISPARSE_CUDA="$cuda" .
   echo "cuda=$cuda" >"$stamp.new"
   touch -r "$stamp.start" "$stamp.new"
   mv "$stamp.new" "$stamp"

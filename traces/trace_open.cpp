@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/not_found_error.h"
 #include "traces/jsonl_trace.h"
 #include "traces/memory_stream.h"
 #include "traces/native_format.h"
@@ -54,7 +55,10 @@ TraceFormat detect_trace_format(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return TraceFormat::kNpy;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw_error("{}: cannot open trace (no such file or directory?)", path);
+  if (!in) {
+    if (!std::filesystem::exists(path, ec)) throw_not_found("{}: no such trace file or directory", path);
+    throw_error("{}: cannot open trace", path);
+  }
   char head[sizeof(kNativeMagic)] = {};
   in.read(head, sizeof head);
   return format_of_head(head, static_cast<size_t>(in.gcount()), path);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
 #include "cuda/runtime.h"
 #include "python/bindings/facade.h"
@@ -33,6 +34,8 @@ double parse_bytes(const std::string& text, const std::string& what) {
     throw_error("{}: '{}' is not a byte size (expected e.g. 1TiB, 141e9, 93.5GB)", what, text);
   return v;
 }
+
+void set_bundled_scenario_dir(const std::string& dir) { hisparse::set_bundled_scenario_dir(dir); }
 
 validation::ValidateResult validate(const validation::ValidateRequest& request) {
   validation::ValidateResult r = validation::run_validation(request, [](const std::string& line) {

@@ -26,6 +26,10 @@ CommandOutput advise(const sim::AdviseRequest& request, const std::string& out_d
 /// A byte size such as "1TiB", "141e9", "93.5GB" (the flags' reading), or hisparse::Error naming `what`.
 double parse_bytes(const std::string& text, const std::string& what);
 
+/// Where scenario names are found after $HISPARSE_SCENARIO_DIR and ./scenarios: the installed package's own copy
+/// (core/scenario_loader.h, set_bundled_scenario_dir), so the package does not read the clone it was built from.
+void set_bundled_scenario_dir(const std::string& dir);
+
 /// run_validation, its banner printed to C's stdout as the CLI does.
 validation::ValidateResult validate(const validation::ValidateRequest& request);
 

@@ -2,8 +2,9 @@
 // report, behind an interface of standard types only; plan / advise / validate take the library's own request
 // structs (commands.h), which module.cpp binds field by field.
 //
-// Errors: bad arrays throw std::invalid_argument (Python ValueError); everything the project itself rejects throws
-// hisparse::Error, a std::runtime_error (Python RuntimeError), with the CLI's message.
+// Errors: bad arrays throw std::invalid_argument; everything the project itself rejects throws hisparse::Error with
+// the CLI's message, hisparse::NotFoundError where a named file or scenario does not exist. module.cpp raises them
+// as ValueError, ValueError and FileNotFoundError.
 #pragma once
 
 #include <cstdint>

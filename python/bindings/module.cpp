@@ -4,6 +4,7 @@
 // converts (and releases the GIL while the C++ side runs, so replays and plans of several Python threads proceed in
 // parallel).
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -17,6 +18,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "core/not_found_error.h"
 #include "python/bindings/commands.h"
 #include "python/bindings/facade.h"
 
@@ -110,6 +112,18 @@ ReplayArgs replay_args(std::vector<std::string> policies, std::vector<int32_t> b
 NB_MODULE(_core, m) {
   using namespace hisparse::python;
   m.doc() = "HiSparse Lab's C++ core (traces, replay, plan, advise, validate); use the `hisparse` package instead.";
+
+  // The project's errors are the user's input rejected (a bad value, a file or scenario that does not exist), so
+  // Python sees the built-in exceptions for those, not RuntimeError; the message is the CLI's.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const hisparse::NotFoundError& e) {
+      PyErr_SetString(PyExc_FileNotFoundError, e.what());
+    } catch (const hisparse::Error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
 
   m.def(
       "check_trace",
@@ -313,4 +327,5 @@ NB_MODULE(_core, m) {
   });
 
   m.def("flush_stdout", &flush_stdout);
+  m.def("set_bundled_scenario_dir", &set_bundled_scenario_dir, "dir"_a);
 }

@@ -5,11 +5,21 @@ The compiled part (hisparse._core) is loaded on first use, so `import hisparse` 
 where only the Python sources are installed (e.g. on a serving machine that records traces).
 """
 
+try:
+    from ._version import __version__  # written into the wheel by the build (pyproject.toml, from CMakeLists.txt)
+except ImportError:  # the Python sources alone, not installed: the version pip recorded, if any
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        __version__ = version("hisparse")
+    except PackageNotFoundError:
+        __version__ = "unknown (not installed)"
+
 from .commands import advise, cuda_status, plan, validate
 from .replay import ReplayResult, replay
 from .trace import Trace, open_trace, trace_meta, write_trace
 
 read_trace = open_trace
 
-__all__ = ["Trace", "ReplayResult", "advise", "cuda_status", "open_trace", "plan", "read_trace", "replay",
-           "trace_meta", "validate", "write_trace"]
+__all__ = ["__version__", "Trace", "ReplayResult", "advise", "cuda_status", "open_trace", "plan", "read_trace",
+           "replay", "trace_meta", "validate", "write_trace"]

@@ -5,10 +5,21 @@ nothing imports _core at import time: each compiled function asks for it when ca
 """
 
 import contextlib
+import importlib.resources
 import os
 import sys
 
 _core = None
+# Keeps the package data's file-system path valid while the process runs (a real directory for an installed wheel).
+_data_files = contextlib.ExitStack()
+
+
+def data_dir():
+    """The package data (scenarios/, scripts/) as a path, or None where only the Python sources exist."""
+    data = importlib.resources.files(__package__) / "data"
+    if not data.is_dir():
+        return None
+    return _data_files.enter_context(importlib.resources.as_file(data))
 
 
 def core():
@@ -22,6 +33,11 @@ def core():
                 "hisparse: the compiled module hisparse._core is not available "
                 f"({e}); traces, replay, plan, advise and validate need it. Build and install the package from the "
                 "source tree with `pip install .` (docs/python.md); hisparse.capture works without it") from e
+        # Scenario names resolve to the package's own copy after $HISPARSE_SCENARIO_DIR and ./scenarios, not to
+        # the clone the module was built from (which may have moved); the plot scripts sit beside it.
+        data = data_dir()
+        if data is not None:
+            module.set_bundled_scenario_dir(os.fspath(data / "scenarios"))
         _core = module
     return _core
 

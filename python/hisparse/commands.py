@@ -107,15 +107,15 @@ _ADVISE = dict(_COMMON, **{
 def _request(command, request, table, scenario, options):
     if not isinstance(scenario, (str, os.PathLike)) or not os.fspath(scenario):
         raise ValueError(f"scenario: {scenario!r}, expected a deployment name or a YAML path")
-    for reserved in ("out", "no_plots", "help", "args"):
+    for reserved in ("no_plots", "help", "args"):
         if reserved in options:
-            raise ValueError(f"{reserved}: set by hisparse.{command} itself (use out= and plots=; every flag is a "
-                             "keyword)")
+            raise TypeError(f"hisparse.{command}() got an unexpected keyword argument '{reserved}' (use out= and "
+                            "plots=; every other flag is a keyword)")
     request.setup.scenario = os.fspath(scenario)
     if command == "plan":
         limits = options.pop("limits", "all")
         if limits not in ("all", "memory"):
-            raise RuntimeError(f"plan: --limits '{limits}' (expected all or memory)")
+            raise ValueError(f"limits: {limits!r}, expected 'all' or 'memory'")
         request.memory_only = limits == "memory"
         options = dict(options, limits=None if limits == "all" else limits)
     parts = {"o": request.setup.overrides, "s": request.setup, "m": request.misses}
@@ -125,7 +125,8 @@ def _request(command, request, table, scenario, options):
         if key == "limits" or value is None or value is False:
             continue
         if key not in table:
-            raise ValueError(f"{key}: not a flag of hisparse {command} (see `hisparse {command} --help`)")
+            raise TypeError(f"hisparse.{command}() got an unexpected keyword argument '{key}': not a flag of "
+                            f"hisparse {command} (see `hisparse {command} --help`)")
         path, convert = table[key]
         owner, _, field = path.rpartition(".")
         setattr(parts[owner] if owner else request, field, convert(key, value))

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/not_found_error.h"
 #include "core/io/read_file.h"
 #include "core/memory_budget.h"
 #include "sim/workload/workload.h"
@@ -31,7 +32,7 @@ int64_t quantile(std::vector<int64_t> v, double q) {
 /// Reads the select file the recall column comes from (the flags' own ranges are the CLI's to check).
 void read_recall(StrategyOptions& st, const std::string& command) {
   if (st.recall_file.empty()) return;
-  if (!fs::is_regular_file(st.recall_file)) throw_error("{}: --recall-from {}: no such file", command, st.recall_file);
+  if (!fs::is_regular_file(st.recall_file)) throw_not_found("{}: --recall-from {}: no such file", command, st.recall_file);
   st.recall_json = read_file_or_empty(st.recall_file);
   if (st.recall_json.empty()) throw_error("{}: --recall-from {}: empty or unreadable", command, st.recall_file);
 }

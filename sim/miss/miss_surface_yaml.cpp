@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/error.h"
+#include "core/not_found_error.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
 #include "sim/miss/miss_surface.h"
@@ -26,7 +27,7 @@ std::string resolve_surface_path(const std::string& name_or_path) {
     if (std::filesystem::exists(p)) return p.string();
     tried.push_back(p.string());
   }
-  throw_error("miss surface '{}' not found (looked for {}); give a name under scenarios/miss_models/ or a .yaml path",
+  throw_not_found("miss surface '{}' not found (looked for {}); give a name under scenarios/miss_models/ or a .yaml path",
               name_or_path,
               tried.empty() ? std::string("no scenario directory") : fmt::format("{}", fmt::join(tried, ", ")));
 }

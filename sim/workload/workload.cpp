@@ -13,6 +13,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/not_found_error.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
 
@@ -109,7 +110,7 @@ std::string resolve_workload_yaml(const std::string& name_or_path) {
     if (fs::exists(p)) return p.string();
     tried += " " + p.string();
   }
-  throw_error("workload '{}': no such file, and no workload YAML of that name (tried:{})", name_or_path,
+  throw_not_found("workload '{}': no such file, and no workload YAML of that name (tried:{})", name_or_path,
               tried.empty() ? " no scenario directory found" : tried);
 }
 
@@ -254,7 +255,7 @@ Workload load_workload(const std::string& name_or_path) {
     root.finish();
     const fs::path trace = fs::path(file).is_absolute() ? fs::path(file) : fs::path(data_dir_for(path, data_dir)) / file;
     if (!fs::exists(trace))
-      throw_error("{}: file '{}' not found (looked at {}; set HISPARSE_DATA_DIR to the folder holding workloads/)",
+      throw_not_found("{}: file '{}' not found (looked at {}; set HISPARSE_DATA_DIR to the folder holding workloads/)",
                   path, file, trace.string());
     w = type == "mooncake" ? read_mooncake_trace(trace.string()) : read_azure_trace(trace.string());
   }

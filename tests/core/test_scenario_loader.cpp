@@ -1,4 +1,5 @@
-// @brief Every shipped scenario loads; names and paths resolve; $HISPARSE_SCENARIO_DIR is searched first.
+// @brief Every shipped scenario loads; names and paths resolve; $HISPARSE_SCENARIO_DIR is searched first; a name not
+// found says where it looked and what exists, also when nothing exists; the bundled directory can be replaced.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/not_found_error.h"
 #include "core/scenario_loader.h"
 
 using namespace hisparse;
@@ -157,4 +159,32 @@ TEST_CASE("unknown scenario names list what exists; HISPARSE_SCENARIO_DIR is sea
       << "model: glm-5\nhardware: h100-sxm\nhost_dram_bytes: 1TB\nhisparse: {}\nhisparse_config: '{}'\n";
   CHECK_THROWS_WITH_AS(load_deployment_spec((dir / "deployments" / "both.yaml").string()),
                        doctest::Contains("both 'hisparse' and 'hisparse_config'"), Error);
+}
+
+TEST_CASE("a name not found names every place looked at, even when no scenario directory exists") {
+  const std::string bundled = scenario_dir_candidates().back();
+  const fs::path empty = fs::path(HISPARSE_BINARY_DIR) / "test_tmp" / "no_scenarios_here";
+  fs::create_directories(empty);
+  const fs::path cwd = fs::current_path();
+  fs::current_path(empty);
+  // Expected: with the bundled directory moved away (a source clone deleted after install) and no ./scenarios, the
+  // message lists both places, marked missing, and says that nothing is available, instead of an empty list.
+  set_bundled_scenario_dir((empty / "gone" / "scenarios").string());
+  std::string e;
+  try {
+    load_scenario("dsv32-8xh200-1tb");
+  } catch (const NotFoundError& err) {
+    e = err.what();
+  }
+  CHECK(e.find("deployment 'dsv32-8xh200-1tb' not found: looked for dsv32-8xh200-1tb.yaml in ") != std::string::npos);
+  CHECK(e.find((empty / "scenarios" / "deployments").string() + " (missing)") != std::string::npos);
+  CHECK(e.find((empty / "gone" / "scenarios" / "deployments").string() + " (missing)") != std::string::npos);
+  CHECK(e.find("available: none, no scenario directory holds any") != std::string::npos);
+  // Expected: pointing the bundled directory at a copy of the scenarios (the Python package's data) finds them.
+  set_bundled_scenario_dir(kScenarios.string());
+  CHECK(load_scenario("dsv32-8xh200-1tb").source == (kScenarios / "deployments" / "dsv32-8xh200-1tb.yaml").string());
+  fs::current_path(cwd);
+  set_bundled_scenario_dir(bundled);
+  // Expected: a missing path is a NotFoundError too (Python's FileNotFoundError).
+  CHECK_THROWS_AS(load_scenario("/nonexistent/dep.yaml"), NotFoundError);
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/not_found_error.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
 
@@ -175,8 +176,10 @@ TEST_CASE("strict YAML: syntax errors and missing files name the file") {
   const std::string e = error_of([&] { load_model_spec(path); });
   CHECK(e.find(path) != std::string::npos);
   CHECK(e.find("not valid YAML") != std::string::npos);
-  CHECK(error_of([] { load_model_spec("/nonexistent/x.yaml"); }).find("/nonexistent/x.yaml: cannot open") !=
+  // Expected: a file that does not exist is a NotFoundError (Python's FileNotFoundError) naming it.
+  CHECK(error_of([] { load_model_spec("/nonexistent/x.yaml"); }).find("/nonexistent/x.yaml: no such file") !=
         std::string::npos);
+  CHECK_THROWS_AS(load_model_spec("/nonexistent/x.yaml"), NotFoundError);
   const std::string missing = write_temp("missing.yaml", "layers: 3\n");
   CHECK(error_of([&] { load_model_spec(missing); }).find("missing required key 'kv_lora_rank'") != std::string::npos);
 }

@@ -70,8 +70,9 @@ def test_bad_seq_len_and_ids():
     ({"lookahead_mb": 0}, ValueError, r"lookahead_mb: 0"),
     ({"top_k": 0}, ValueError, r"top_k: 0"),
     ({"initial_state": "warm"}, ValueError, r"initial_state: 'warm'"),
-    ({"policies": ["mru"]}, RuntimeError, r"unknown swap-in policy 'mru'"),
-    ({"buffer_sizes": [1]}, RuntimeError, r"buffer size 1 \(--buffer-sizes\) is smaller than the trace.s top_k 2"),
+    # Values the C++ side rejects are ValueError too (the CLI's message), not RuntimeError.
+    ({"policies": ["mru"]}, ValueError, r"unknown swap-in policy 'mru'"),
+    ({"buffer_sizes": [1]}, ValueError, r"buffer size 1 \(--buffer-sizes\) is smaller than the trace.s top_k 2"),
 ])
 def test_bad_replay_arguments(kwargs, exc, match):
     args = {"buffer_sizes": [2], "policies": ["sglang-lru"], **kwargs}
@@ -80,15 +81,17 @@ def test_bad_replay_arguments(kwargs, exc, match):
 
 
 def test_bad_paths_and_formats(tmp_path):
-    with pytest.raises(RuntimeError, match="missing"):
-        hisparse.open_trace(tmp_path / "missing")
+    # A path that does not exist is the built-in FileNotFoundError, for every function that reads one.
+    for call in (hisparse.open_trace, hisparse.trace_meta, lambda p: hisparse.replay(p, [2])):
+        with pytest.raises(FileNotFoundError, match=r"missing: no such trace file or directory"):
+            call(tmp_path / "missing")
     with pytest.raises(ValueError, match="format: 'parquet'"):
         hisparse.write_trace(tmp_path / "t", TOPK, SEQ, format="parquet")
     with pytest.raises(ValueError, match="seq_lens / request_ids: only with topk arrays"):
         hisparse.replay(tmp_path / "t", seq_lens=SEQ)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "other").write_text("x")
-    with pytest.raises(RuntimeError, match="not an empty directory"):
+    with pytest.raises(ValueError, match="not an empty directory"):
         hisparse.write_trace(tmp_path / "full", TOPK, SEQ, format="npy")
 
 

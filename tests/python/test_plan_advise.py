@@ -66,12 +66,26 @@ def test_advise_with_a_python_trace(cli, tmp_path):
 
 
 def test_errors_are_the_cli_messages():
-    with pytest.raises(RuntimeError, match="no-such-deployment"):
+    """User mistakes are Python's built-in exceptions, with the CLI's message: a missing scenario or file is
+    FileNotFoundError (naming where it looked and what exists), a bad value ValueError, an unknown keyword
+    TypeError."""
+    with pytest.raises(FileNotFoundError, match=r"deployment 'no-such-deployment' not found: looked for "
+                                                r"no-such-deployment.yaml in .*/deployments.*; available: .*"
+                                                r"dsv32-8xh200-1tb"):
         hisparse.plan("no-such-deployment")
-    with pytest.raises(RuntimeError, match="limits"):
+    with pytest.raises(FileNotFoundError, match="scenario file 'nowhere/d.yaml' does not exist"):
+        hisparse.plan("nowhere/d.yaml")
+    with pytest.raises(FileNotFoundError, match="no_such.hstrace: no such trace file"):
+        hisparse.advise(SCENARIO, seq_lens=[32768], trace="no_such.hstrace")
+    with pytest.raises(ValueError, match="limits: 'sometimes', expected 'all' or 'memory'"):
         hisparse.plan(SCENARIO, limits="sometimes")
-    with pytest.raises(ValueError, match="no_plots: set by hisparse.plan"):
+    with pytest.raises(ValueError, match="kv_dtype, expected bf16 or fp8"):
+        hisparse.plan(SCENARIO, kv_dtype="fp7")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_plots'"):
         hisparse.plan(SCENARIO, no_plots=True)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sequence_lengths': not a flag of hisparse "
+                                        "advise"):
+        hisparse.advise(SCENARIO, sequence_lengths=[1024])
     with pytest.raises(ValueError, match="scenario"):
         hisparse.advise(None)
 
@@ -89,8 +103,9 @@ def test_keywords_set_the_fields_the_flags_set(cli, tmp_path):
 
 
 def test_a_keyword_that_is_no_flag_is_named():
-    with pytest.raises(ValueError, match="no_such_flag: not a flag of hisparse plan"):
+    # Expected: TypeError, as Python raises for any unknown keyword, naming it and the command.
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_flag': not a flag of hisparse plan"):
         hisparse.plan(SCENARIO, no_such_flag=1)
     # advise chooses the buffer size itself: it is no flag of advise.
-    with pytest.raises(ValueError, match="device_buffer_size: not a flag of hisparse advise"):
+    with pytest.raises(TypeError, match="'device_buffer_size': not a flag of hisparse advise"):
         hisparse.advise(SCENARIO, device_buffer_size=4096)

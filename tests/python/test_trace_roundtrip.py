@@ -75,7 +75,7 @@ def test_top_k_override_packs_lists(tmp_path):
     back = hisparse.open_trace(tmp_path / "k3.hstrace")
     assert back.top_k == 3
     np.testing.assert_array_equal(back.topk[0][:, 0, :], [[7, 3, -1], [1, 9, 3]])
-    with pytest.raises(RuntimeError, match="valid"):
+    with pytest.raises(ValueError, match="valid"):
         hisparse.open_trace(tmp_path / "k3.hstrace", top_k=2)
 
 

@@ -39,7 +39,7 @@ def test_bad_arguments():
         hisparse.validate("tpu")
     with pytest.raises(ValueError, match="cases"):
         hisparse.validate("cpu", cases=-1)
-    with pytest.raises(RuntimeError, match="--only nonsense: unknown operation"):
+    with pytest.raises(ValueError, match="--only nonsense: unknown operation"):
         hisparse.validate("cpu", cases=1, only="nonsense")
 
 
