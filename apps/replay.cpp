@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "apps/list_args.h"
 #include "sim/report/plot_script.h"
 #include "core/io/output_file.h"
+#include "core/progress.h"
 #include "sim/api/replay_request.h"
 #include "sim/replay/cuda/replay_cuda.h"
 #include "sim/replay/replay_report.h"
@@ -130,22 +132,39 @@ int run_replay(int argc, char** argv) {
     fmt::print(stderr, "replay: {}/{} requests, {} steps, {:.1f} M entries/s\n", p.requests_done, p.requests_total,
                p.steps_done, p.seconds > 0 ? static_cast<double>(p.entries_done) / p.seconds / 1e6 : 0.0);
   };
+  // The tail after the replay (advice, files, plots) has no requests to count: its stages are counted instead.
+  const int64_t file_stages = out_dir.empty() ? 0 : vm.count("no-plots") ? 1 : 2;
+  std::optional<ProgressReporter> tail;
+  const auto start_tail = [&](int64_t advice_stages) {
+    if (!tail)
+      tail.emplace("replay: advice, files and plots", static_cast<double>(advice_stages + file_stages),
+                   !quiet && progress_wanted_by_default(), "stages");
+  };
+  hooks.advice_progress = [&](int64_t done, int64_t total) {
+    start_tail(total);
+    tail->update(static_cast<double>(done));
+  };
   hooks.checked = [&] {
     if (!out_dir.empty()) create_output_directory(out_dir);
   };
   const sim::ReplayOutcome outcome = sim::run_replay_request(request, hooks);
   const sim::ReplayResult& result = outcome.result;
+  const int64_t advice_stages = advise_args.scenario.empty() ? 0 : sim::kReplayAdviceStages;
+  start_tail(advice_stages);
 
   if (!out_dir.empty()) {
     write_file_atomically((fs::path(out_dir) / "replay.json").string(), outcome.json);
     write_file_atomically((fs::path(out_dir) / "replay.csv").string(), outcome.csv);
+    tail->update(static_cast<double>(advice_stages + 1));
     for (const char* png : {"replay_hit_rate.png", "replay_misses.png"}) fs::remove(fs::path(out_dir) / png);
     if (!vm.count("no-plots")) {
       sim::run_plot_script("plot_replay.py", out_dir, "replay");
+      tail->update(static_cast<double>(advice_stages + 2));
     }
     fmt::print("wrote {}/replay.json, replay.csv{}\n", out_dir,
                vm.count("no-plots") ? "" : ", replay_hit_rate.png, replay_misses.png");
   }
+  if (advice_stages + file_stages > 0) tail->finish();
   if (!csv_path.empty()) fmt::print("wrote {}\n", csv_path);
   // The whole command, as a user times it (from here: options, trace opening, replay, table, files, plots).
   fmt::print("{}", sim::format_replay_speed(result, std::chrono::duration<double>(std::chrono::steady_clock::now() -

@@ -15,6 +15,7 @@
 #include "sim/report/plot_script.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
+#include "core/progress.h"
 #include "sim/select/select_study.h"
 #include "traces/page_trace_source.h"
 #include "traces/trace_writer.h"
@@ -121,7 +122,10 @@ int run_select(int argc, char** argv) {
   for (int32_t l : data.layer_ids) fmt::print(" {}", l);
   fmt::print("), {} steps, n {}..{}, {} query heads / {} KV heads x {}, scaling {}\n", data.steps, data.seq_lens.front(),
              data.seq_lens.back(), data.q_heads, data.kv_heads, data.head_dim, data.scaling);
-  const sim::select::StudyResult r = sim::select::run_study(data, opt);
+  ProgressReporter progress("select", data.layers, progress_wanted_by_default(), "layers");
+  const sim::select::StudyResult r =
+      sim::select::run_study(data, opt, [&](int64_t done) { progress.update(static_cast<double>(done)); });
+  progress.finish();
   fmt::print("{}", sim::select::study_table(r));
   fmt::print("\nrecall = mass(selected) / mass(oracle top-K) of the true score Σ_h softmax; mass = share of all attention; "
              "{} steps x {} layers in {:.1f} s\n",

@@ -18,6 +18,7 @@
 #include "apps/scenario_flags.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
+#include "core/progress.h"
 #include "sim/api/simulate_request.h"
 #include "sim/engine/chrome_trace.h"
 #include "sim/miss/miss_surface.h"
@@ -143,6 +144,27 @@ int run_simulate(int argc, char** argv) {
     c.requests = num_requests > 0 ? num_requests : std::max<int64_t>(64, 4 * static_cast<int64_t>(level));
     return c;
   };
+  // Progress over every run's requests (finished or rejected), all runs together: one ETA for the whole command.
+  std::vector<ClientSpec> run_clients;
+  if (levels.size() > 1) {
+    for (int32_t level : levels)
+      for (size_t i = 0; i < modes.size(); ++i) run_clients.push_back(clients_for(level));
+  } else {
+    for (size_t i = 0; i < modes.size() * overlaps.size(); ++i)
+      run_clients.push_back(levels.empty() ? ClientSpec{} : clients_for(levels.front()));
+  }
+  int64_t all_requests = 0;
+  for (const ClientSpec& c : run_clients) all_requests += requests_sent(setup, c);
+  ProgressReporter progress("simulate", static_cast<double>(all_requests), progress_wanted_by_default(),
+                            fmt::format("requests done over {} run(s)", run_clients.size()));
+  int64_t earlier_runs = 0;
+  auto run = [&](KvMode m, OverlapMode ov, const ClientSpec& c, bool record_steps, ChromeTrace* timeline) {
+    ServingResult r = simulate(setup, m, ov, c, record_steps, timeline, [&](int64_t done) {
+      progress.update(static_cast<double>(earlier_runs + done));
+    });
+    earlier_runs += requests_sent(setup, c);
+    return r;
+  };
   if (levels.size() > 1) {
     SweepTable table;
     table.scenario = sc.deployment.name;
@@ -151,7 +173,7 @@ int run_simulate(int argc, char** argv) {
     table.think_time = think;
     for (int32_t level : levels)
       for (KvMode m : modes) {
-        const ServingResult r = simulate(setup, m, overlaps.front(), clients_for(level));
+        const ServingResult r = run(m, overlaps.front(), clients_for(level), /*record_steps=*/true, nullptr);
         const ServingSummary s = summarize(r, sc);
         SweepPoint p;
         p.concurrency = level;
@@ -168,6 +190,7 @@ int run_simulate(int argc, char** argv) {
         fmt::print("  level {:>5} {:<8} {} requests, {:.0f} tok/s, TPOT p50 {:.2f} ms\n", level, to_string(m), r.finished,
                    p.tokens_per_s, p.tpot_p50_ms);
       }
+    progress.finish();
     table.crossover = find_crossover(table.points);
     fmt::print("{}", sweep_text(table));
     write_file_atomically(out_dir + "/sweep.json", sweep_json(table));
@@ -184,7 +207,7 @@ int run_simulate(int argc, char** argv) {
       const ClientSpec clients = levels.empty() ? ClientSpec{} : clients_for(levels.front());
       ChromeTrace timeline(tl_begin, tl_end);
       const auto t0 = std::chrono::steady_clock::now();
-      const ServingResult r = simulate(setup, m, ov, clients, /*record_steps=*/true, &timeline);
+      const ServingResult r = run(m, ov, clients, /*record_steps=*/true, &timeline);
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::string tag = fmt::format("{}_{}", to_string(m), to_string(ov));
       const std::string summary = summary_json(r, sc);
@@ -205,6 +228,7 @@ int run_simulate(int argc, char** argv) {
       if (!r.first_abort.empty()) fmt::print("  first host-pool failure: {}\n", r.first_abort);
     }
   }
+  progress.finish();
   report += "\n]\n}\n";
   write_file_atomically(out_dir + "/report.json", report);
   fmt::print("wrote {}/report.json and per-run summary_*.json, requests_*.csv, steps_*.csv, timeline_*.json\n", out_dir);

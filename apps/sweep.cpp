@@ -26,6 +26,7 @@
 #include "apps/sweep_exec.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
+#include "core/progress.h"
 #include "sim/sweep/sweep_table.h"
 
 extern char** environ;
@@ -277,11 +278,12 @@ void SweepProgress::print(bool force) {
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const int64_t total = static_cast<int64_t>(items_.size());
   const int64_t computed = items_done_ - items_resumed_;  // the rate is this run's, not the journal's
+  const double left = static_cast<double>(total - items_done_);
   const std::string eta =
       items_done_ == total ? "done"
       : computed == 0      ? "ETA unknown"
-                           : fmt::format("ETA {:.1f} s", elapsed / static_cast<double>(computed) *
-                                                             static_cast<double>(total - items_done_));
+                           : "ETA " + format_progress_time(progress_eta_seconds(
+                                          static_cast<double>(computed), static_cast<double>(computed) + left, elapsed));
   fmt::print(stderr, "{}: {}/{} points done ({}/{} work items{}), {:.1f} s elapsed, {}\n", who_, points_done_,
              left_per_point_.size(), items_done_, total,
              failed_items_ ? fmt::format(", {} failed", failed_items_) : std::string(), elapsed, eta);

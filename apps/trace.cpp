@@ -11,6 +11,7 @@
 #include "apps/command.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
+#include "core/progress.h"
 #include "traces/trace_generator.h"
 #include "traces/trace_source.h"
 #include "traces/trace_stats.h"
@@ -61,11 +62,27 @@ TraceOpenOptions open_flags(const po::variables_map& vm) {
   return o;
 }
 
-/// Writes `src` to `out` and prints what was written and its size against raw int32.
-int write_and_report(TraceSource& src, const std::string& out, TraceFormat format, const TraceWriteOptions& wopt) {
+/// Writes `src` to `out` and prints what was written and its size against raw int32. `total_steps` > 0: progress
+/// on stderr (see core/progress.h for when it shows).
+int write_and_report(TraceSource& src, const std::string& out, TraceFormat format, const TraceWriteOptions& wopt,
+                     int64_t total_steps = 0) {
   const TraceMeta meta = src.meta();
   auto writer = make_trace_writer(out, format, meta, wopt);
-  const int64_t steps = copy_trace(src, *writer);
+  int64_t steps = 0;
+  if (total_steps > 0) {
+    // A step record is every layer's list for one step: the unit the generator produces and the writer takes.
+    ProgressReporter progress("trace gen", static_cast<double>(total_steps), progress_wanted_by_default(),
+                              fmt::format("step records ({} layers each)", meta.layers));
+    StepRecord rec;
+    while (src.next(rec)) {
+      writer->write(rec);
+      progress.update(static_cast<double>(++steps));
+    }
+    writer->finish();
+    progress.finish();
+  } else {
+    steps = copy_trace(src, *writer);
+  }
   const double raw = static_cast<double>(steps) * meta.layers * meta.top_k * 4.0;
   const uint64_t size = writer->bytes_written();
   fmt::print("wrote {} ({}): {} step records, {} layers, top_k {}, {} bytes; raw int32 {:.0f} bytes, ratio {:.2f}x\n",
@@ -118,7 +135,7 @@ int run_gen(int argc, char** argv) {
   auto src = make_generated_trace(g);
   TraceWriteOptions w;
   w.compress = !vm.count("no-compress");
-  return write_and_report(*src, out, parse_trace_format(format), w);
+  return write_and_report(*src, out, parse_trace_format(format), w, g.requests * g.steps);
 }
 
 int run_info_cmd(int argc, char** argv) {

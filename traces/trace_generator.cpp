@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <unordered_set>
+#include <unordered_map>
+#include <utility>
 
 #include "core/error.h"
 #include "traces/trace_limits.h"
@@ -33,6 +34,38 @@ struct LayerState {
   double overlap = 0;
   std::vector<double> centres;    // topic centres, token positions
   std::vector<int32_t> topic;     // current topic positions (not sinks, not window), unordered
+};
+
+/// The positions of [lo, lo + span) taken so far, answering "the first free position at or after p, wrapping
+/// round" (a linear probe's answer) without walking runs of taken positions one by one: a linear probe costs
+/// O(top_k) per draw once topic draws pile up into long runs, O(top_k^2) per step-layer. Each taken position
+/// points at a position no further than the first free one after it (every position in between is taken); a
+/// lookup follows the pointers and shortens them (path compression), so a step-layer costs about O(top_k).
+class TakenPositions {
+ public:
+  void reset(int32_t lo, int32_t span, size_t expected) {
+    lo_ = lo;
+    span_ = span;
+    next_.clear();
+    next_.reserve(expected);
+  }
+  size_t size() const { return next_.size(); }
+  void take(int32_t p) { next_.emplace(p, after(p)); }
+  /// Takes and returns the first free position at or after p (cyclically); one must be free.
+  int32_t take_first_free_from(int32_t p) {
+    int32_t free = p;
+    for (auto it = next_.find(free); it != next_.end(); it = next_.find(free)) free = it->second;
+    for (auto it = next_.find(p); it != next_.end() && it->second != free; it = next_.find(p)) {
+      p = std::exchange(it->second, free);  // every position between p and free is taken
+    }
+    take(free);
+    return free;
+  }
+
+ private:
+  int32_t after(int32_t p) const { return lo_ + (p - lo_ + 1) % span_; }
+  int32_t lo_ = 0, span_ = 1;
+  std::unordered_map<int32_t, int32_t> next_;  // taken position -> a position at most the first free one after it
 };
 
 class GeneratedTrace final : public TraceSource {
@@ -130,19 +163,17 @@ class GeneratedTrace final : public TraceSource {
       const int64_t target = std::llround(s.overlap * k) - sinks - std::max(0, n - win_lo - 1);
       const auto keep = static_cast<size_t>(std::clamp<int64_t>(target, 0, std::min<int64_t>(budget, s.topic.size())));
       // Partial Fisher-Yates: the first `keep` entries survive, the rest are dropped (and not redrawn).
-      taken_.clear();
       for (size_t i = 0; i < keep; ++i) {
         std::swap(s.topic[i], s.topic[i + s.rng.below(s.topic.size() - i)]);
       }
-      for (int32_t p : s.topic) taken_.insert(p);
-      s.topic.resize(keep);
       const int32_t span = win_lo - sinks;
+      taken_.reset(sinks, span, s.topic.size() + static_cast<size_t>(budget));
+      for (int32_t p : s.topic) taken_.take(p);
+      s.topic.resize(keep);
       while (static_cast<int32_t>(s.topic.size()) < budget) {
-        int32_t p = draw(s, sinks, win_lo);
+        const int32_t p = draw(s, sinks, win_lo);
         if (taken_.size() >= static_cast<size_t>(span)) break;  // context too short to find more
-        while (taken_.count(p)) p = sinks + (p - sinks + 1) % span;  // linear probe keeps it finite
-        taken_.insert(p);
-        s.topic.push_back(p);
+        s.topic.push_back(taken_.take_first_free_from(p));
       }
       for (int32_t p = 0; p < sinks; ++p) row[count++] = p;
       for (int32_t p : s.topic) row[count++] = p;
@@ -158,7 +189,7 @@ class GeneratedTrace final : public TraceSource {
   GeneratorOptions o_;
   TraceMeta meta_;
   std::vector<LayerState> layers_;
-  std::unordered_set<int32_t> taken_;
+  TakenPositions taken_;
   int64_t request_ = 0, step_ = 0;
 };
 

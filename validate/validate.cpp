@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "cpu_ref/backend_cpu.h"
 #include "cuda/backend_cuda.h"
 #include "cuda/kernel_config.h"
@@ -118,8 +119,15 @@ ValidateResult run_validation(const ValidateRequest& request, const std::functio
 
   ValidateContext ctx{ref, *dut, opt};
   std::vector<OpReport> reports;
+  const auto chosen = [&](const ValidateOp& op) {
+    return opt.only.empty() || std::find(opt.only.begin(), opt.only.end(), op.name) != opt.only.end();
+  };
+  int64_t op_count = 0, ops_done = 0;
+  for (const auto& op : validate_ops()) op_count += chosen(op);
+  // Operations differ in cost (attention takes most), so the ETA from the operations' rate is a rough one.
+  ProgressReporter progress("validate", static_cast<double>(op_count), progress_wanted_by_default(), "operations");
   for (const auto& op : validate_ops()) {
-    if (!opt.only.empty() && std::find(opt.only.begin(), opt.only.end(), op.name) == opt.only.end()) continue;
+    if (!chosen(op)) continue;
     const auto t0 = std::chrono::steady_clock::now();
     const size_t first = reports.size();
     // Progress on stderr: the CPU reference side of a full run takes minutes (attention most of them).
@@ -132,9 +140,11 @@ ValidateResult run_validation(const ValidateRequest& request, const std::functio
       op_bad += reports[i].mismatched_cases;
     }
     fmt::print(stderr, "validate: {} done in {:.1f} s ({} cases, {} mismatches)\n", op.name, s, op_cases, op_bad);
+    progress.update(static_cast<double>(++ops_done));
     // The time of an operation is shared evenly among its variant rows (they interleave case by case).
     for (size_t i = first; i < reports.size(); ++i) reports[i].seconds = s / static_cast<double>(reports.size() - first);
   }
+  progress.finish();
   ValidateResult result;
   for (const auto& r : reports) {
     result.cases += r.cases;

@@ -50,7 +50,12 @@ struct Printer {
 /// deployment, with the replayed trace as the miss model over the replayed buffer sizes. Before it, the modelled
 /// step time of every replayed decode step on the deployment.
 void advise_from_replay(const ReplayRequest& request, int threads, const std::vector<int32_t>& sizes,
-                        ReplayOutcome& out, const Printer& print) {
+                        ReplayOutcome& out, const Printer& print,
+                        const std::function<void(int64_t, int64_t)>& stage_done) {
+  const auto stage = [&](int64_t done) {
+    if (stage_done) stage_done(done, kReplayAdviceStages);
+  };
+  stage(0);
   const ReplayResult& result = out.result;
   AdviseRequest a = request.advice;
   a.misses.trace = request.trace;
@@ -58,6 +63,7 @@ void advise_from_replay(const ReplayRequest& request, int threads, const std::ve
   a.misses.threads = threads;
   a.buffer_sizes = sizes;
   AdviceSetup setup = load_advice_setup(a, "replay");
+  stage(1);
   std::vector<ContextMix> mixes;
   if (!a.seq_lens.empty() || !a.workload.empty()) {
     mixes = advice_mixes(a, setup.scenario, "replay");
@@ -73,6 +79,7 @@ void advise_from_replay(const ReplayRequest& request, int threads, const std::ve
   std::vector<Advice> advices;
   for (const auto& m : mixes) advices.push_back(advise(setup.scenario, m, *setup.misses, setup.options));
   add_extrapolation_warnings(setup, advices);
+  stage(2);
   const Candidate* rec = advices.front().recommended();
   // The step time is priced at a batch the deployment runs: its own cap when it sets one, else the concurrency the
   // advice below recommends (what a user would configure), else a request alone.
@@ -86,6 +93,7 @@ void advise_from_replay(const ReplayRequest& request, int threads, const std::ve
   const ReplayStepTimeReport steps = model_replay_step_times(setup.scenario, setup.options.cost, result, batch, why);
   out.step_time_text = format_step_times(steps);
   out.step_time_json = step_times_json(steps);
+  stage(3);
   print(out.step_time_text);
   print(fmt::format(
       "\nadvice for {} (device_buffer_size swept over the replayed sizes; misses from this replay, policy {}):\n{}",
@@ -229,7 +237,7 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
   if (out.result.lookahead_steps > 0) print(format_lookahead(out.result));
   if (advise) {
     advise_from_replay(request, threads, rescaled_sizes(opt.buffer_sizes, out.result.meta.top_k, scenario_top_k), out,
-                       print);
+                       print, hooks.advice_progress);
   } else {
     out.recommendation_json = no_deployment_recommendation_json();
     print(fmt::format("\nno recommendation: choosing device_buffer_size needs a deployment (HBM per request, PCIe "

@@ -32,10 +32,15 @@ struct ReplayHooks {
   /// directory there: the CSV may go into it, and a refused request leaves no directory behind).
   std::function<void()> checked;
   std::function<void(const ReplayProgress&)> progress;  // after every batch of requests (main thread)
+  /// The advice after the replay (with a scenario): stages done of kReplayAdviceStages, 0 before the first.
+  std::function<void(int64_t done, int64_t total)> advice_progress;
   ReplayRowSink rows;                                   // the per-step rows, when kept (before the CSV gets them)
   /// Each piece of ReplayOutcome::text as it is produced (the CLI prints the page note before the replay runs).
   std::function<void(const std::string&)> print;
 };
+
+/// The advice's stages: its set-up (miss model from the replay), the advice per context mix, the step times.
+constexpr int64_t kReplayAdviceStages = 3;
 
 struct ReplayOutcome {
   ReplayResult result;

@@ -106,7 +106,7 @@ SimulationSetup load_simulation(const SimulateRequest& r, const std::string& com
 }
 
 ServingResult simulate(const SimulationSetup& setup, KvMode mode, OverlapMode overlap, const ClientSpec& clients,
-                       bool record_steps, ChromeTrace* timeline) {
+                       bool record_steps, ChromeTrace* timeline, const std::function<void(int64_t)>& on_request_done) {
   ServingOptions opt;
   opt.mode = mode;
   opt.cost = setup.cost;
@@ -116,7 +116,13 @@ ServingResult simulate(const SimulationSetup& setup, KvMode mode, OverlapMode ov
   opt.max_retries = setup.max_retries;
   opt.clients = clients;
   opt.record_steps = record_steps;
+  opt.on_request_done = on_request_done;
   return run_serving(setup.scenario, setup.workload, opt, timeline);
+}
+
+int64_t requests_sent(const SimulationSetup& setup, const ClientSpec& clients) {
+  if (clients.concurrency > 0 && clients.requests > 0) return clients.requests;
+  return static_cast<int64_t>(setup.workload.requests.size());
 }
 
 }  // namespace hisparse::sim

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,8 +34,13 @@ struct SimulationSetup {
 /// sets it, a sweep point leaves it as its grid says.
 SimulationSetup load_simulation(const SimulateRequest& request, const std::string& command = "simulate");
 
-/// One serving run of the loaded set-up. `clients.concurrency` 0: the workload's own arrivals.
+/// One serving run of the loaded set-up. `clients.concurrency` 0: the workload's own arrivals. `on_request_done`
+/// (may be empty) hears the requests finished or rejected so far, after each.
 ServingResult simulate(const SimulationSetup& setup, KvMode mode, OverlapMode overlap, const ClientSpec& clients,
-                       bool record_steps = true, ChromeTrace* timeline = nullptr);
+                       bool record_steps = true, ChromeTrace* timeline = nullptr,
+                       const std::function<void(int64_t)>& on_request_done = {});
+
+/// The requests one serving run sends: the closed-loop clients' count, else the workload's.
+int64_t requests_sent(const SimulationSetup& setup, const ClientSpec& clients);
 
 }  // namespace hisparse::sim

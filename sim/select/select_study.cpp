@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -220,7 +221,7 @@ traces::TraceMeta StudyResult::trace_meta(int32_t top_k, bool per_kv_head) const
   return m;
 }
 
-StudyResult run_study(const KqData& data, const StudyOptions& opt) {
+StudyResult run_study(const KqData& data, const StudyOptions& opt, const std::function<void(int64_t)>& layers_done) {
   const auto t0 = std::chrono::steady_clock::now();
   if (opt.selectors.empty() || opt.top_ks.empty() || opt.buffer_multiples.empty())
     throw_error("select: need at least one selector, top-k and buffer multiple");
@@ -386,7 +387,14 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt) {
     }
   };
   // Layers are independent and write their own slots; a failure is reported as the lowest layer's.
-  parallel_for(static_cast<size_t>(L), opt.threads, [&](size_t l) { run_layer(static_cast<int32_t>(l)); });
+  std::mutex done_mutex;
+  int64_t done = 0;
+  parallel_for(static_cast<size_t>(L), opt.threads, [&](size_t l) {
+    run_layer(static_cast<int32_t>(l));
+    if (!layers_done) return;
+    std::lock_guard<std::mutex> lock(done_mutex);
+    layers_done(++done);
+  });
 
   for (int32_t c = 0; c < NC; ++c) {
     const Config& cf = configs[c];

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -110,7 +111,9 @@ struct StudyResult {
   double seconds = 0;
 };
 
-StudyResult run_study(const KqData& data, const StudyOptions& options);
+/// `layers_done` (may be empty) hears how many layers are finished, after each, one call at a time.
+StudyResult run_study(const KqData& data, const StudyOptions& options,
+                      const std::function<void(int64_t)>& layers_done = {});
 
 std::string study_json(const StudyResult& r);
 std::string study_csv(const StudyResult& r);

@@ -177,6 +177,7 @@ void Engine::complete(int64_t i) {
 
 void Engine::request_done(int64_t /*i*/) {
   --in_flight_;
+  if (opt_.on_request_done) opt_.on_request_done(result_.finished + result_.rejected);
   if (opt_.clients.concurrency > 0 && to_send_ > 0) issue(sim_.now() + opt_.clients.think_time);
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,7 @@ struct ServingOptions {
   AdmissionCheck admission = AdmissionCheck::kPools;
   int32_t max_retries = 8;                 // aborts (host pool exhausted) before a request is rejected
   ClientSpec clients;
+  std::function<void(int64_t)> on_request_done;  // requests finished or rejected so far, after each (progress)
 };
 
 struct RequestOutcome {

@@ -1,0 +1,100 @@
+// @brief Progress reporter: ETA from the rate so far, printed at most once per interval, then a final line.
+#include "core/progress.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace hisparse {
+
+double progress_eta_seconds(double done, double total, double elapsed_seconds) {
+  if (done <= 0 || elapsed_seconds < 0) return -1;
+  if (done >= total) return 0;
+  return elapsed_seconds / done * (total - done);
+}
+
+std::string format_progress_time(double seconds) {
+  if (seconds < 0 || !std::isfinite(seconds)) return "?";
+  const auto s = static_cast<int64_t>(std::llround(seconds));
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+bool progress_wanted_by_default() {
+  if (const char* env = std::getenv("HISPARSE_PROGRESS"); env && *env) return std::strcmp(env, "0") != 0;
+  return ::isatty(STDERR_FILENO) == 1;
+}
+
+double progress_interval_seconds() {
+  const char* env = std::getenv("HISPARSE_PROGRESS_INTERVAL");
+  if (!env || !*env) return 1.0;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (*end != '\0' || !(v >= 0) || !std::isfinite(v))
+    throw_error("HISPARSE_PROGRESS_INTERVAL '{}': expected seconds between progress lines, a number >= 0", env);
+  return v;
+}
+
+namespace {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string amount(double v) {
+  // Counts print as integers; simulated seconds and the like keep one decimal.
+  return v == std::floor(v) && std::fabs(v) < 1e15 ? fmt::format("{}", static_cast<int64_t>(v))
+                                                   : fmt::format("{:.1f}", v);
+}
+
+}  // namespace
+
+ProgressReporter::ProgressReporter(std::string what, double total, bool enabled, std::string unit, Clock clock,
+                                   Sink sink, double interval_seconds)
+    : what_(std::move(what)),
+      unit_(std::move(unit)),
+      total_(total),
+      enabled_(enabled),
+      clock_(clock ? std::move(clock) : Clock(steady_seconds)),
+      sink_(sink ? std::move(sink) : Sink([](const std::string& l) {
+        fmt::print(stderr, "{}\n", l);
+        std::fflush(stderr);
+      })),
+      interval_(interval_seconds) {
+  start_ = last_print_ = clock_();
+}
+
+std::string ProgressReporter::line(double done, double now) const {
+  const double elapsed = now - start_;
+  const double pct = total_ > 0 ? 100.0 * done / total_ : 100.0;
+  return fmt::format("{}: {}/{}{} ({:.0f} %), elapsed {}, ETA {}", what_, amount(done), amount(total_),
+                     unit_.empty() ? "" : " " + unit_, pct, format_progress_time(elapsed),
+                     format_progress_time(progress_eta_seconds(done, total_, elapsed)));
+}
+
+void ProgressReporter::update(double done) {
+  done_ = done;
+  if (!enabled_ || finished_) return;
+  const double now = clock_();
+  if (now - last_print_ < interval_) return;
+  last_print_ = now;
+  sink_(line(done, now));
+}
+
+void ProgressReporter::finish() {
+  if (!enabled_ || finished_) return;
+  finished_ = true;
+  const double now = clock_();
+  sink_(fmt::format("{}: {}/{}{} done in {}", what_, amount(done_), amount(total_), unit_.empty() ? "" : " " + unit_,
+                    format_progress_time(now - start_)));
+}
+
+}  // namespace hisparse
