@@ -94,7 +94,7 @@ int run_replay(int argc, char** argv) {
   po::variables_map vm;
   store_flags(po::command_line_parser(argc, argv).options(all).run(), vm);
   if (vm.count("help")) {
-    std::cout << all << "\n";
+    std::cout << desc << "\n" << advice << "\n";
     return 0;
   }
   po::notify(vm);

@@ -21,7 +21,7 @@ TEST_CASE("help: replay's and simulate's open with their description; the top-le
   CHECK(r.out.rfind("hisparse replay --trace T", 0) == 0);
   const size_t advice = r.out.find("advice: with --scenario");
   CHECK(advice != std::string::npos);
-  CHECK(r.out.find("--seq-lens") > advice);  // an advise flag, under that caption
+  CHECK(r.out.find("--seq-lens arg") > advice);  // an advise flag, under that caption
   CHECK(r.out.find("--trace arg") < advice);
   // simulate --help says what simulate does before its options.
   const Run s = run("simulate --help", dir);
@@ -39,7 +39,7 @@ TEST_CASE("help: replay's and simulate's open with their description; the top-le
   const Run g = run("trace gen --help", dir);
   REQUIRE(g.status == 0);
   CHECK(g.out.find("tiny: 2 requests x 12 steps x 3 layers, top_k 16") != std::string::npos);
-  CHECK(g.out.find("dsv32: 2 requests x 64 steps x 61 layers, top_k 2048, prompt 32768") != std::string::npos);
+  CHECK(g.out.find("dsv32: 2 requests x 64 steps x 61 layers, top_k 2048,") != std::string::npos);
   CHECK(g.out.find("low-overlap:") != std::string::npos);
   fs::remove_all(dir);
 }
