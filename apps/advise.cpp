@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "apps/command_line.h"
 #include "apps/advise_setup.h"
 #include "apps/command.h"
 #include "apps/list_args.h"
@@ -41,7 +42,7 @@ int run_advise(int argc, char** argv) {
       "no-plots", "skip scripts/plot_advise.py (stale advise_*.png in DIR are removed)")("help,h", "this help");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
+    store_flags(po::parse_command_line(argc, argv, desc), vm);
     if (vm.count("help")) {
       fmt::print("{}\n", (std::ostringstream() << desc).str());
       return 0;

@@ -1,4 +1,5 @@
 // @brief Shared argument handling of the `hisparse bench` subcommands.
+#include "apps/command_line.h"
 #include "apps/bench_options.h"
 
 #include <sstream>
@@ -12,7 +13,7 @@ bool parse_bench_args(int argc, char** argv, const boost::program_options::optio
   namespace po = boost::program_options;
   po::positional_options_description pos;
   pos.add("what", 1);
-  po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+  store_flags(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
   if (vm.count("help")) {
     std::ostringstream os;
     os << desc;

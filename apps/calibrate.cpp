@@ -52,7 +52,7 @@ int run_calibrate(int argc, char** argv) {
       "json", po::value(&json), "write intervals, points and caveats as JSON here (atomically)");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
+    store_flags(po::parse_command_line(argc, argv, desc), vm);
     if (vm.count("help")) {
       std::cout << desc << "\n";
       return 0;

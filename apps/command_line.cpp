@@ -1,9 +1,55 @@
 // @brief quoted_command_line and check_surface_name (see command_line.h).
 #include "apps/command_line.h"
 
+#include <cstdint>
+#include <limits>
+
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace hisparse::apps {
+
+namespace {
+namespace po = boost::program_options;
+
+template <typename T>
+bool describe_as(const po::value_semantic* s, const char* what, std::string* out) {
+  if (!dynamic_cast<const po::typed_value<T>*>(s)) return false;
+  *out = fmt::format("{} in [{}, {}]", what, std::numeric_limits<T>::lowest(), std::numeric_limits<T>::max());
+  return true;
+}
+
+/// What a flag's value must be, from the type it is stored in.
+std::string expected_value(const po::value_semantic* s) {
+  std::string out;
+  if (describe_as<int32_t>(s, "an integer", &out) || describe_as<int64_t>(s, "an integer", &out) ||
+      describe_as<uint32_t>(s, "an integer", &out) || describe_as<uint64_t>(s, "an integer", &out) ||
+      describe_as<long long>(s, "an integer", &out) || describe_as<unsigned long long>(s, "an integer", &out))
+    return out;
+  if (dynamic_cast<const po::typed_value<double>*>(s) || dynamic_cast<const po::typed_value<float>*>(s))
+    return "a number (e.g. 0.5, 1e3)";
+  return "a value of the flag's type (see --help)";
+}
+
+}  // namespace
+
+void store_flags(const po::parsed_options& parsed, po::variables_map& vm) {
+  try {
+    po::store(parsed, vm);
+  } catch (const po::invalid_option_value& e) {
+    const std::string flag = e.get_option_name();
+    std::string value;
+    const po::option_description* d = nullptr;
+    for (const auto& o : parsed.options) {
+      const std::string key = o.string_key;
+      if (("--" + key != flag && "-" + key != flag && key != flag) || o.value.empty()) continue;
+      value = o.value.back();
+      if (parsed.description) d = parsed.description->find_nothrow(key, false);
+    }
+    throw_error("{} '{}' is not {}", flag, value, d ? expected_value(d->semantic().get()) : std::string("valid (see --help)"));
+  }
+}
 
 std::string quoted_command_line(const char* command, int argc, char** argv, const std::string& skip_flag) {
   std::string out = "hisparse";

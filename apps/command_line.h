@@ -1,8 +1,11 @@
 // @brief The command line as typed, quoted where a shell would need it: the provenance a written file carries must
-// rerun as written (fit-miss-model, calibrate); the surface name those commands take.
+// rerun as written (fit-miss-model, calibrate); the surface name those commands take; storing parsed flags with
+// messages that name the flag, the value and the range a numeric flag takes.
 #pragma once
 
 #include <string>
+
+#include <boost/program_options.hpp>
 
 namespace hisparse::apps {
 
@@ -12,5 +15,9 @@ std::string quoted_command_line(const char* command, int argc, char** argv, cons
 
 /// Throws unless `name` (a miss surface's --name) is letters, digits, '-', '_' or '.', naming `command`.
 void check_surface_name(const char* command, const std::string& name);
+
+/// boost::program_options::store, every command's: a value its flag's type cannot hold (boost: "the argument ('X')
+/// for option '--f' is invalid") is rethrown as "--f 'X' is not <what the type takes, with its range>".
+void store_flags(const boost::program_options::parsed_options& parsed, boost::program_options::variables_map& vm);
 
 }  // namespace hisparse::apps

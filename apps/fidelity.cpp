@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "apps/command_line.h"
 #include "apps/command.h"
 #include "apps/list_args.h"
 #include "apps/scenario_flags.h"
@@ -37,7 +38,7 @@ int run_fidelity(int argc, char** argv) {
   add_scenario_flags(desc, kCostFlags | kMissFlags);
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
+    store_flags(po::parse_command_line(argc, argv, desc), vm);
     if (vm.count("help")) {
       fmt::print("{}\n", (std::ostringstream() << desc).str());
       return 0;

@@ -132,7 +132,7 @@ int run_fit_miss_model(int argc, char** argv) {
       "note", po::value(&notes), "a caveat line for the file's comment header; repeatable");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
+    store_flags(po::parse_command_line(argc, argv, desc), vm);
     if (vm.count("help")) {
       std::cout << desc << "\n";
       return 0;

@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "apps/command_line.h"
 #include "apps/command.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
@@ -197,7 +198,7 @@ int run_info(int argc, char** argv) {
       "json", "print JSON instead of the table");
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    store_flags(po::command_line_parser(argc, argv).options(opts).run(), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw_error("{} (see hisparse info --help)", e.what());

@@ -23,6 +23,18 @@ std::vector<std::string> split_list(const std::string& text) {
 
 std::vector<int64_t> parse_count_list(const std::string& text, const std::string& command, const std::string& flag,
                                       int64_t lo, int64_t hi, const std::string& example) {
+  // "32,,64" or "32,64," is a typo (a value left out), not a list of two: refused, not read as one.
+  const size_t first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t");
+  const bool stray_comma = first != std::string::npos && (text[first] == ',' || text[last] == ',');
+  size_t gap = text.find(',');
+  while (gap != std::string::npos) {
+    const size_t next = text.find_first_not_of(" \t", gap + 1);
+    if (next != std::string::npos && text[next] == ',') break;
+    gap = text.find(',', gap + 1);
+  }
+  if (stray_comma || gap != std::string::npos)
+    throw_error("{}: {} '{}' has an empty item (expected integers separated by single commas, e.g. {})", command, flag,
+                text, example);
   std::vector<int64_t> out;
   for (const std::string& item : split_list(text)) {
     std::string digits = item;

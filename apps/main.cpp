@@ -17,7 +17,8 @@ const std::vector<Command>& commands() {
       {"info", "print the memory budget of a scenario, each figure with its formula", run_info},
       {"validate", "CPU reference vs a device backend, bit for bit, on random cases and traces", run_validate},
       {"trace", "top-k traces: gen (synthetic), info (overlap, reuse, working set), convert (native, npy)", run_trace},
-      {"replay", "replay a top-k trace through swap-in policies and buffer sizes; recommend device_buffer_size",
+      {"replay", "replay a top-k trace through swap-in policies and buffer sizes: hit rate, misses, H2D bytes; with "
+                 "--scenario, also advise's settings for it",
        run_replay},
       {"plan", "capacity plan: full KV vs HiSparse concurrency, binding limit, throughput, sweeps (JSON/MD/HTML)",
        run_plan},
@@ -35,7 +36,9 @@ const std::vector<Command>& commands() {
       {"fidelity", "published field measurements vs plan and simulate: error per point, --check against the record",
        run_fidelity},
       {"simulate", "discrete-event serving simulation (full-KV vs HiSparse): TTFT, TPOT, breakdown, timeline", run_simulate},
-      {"bench", "GPU kernel benchmarks (swap-in, gather, backup) against bulk-copy ceilings", run_bench},
+      {"bench", "GPU benchmarks: swap-in, gather, backup kernels vs bulk-copy ceilings; attention, topk, step (a "
+                "decode step); --calibrate writes a calibration YAML",
+       run_bench},
   };
   return table;
 }

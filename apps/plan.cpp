@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "apps/command_line.h"
 #include "apps/command.h"
 #include "apps/list_args.h"
 #include "apps/scenario_flags.h"
@@ -72,7 +73,7 @@ int run_plan(int argc, char** argv) {
       "concurrency — the memory-only capacity question; PCIe and the TPOT SLO are reported, not applied");
   po::variables_map vm;
   try {
-    po::store(po::parse_command_line(argc, argv, desc), vm);
+    store_flags(po::parse_command_line(argc, argv, desc), vm);
     if (vm.count("help")) {
       fmt::print("{}\n", (std::ostringstream() << desc).str());
       return 0;

@@ -12,6 +12,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "apps/command_line.h"
 #include "apps/advise_setup.h"
 #include "apps/command.h"
 #include "apps/list_args.h"
@@ -81,19 +82,21 @@ int run_replay(int argc, char** argv) {
       "quiet", "no progress on stderr");
   po::options_description advice_desc("advice (with --scenario)");
   add_advise_options(advice_desc, advise_args, /*with_trace=*/false);
-  // --scenario is what asks for advice here, so it is optional.
-  po::options_description all;
-  all.add(desc);
+  // --scenario is what asks for advice here, so it is optional. The advice flags are their own captioned group, after
+  // replay's (a group's own options print before its subgroups: added to `all` directly they opened --help uncaptioned).
+  po::options_description advice("advice: with --scenario, `hisparse advise` over the replayed buffer sizes");
   for (const auto& opt : advice_desc.options())
     if (opt->long_name() == "buffer-sizes") continue;  // replay's own sizes are the advice's sweep
     else if (opt->long_name() == "scenario")
-      all.add_options()("scenario", po::value(&advise_args.scenario), "deployment to advise for (scenarios/deployments)");
+      advice.add_options()("scenario", po::value(&advise_args.scenario), "deployment to advise for (scenarios/deployments)");
     else
-      all.add(opt);
+      advice.add(opt);
+  po::options_description all;
+  all.add(desc).add(advice);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+  store_flags(po::command_line_parser(argc, argv).options(all).run(), vm);
   if (vm.count("help")) {
-    std::cout << all << "\n";
+    std::cout << desc << "\n" << advice << "\n";
     return 0;
   }
   po::notify(vm);

@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "apps/command_line.h"
 #include "apps/command.h"
 #include "apps/list_args.h"
 #include "sim/report/plot_script.h"
@@ -70,7 +71,7 @@ int run_select(int argc, char** argv) {
       "write each row's lists as <dir>/<selector>_k<K>[_p<P>][_kvh].hstr (native token traces for hisparse replay; "
       "page rows: replay with --page-size P; per-KV-head: layers x kv_heads lists)");
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+  store_flags(po::command_line_parser(argc, argv).options(desc).run(), vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;

@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "apps/command_line.h"
 #include "apps/command.h"
 #include "sim/report/plot_script.h"
 #include "apps/scenario_flags.h"
@@ -46,7 +47,13 @@ int run_simulate(int argc, char** argv) {
   double duration = 0, timeline_start = -1, timeline_length = 1.0, think_time = 0;
   std::string concurrency, admission = "pools";
   int64_t num_requests = 0;
-  po::options_description desc("hisparse simulate options");
+  po::options_description desc(
+      "hisparse simulate --scenario S --workload W [--mode full|hisparse|both] [--concurrency N[,N2,...]] [--out DIR]\n\n"
+      "Discrete-event serving simulation of a deployment, full KV vs HiSparse, over a workload's arrivals or closed-loop\n"
+      "clients: TTFT, TPOT (per request, from when it decodes) and wait (arrival until it decodes), throughput, the\n"
+      "step breakdown and a Chrome-trace timeline. Writes DIR/report.json and per run summary_*.json, requests_*.csv,\n"
+      "steps_*.csv, timeline_*.json; several --concurrency levels make a sweep (sweep.json, sweep.csv, sweep.png) and\n"
+      "its crossover, counted where HiSparse meets the TPOT SLO. Figures are modelled.\n\noptions");
   desc.add_options()("help,h", "show this help")
       ("scenario", po::value(&scenario_name), "deployment name (scenarios/deployments/<name>.yaml) or YAML path")
       ("workload", po::value(&workload_name), "workload name (scenarios/workloads/<name>.yaml), workload YAML, or a .jsonl/.csv trace")
@@ -74,7 +81,7 @@ int run_simulate(int argc, char** argv) {
       ("no-plots", "skip scripts/plot_sweep.py after a sweep");
   add_scenario_flags(desc, kSettingFlags | kDeploymentFlags | kCostFlags | kOverlapBoth | kMissFlags);
   po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, desc), vm);
+  store_flags(po::parse_command_line(argc, argv, desc), vm);
   po::notify(vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
@@ -171,6 +178,7 @@ int run_simulate(int argc, char** argv) {
     table.workload = w.name;
     table.overlap = to_string(overlaps.front());
     table.think_time = think;
+    table.tpot_slo_ms = sc.deployment.tpot_slo_ms;
     for (int32_t level : levels)
       for (KvMode m : modes) {
         const ServingResult r = run(m, overlaps.front(), clients_for(level), /*record_steps=*/true, nullptr);
@@ -181,6 +189,8 @@ int run_simulate(int argc, char** argv) {
         p.tokens_per_s = s.tokens_per_s;
         p.tpot_p50_ms = s.tpot_ms.p50;
         p.tpot_p99_ms = s.tpot_ms.p99;
+        p.wait_p50_ms = s.wait_ms.p50;
+        p.wait_p99_ms = s.wait_ms.p99;
         if (ttft_modelled(r)) { p.ttft_p50_ms = s.ttft_ms.p50; p.ttft_p99_ms = s.ttft_ms.p99; }
         p.batch_per_rank = s.batch_per_gpu.mean;
         p.finished = r.finished;
@@ -191,7 +201,7 @@ int run_simulate(int argc, char** argv) {
                    p.tokens_per_s, p.tpot_p50_ms);
       }
     progress.finish();
-    table.crossover = find_crossover(table.points);
+    table.crossover = find_crossover(table.points, table.tpot_slo_ms);
     fmt::print("{}", sweep_text(table));
     write_file_atomically(out_dir + "/sweep.json", sweep_json(table));
     write_file_atomically(out_dir + "/sweep.csv", sweep_csv(table));
@@ -221,9 +231,10 @@ int run_simulate(int argc, char** argv) {
       const std::string ttft = ttft_modelled(r) ? fmt::format("TTFT p50 {:.1f} ms p99 {:.1f} ms", s.ttft_ms.p50, s.ttft_ms.p99)
                                                 : std::string("TTFT not modelled");
       fmt::print("{:<20} requests {}/{} (rejected {}, host-pool aborts {})  {}  TPOT p50 {:.2f} ms p99 {:.2f} ms  "
+                 "wait p50 {:.1f} ms p99 {:.1f} ms  "
                  "{:.1f} tok/s/GPU  batch/rank mean {:.1f}  hit {:.4f}  PCIe h2d {:.1f}%  IO stall {:.1f}%  "
                  "({} events, {:.2f} s wall; modelled)\n",
-                 tag, r.finished, r.arrivals, r.rejected, r.aborts, ttft, s.tpot_ms.p50, s.tpot_ms.p99,
+                 tag, r.finished, r.arrivals, r.rejected, r.aborts, ttft, s.tpot_ms.p50, s.tpot_ms.p99, s.wait_ms.p50, s.wait_ms.p99,
                  s.tokens_per_s_per_gpu, s.batch_per_gpu.mean, s.hit_rate, 100 * s.pcie_h2d_util, 100 * s.io_stall_fraction, r.events, wall);
       if (!r.first_abort.empty()) fmt::print("  first host-pool failure: {}\n", r.first_abort);
     }

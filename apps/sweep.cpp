@@ -22,6 +22,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "apps/command_line.h"
 #include "apps/command.h"
 #include "apps/sweep_exec.h"
 #include "core/error.h"
@@ -421,7 +422,7 @@ int run_sweep(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("grid", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+  store_flags(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
   if (vm.count("help")) {
     std::cout << desc << "\n";
     return 0;

@@ -8,6 +8,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/core.h>
 
+#include "apps/command_line.h"
 #include "apps/command.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
@@ -37,7 +38,7 @@ bool parse(int argc, char** argv, po::options_description& desc, const po::posit
            po::variables_map& vm, const char* what) {
   desc.add_options()("help,h", "this help");
   try {
-    po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+    store_flags(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
     // Help first: `trace gen --help` must not fail on the required flags it is asking about.
     if (vm.count("help")) {
       std::cout << "hisparse trace " << what << "\n" << desc << "\n";
@@ -91,6 +92,18 @@ int write_and_report(TraceSource& src, const std::string& out, TraceFormat forma
   return 0;
 }
 
+/// The presets and what each sets, from generator_preset itself so the help cannot drift from it.
+std::string preset_help() {
+  std::string h = "starting values the other flags override:";
+  for (const std::string& name : generator_preset_names()) {
+    const GeneratorOptions g = generator_preset(name);
+    h += fmt::format("\n  {}: {} requests x {} steps x {} layers, top_k {}, prompt {}, overlap {:g}, sinks {}, window {}, "
+                     "{} topics of width {:g}", name, g.requests, g.steps, g.layers, g.top_k, g.prompt_len, g.overlap,
+                     g.sinks, g.recent_window, g.topics, g.topic_width);
+  }
+  return h;
+}
+
 int run_gen(int argc, char** argv) {
   GeneratorOptions g;
   std::string out, format = "native", preset = "default", initial_state;
@@ -98,7 +111,7 @@ int run_gen(int argc, char** argv) {
   // Defaults are shown from the "default" preset; flags given explicitly override the chosen preset.
   d.add_options()("out,o", po::value(&out)->required(), "output path (file for native, directory for npy)")(
       "format", po::value(&format), "native | npy (default native)")(
-      "preset", po::value(&preset), "default | tiny | dsv32 | low-overlap")(
+      "preset", po::value(&preset), preset_help().c_str())(
       "requests", po::value<int64_t>(), "requests (default 2)")("steps", po::value<int64_t>(), "decode steps per request (64)")(
       "layers", po::value<int32_t>(), "layers (8)")("top-k", po::value<int32_t>(), "top_k (2048)")(
       "prompt-len", po::value<int32_t>(), "seq_len at step 0 (16384)")(

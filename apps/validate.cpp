@@ -7,6 +7,7 @@
 #include <boost/program_options.hpp>
 #include <fmt/core.h>
 
+#include "apps/command_line.h"
 #include "apps/command.h"
 #include "cuda/kernel_config.h"
 #include "validate/validate.h"
@@ -48,7 +49,7 @@ int run_validate(int argc, char** argv) {
       "kernel-config", po::value(&req.kernel_config)->default_value(req.kernel_config),
       "cuda: kernel variants validated, key=value,... (keys below; every variant must match bit for bit)");
   po::variables_map vm;
-  po::store(po::parse_command_line(argc, argv, desc), vm);
+  store_flags(po::parse_command_line(argc, argv, desc), vm);
   if (vm.count("help")) {
     std::ostringstream os;
     os << desc;

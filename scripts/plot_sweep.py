@@ -1,6 +1,7 @@
 #!/usr/bin/env -S /usr/bin/python3
 # @brief Plots a `hisparse simulate --concurrency N1,N2,...` sweep: full KV vs HiSparse decode tokens/s and TPOT
-# against concurrency, the crossover (where HiSparse starts to beat full KV and keeps the lead) marked.
+# against concurrency (TPOT on a log axis: an overloaded level is orders of magnitude above the rest), the TPOT SLO
+# and the crossover (where HiSparse, meeting the SLO, starts to beat full KV and keeps the lead) marked.
 """Usage: /usr/bin/python3 scripts/plot_sweep.py DIR   (reads DIR/sweep.json, writes DIR/sweep.png)"""
 import json
 import os
@@ -30,6 +31,10 @@ def main():
         ax_t.plot(c, [p["tokens_per_s"] for p in pts], marker=marker, color=color, label=label)
         ax_p.plot(c, [p["tpot_p50_ms"] for p in pts], marker=marker, color=color, label=f"{label} p50")
         ax_p.plot(c, [p["tpot_p99_ms"] for p in pts], marker=marker, color=color, ls=":", alpha=0.6, label=f"{label} p99")
+    slo = sweep.get("tpot_slo_ms")
+    if slo:
+        ax_p.axhline(slo, color="tab:green", ls="-.", lw=1.2, label=f"TPOT SLO {slo:g} ms")
+    ax_p.set_yscale("log")
     cross = sweep.get("crossover")
     for ax in (ax_t, ax_p):
         ax.set_xscale("log", base=2)
@@ -39,7 +44,7 @@ def main():
             ax.axvline(cross, color="black", ls="--", lw=1, label=f"crossover: {cross} clients")
     ax_t.set_ylabel("decode tokens/s (whole node)")
     ax_t.set_title("throughput (modelled)")
-    ax_p.set_ylabel("TPOT (ms)")
+    ax_p.set_ylabel("TPOT (ms, log; queueing apart)")
     ax_p.set_title("TPOT (modelled)")
     ax_t.legend()
     ax_p.legend(fontsize=8)
@@ -49,7 +54,7 @@ def main():
     fig.tight_layout()
     save_png(fig, path, dpi=120)
     plt.close(fig)
-    print("wrote", path)
+    print("wrote", path, "(TPOT on a log axis" + (f", the {slo:g} ms SLO line)" if slo else ", no SLO in sweep.json)"))
 
 
 if __name__ == "__main__":

@@ -159,6 +159,17 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
                   "deployment; replay a trace recorded at top_k {}, or pass --rescale-trace-top-k to apply it at the "
                   "same H/K",
                   request.trace, K, s.deployment.name, scenario_top_k, scenario_top_k);
+    // A trace of another model's depth (61 DeepSeek-V3.2 layers read for 78-layer GLM-5) still replays: its misses
+    // per step-layer are applied to every layer of this model, the average layer standing for all. Said, not silent.
+    const int32_t L = open_base()->meta().layers;
+    const int group = std::max(1, s.model.topk_layer_group);
+    const int selecting = (s.model.layers + group - 1) / group;
+    if (L != s.model.layers && L != s.model.kv_layers() && L != selecting)
+      print(fmt::format("warning: trace {} has {} layers but model {} (scenario {}) has {}{}: the advice applies the "
+                        "trace's misses per step-layer to every one of the model's layers; record the trace on {} for "
+                        "its own layers\n",
+                        request.trace, L, s.model.name, s.deployment.name, s.model.layers,
+                        group > 1 ? fmt::format(" ({} selecting top-k)", selecting) : std::string(), s.model.name));
   }
 
   if (request.backend != "cpu" && request.backend != "cuda")

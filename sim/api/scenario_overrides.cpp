@@ -10,11 +10,13 @@ namespace hisparse::sim {
 
 namespace {
 
-/// "<command>: --<flag> <value> (deployment <file>: <field>, expected <what>)".
+/// "<command>: --<flag> <value>: expected <what> (the flag replaces the deployment's <field>)": the flag is at fault,
+/// not the deployment file, whose value it replaces (the file used to be named first, as if it held the bad value).
 template <class T>
 [[noreturn]] void bad(const std::string& command, const char* flag, const T& value, const Scenario& s,
                       const char* field, const char* expected) {
-  throw_error("{}: --{} {} (deployment {}: {}, expected {})", command, flag, value, s.source, field, expected);
+  throw_error("{}: --{} {}: expected {} (the flag replaces {}'s {})", command, flag, value, expected, s.deployment.name,
+              field);
 }
 
 }  // namespace
@@ -48,7 +50,7 @@ void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string&
     d.kv_dtype = *o.kv_dtype == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;
   }
   if (o.tpot_slo_ms) {
-    if (!(*o.tpot_slo_ms > 0)) bad(command, "tpot-slo-ms", *o.tpot_slo_ms, s, "tpot_slo_ms", "> 0");
+    if (!(*o.tpot_slo_ms > 0)) bad(command, "tpot-slo-ms", *o.tpot_slo_ms, s, "tpot_slo_ms", "a number of ms > 0");
     d.tpot_slo_ms = *o.tpot_slo_ms;
   }
   if (o.max_running_requests) {

@@ -29,10 +29,11 @@ std::string ms(double v) { return v < 0 ? std::string("n/m") : fmt::format("{:.1
 
 }  // namespace
 
-int32_t find_crossover(const std::vector<SweepPoint>& points) {
+int32_t find_crossover(const std::vector<SweepPoint>& points, double tpot_slo_ms) {
   int32_t cross = -1;
   for (const auto& [level, p] : by_level(points)) {
-    if (!p.full || !p.hs) continue;
+    // A level where HiSparse misses the SLO is no operating point: more tokens/s there is no reason to choose it.
+    if (!p.full || !p.hs || !(p.hs->tpot_p50_ms <= tpot_slo_ms)) continue;
     if (p.hs->tokens_per_s > p.full->tokens_per_s) {
       if (cross < 0) cross = level;
     } else {
@@ -75,23 +76,26 @@ std::string sweep_text(const SweepTable& t) {
                      p.hs ? fmt::format("{}", p.hs->host_alloc_failures) : "-", ratio,
                      level == t.crossover ? "  <- crossover" : "");
   }
-  o += t.crossover > 0 ? fmt::format("crossover: HiSparse gives more decode tokens/s than full KV from {} concurrent clients on\n", t.crossover)
-                       : std::string("crossover: none in this range (HiSparse does not keep a lead over full KV)\n");
-  o += "TPOT/TTFT in ms (p50); n/m = not modelled (PD without a prefill section); batch = mean requests per dp rank\n";
+  o += t.crossover > 0 ? fmt::format("crossover: HiSparse gives more decode tokens/s than full KV from {} concurrent clients on, at "
+                                     "every level where its TPOT p50 meets the {:g} ms SLO\n", t.crossover, t.tpot_slo_ms)
+                       : fmt::format("crossover: none in this range (HiSparse does not keep a lead over full KV at the levels "
+                                     "where its TPOT p50 meets the {:g} ms SLO)\n", t.tpot_slo_ms);
+  o += "TPOT/TTFT in ms (p50; TPOT from when the request decodes, queueing apart: wait in sweep.json/csv); n/m = not "
+       "modelled (PD without a prefill section); batch = mean requests per dp rank\n";
   return o;
 }
 
 std::string sweep_json(const SweepTable& t) {
   std::string o = fmt::format("{{\n  \"scenario\": {},\n  \"workload\": {},\n  \"overlap\": \"{}\",\n  \"think_time_s\": {:.6f},\n"
-                              "  \"figures_kind\": \"modelled\",\n  \"crossover\": {},\n  \"points\": [\n",
-                              json_quote(t.scenario), json_quote(t.workload), t.overlap, ns_to_seconds(t.think_time),
+                              "  \"figures_kind\": \"modelled\",\n  \"tpot_slo_ms\": {:.6g},\n  \"crossover\": {},\n  \"points\": [\n",
+                              json_quote(t.scenario), json_quote(t.workload), t.overlap, ns_to_seconds(t.think_time), t.tpot_slo_ms,
                               t.crossover > 0 ? fmt::format("{}", t.crossover) : std::string("null"));
   for (size_t k = 0; k < t.points.size(); ++k) {
     const auto& p = t.points[k];
     o += fmt::format("    {{\"concurrency\": {}, \"mode\": \"{}\", \"tokens_per_s\": {:.6g}, \"tpot_p50_ms\": {:.6g}, "
-                     "\"tpot_p99_ms\": {:.6g}, \"ttft_p50_ms\": {}, \"ttft_p99_ms\": {}, \"batch_per_rank\": {:.6g}, "
+                     "\"tpot_p99_ms\": {:.6g}, \"wait_p50_ms\": {:.6g}, \"wait_p99_ms\": {:.6g}, \"ttft_p50_ms\": {}, \"ttft_p99_ms\": {}, \"batch_per_rank\": {:.6g}, "
                      "\"finished\": {}, \"rejected\": {}, \"host_alloc_failures\": {}}}{}\n",
-                     p.concurrency, to_string(p.mode), p.tokens_per_s, p.tpot_p50_ms, p.tpot_p99_ms,
+                     p.concurrency, to_string(p.mode), p.tokens_per_s, p.tpot_p50_ms, p.tpot_p99_ms, p.wait_p50_ms, p.wait_p99_ms,
                      p.ttft_p50_ms < 0 ? std::string("null") : fmt::format("{:.6g}", p.ttft_p50_ms),
                      p.ttft_p99_ms < 0 ? std::string("null") : fmt::format("{:.6g}", p.ttft_p99_ms), p.batch_per_rank,
                      p.finished, p.rejected, p.host_alloc_failures, k + 1 < t.points.size() ? "," : "");
@@ -100,10 +104,10 @@ std::string sweep_json(const SweepTable& t) {
 }
 
 std::string sweep_csv(const SweepTable& t) {
-  std::string o = "concurrency,mode,tokens_per_s,tpot_p50_ms,tpot_p99_ms,ttft_p50_ms,ttft_p99_ms,batch_per_rank,finished,rejected,host_alloc_failures\n";
+  std::string o = "concurrency,mode,tokens_per_s,tpot_p50_ms,tpot_p99_ms,wait_p50_ms,wait_p99_ms,ttft_p50_ms,ttft_p99_ms,batch_per_rank,finished,rejected,host_alloc_failures\n";
   for (const auto& p : t.points)
-    o += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n", p.concurrency, to_string(p.mode), p.tokens_per_s,
-                     p.tpot_p50_ms, p.tpot_p99_ms, p.ttft_p50_ms, p.ttft_p99_ms, p.batch_per_rank, p.finished, p.rejected,
+    o += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n", p.concurrency, to_string(p.mode),
+                     p.tokens_per_s, p.tpot_p50_ms, p.tpot_p99_ms, p.wait_p50_ms, p.wait_p99_ms, p.ttft_p50_ms, p.ttft_p99_ms, p.batch_per_rank, p.finished, p.rejected,
                      p.host_alloc_failures);
   return o;
 }

@@ -34,7 +34,7 @@ std::string pct_json(const Percentiles& p) {
 
 }  // namespace
 
-SimTime tpot_origin(const RequestOutcome& o) { return o.first_token >= 0 ? o.first_token : o.arrival; }
+SimTime tpot_origin(const RequestOutcome& o) { return o.first_token >= 0 ? o.first_token : o.ready; }
 
 bool ttft_modelled(const ServingResult& r) { return r.prefill_mode != "pd-external"; }
 
@@ -56,11 +56,12 @@ Percentiles percentiles(std::vector<double> v) {
 
 ServingSummary summarize(const ServingResult& r, const Scenario& sc) {
   ServingSummary s;
-  std::vector<double> ttft, tpot, step, batch;
+  std::vector<double> ttft, tpot, wait, step, batch;
   int64_t slo_ok = 0;
   for (const auto& o : r.requests) {
     if (o.first_token >= 0) ttft.push_back(static_cast<double>(o.first_token - o.arrival) * 1e-6);
-    if (o.finish >= 0 && o.output_tokens > 1) {
+    if (o.ready >= 0) wait.push_back(static_cast<double>(o.ready - o.arrival) * 1e-6);
+    if (o.finish >= 0 && o.output_tokens > 1 && tpot_origin(o) >= 0) {
       const double t = static_cast<double>(o.finish - tpot_origin(o)) * 1e-6 / (o.output_tokens - 1);
       tpot.push_back(t);
       slo_ok += t <= sc.deployment.tpot_slo_ms;
@@ -73,6 +74,7 @@ ServingSummary summarize(const ServingResult& r, const Scenario& sc) {
   }
   s.ttft_ms = percentiles(ttft);
   s.tpot_ms = percentiles(tpot);
+  s.wait_ms = percentiles(wait);
   s.step_ms = percentiles(step);
   s.batch_per_gpu = percentiles(batch);
   s.tpot_slo_attainment = tpot.empty() ? 0 : static_cast<double>(slo_ok) / static_cast<double>(tpot.size());
@@ -123,9 +125,12 @@ std::string summary_json(const ServingResult& r, const Scenario& sc) {
   o += fmt::format("  \"first_host_alloc_failure\": {},\n", json_quote(r.first_abort));
   o += fmt::format("  \"time_s\": {{\"last_arrival\": {:.6f}, \"makespan\": {:.6f}}},\n", ns_to_seconds(r.last_arrival), ns_to_seconds(r.makespan));
   o += fmt::format("  \"events\": {}, \"decode_steps\": {},\n", r.events, r.steps.size());
-  o += fmt::format("  \"ttft_ms\": {},\n  \"tpot_ms\": {},\n  \"step_ms\": {},\n  \"batch_per_rank\": {},\n",
+  o += fmt::format("  \"ttft_ms\": {},\n  \"tpot_ms\": {},\n  \"wait_ms\": {},\n  \"step_ms\": {},\n  \"batch_per_rank\": {},\n",
                    ttft_modelled(r) ? pct_json(s.ttft_ms) : std::string("\"not modelled: PD without a prefill section\""),
-                   pct_json(s.tpot_ms), pct_json(s.step_ms), pct_json(s.batch_per_gpu));
+                   pct_json(s.tpot_ms), pct_json(s.wait_ms), pct_json(s.step_ms), pct_json(s.batch_per_gpu));
+  o += "  \"tpot_meaning\": \"per request, decode time per output token from its first token (PD without a prefill section: "
+       "from when its KV has arrived), queueing apart\", \"wait_meaning\": \"per request, arrival until it joins decode "
+       "(admission queue, prefill, KV transfer)\",\n";
   o += fmt::format("  \"tpot_slo_ms\": {:.6g}, \"tpot_slo_attainment\": {:.6g},\n", sc.deployment.tpot_slo_ms, s.tpot_slo_attainment);
   o += fmt::format("  \"prefill_tokens_on_decode\": {}, \"wasted_decode_tokens\": {},\n", r.prefill_tokens, r.wasted_decode_tokens);
   o += fmt::format("  \"decode_tokens\": {}, \"tokens_per_s\": {:.6g}, \"tokens_per_s_per_gpu\": {:.6g}, \"tokens_per_s_per_instance\": {:.6g},\n",
@@ -151,15 +156,21 @@ std::string summary_json(const ServingResult& r, const Scenario& sc) {
 }
 
 std::string requests_csv(const ServingResult& r) {
-  std::string o = "id,arrival_s,input_tokens,output_tokens,rank,ttft_ms,tpot_ms,e2e_s,queue_ms,transfer_ms,selected,misses,retries,rejected\n";
+  std::string o = "id,arrival_s,input_tokens,output_tokens,rank,ttft_ms,tpot_ms,e2e_s,queue_ms,transfer_ms,wait_ms,selected,misses,retries,rejected\n";
   for (const auto& q : r.requests) {
     const double ttft = q.first_token >= 0 ? static_cast<double>(q.first_token - q.arrival) * 1e-6 : -1;
-    const double tpot = q.finish >= 0 && q.output_tokens > 1 ? static_cast<double>(q.finish - tpot_origin(q)) * 1e-6 / (q.output_tokens - 1) : -1;
+    const double tpot = q.finish >= 0 && q.output_tokens > 1 && tpot_origin(q) >= 0 ? static_cast<double>(q.finish - tpot_origin(q)) * 1e-6 / (q.output_tokens - 1) : -1;
     const double e2e = q.finish >= 0 ? ns_to_seconds(q.finish - q.arrival) : -1;
-    const double queue = q.prefill_start >= 0 ? static_cast<double>(q.prefill_start - q.arrival) * 1e-6 : -1;
-    const double xfer = q.ready >= 0 ? static_cast<double>(q.ready - tpot_origin(q)) * 1e-6 : -1;
-    o += fmt::format("{},{:.9f},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{},{},{}\n", q.id, ns_to_seconds(q.arrival), q.input_tokens,
-                     q.output_tokens, q.gpu, ttft, tpot, e2e, queue, xfer, q.selected, q.misses, q.retries, q.rejected ? 1 : 0);
+    // Queue: until its prefill starts (PD without a prefill section: until it is admitted, its KV then sent);
+    // transfer: from its first token (or admission) until it joins decode; wait: arrival until it joins decode.
+    const SimTime served = q.prefill_start >= 0 ? q.prefill_start : q.admitted;
+    const double queue = served >= 0 ? static_cast<double>(served - q.arrival) * 1e-6 : -1;
+    const SimTime sent = q.first_token >= 0 ? q.first_token : q.admitted;
+    const double xfer = q.ready >= 0 && sent >= 0 ? static_cast<double>(q.ready - sent) * 1e-6 : -1;
+    const double wait = q.ready >= 0 ? static_cast<double>(q.ready - q.arrival) * 1e-6 : -1;
+    o += fmt::format("{},{:.9f},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{},{},{}\n", q.id, ns_to_seconds(q.arrival),
+                     q.input_tokens, q.output_tokens, q.gpu, ttft, tpot, e2e, queue, xfer, wait, q.selected, q.misses, q.retries,
+                     q.rejected ? 1 : 0);
   }
   return o;
 }

@@ -17,7 +17,10 @@ struct Percentiles {
 Percentiles percentiles(std::vector<double> v);
 
 struct ServingSummary {
-  Percentiles ttft_ms, tpot_ms, step_ms, batch_per_gpu;  // batch_per_gpu: per dp rank, over steps that decode
+  // tpot_ms: per request, decode time per output token once it decodes (tpot_origin), queueing apart; wait_ms: per
+  // request, arrival until it joins decode (admission queue, prefill, KV transfer). batch_per_gpu: per dp rank, over
+  // steps that decode. `hisparse fidelity` reads tpot_ms.p50 as simulate's TPOT.
+  Percentiles ttft_ms, tpot_ms, wait_ms, step_ms, batch_per_gpu;
   double tokens_per_s_per_gpu = 0, tokens_per_s_per_instance = 0, tokens_per_s = 0;  // tokens of finished attempts
   double hit_rate = 1;
   double pcie_h2d_util = 0, pcie_d2h_util = 0, host_dram_util = 0, rdma_util = 0;  // mean over links, over the makespan
@@ -26,8 +29,9 @@ struct ServingSummary {
   StepCost mean_step;                             // per busy GPU-step, ns
 };
 ServingSummary summarize(const ServingResult& r, const Scenario& scenario);
-/// Where a request's TPOT is measured from: its first token, or (PD without a prefill section: TTFT not modelled)
-/// its arrival, when the prefill nodes outside the scenario send its KV.
+/// Where a request's TPOT is measured from: its first token (as SGLang's bench_serving: (latency - TTFT) / (output -
+/// 1)), or, PD without a prefill section (no first token modelled), when its KV has arrived and it joins decode; never
+/// its arrival, so queueing for admission stays out of TPOT (it is in wait_ms).
 SimTime tpot_origin(const RequestOutcome& o);
 bool ttft_modelled(const ServingResult& r);
 

@@ -114,6 +114,19 @@ std::string resolve_workload_yaml(const std::string& name_or_path) {
               tried.empty() ? " no scenario directory found" : tried);
 }
 
+/// A binary file (a trace, an archive) passed as a workload would otherwise be parsed as YAML and fail on whatever its
+/// bytes happen to look like; a NUL byte in its first 64 KiB says it is no text at all.
+void require_text_workload(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  const size_t nul = head.find('\0');
+  if (nul != std::string::npos)
+    throw_error("workload '{}' is a binary file (a NUL byte at offset {}), not a workload: expected a workload YAML "
+                "(scenarios/workloads/<name>.yaml), a Mooncake .jsonl or an Azure .csv trace", path, nul);
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -214,6 +227,7 @@ Workload load_workload(const std::string& name_or_path) {
   if (ends_with(name_or_path, ".jsonl")) { Workload w = read_mooncake_trace(name_or_path); w.name = fs::path(name_or_path).stem().string(); return w; }
   if (ends_with(name_or_path, ".csv")) { Workload w = read_azure_trace(name_or_path); w.name = fs::path(name_or_path).stem().string(); return w; }
   const std::string path = resolve_workload_yaml(name_or_path);
+  require_text_workload(path);
   StrictMap root(load_yaml_file(path), path, "");
   std::string type;
   root.require("type");

@@ -88,8 +88,8 @@ TEST_CASE("override flags: --device-pool-tokens 0 derives the pool in plan and i
                          (dir / "y").string(), dir);
   CHECK(pn.status != 0);
   CHECK(sn.status != 0);
-  CHECK(pn.err.find("--device-pool-tokens -5 (deployment") != std::string::npos);
-  CHECK(sn.err.find("--device-pool-tokens -5 (deployment") != std::string::npos);
+  CHECK(pn.err.find("--device-pool-tokens -5: expected >= 0 tokens") != std::string::npos);
+  CHECK(sn.err.find("--device-pool-tokens -5: expected >= 0 tokens") != std::string::npos);
 }
 
 TEST_CASE("override flags: --max-running-requests is per instance; each of 8 dp ranks gets floor(N / 8)") {

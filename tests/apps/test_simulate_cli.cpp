@@ -30,6 +30,13 @@ TEST_CASE("simulate --concurrency sweeps closed-loop levels in both modes and wr
   CHECK(json.find("\"figures_kind\": \"modelled\"") != std::string::npos);
   CHECK(fs::file_size(fs::path(out) / "sweep.png") > 1000);
   CHECK_FALSE(fs::exists(fs::path(out) / "sweep.json.tmp"));
+  // The crossover counts only levels where HiSparse meets the SLO, which the table, the JSON and the plot carry;
+  // the plot's TPOT axis is logarithmic. Wait (arrival until decoding) is reported apart from TPOT.
+  CHECK(r.out.find("meets the 80 ms SLO") != std::string::npos);
+  CHECK(json.find("\"tpot_slo_ms\": 80,") != std::string::npos);
+  CHECK(json.find("\"wait_p50_ms\": ") != std::string::npos);
+  CHECK(r.out.find("TPOT on a log axis, the 80 ms SLO line") != std::string::npos);
+  CHECK(slurp(fs::path(out) / "sweep.csv").find(",wait_p50_ms,wait_p99_ms,") != std::string::npos);
   // The flags reach the run: the single-level run's summary carries the overridden SLO and the host pool of ratio 4.
   const std::string one = (dir / "one").string();
   const Run s = run("simulate --scenario dsv32-8xh200-1tb --workload synthetic_poisson --mode hisparse --concurrency 2 "
@@ -39,6 +46,8 @@ TEST_CASE("simulate --concurrency sweeps closed-loop levels in both modes and wr
   CHECK(summary.find("\"tpot_slo_ms\": 80") != std::string::npos);
   CHECK(summary.find("\"host\": 640000") != std::string::npos);
   CHECK(summary.find("\"clients\": 2") != std::string::npos);
+  CHECK(summary.find("\"wait_ms\": {") != std::string::npos);
+  CHECK(s.out.find(" wait p50 ") != std::string::npos);
   // Bad values are named.
   const Run b1 = run("simulate --scenario dsv32-8xh200-1tb --workload synthetic_poisson --concurrency 4,2", dir);
   CHECK(b1.status != 0);

@@ -93,6 +93,25 @@ TEST_CASE("attention TP holds one rank's requests per instance, attention DP one
   CHECK(one.collective_link.find("nvlink") != std::string::npos);
 }
 
+TEST_CASE("PD without a prefill section: TPOT runs from when the request decodes, its queueing is in wait") {
+  // 200 requests arrive at once and 12 fit the rank (hand-derived above): the last ones queue for ~16 rounds of 99
+  // decode steps. Expected: that queueing is in wait_ms (its max many times a request's whole decode), not in
+  // tpot_ms, whose p99 stays near its p50 (it used to run from arrival: p99 / p50 ~ 16).
+  Scenario tp = load_scenario("dsv32-2x8xh20-pd");
+  tp.deployment.prefill.count = 0;
+  tp.deployment.memory.device_pool_tokens = 53248;
+  const ServingResult r = run_serving(tp, burst(200, 10000, 100), full_kv());
+  REQUIRE(r.finished == 200);
+  const ServingSummary s = summarize(r, tp);
+  CHECK(s.tpot_ms.count == 200);
+  CHECK(s.wait_ms.count == 200);
+  CHECK(s.tpot_ms.p99 < 1.5 * s.tpot_ms.p50);
+  CHECK(s.wait_ms.max > 10 * 99 * s.tpot_ms.max);
+  for (const auto& o : r.requests) CHECK(tpot_origin(o) == o.ready);
+  CHECK(summary_json(r, tp).find("\"wait_ms\": {\"p50\"") != std::string::npos);
+  CHECK(requests_csv(r).find(",wait_ms,") != std::string::npos);
+}
+
 TEST_CASE("an instance over two nodes prices the all-to-all at the NICs; no NVLink uses PCIe peer") {
   Scenario s = load_scenario("dsv32-8xh200-1tb");
   s.deployment.decode = InstanceSpec{1, 16, 16, 16, 16};
@@ -262,12 +281,13 @@ TEST_CASE("conservation and determinism hold in the new modes") {
       }
 }
 
-TEST_CASE("the sweep's crossover is the level from which HiSparse keeps the lead") {
-  auto pt = [](int32_t c, KvMode m, double tps) {
+TEST_CASE("the sweep's crossover is the level from which HiSparse keeps the lead, where it meets the TPOT SLO") {
+  auto pt = [](int32_t c, KvMode m, double tps, double tpot = 10) {
     SweepPoint p;
     p.concurrency = c;
     p.mode = m;
     p.tokens_per_s = tps;
+    p.tpot_p50_ms = tpot;
     return p;
   };
   std::vector<SweepPoint> v = {pt(1, KvMode::kFull, 100), pt(1, KvMode::kHiSparse, 90),
@@ -275,9 +295,21 @@ TEST_CASE("the sweep's crossover is the level from which HiSparse keeps the lead
                                pt(4, KvMode::kFull, 300), pt(4, KvMode::kHiSparse, 290),
                                pt(8, KvMode::kFull, 320), pt(8, KvMode::kHiSparse, 500),
                                pt(16, KvMode::kFull, 330), pt(16, KvMode::kHiSparse, 800)};
-  CHECK(find_crossover(v) == 8);
-  v.back().tokens_per_s = 300;
-  CHECK(find_crossover(v) == -1);
+  // Every level meets a 50 ms SLO: HiSparse leads from 8 on.
+  CHECK(find_crossover(v, 50) == 8);
+  // Against a 5 ms SLO no level counts: no crossover, however far HiSparse leads.
+  CHECK(find_crossover(v, 5) == -1);
+  // A lead at a level where HiSparse misses the SLO does not count: 2 (195 > 190) becomes the crossover only if the
+  // levels where it trails (4) miss the SLO too; a lead won only past the SLO (8, 16) is none.
+  v[5].tpot_p50_ms = 80;   // level 4, HiSparse
+  CHECK(find_crossover(v, 50) == 2);
+  v[7].tpot_p50_ms = 80;   // level 8
+  v[9].tpot_p50_ms = 80;   // level 16
+  v[3].tpot_p50_ms = 80;   // level 2
+  CHECK(find_crossover(v, 50) == -1);
+  v[9].tpot_p50_ms = 10;
+  v[9].tokens_per_s = 300;
+  CHECK(find_crossover(v, 50) == -1);
   CHECK(parse_concurrency_levels("1,2,4,64", "--concurrency") == std::vector<int32_t>{1, 2, 4, 64});
   CHECK_THROWS_WITH_AS(parse_concurrency_levels("4,2", "--concurrency"), doctest::Contains("ascend"), std::exception);
   CHECK_THROWS_WITH_AS(parse_concurrency_levels("1,x", "--concurrency"), doctest::Contains("'x'"), std::exception);
