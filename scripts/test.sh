@@ -32,7 +32,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan --output-on-failure -j2 -LE whole_outputs
 phase
 if [ -x scripts/fuzz.sh ]; then
-  echo "== fuzzing the trace readers and replay (4 targets x 2 min, two side by side, >= 1 M executions each)" >&2
+  echo "== fuzzing the trace readers and replay (4 targets x 4 min, two side by side, >= 1 M executions each, about twice that in practice)" >&2
   ./scripts/fuzz.sh
   phase
 fi
