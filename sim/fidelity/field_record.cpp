@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -30,6 +30,42 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+/// One `key: value  # comment` line of a block-style YAML point, optionally opening the point with "- ".
+struct KeyLine {
+  size_t indent = 0;       // leading blanks
+  size_t dash = 0;         // length of "- " (with its blanks) when the line opens a list item, else 0
+  std::string key;
+  size_t value_begin = 0;  // first character of the value (after ':' and blanks)
+  size_t value_end = 0;    // one past its last (before blanks or a comment)
+};
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/// The key line `line` holds, or nullopt (a comment, a flow mapping, text without a key).
+std::optional<KeyLine> key_line(const std::string& line) {
+  KeyLine k;
+  size_t i = 0;
+  while (i < line.size() && is_blank(line[i])) ++i;
+  k.indent = i;
+  if (i + 1 < line.size() && line[i] == '-' && is_blank(line[i + 1])) {
+    size_t j = i + 1;
+    while (j < line.size() && is_blank(line[j])) ++j;
+    k.dash = j - i;
+    i = j;
+  }
+  const size_t colon = line.find(':', i);
+  if (colon == std::string::npos || colon == i) return std::nullopt;
+  k.key = line.substr(i, colon - i);
+  if (k.key.find_first_of(" \t#{[") != std::string::npos) return std::nullopt;
+  size_t v = colon + 1;
+  while (v < line.size() && is_blank(line[v])) ++v;
+  size_t e = v;
+  while (e < line.size() && !is_blank(line[e]) && line[e] != '#') ++e;
+  k.value_begin = v;
+  k.value_end = e;
+  return k;
+}
+
 }  // namespace
 
 std::string with_recorded_errors(const std::string& text, const std::string& file,
@@ -37,8 +73,6 @@ std::string with_recorded_errors(const std::string& text, const std::string& fil
   std::vector<std::string> lines = split_lines(text);
   std::vector<std::pair<FieldPoint, double>> sorted = errors;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first.line < b.first.line; });
-  static const std::regex recorded(R"(^(\s*(?:-\s+)?recorded_error_pct:\s*)([^\s#]*)(.*)$)");
-  static const std::regex tolerance(R"(^(\s*)(-\s+)?tolerance_pct:.*$)");
   // Bottom-up, so an inserted line does not move the points still to edit.
   for (size_t i = sorted.size(); i-- > 0;) {
     const FieldPoint& p = sorted[i].first;
@@ -47,17 +81,17 @@ std::string with_recorded_errors(const std::string& text, const std::string& fil
     const size_t end = i + 1 < sorted.size() ? static_cast<size_t>(sorted[i + 1].first.line - 1) : lines.size();
     bool done = false;
     for (size_t k = begin; k < std::min(end, lines.size()) && !done; ++k) {
-      std::smatch m;
-      if (std::regex_match(lines[k], m, recorded)) {
-        lines[k] = m[1].str() + value + m[3].str();
+      const std::optional<KeyLine> kl = key_line(lines[k]);
+      if (kl && kl->key == "recorded_error_pct") {
+        lines[k] = lines[k].substr(0, kl->value_begin) + value + lines[k].substr(kl->value_end);
         done = true;
       }
     }
     for (size_t k = begin; k < std::min(end, lines.size()) && !done; ++k) {
-      std::smatch m;
-      if (std::regex_match(lines[k], m, tolerance)) {
+      const std::optional<KeyLine> kl = key_line(lines[k]);
+      if (kl && kl->key == "tolerance_pct") {
         // The new key lines up with tolerance_pct (past its "- " when the point starts there).
-        const std::string indent = m[1].str() + std::string(m[2].length(), ' ');
+        const std::string indent = lines[k].substr(0, kl->indent) + std::string(kl->dash, ' ');
         lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(k) + 1, indent + "recorded_error_pct: " + value);
         done = true;
       }
