@@ -46,6 +46,14 @@ struct DeploymentSpec {
   KvDtype kv_dtype = KvDtype::kBf16;
   int context_length = 163840;
   int max_running_requests = 0;      // per decode GPU (dp rank); 0 = unlimited
+  // SGLang's --num-reserved-decode-tokens: a PD decode server admits a request only while the pool keeps this many
+  // tokens per running request for their coming decode tokens (disaggregation/decode.py _allocatable_tokens;
+  // server_args.py default 512). -1 = SGLang's behaviour: 512 on a PD decode server, 0 colocated (the colocated
+  // scheduler reserves through new_token_ratio instead, not modelled).
+  int num_reserved_decode_tokens = -1;
+  int64_t decode_token_reserve() const {
+    return num_reserved_decode_tokens >= 0 ? num_reserved_decode_tokens : (pd_disaggregation ? 512 : 0);
+  }
   double activation_reserve_bytes = 0;  // per GPU: activations and CUDA graphs outside the static pool
   double tpot_slo_ms = 50;
   // Sliding-window models: SGLang's --swa-full-tokens-ratio, tokens of the sliding-layer pool per token of the

@@ -114,13 +114,22 @@ std::vector<const Figure*> MemoryBudget::figures() const {
           &host_dram_left_bytes,
           &device_buffer_tokens,
           &device_buffer_bytes,
-          &max_buffers_per_device_pool};
+          &max_buffers_per_device_pool,
+          &reserved_decode_tokens};
 }
 
 namespace {
 
 /// HBM per GPU: the same for every attention kind.
 void hbm_figures(const Scenario& s, MemoryBudget& b) {
+  const int64_t reserve = s.deployment.decode_token_reserve();
+  b.reserved_decode_tokens =
+      fig("reserved_decode_tokens", "decode tokens reserved per running request", static_cast<double>(reserve), "tokens",
+          s.deployment.num_reserved_decode_tokens >= 0
+              ? fmt::format("deployment num_reserved_decode_tokens = {}", reserve)
+              : fmt::format("SGLang's num_reserved_decode_tokens (default 512) on a PD decode server, 0 colocated: {} "
+                            "(pd_disaggregation {})",
+                            reserve, s.deployment.pd_disaggregation ? "true" : "false"));
   const ModelSpec& m = s.model;
   const DeploymentSpec& d = s.deployment;
   const MemoryOverrides& ov = d.memory;
@@ -197,19 +206,31 @@ std::string full_kv_request_formula(const MemoryBudget& b, int64_t n) {
                      b.full_layers, row, num(b.indexer_key_bytes.value));
 }
 
+int64_t requests_in_pool(int64_t pool, int64_t paged, int64_t reserve, const char* pool_name, std::string* formula) {
+  if (paged <= 0) throw_error("requests_in_pool: a request of {} tokens; expected at least 1", paged);
+  if (reserve <= 0) {
+    if (formula) *formula = fmt::format("floor({} / paged_seq_len) = floor({} / {})", pool_name, pool, paged);
+    return pool / paged;
+  }
+  if (formula)
+    *formula = fmt::format("floor(({0} + reserved) / (paged_seq_len + reserved)) = floor(({1} + {3}) / ({2} + {3}))",
+                           pool_name, pool, paged, reserve);
+  return (pool + reserve) / (paged + reserve);
+}
+
 int64_t full_pool_requests(const MemoryBudget& b, int64_t n, std::string* formula) {
   const int page = std::max(1, b.page_size);
   const int64_t paged = round_up_to_page(n, page);
   const auto pool = static_cast<int64_t>(b.full_pool_tokens.value);
-  int64_t out = pool / paged;
-  std::string f = fmt::format("floor(full_pool / paged_seq_len) = floor({} / {})", pool, paged);
+  std::string f;
+  int64_t out = requests_in_pool(pool, paged, static_cast<int64_t>(b.reserved_decode_tokens.value), "full_pool", &f);
   if (b.sliding_layer_count > 0) {
     const int64_t kept = round_up_to_page(sliding_tokens_kept(b, n), page);
     const auto swa = static_cast<int64_t>(b.swa_pool_tokens.value);
-    out = std::min(out, swa / kept);
-    f = fmt::format("min(floor(full_pool / paged_seq_len), floor(swa_pool / paged(min(seq_len, window + page)))) = "
-                    "min(floor({} / {}), floor({} / {}))",
-                    pool, paged, swa, kept);
+    std::string f_swa;
+    out = std::min(out, requests_in_pool(swa, kept, static_cast<int64_t>(b.reserved_decode_tokens.value),
+                                         "swa_pool", &f_swa));
+    f = fmt::format("min({}, {}) with paged_seq_len of the sliding pool = paged(min(seq_len, window + page))", f, f_swa);
   }
   if (formula) *formula = f;
   return out;
@@ -324,7 +345,6 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
                                       static_cast<double>(N / buf_tokens), "requests",
                                       fmt::format("floor(device_pool / (H + page_size)) = floor({} / {})", N, buf_tokens));
 
-  const auto full_pool = static_cast<int64_t>(b.full_pool_tokens.value);
   for (int64_t n : seq_lens) {
     SeqLenBudget q;
     q.seq_len = n;
@@ -346,8 +366,11 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
                         dev_tokens, L, row, n, L, idx));
     q.hisparse_host_bytes = fig("hisparse_host_bytes", "HiSparse host (latent)", static_cast<double>(n) * L * row, "B",
                                 fmt::format("seq_len × kv_layers × latent_row_bytes = {} × {} × {}", n, L, row));
-    int64_t max_full = full_pool / paged;
-    int64_t max_hs = std::min(N / dev_tokens, logical / paged);
+    std::string f_full, f_logical;
+    int64_t max_full = full_pool_requests(b, n, &f_full);
+    const int64_t by_logical =
+        requests_in_pool(logical, paged, static_cast<int64_t>(b.reserved_decode_tokens.value), "logical_pool", &f_logical);
+    int64_t max_hs = std::min(N / dev_tokens, by_logical);
     std::string cap;
     if (d.max_running_requests > 0) {
       max_full = std::min<int64_t>(max_full, d.max_running_requests);
@@ -355,12 +378,11 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
       cap = fmt::format(", capped at max_running_requests {}", d.max_running_requests);
     }
     q.max_requests_full = fig("max_requests_full", "max requests full-KV (memory)", static_cast<double>(max_full),
-                              "requests", fmt::format("floor(full_pool / paged_seq_len) = floor({} / {}){}", full_pool, paged, cap));
+                              "requests", f_full + cap);
     q.max_requests_hisparse = fig("max_requests_hisparse", "max requests HiSparse (memory)", static_cast<double>(max_hs),
                                   "requests",
-                                  fmt::format("min(floor(device_pool / buffer), floor(logical_pool / paged_seq_len)) = "
-                                              "min(floor({} / {}), floor({} / {})){}",
-                                              N, dev_tokens, logical, paged, cap));
+                                  fmt::format("min(floor(device_pool / buffer) = floor({} / {}), {}){}", N, dev_tokens,
+                                              f_logical, cap));
     b.per_seq_len.push_back(q);
   }
   return b;

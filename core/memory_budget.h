@@ -77,6 +77,7 @@ struct MemoryBudget {
   Figure device_buffer_tokens;       // H + page_size
   Figure device_buffer_bytes;        // (H + page_size) × kv_layers × latent_row_bytes
   Figure max_buffers_per_device_pool;
+  Figure reserved_decode_tokens;     // per running request, kept free by a PD decode server's admission
   std::vector<SeqLenBudget> per_seq_len;
 
   /// Every scalar figure above in print order.
@@ -100,6 +101,12 @@ std::string full_kv_request_formula(const MemoryBudget& b, int64_t tokens);
 /// Requests of `tokens` the full-KV pools hold: floor(full_pool / paged(n)), and for SWA also
 /// floor(swa_pool / paged(sliding_tokens_kept(n))); `formula` (optional) gets the arithmetic.
 int64_t full_pool_requests(const MemoryBudget& b, int64_t tokens, std::string* formula = nullptr);
+/// Requests of `paged` tokens a pool of `pool` tokens admits while SGLang keeps `reserve` tokens free per admitted
+/// request (a PD decode server's num_reserved_decode_tokens): the c-th request needs paged ≤ pool − (c − 1) × (paged
+/// + reserve), so c = floor((pool + reserve) / (paged + reserve)); reserve 0 is floor(pool / paged). `formula`
+/// (optional) gets the arithmetic with `pool_name` as the pool's name.
+int64_t requests_in_pool(int64_t pool, int64_t paged, int64_t reserve, const char* pool_name,
+                         std::string* formula = nullptr);
 
 // Building blocks, usable on their own by the planner.
 int64_t latent_row_bytes(const ModelSpec& model, KvDtype dtype);

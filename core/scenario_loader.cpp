@@ -312,6 +312,7 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   d.kv_dtype = dtype == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;
   map.get("context_length", &d.context_length, 1, 1 << 26);
   map.get("max_running_requests", &d.max_running_requests, 0, 1 << 24);
+  map.get("num_reserved_decode_tokens", &d.num_reserved_decode_tokens, 0, 1 << 24);
   map.get("activation_reserve_bytes", &d.activation_reserve_bytes, 0, 1e13, Unit::kBytes);
   map.get("tpot_slo_ms", &d.tpot_slo_ms, 0.01, 1e6);
   map.get("swa_full_tokens_ratio", &d.swa_full_tokens_ratio, 0.01, 1.0);

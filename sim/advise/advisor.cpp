@@ -100,11 +100,14 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
   lim("max_running_requests").formula = "chosen by the advisor (the recommended --max-running-requests)";
   const double paged = mix.expect([&](int64_t n) { return static_cast<double>(round_up_to_page(n, page)); });
   const double tokens = mix.mean_seq_len();
+  // A PD decode server keeps this many tokens free per running request (docs/capacity.md, requests_in_pool).
+  const double R = b.reserved_decode_tokens.value;
   if (!hs) {
     const double pool = b.full_pool_tokens.value;
     c.pool_tokens = static_cast<int64_t>(pool);
-    lim("hbm").per_rank = fit_count(pool, paged);
-    lim("hbm").formula = fmt::format("floor(full_pool / E[paged seq_len]) = floor({:.0f} / {:.1f})", pool, paged);
+    lim("hbm").per_rank = fit_count(pool + R, paged + R);
+    lim("hbm").formula = fmt::format("floor((full_pool + reserved) / (E[paged seq_len] + reserved)) = floor(({:.0f} + "
+                                     "{:.0f}) / ({:.1f} + {:.0f}))", pool, R, paged, R);
     c.hbm_per_request = tokens * L * (row + idx);
     lim("pcie").formula = "full KV: nothing crosses PCIe per step";
   } else {
@@ -118,8 +121,10 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
     c.host_pool_bytes_per_node = b.host_pool_bytes_per_node.value;
     lim("hbm").per_rank = fit_count(dev, slots);
     lim("hbm").formula = fmt::format("floor(device_pool / E[buffer_slots]) = floor({:.0f} / {:.1f})", dev, slots);
-    lim("logical_pool").per_rank = fit_count(logical, paged);
-    lim("logical_pool").formula = fmt::format("floor(logical_pool / E[paged seq_len]) = floor({:.0f} / {:.1f})", logical, paged);
+    lim("logical_pool").per_rank = fit_count(logical + R, paged + R);
+    lim("logical_pool").formula =
+        fmt::format("floor((logical_pool + reserved) / (E[paged seq_len] + reserved)) = floor(({:.0f} + {:.0f}) / "
+                    "({:.1f} + {:.0f}))", logical, R, paged, R);
     lim("host_pool").per_rank = fit_count(host, paged);
     lim("host_pool").formula = fmt::format("floor(host_pool / E[paged seq_len]) = floor({:.0f} / {:.1f})", host, paged);
     const int per_node = std::max(1, std::min(lay.gpus, s.hardware.gpus_per_node));

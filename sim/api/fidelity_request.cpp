@@ -236,6 +236,11 @@ int32_t admitted_concurrency(RunRoutes& routes, const RunResult& out, const Fiel
   return static_cast<int32_t>(std::min<int64_t>(p.concurrency, fit));
 }
 
+/// The simulated tokens/s per instance a point is held against (FieldRun::throughput).
+double simulated_tokens_per_s(const FieldRun& run, const ServingSummary& s) {
+  return run.throughput == "decode_steady" ? s.decode_tokens_per_s.p50 : s.tokens_per_s_per_instance;
+}
+
 PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldPoint& p, bool simulate_runs) {
   PointResult res;
   res.point = p;
@@ -261,7 +266,7 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
       break;
     case FieldMetric::kTokensPerS:
       res.plan = tokens_per_s(p.mode, p.concurrency);
-      if (simulate_runs) res.simulate = routes.simulate_at(p.mode, p.concurrency).tokens_per_s_per_instance;
+      if (simulate_runs) res.simulate = simulated_tokens_per_s(out.run, routes.simulate_at(p.mode, p.concurrency));
       res.label = step_label;
       break;
     case FieldMetric::kGain: {
@@ -274,9 +279,10 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
                       fmt::format("{} runs {} of the {} (its largest fitting concurrency; the rest queue)",
                                   to_string(mode), c, p.concurrency);
       if (simulate_runs) {
-        const double full_tps = routes.simulate_at(KvMode::kFull, p.concurrency).tokens_per_s_per_instance;
+        const double full_tps = simulated_tokens_per_s(out.run, routes.simulate_at(KvMode::kFull, p.concurrency));
         if (full_tps > 0)
-          res.simulate = routes.simulate_at(KvMode::kHiSparse, p.concurrency).tokens_per_s_per_instance / full_tps;
+          res.simulate =
+              simulated_tokens_per_s(out.run, routes.simulate_at(KvMode::kHiSparse, p.concurrency)) / full_tps;
       }
       res.label = step_label;
       break;
@@ -323,6 +329,7 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
     out.cost_terms_file = setup.cost.terms_file;
     out.terms = setup.cost.sources;
     out.fitted_points = setup.cost.fitted_points;
+    for (const auto& [key, id] : run.derived_overrides) out.fitted_points.push_back({"override " + key, run.name + "/" + id});
     out.miss_label = routes.miss_label();
     bool steps = false;
     for (const FieldPoint& p : run.points) steps = steps || p.metric != FieldMetric::kMaxConcurrency;
@@ -330,8 +337,11 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
     if (simulate_runs)
       out.simulate_note = fmt::format(
           "serving simulation: closed-loop clients, every request {} in / {} out, {} requests per client (the first "
-          "wave starts cold; the median TPOT and the tokens/s over the makespan are those of the steady waves)",
-          run.input_tokens, run.output_tokens, kFidelityWaves);
+          "wave starts cold; the median TPOT is that of the steady waves); tokens/s: {}",
+          run.input_tokens, run.output_tokens, kFidelityWaves,
+          run.throughput == "decode_steady"
+              ? "decode-side steady throughput (median over decode steps of requests / step time; no refill gaps)"
+              : "finished tokens over the makespan");
     if (simulate_runs) {
       std::vector<std::pair<KvMode, int32_t>> keys;
       for (const FieldPoint& p : run.points) {

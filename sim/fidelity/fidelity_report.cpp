@@ -45,7 +45,7 @@ std::string summary_line(const FidelityReport& r) {
   const auto [within, total] = count_within_band(r.runs);
   const size_t worse = check_failures(r.runs).size();
   const BandCounts b = count_within_band_by_fit(r.runs);
-  return fmt::format("{} of {} points within their band ({} of {} held out, {} of {} that a cost term was fitted to); "
+  return fmt::format("{} of {} points within their band ({} of {} held out, {} of {} fitted: a cost term or an override was read off them); "
                      "{} worse than recorded (or unrecorded)",
                      within, total, b.held_out_within, b.held_out, b.fitted_within, b.fitted, worse);
 }

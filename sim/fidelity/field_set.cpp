@@ -162,6 +162,7 @@ FieldRun load_field_run(const std::string& path) {
     w.get("input_tokens", &r.input_tokens, 1, kMaxTokens);
     w.get("output_tokens", &r.output_tokens, 1, kMaxTokens);
     w.get("closed_loop", &r.closed_loop);
+    if (w.has("throughput")) w.get_choice("throughput", &r.throughput, {"makespan", "decode_steady"});
     w.finish();
   }
   for (const YAML::Node& a : m.sequence("assumed")) {
@@ -176,6 +177,26 @@ FieldRun load_field_run(const std::string& path) {
     r.points.push_back(read_point(points[i], path, i, r));
     if (!ids.insert(r.points.back().id).second)
       throw_error("{}: points[{}] (line {}): id '{}' appears twice", path, i, r.points.back().line, r.points.back().id);
+  }
+  if (m.has("derived_overrides")) {
+    const YAML::Node d = doc["derived_overrides"];
+    m.child("derived_overrides");  // marks the key read; its entries are checked here
+    for (const auto& kv : d) {
+      const std::string key = kv.first.Scalar();
+      const int line = kv.first.Mark().line + 1;
+      if (!r.overrides || !r.overrides[key])
+        throw_error("{}: derived_overrides.{} (line {}): no such key under overrides:; expected an override this file "
+                    "sets", path, key, line);
+      if (!kv.second.IsSequence() || kv.second.size() == 0)
+        throw_error("{}: derived_overrides.{} (line {}): got {}, expected a list of this file's point ids", path, key,
+                    line, describe_node(kv.second));
+      for (const YAML::Node& id : kv.second) {
+        if (!id.IsScalar() || ids.count(id.Scalar()) == 0)
+          throw_error("{}: derived_overrides.{} (line {}): got {}, expected one of this file's point ids", path, key,
+                      line, describe_node(id));
+        r.derived_overrides.emplace_back(key, id.Scalar());
+      }
+    }
   }
   m.finish();
   return r;

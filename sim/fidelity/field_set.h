@@ -47,8 +47,16 @@ struct FieldRun {
   YAML::Node overrides;
   int32_t input_tokens = 0, output_tokens = 0;
   bool closed_loop = false;
+  // Which simulated throughput a tokens/s or gain point is held against: "makespan" (finished tokens over the run,
+  // refill gaps and prefill included) or "decode_steady" (the decode-side throughput of full steps, as a
+  // "decode-side steady throughput" benchmark reports it; ServingSummary::decode_tokens_per_s p50).
+  std::string throughput = "makespan";
   std::vector<std::string> assumed;
   std::vector<FieldPoint> points;
+  // `derived_overrides:` an override whose value was read off some of this run's own published figures (a pool size
+  // from a logged token usage, say) makes those points inputs, not predictions: they are reported as fitted, named
+  // "override <key>", and counted apart from the held-out ones, as a fitted cost term's points are.
+  std::vector<std::pair<std::string, std::string>> derived_overrides;  // (override key, point id)
 };
 
 /// The keys `overrides:` may hold: the ScenarioOverrides fields (sim/api/scenario_overrides.h).

@@ -9,7 +9,7 @@
 //   eviction E   — SnapKV / PyramidKV: after prefill only the kept = min(n, E) tokens stay, latent AND indexer key
 //                  (the model's DSA indexer keeps scoring what is kept, so the model runs unchanged on the kept set);
 //                  HBM kept × L × (row + idx), no host memory, no PCIe; indexes kept and attends min(kept, top_k):
-//                  the full-KV step at n = kept. Limits: hbm ⌊full_pool / paged(kept)⌋, cap, SLO.
+//                  the full-KV step at n = kept. Limits: hbm ⌊(full_pool + R) / (paged(kept) + R)⌋ (R: requests_in_pool), cap, SLO.
 //   masking      — OmniKV: every token stays in HBM (memory exactly as full KV); attention reads only the top-K
 //                  selected rows and the indexer scores all n: the full-KV step with the model's top_k set to the
 //                  deployment's K = HiSparse's step without swap-in, miss copy or backup. No host memory, no PCIe.
@@ -234,9 +234,9 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     e.hbm_per_request = full_kv_request_bytes(b, kept);
     e.attended_rows = attended(kept, model_k);
     e.indexed_rows = b.sparse_indexer ? static_cast<double>(kept) : 0;
-    std::string e_formula = fmt::format("floor(full_pool / paged(min(n, E))) = floor({} / {})", full_pool, kept_paged);
-    int64_t e_limit = kept_paged > 0 ? full_pool / kept_paged : 0;
-    if (b.sliding_layer_count > 0) e_limit = full_pool_requests(b, kept, &e_formula);
+    std::string e_formula;
+    const int64_t e_limit = kept_paged > 0 ? full_pool_requests(b, kept, &e_formula) : 0;
+    e_formula += " at min(n, E)";
     set_limits(e, p, e_limit, e_formula,
                [&](int64_t B) { return full.step(B, kept).step_ns; },
                [&](int64_t B) { return full.step(B, kept).tokens_per_s; });
@@ -285,9 +285,18 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     z.reconstruct_bytes_per_step = compressed_attended * Lf * t.reconstruct_bytes;
     const double per_req_paged = bytes_at(paged);
     const double pool_bytes = static_cast<double>(full_pool) * full_cell;
-    auto zlimit = per_req_paged > 0 ? static_cast<int64_t>(std::floor(pool_bytes / per_req_paged)) : 0;
-    std::string z_formula = fmt::format("floor(full_pool × full_cell / per_request(paged n)) = floor({} × {} / {})",
-                                        full_pool, full_cell, per_req_paged);
+    // The PD decode reserve (requests_in_pool) in bytes: reserved tokens at the full cell.
+    const double reserve_bytes = b.reserved_decode_tokens.value * full_cell;
+    auto zlimit = per_req_paged > 0
+                      ? static_cast<int64_t>(std::floor((pool_bytes + reserve_bytes) / (per_req_paged + reserve_bytes)))
+                      : 0;
+    std::string z_formula =
+        reserve_bytes > 0
+            ? fmt::format("floor((full_pool × full_cell + reserved × full_cell) / (per_request(paged n) + reserved × "
+                          "full_cell)) = floor(({} × {} + {}) / ({} + {}))",
+                          full_pool, full_cell, reserve_bytes, per_req_paged, reserve_bytes)
+            : fmt::format("floor(full_pool × full_cell / per_request(paged n)) = floor({} × {} / {})", full_pool,
+                          full_cell, per_req_paged);
     if (Ls > 0) {
       // SWA: the full-layer pool holds the compressed rows, the sliding pool the windows.
       const double full_pool_bytes = static_cast<double>(full_pool) * Lf * row;

@@ -99,8 +99,8 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
     lim("hbm").per_rank = dev / slots;
     lim("hbm").formula = fmt::format("floor(device_pool / buffer_slots) = floor({} / {}); buffer_slots = {}", dev, slots,
                                      n <= H ? "paged seq_len (n ≤ H)" : "H + page_size");
-    lim("logical_pool").per_rank = logical / paged;
-    lim("logical_pool").formula = fmt::format("floor(logical_pool / paged_seq_len) = floor({} / {})", logical, paged);
+    lim("logical_pool").per_rank = requests_in_pool(logical, paged, static_cast<int64_t>(b.reserved_decode_tokens.value),
+                                                    "logical_pool", &lim("logical_pool").formula);
     lim("host_pool").per_rank = host / paged;
     lim("host_pool").formula = fmt::format("floor(host_pool / paged_seq_len) = floor({} / {})", host, paged);
     const double per_req_host = static_cast<double>(paged) * L * row;

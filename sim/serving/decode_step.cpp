@@ -203,6 +203,8 @@ void Engine::step_end(int32_t ii) {
   }
   if (trace_ && inst.prefill > 0 && trace_->overlaps(inst.step_start, inst.decode_start))
     trace_->span(fmt::format("prefill pass ({} tok)", inst.prefill_tokens), "prefill", 1 + ii, 3, inst.step_start, inst.decode_start);
+  if (row.requests > 0 && now > row.start)
+    result_.step_tokens_per_s.push_back(row.requests / ns_to_seconds(now - row.start));
   if (opt_.record_steps) result_.steps.push_back(row);
   try_admit();
   start_step(ii);

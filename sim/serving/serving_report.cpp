@@ -77,6 +77,7 @@ ServingSummary summarize(const ServingResult& r, const Scenario& sc) {
   s.wait_ms = percentiles(wait);
   s.step_ms = percentiles(step);
   s.batch_per_gpu = percentiles(batch);
+  s.decode_tokens_per_s = percentiles(r.step_tokens_per_s);
   s.tpot_slo_attainment = tpot.empty() ? 0 : static_cast<double>(slo_ok) / static_cast<double>(tpot.size());
   const double t = ns_to_seconds(r.makespan);
   if (t > 0) {
@@ -135,6 +136,9 @@ std::string summary_json(const ServingResult& r, const Scenario& sc) {
   o += fmt::format("  \"prefill_tokens_on_decode\": {}, \"wasted_decode_tokens\": {},\n", r.prefill_tokens, r.wasted_decode_tokens);
   o += fmt::format("  \"decode_tokens\": {}, \"tokens_per_s\": {:.6g}, \"tokens_per_s_per_gpu\": {:.6g}, \"tokens_per_s_per_instance\": {:.6g},\n",
                    r.decode_tokens, s.tokens_per_s, s.tokens_per_s_per_gpu, s.tokens_per_s_per_instance);
+  o += fmt::format("  \"decode_tokens_per_s_per_instance\": {},\n  \"decode_tokens_per_s_meaning\": \"per instance step that "
+                   "decoded, its requests / its length (decode-side throughput, no refill gaps); p50 = steady\",\n",
+                   pct_json(s.decode_tokens_per_s));
   o += fmt::format("  \"hit_rate\": {:.6g}, \"selected\": {}, \"misses\": {},\n", s.hit_rate, r.selected, r.misses);
   o += fmt::format("  \"utilisation\": {{\"pcie_h2d\": {:.6g}, \"pcie_d2h\": {:.6g}, \"host_dram\": {:.6g}, \"rdma\": {:.6g}}},\n",
                    s.pcie_h2d_util, s.pcie_d2h_util, s.host_dram_util, s.rdma_util);

@@ -22,6 +22,9 @@ struct ServingSummary {
   // steps that decode. `hisparse fidelity` reads tpot_ms.p50 as simulate's TPOT.
   Percentiles ttft_ms, tpot_ms, wait_ms, step_ms, batch_per_gpu;
   double tokens_per_s_per_gpu = 0, tokens_per_s_per_instance = 0, tokens_per_s = 0;  // tokens of finished attempts
+  // Decode-side throughput per instance: over instance steps that decoded, requests ÷ step length. Its p50 is the
+  // steady decode throughput a "decode-side" benchmark reports (no refill gaps, no prefill on PD).
+  Percentiles decode_tokens_per_s;
   double hit_rate = 1;
   double pcie_h2d_util = 0, pcie_d2h_util = 0, host_dram_util = 0, rdma_util = 0;  // mean over links, over the makespan
   double io_stall_s = 0, io_stall_fraction = 0;   // exposed h2d + stall, summed over GPU-steps; share of busy GPU time

@@ -118,6 +118,9 @@ struct ServingResult {
   int64_t gpu_steps_busy = 0;    // rank-steps with requests
   int64_t decode_tokens = 0;     // every token a decode step produced (wasted ones of aborted attempts included)
   int64_t wasted_decode_tokens = 0;
+  // Per instance step that decoded: its requests ÷ its length, tokens/s (kept without record_steps: the decode-side
+  // throughput SGLang's decode log prints as "gen throughput" over a window of decode batches).
+  std::vector<double> step_tokens_per_s;
   int64_t prefill_tokens = 0;    // colocated chunked prefill tokens
   int64_t selected = 0, misses = 0;
   double miss_flow_bytes = 0;    // bytes the miss copies carried (conservation: = misses × row_bytes × gpus_per_rank)

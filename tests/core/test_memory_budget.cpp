@@ -1,6 +1,7 @@
 // @brief The memory arithmetic against values computed by hand (the arithmetic is written before each check).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -61,9 +62,12 @@ TEST_CASE("memory budget: dsv32-8xh200-1tb by hand") {
   // HiSparse HBM at 128K = buffer 297,123,840 + indexer 1,072,693,248 = 1,369,817,088.
   CHECK(b.per_seq_len[3].hisparse_hbm_bytes.value == 1369817088.0);
   CHECK(b.per_seq_len[3].hisparse_host_bytes.value == 9361686528.0);
-  // Max requests at 16K: full floor(369,024 / 16,384) = 22; HiSparse min(floor(261,504 / 4,160) = 62,
-  // floor(1,307,520 / 16,384) = 79) = 62. At 128K: full floor(369,024 / 131,072) = 2; HiSparse min(62, 9) = 9.
-  CHECK(b.per_seq_len[0].max_requests_full.value == 22);
+  // A PD decode server keeps R = 512 tokens per running request (SGLang's num_reserved_decode_tokens).
+  CHECK(b.reserved_decode_tokens.value == 512);
+  // Max requests at 16K: full floor((369,024 + 512) / (16,384 + 512)) = floor(369,536 / 16,896) = 21; HiSparse
+  // min(floor(261,504 / 4,160) = 62, floor((1,307,520 + 512) / 16,896) = 77) = 62. At 128K: full
+  // floor(369,536 / 131,584) = 2; HiSparse min(62, floor(1,308,032 / 131,584) = 9) = 9.
+  CHECK(b.per_seq_len[0].max_requests_full.value == 21);
   CHECK(b.per_seq_len[0].max_requests_hisparse.value == 62);
   CHECK(b.per_seq_len[3].max_requests_full.value == 2);
   CHECK(b.per_seq_len[3].max_requests_hisparse.value == 9);
@@ -159,6 +163,15 @@ TEST_CASE("memory budget: building blocks") {
   CHECK(host_pool_tokens(130, 64) == 192);
   CHECK(round_up_to_page(65, 64) == 128);
   CHECK(round_up_to_page(64, 64) == 64);
+  // Without a reserve a pool of 1,000 holds floor(1000 / 100) = 10 requests of 100 tokens.
+  CHECK(requests_in_pool(1000, 100, 0, "pool") == 10);
+  // With 50 reserved per admitted request: floor((1000 + 50) / (100 + 50)) = 7; the 7th is admitted because
+  // 6 × (100 + 50) + 100 = 1,000 ≤ 1,000, and an 8th would need 7 × 150 + 100 = 1,150 > 1,000.
+  std::string f;
+  CHECK(requests_in_pool(1000, 100, 50, "pool", &f) == 7);
+  CHECK(f == "floor((pool + reserved) / (paged_seq_len + reserved)) = floor((1000 + 50) / (100 + 50))");
+  // A request of no tokens is an error, not a division by zero.
+  CHECK_THROWS_AS(requests_in_pool(1000, 0, 0, "pool"), Error);
 }
 
 // ---- GQA / MHA and sliding-window hybrids (SGLang's MHATokenToKVPool and SWAKVPool; docs/capacity.md) ----
@@ -283,4 +296,22 @@ TEST_CASE("memory budget: a GQA deployment cannot pin HiSparse pools") {
   Scenario s = load_scenario("llama31-8b-1xh100");
   s.deployment.memory.device_pool_tokens = 1000;
   CHECK_THROWS_WITH_AS(compute_memory_budget(s), doctest::Contains("memory.device_pool_tokens"), Error);
+}
+
+TEST_CASE("memory budget: the decode-token reserve follows the deployment") {
+  // Colocated (pd_disaggregation false): SGLang's scheduler reserves through new_token_ratio instead, so R = 0 and a
+  // pool holds floor(pool / paged) requests.
+  Scenario colocated = load_scenario("glm51-8xh200-colocated");
+  REQUIRE_FALSE(colocated.deployment.pd_disaggregation);
+  const MemoryBudget c = compute_memory_budget(colocated, {32768});
+  CHECK(c.reserved_decode_tokens.value == 0);
+  const auto full = static_cast<int64_t>(c.full_pool_tokens.value);
+  CHECK(c.per_seq_len[0].max_requests_full.value == static_cast<double>(std::min<int64_t>(full / 32768, 60)));
+  // An explicit num_reserved_decode_tokens wins over the default, colocated or not.
+  colocated.deployment.num_reserved_decode_tokens = 1024;
+  const MemoryBudget r = compute_memory_budget(colocated, {32768});
+  CHECK(r.reserved_decode_tokens.value == 1024);
+  CHECK(r.reserved_decode_tokens.formula == "deployment num_reserved_decode_tokens = 1024");
+  CHECK(r.per_seq_len[0].max_requests_full.value ==
+        static_cast<double>(std::min<int64_t>((full + 1024) / (32768 + 1024), 60)));
 }

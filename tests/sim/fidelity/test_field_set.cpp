@@ -128,3 +128,40 @@ TEST_CASE("an override the deployment has no field for is an error naming it and
   CHECK(e.find("unknown key 'overrides.buffer_size' (line 11)") != std::string::npos);
   CHECK(e.find("device_buffer_size") != std::string::npos);
 }
+
+TEST_CASE("the simulated throughput a run is held against is makespan unless the file says decode_steady") {
+  const std::string point = "  - id: a\n    metric: tokens_per_s\n    mode: hisparse\n    concurrency: 1\n"
+                            "    published: 10\n    tolerance_pct: 15\n";
+  // Expect the default when the workload does not name it.
+  CHECK(load_field_run(write_field("t", std::string(kHead) + point)).throughput == "makespan");
+  // Expect decode_steady as written.
+  std::string steady = std::string(kHead) + point;
+  steady.replace(steady.find("  output_tokens: 200\n"), 20, "  output_tokens: 200\n  throughput: decode_steady");
+  CHECK(load_field_run(write_field("t", steady)).throughput == "decode_steady");
+  // Expect any other value to be an error naming the key and the choices.
+  std::string bad = std::string(kHead) + point;
+  bad.replace(bad.find("  output_tokens: 200\n"), 20, "  output_tokens: 200\n  throughput: wall");
+  const std::string e = load_error(bad);
+  CHECK(e.find("workload.throughput") != std::string::npos);
+  CHECK(e.find("decode_steady") != std::string::npos);
+}
+
+TEST_CASE("derived_overrides names an override of the file and the points it was read off") {
+  const std::string point = "  - id: cap\n    metric: max_concurrency\n    mode: full\n    published: 6\n"
+                            "    tolerance_pct: 5\n";
+  std::string head = kHead;
+  head.replace(head.find("workload:"), 9, "overrides:\n  full_pool_tokens: 240064\nworkload:");
+  // Expect the pair (override key, point id) as written.
+  const FieldRun ok =
+      load_field_run(write_field("t", head + point + "derived_overrides:\n  full_pool_tokens: [cap]\n"));
+  REQUIRE(ok.derived_overrides.size() == 1);
+  CHECK(ok.derived_overrides[0] == std::pair<std::string, std::string>{"full_pool_tokens", "cap"});
+  // Expect an error naming the key when the file does not set that override.
+  std::string e = load_error(head + point + "derived_overrides:\n  kv_dtype: [cap]\n");
+  CHECK(e.find("derived_overrides.kv_dtype") != std::string::npos);
+  CHECK(e.find("no such key under overrides") != std::string::npos);
+  // Expect an error naming the id when the point does not exist.
+  e = load_error(head + point + "derived_overrides:\n  full_pool_tokens: [capacity]\n");
+  CHECK(e.find("'capacity'") != std::string::npos);
+  CHECK(e.find("point ids") != std::string::npos);
+}

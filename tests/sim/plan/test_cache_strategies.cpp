@@ -59,7 +59,7 @@ TEST_CASE("cache strategies: per-request bytes at 32K on dsv32-8xh200-1tb by han
   const CapacityPlan p = plan_with(StrategyOptions{});
   REQUIRE(p.strategies.rows.size() == 5);
   // L = 62, row = 1152, idx = 132, page 64, H = 4096, K = 2048, full pool 369,024 tokens, full cell 79,608 B.
-  // Full KV: 32,768 × 62 × (1152 + 132) = 2,608,594,944 B; no host, no PCIe; hbm floor(369,024 / 32,768) = 11.
+  // Full KV: 32,768 × 62 × (1152 + 132) = 2,608,594,944 B; no host, no PCIe; hbm floor(369,536 / 33,280) = 11.
   const StrategyRow& f = srow(p, 32768, "full");
   CHECK(f.hbm_per_request == 2608594944.0);
   CHECK(f.host_per_request == 0);
@@ -74,13 +74,14 @@ TEST_CASE("cache strategies: per-request bytes at 32K on dsv32-8xh200-1tb by han
   CHECK(h.host_per_request == 2340421632.0);
   CHECK(h.pcie_bytes_per_step == doctest::Approx(ph.misses_per_request_step * 1152 + 71424.0));
   CHECK(h.pcie_bytes_per_step > 71424.0);  // n > H: some misses
-  // Eviction at E = top_k = 2048: 2048 × 62 × 1284 = 163,037,184 B; hbm floor(369,024 / 2048) = 180; no host, PCIe.
+  // Eviction at E = top_k = 2048: 2048 × 62 × 1284 = 163,037,184 B; hbm with the PD decode reserve R = 512
+  // floor((369,024 + 512) / (2048 + 512)) = floor(144.35) = 144; no host, PCIe.
   const StrategyRow& e = srow(p, 32768, "eviction");
   CHECK(p.strategies.eviction_budget == 2048);
   CHECK(e.hbm_per_request == 163037184.0);
   CHECK(e.host_per_request == 0);
   CHECK(e.pcie_bytes_per_step == 0);
-  CHECK(e.hbm_limit_per_rank == 180);
+  CHECK(e.hbm_limit_per_rank == 144);
   CHECK(e.attended_rows == 2048);
   CHECK(e.indexed_rows == 2048);
   // Masking: memory of full KV, no host, no PCIe; attends K = 2048, indexes all 32,768.
@@ -93,14 +94,15 @@ TEST_CASE("cache strategies: per-request bytes at 32K on dsv32-8xh200-1tb by han
   CHECK(m.indexed_rows == 32768);
   // Compression S = 4, R = 256, c = 4: f = 260, m = 32,508;
   // 62 × (260 × 1152 + 32,508 × 288 + 32,768 × 132) = 62 × (299,520 + 9,362,304 + 4,325,376) = 62 × 13,987,200
-  // = 867,206,400 B; hbm floor(369,024 × 79,608 / 867,206,400) = floor(29,377,262,592 / 867,206,400) = floor(33.88) = 33.
+  // = 867,206,400 B; hbm with R = 512 tokens of 79,608 B reserved per request:
+  // floor((29,377,262,592 + 40,759,296) / (867,206,400 + 40,759,296)) = floor(29,418,021,888 / 907,965,696) = 32.
   // Reconstruction (assumed 1152 / 4 + 1152 = 1440 B per row and layer) of min(2048, 32,508) = 2048 rows:
   // 2048 × 62 × 1440 = 182,845,440 B per step.
   const StrategyRow& z = srow(p, 32768, "compression");
   CHECK(z.hbm_per_request == 867206400.0);
   CHECK(z.host_per_request == 0);
   CHECK(z.pcie_bytes_per_step == 0);
-  CHECK(z.hbm_limit_per_rank == 33);
+  CHECK(z.hbm_limit_per_rank == 32);
   CHECK(p.strategies.reconstruct_assumed);
   CHECK(p.strategies.reconstruct_bytes == 1440.0);
   CHECK(z.reconstruct_bytes_per_step == 182845440.0);

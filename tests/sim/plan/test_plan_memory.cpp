@@ -33,8 +33,11 @@ TEST_CASE("plan: dsv32-8xh200-1tb memory limits by hand") {
   // Pools (tests/core/test_memory_budget.cpp): full 369,024; device 261,504; logical 1,307,520; host 1,307,584 tokens.
   const PlanRow& f16 = row(p, 16384, KvMode::kFull);
   const PlanRow& h16 = row(p, 16384, KvMode::kHiSparse);
-  // Full KV, 16K: floor(369,024 / 16,384) = 22 per rank; HBM per request 16,384 × 62 × (1152 + 132) = 1,304,297,472.
-  CHECK(limit(f16, "hbm") == 22);
+  // PD decode: SGLang admits while R = 512 tokens per running request stay free, so a pool P holds
+  // floor((P + 512) / (paged + 512)) requests (docs/capacity.md).
+  // Full KV, 16K: floor((369,024 + 512) / (16,384 + 512)) = floor(369,536 / 16,896) = 21 per rank; HBM per request
+  // 16,384 × 62 × (1152 + 132) = 1,304,297,472.
+  CHECK(limit(f16, "hbm") == 21);
   CHECK(f16.hbm_per_request.value == 1304297472.0);
   CHECK(f16.host_per_request.value == 0);
   // Full KV has no host pool, host DRAM or PCIe limit.
@@ -42,12 +45,13 @@ TEST_CASE("plan: dsv32-8xh200-1tb memory limits by hand") {
   CHECK(limit(f16, "host_dram") == -1);
   CHECK(limit(f16, "pcie") == -1);
   // HiSparse, 16K: device buffers floor(261,504 / (4096 + 64)) = floor(261,504 / 4,160) = 62;
-  // logical floor(1,307,520 / 16,384) = 79 (79 × 16,384 = 1,294,336; 80 × 16,384 = 1,310,720 > 1,307,520);
+  // logical floor((1,307,520 + 512) / 16,896) = floor(77.4) = 77 (77 × 16,384 + 76 × 512 = 1,300,480 ≤ 1,307,520;
+  // 78 × 16,384 + 77 × 512 = 1,317,376 > 1,307,520);
   // host pool floor(1,307,584 / 16,384) = 79;
   // host DRAM: 1 TiB / 8 GPUs = 137,438,953,472 B per GPU; one request 16,384 × 62 × 1152 = 1,170,210,816 B;
   // floor(137,438,953,472 / 1,170,210,816) = floor(117.4) = 117.
   CHECK(limit(h16, "hbm") == 62);
-  CHECK(limit(h16, "logical_pool") == 79);
+  CHECK(limit(h16, "logical_pool") == 77);
   CHECK(limit(h16, "host_pool") == 79);
   CHECK(limit(h16, "host_dram") == 117);
   CHECK(p.host_dram_per_gpu == 137438953472.0);
@@ -56,7 +60,7 @@ TEST_CASE("plan: dsv32-8xh200-1tb memory limits by hand") {
   CHECK(h16.gpu_indexer_per_request.value == 134086656.0);
   CHECK(h16.hbm_per_request.value == 431210496.0);
   CHECK(h16.host_per_request.value == 1170210816.0);
-  // 128K: full floor(369,024 / 131,072) = 2; HiSparse logical floor(1,307,520 / 131,072) = 9,
+  // 128K: full floor(369,536 / 131,584) = 2; HiSparse logical floor(1,308,032 / 131,584) = 9,
   // host DRAM floor(137,438,953,472 / (131,072 × 71,424 = 9,361,686,528)) = floor(14.68) = 14.
   const PlanRow& f128 = row(p, 131072, KvMode::kFull);
   const PlanRow& h128 = row(p, 131072, KvMode::kHiSparse);
@@ -107,10 +111,11 @@ TEST_CASE("plan: pool overrides replace SGLang's arithmetic") {
   s.deployment.memory.device_pool_tokens = 41600;   // exactly 10 device buffers of 4,160
   s.deployment.memory.host_pool_tokens = 65536;
   const CapacityPlan p = plan_of(s, {16384});
-  // full floor(100,000 / 16,384) = 6; device floor(41,600 / 4,160) = 10; logical 41,600 × 5 = 208,000 → 12;
+  // With R = 512 reserved per request (PD decode): full floor((100,000 + 512) / (16,384 + 512)) = floor(5.95) = 5;
+  // device floor(41,600 / 4,160) = 10; logical 41,600 × 5 = 208,000 → floor(208,512 / 16,896) = 12;
   // host pool floor(65,536 / 16,384) = 4 → binds.
   CHECK(p.budget.full_pool_tokens.formula.find("override") != std::string::npos);
-  CHECK(limit(row(p, 16384, KvMode::kFull), "hbm") == 6);
+  CHECK(limit(row(p, 16384, KvMode::kFull), "hbm") == 5);
   const PlanRow& h = row(p, 16384, KvMode::kHiSparse);
   CHECK(limit(h, "hbm") == 10);
   CHECK(limit(h, "logical_pool") == 12);

@@ -27,9 +27,10 @@ TEST_CASE("plan --limits memory: neither PCIe nor the SLO binds, and memory figu
     CHECK(r.binding_limit != "pcie");
     CHECK(r.max_per_rank >= a.rows[i].max_per_rank);
     if (r.mode == KvMode::kFull) {
-      // Full KV: floor(max_total_num_tokens / paged seq_len), whatever the step time.
+      // Full KV: floor((max_total_num_tokens + R) / (paged seq_len + R)) with R = 512 reserved per request on this
+      // PD decode server, whatever the step time.
       const auto pool = static_cast<int64_t>(m.budget.full_pool_tokens.value);
-      CHECK(r.max_per_rank == pool / r.seq_len);  // 16384 and 131072 are whole pages of 64
+      CHECK(r.max_per_rank == (pool + 512) / (r.seq_len + 512));  // 16384 and 131072 are whole pages of 64
       CHECK(r.binding_limit == "hbm");
     }
   }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "core/error.h"
 #include "core/scenario_loader.h"
@@ -145,6 +146,25 @@ TEST_CASE("two-batch overlap: the zero-copy swap-in's SM time lengthens the step
   // The engine's breakdown check (critical path == step length) holds with the charge; the exposed copy grows.
   CHECK(charged.gpu_cost_total.h2d > free_sms.gpu_cost_total.h2d);
   CHECK(charged.misses == free_sms.misses);
+}
+
+TEST_CASE("decode-side throughput: one value per decoding step, requests over its length") {
+  Scenario sc = scenario();
+  sc.deployment.max_running_requests = 2;
+  const Workload w = generated(3, 60, 2);
+  ServingOptions opt;
+  const ServingResult r = run_serving(sc, w, opt);
+  // Expected: exactly the steps that decoded, each requests / (end - start) in tokens/s, in step order.
+  std::vector<double> expected;
+  for (const auto& st : r.steps)
+    if (st.requests > 0) expected.push_back(st.requests / ns_to_seconds(st.end - st.start));
+  REQUIRE(r.step_tokens_per_s.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) CHECK(r.step_tokens_per_s[i] == expected[i]);
+  // The summary's p50 is their median, and the fastest step is at least the makespan rate (tokens over the whole
+  // run, idle gaps included, is a time-weighted mean of the steps' rates over at most the makespan).
+  const ServingSummary sum = summarize(r, sc);
+  CHECK(sum.decode_tokens_per_s.p50 == percentiles(expected).p50);
+  CHECK(sum.decode_tokens_per_s.max >= sum.tokens_per_s_per_instance);
 }
 
 TEST_CASE("max_running_requests caps each GPU's batch") {
