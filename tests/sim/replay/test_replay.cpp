@@ -88,16 +88,20 @@ bool same_rows(const std::vector<sim::ReplayRequestRows>& a, const std::vector<s
   return true;
 }
 
+/// small_trace()'s records, in order.
+std::vector<traces::StepRecord> small_trace_records() {
+  VectorSource src = small_trace();
+  std::vector<traces::StepRecord> recs;
+  traces::StepRecord r;
+  while (src.next(r)) recs.push_back(r);
+  return recs;
+}
+
 }  // namespace
 
 TEST_CASE("replay equals running each policy directly on each (request, layer)") {
-  VectorSource src = small_trace();
-  const auto meta = src.meta();
-  std::vector<traces::StepRecord> recs;
-  {
-    traces::StepRecord r;
-    while (src.next(r)) recs.push_back(r);
-  }
+  const auto meta = small_trace().meta();
+  const std::vector<traces::StepRecord> recs = small_trace_records();
   const Captured got = replay(2, size_t{64} << 20, {"sglang-lru", "belady", "fifo", "topk-only"});
   const auto o = options(1);
   REQUIRE(got.result.configs.size() == o.policies.size() * o.buffer_sizes.size());
@@ -287,13 +291,8 @@ TEST_CASE("replay counts hisparse-v2's three sources apart: resident pages, buff
   // Every (request, layer, step) row of the replay equals cpu_ref::swap_in_v2 run directly with the request's
   // evicted prefix (page 4: the page-aligned prompt of the first step), the three counters summing to selected:
   // newest_hits = resident device pages, hits = buffer hits, misses = host copies. Threads do not change a row.
-  VectorSource src = small_trace();
-  const auto meta = src.meta();
-  std::vector<traces::StepRecord> recs;
-  {
-    traces::StepRecord r;
-    while (src.next(r)) recs.push_back(r);
-  }
+  const auto meta = small_trace().meta();
+  const std::vector<traces::StepRecord> recs = small_trace_records();
   auto o = options(1);
   o.policies = {"hisparse-v2:4"};
   o.buffer_sizes = {16, 32};
