@@ -61,7 +61,9 @@ int run_replay(int argc, char** argv) {
       "buffer-sizes", po::value(&sizes_text)->default_value("2048,3072,4096,6144,8192"),
       "device_buffer_size values H, comma-separated (K = 1024), each >= top_k")(
       "policy", po::value(&policies_text)->default_value("sglang-lru,belady"),
-      "policies, comma-separated: sglang-lru, belady, topk-only, fifo, lfu, clock")(
+      "policies, comma-separated: sglang-lru, belady, topk-only, fifo, lfu, clock, set-assoc[:SxW] (LRU shards, "
+      "SGLang #31341; default H/32 shards x 32 ways), hisparse-v2[:P] (SGLang HiSparse V2, PR #32314: its newest "
+      "column counts every resident device page; page P, default 64; H a power of two); docs/swap_in.md")(
       "initial-state", po::value(&initial_text), "identity | empty (overrides the trace's)")(
       "top-k", po::value(&top_k), "top_k (overrides the trace's)")(
       "row-bytes", po::value(&row_bytes)->default_value(1152),

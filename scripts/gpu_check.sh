@@ -76,6 +76,10 @@ record "validate attn/idx/topk" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/
 step validate_trace2 40 "$cli" validate --backend cuda --cases 0 --seed 2 --trace gen:low-overlap:shuffle:empty \
   --only swap-in-trace
 record "validate trace 2" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate_trace2.log" | tail -1)"
+# The HiSparse V2 swap-in kernel (cuda/swap_in_v2.cu): random states and a generated trace at two buffer sizes.
+v2cases=$((vcases / 5)); [ $v2cases -lt 100 ] && v2cases=100
+step validate_v2 200 "$cli" validate --backend cuda --cases "$v2cases" --seed 31 --trace gen:default --only swap-in-v2
+record "validate swap-in-v2" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate_v2.log" | tail -1)"
 # Every kernel variant --kernel-config can select is validated too, not only the defaults (the random cases draw
 # batches up to 72, so each swap-in variant meets both small and large batches). One value per key that changes
 # which code runs; docs/kernels.md lists the keys.
@@ -112,6 +116,10 @@ if command -v compute-sanitizer >/dev/null; then
   step racecheck 100 compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 9 \
     "$cli" validate --backend cuda --cases 12 --seed 4 --only swap-in gather backup
   record racecheck $? "$(grep -o 'RACECHECK SUMMARY.*\|ERROR SUMMARY.*' "$logs/racecheck.log" | tail -1)"
+  step v2_sanitize 100 bash -c "compute-sanitizer --tool memcheck --error-exitcode 9 '$cli' validate --backend cuda \
+      --cases 40 --seed 6 --only swap-in-v2 && compute-sanitizer --tool racecheck --racecheck-report all \
+      --error-exitcode 9 '$cli' validate --backend cuda --cases 10 --seed 6 --only swap-in-v2"
+  record "swap-in-v2 sanitizers" $? "$(grep -o 'ERROR SUMMARY.*\|RACECHECK SUMMARY.*' "$logs/v2_sanitize.log" | tail -1)"
   step synccheck 40 compute-sanitizer --tool synccheck --error-exitcode 9 \
     "$cli" validate --backend cuda --cases 24 --seed 5 --only swap-in
   record synccheck $? "$(grep -o 'ERROR SUMMARY.*' "$logs/synccheck.log" | tail -1)"

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -17,6 +18,10 @@
 
 #include "core/backend.h"
 #include "validate/validate_request.h"
+
+namespace hisparse::traces {
+class TraceSource;
+}
 
 namespace hisparse::validation {
 
@@ -48,6 +53,11 @@ void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out);
 void validate_indexer(const ValidateContext& ctx, std::vector<OpReport>& out);        // validate_indexer_topk.cpp
 void validate_indexer_fp8(const ValidateContext& ctx, std::vector<OpReport>& out);    // validate_indexer_topk.cpp
 void validate_topk(const ValidateContext& ctx, std::vector<OpReport>& out);           // validate_indexer_topk.cpp
+void validate_swap_in_v2(const ValidateContext& ctx, std::vector<OpReport>& out);     // validate_swap_in_v2.cpp
+
+/// --trace's spec: a trace file, or "gen:PRESET[:shuffle][:empty]" for the seeded generator (no file needed on the
+/// GPU machine). validate_swap_in.cpp.
+std::unique_ptr<traces::TraceSource> open_trace_spec(const std::string& spec, uint64_t seed);
 
 /// Seeded generator with our own integer mapping (std distributions differ across standard libraries).
 class Rng {

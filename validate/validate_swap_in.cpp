@@ -288,10 +288,8 @@ void validate_swap_in(const ValidateContext& ctx, std::vector<OpReport>& out) {
 }  // namespace hisparse::validation
 
 namespace hisparse::validation {
-namespace {
 
-/// A trace file, or "gen:PRESET[:shuffle][:empty]" for the seeded generator (no file needed on the GPU machine).
-std::unique_ptr<traces::TraceSource> open_source(const std::string& spec, uint64_t seed) {
+std::unique_ptr<traces::TraceSource> open_trace_spec(const std::string& spec, uint64_t seed) {
   if (spec.rfind("gen:", 0) != 0) return traces::open_trace(spec);
   std::string rest = spec.substr(4), preset = rest;
   const size_t colon = rest.find(':');
@@ -303,17 +301,15 @@ std::unique_ptr<traces::TraceSource> open_source(const std::string& spec, uint64
   return traces::make_generated_trace(g);
 }
 
-}  // namespace
-
 void validate_swap_in_trace(const ValidateContext& ctx, std::vector<OpReport>& out) {
   const auto& o = ctx.options;
   if (o.trace.empty()) return;
-  const int32_t K = open_source(o.trace, o.seed)->meta().top_k;
+  const int32_t K = open_trace_spec(o.trace, o.seed)->meta().top_k;
   ctx.dut.set_copy_mode(CopyMode::kFused);
   for (const int32_t H : {K, 2 * K}) {
     out.push_back(OpReport{"swap-in-trace", fmt::format("H={}", H)});
     OpReport& report = out.back();
-    auto src = open_source(o.trace, o.seed);
+    auto src = open_trace_spec(o.trace, o.seed);
     const traces::TraceMeta& meta = src->meta();
     Case c;
     c.B = meta.layers;

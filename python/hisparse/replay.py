@@ -88,6 +88,10 @@ def replay(trace, buffer_sizes=DEFAULT_BUFFER_SIZES, policies=DEFAULT_POLICIES, 
 
     trace: a path (native file, `.npy` directory, JSON lines), a hisparse.Trace, or topk arrays with `seq_lens=`
     (one `[steps, layers, K]` array, or a list of them with a list of `[steps]` arrays).
+    policies: names as `hisparse replay --policy` takes them (docs/swap_in.md, "Policies"): sglang-lru (the
+    contract), belady, topk-only, fifo, lfu, clock; set-assoc (LRU shards, SGLang #31341; set-assoc:SxW) and
+    hisparse-v2 (SGLang's HiSparse V2, PR #32314: its newest_hits count every resident-device-page entry;
+    hisparse-v2:P for page P).
     threads: worker threads (default: the hardware threads, as the CLI); the output does not depend on it.
     """
     sizes = _int_list(buffer_sizes, "buffer_sizes", 1)

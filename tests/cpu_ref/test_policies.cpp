@@ -148,9 +148,20 @@ Totals run_policy(const std::string& name, const RandomTrace& tr, int32_t H, Ini
   return tot;
 }
 
-std::vector<std::string> all_policies() {
+/// The policies of the common frame at any buffer size. hisparse-v2 leaves the frame on purpose (no fast path, no
+/// reserved slot, H a power of two: tests/cpu_ref/test_swap_in_v2.cpp) and set-assoc needs H = shards x ways (run
+/// below as set-assoc:1xH, one fully associative shard, and set-assoc:Sx2 where H is even).
+std::vector<std::string> all_policies(int32_t H = 0) {
   std::vector<std::string> names;
-  for (const auto& e : policy_registry()) names.push_back(e.name);
+  for (const auto& e : policy_registry()) {
+    const std::string name = e.name;
+    if (name == "hisparse-v2" || name == "set-assoc") continue;
+    names.push_back(name);
+  }
+  if (H > 0) {
+    names.push_back("set-assoc:1x" + std::to_string(H));
+    if (H % 2 == 0) names.push_back("set-assoc:" + std::to_string(H / 2) + "x2");
+  }
   return names;
 }
 
@@ -164,6 +175,19 @@ TEST_CASE("policy registry: explicit list, unique names, unknown names are an er
     CHECK(std::string(make_policy(want)->name()) == want);
   }
   CHECK(names.size() == 6);
+  // The two policies outside the common frame, each with its parameter form; a malformed parameter is an error.
+  const auto registered = [] {
+    std::vector<std::string> all;
+    for (const auto& e : policy_registry()) all.push_back(e.name);
+    return all;
+  }();
+  CHECK(registered.size() == 8);
+  CHECK(std::string(make_policy("hisparse-v2")->name()) == "hisparse-v2");
+  CHECK(std::string(make_policy("hisparse-v2:16")->name()) == "hisparse-v2");
+  CHECK(std::string(make_policy("set-assoc:256x32")->name()) == "set-assoc");
+  CHECK_THROWS_WITH_AS(make_policy("set-assoc:256"), doctest::Contains("expected set-assoc:SxW"), Error);
+  CHECK_THROWS_WITH_AS(make_policy("hisparse-v2:0"), doctest::Contains("positive page size"), Error);
+  CHECK_THROWS_WITH_AS(make_policy("fifo:3"), doctest::Contains("takes no argument"), Error);
   try {
     make_policy("lru2");
     FAIL("no error");
@@ -184,7 +208,7 @@ TEST_CASE("policies: belady has the fewest misses; plans are consistent; no hit 
     const RandomTrace tr = make_trace(seed, K, 80, first_n);
     INFO("seed " << seed << " K " << K << " H " << H << " identity " << (initial == InitialState::kIdentity));
     std::map<std::string, Totals> totals;
-    for (const auto& name : all_policies()) totals[name] = run_policy(name, tr, H, initial);
+    for (const auto& name : all_policies(H)) totals[name] = run_policy(name, tr, H, initial);
     for (const auto& [name, t] : totals) {
       INFO("policy " << name << " misses " << t.misses << " belady " << totals["belady"].misses);
       CHECK(totals["belady"].misses <= t.misses);
@@ -214,14 +238,54 @@ TEST_CASE("policies: when the buffer holds every position ever selected, only co
       compulsory.push_back(c);
     }
     INFO("seed " << seed << " K " << K << " H " << H << " universe " << universe);
-    for (const auto& name : all_policies()) {
+    for (const auto& name : all_policies(H)) {
       if (name == "topk-only") continue;
+      // Several shards also have conflict misses (a shard full while others have room); one shard has none.
+      if (name.rfind("set-assoc:", 0) == 0 && name.rfind("set-assoc:1x", 0) != 0) continue;
       std::vector<int64_t> per_step;
       run_policy(name, tr, H, InitialState::kEmpty, &per_step);
       INFO("policy " << name);
       CHECK(per_step == compulsory);
     }
   }
+}
+
+TEST_CASE("set-assoc: shards hold their tokens; one shard is LRU over the slots; conflicts cost misses") {
+  // With S shards, every token loaded since the start sits in its home shard unless that shard overflowed; with one
+  // shard the policy is an LRU over slots, so its misses equal the contract's (sglang-lru) on every step.
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937_64 rng(seed * 31337);
+    const int32_t K = 2 + static_cast<int32_t>(rng() % 16);
+    const int32_t H = K + static_cast<int32_t>(rng() % (2 * K + 1));
+    const RandomTrace tr = make_trace(seed, K, 60, H + 1);
+    std::vector<int64_t> lru, one_shard;
+    for (const InitialState init : {InitialState::kIdentity, InitialState::kEmpty}) {
+      lru.clear();
+      one_shard.clear();
+      run_policy("sglang-lru", tr, H, init, &lru);
+      run_policy("set-assoc:1x" + std::to_string(H), tr, H, init, &one_shard);
+      INFO("seed " << seed << " K " << K << " H " << H);
+      CHECK(one_shard == lru);
+    }
+  }
+  // 2 shards x 2 ways, empty start, n = 9 > H = 4: shard(t) = ((t * 2654435761) mod 2^32) * 2 >> 32, here
+  // shard(0) = 0, shard(1) = 1, shard(2) = 0, shard(3) = 1, shard(5) = 0. Step 1 loads 0, 2 into shard 0 (slots 0, 1)
+  // and 1, 3 into shard 1 (slots 2, 3); step 2's 5 (shard 0) evicts the older of slots 0 and 1 not hit: slot 0
+  // (token 0) since 2 is hit; 1 and 3 stay put although shard 1 was loaded at the same time.
+  auto p = make_policy("set-assoc:2x2");
+  p->reset(4, InitialState::kEmpty);
+  SwapInScratch scratch;
+  SwapInPlan plan;
+  std::vector<int32_t> a = {0, 1, 2, 3};
+  p->step({a.data(), 4, 9, 4, nullptr, 1}, {}, plan, scratch);
+  CHECK(std::vector<int32_t>(p->slot_token(), p->slot_token() + 4) == std::vector<int32_t>{0, 2, 1, 3});
+  std::vector<int32_t> b = {2, 5};
+  p->step({b.data(), 2, 10, 4, nullptr, 1}, {}, plan, scratch);
+  CHECK(plan.load_slot == std::vector<int32_t>{0});
+  CHECK(std::vector<int32_t>(p->slot_token(), p->slot_token() + 4) == std::vector<int32_t>{5, 2, 1, 3});
+  // A buffer size the geometry does not divide is refused, naming it.
+  auto q = make_policy("set-assoc");
+  CHECK_THROWS_WITH_AS(q->reset(100, InitialState::kEmpty), doctest::Contains("H = 100"), Error);
 }
 
 TEST_CASE("topk-only misses exactly what the previous step did not hold") {
@@ -245,7 +309,7 @@ TEST_CASE("topk-only misses exactly what the previous step did not hold") {
 
 TEST_CASE("policies: sglang-lru is the contract; every policy rejects bad input the same way, state unchanged") {
   const RandomTrace tr = make_trace(5, 8, 12, 20);
-  for (const auto& name : all_policies()) {
+  for (const auto& name : all_policies(16)) {
     auto p = make_policy(name);
     p->reset(16, InitialState::kEmpty);
     // The bad step is the first recorded one, so belady's future matches the good trace up to it.
@@ -271,7 +335,7 @@ TEST_CASE("policies: sglang-lru is the contract; every policy rejects bad input 
 }
 
 TEST_CASE("policies: an empty request whose first step has n <= H was preloaded, so it continues as identity") {
-  for (const auto& name : all_policies()) {
+  for (const auto& name : all_policies(4)) {
     if (name == "belady") continue;  // needs a future; the switch lives in the shared base class anyway
     auto p = make_policy(name);
     p->reset(4, InitialState::kEmpty);
@@ -300,7 +364,7 @@ TEST_CASE("policies: the direct and the hashed position table give identical pla
     const int32_t H = K + static_cast<int32_t>(rng() % (2 * K + 1));
     const InitialState initial = rng() % 2 ? InitialState::kIdentity : InitialState::kEmpty;
     const RandomTrace tr = make_trace(seed, K, 60, std::max<int32_t>(1, H - 2));
-    for (const auto& name : all_policies()) {
+    for (const auto& name : all_policies(H)) {
       INFO("seed " << seed << " policy " << name << " K " << K << " H " << H);
       auto a = make_policy(name), b = make_policy(name);
       a->reset(H, initial);

@@ -62,3 +62,22 @@ TEST_CASE("validation run: a bad request is named before any case runs") {
   r.backend = "tpu";
   CHECK(error_of(r) == "--backend tpu: expected cuda or cpu");
 }
+
+TEST_CASE("validation run: swap-in-v2 runs its random cases and both trace sizes through the cpu harness") {
+  // The harness check of the V2 operation: the reference against itself over random states and a generated trace
+  // (one row per trace buffer size: the smallest power of two >= max(K, 64), and twice that).
+  ValidateRequest r;
+  r.backend = "cpu";
+  r.options.cases = 40;
+  r.options.seed = 3;
+  r.options.trace = "gen:tiny";
+  r.options.trace_steps = 20;
+  r.options.only = {"swap-in-v2"};
+  const ValidateResult got = run_validation(r);
+  REQUIRE(got.reports.size() == 3);
+  CHECK(got.reports[0].variant == "random");
+  CHECK(got.reports[0].cases == 40);
+  CHECK(got.reports[1].variant.rfind("trace H=", 0) == 0);
+  CHECK(got.reports[2].cases == 20);
+  CHECK(got.passed());
+}
