@@ -1,5 +1,6 @@
-// @brief vLLM's HiSparse host pool: host_pool_gib instead of host_to_device_ratio (exclusive, clear errors), and
-// host_pool_sharing (per_rank / shared), by hand on the shipped dsv32-8xh200-vllm-tp8 scenario.
+// @brief vLLM's HiSparse host pool: host_pool_gib instead of host_to_device_ratio and host_pool_sharing (per_rank /
+// shared), by hand on the shipped dsv32-8xh200-vllm-tp8 scenario; the loader's minimum pool (the config's own errors
+// are in test_hisparse_config.cpp).
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -7,37 +8,10 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/hisparse_config.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 
 using namespace hisparse;
-
-namespace {
-std::string config_error(const std::string& json) {
-  try {
-    HiSparseConfig::from_json(json);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
-
-TEST_CASE("hisparse config: host_pool_gib excludes host_to_device_ratio; sharing is per_rank or shared") {
-  // Expected: both keys → an error naming both; non-positive GiB and unknown sharing → errors naming field and value.
-  const HiSparseConfig c = HiSparseConfig::from_json(R"({"host_pool_gib": 160, "host_pool_sharing": "shared"})");
-  CHECK(c.host_pool_gib == 160);
-  CHECK(c.host_pool_sharing == "shared");
-  CHECK(HiSparseConfig::from_json("{}").host_pool_sharing == "per_rank");
-  CHECK(config_error(R"({"host_pool_gib": 160, "host_to_device_ratio": 4})")
-            .find("host_pool_gib and host_to_device_ratio both given; expected one of them") != std::string::npos);
-  CHECK(config_error(R"({"host_pool_gib": 0})").find("host_pool_gib: got 0, expected a positive number of GiB") !=
-        std::string::npos);
-  CHECK(config_error(R"({"host_pool_gib": -3})").find("host_pool_gib") != std::string::npos);
-  CHECK(config_error(R"({"host_pool_sharing": "node"})").find("host_pool_sharing") != std::string::npos);
-  CHECK(config_error(R"({"host_pool_sharing": "node"})").find("per_rank, shared") != std::string::npos);
-}
 
 TEST_CASE("memory budget: dsv32-8xh200-vllm-tp8 (host_pool_gib 200, shared over attention TP 8) by hand") {
   const Scenario s = load_scenario("dsv32-8xh200-vllm-tp8");
