@@ -60,8 +60,8 @@ TEST_CASE("scenario loader: a host_pool_gib too small for one context_length req
   const std::string path = (dir / "tiny.yaml").string();
   {
     std::ofstream out(path);
-    out << "name: tiny\nmodel: deepseek-v3.2\nhardware: h200\npd_disaggregation: true\nhisparse:\n"
-           "  host_pool_gib: 0.1\n";
+    out << "name: tiny\nmodel: deepseek-v3.2\nhardware: h200\nhost_dram_bytes: 1TiB\npd_disaggregation: true\n"
+           "hisparse:\n  host_pool_gib: 0.1\n";
   }
   std::string err;
   try {
