@@ -94,3 +94,32 @@ TEST_CASE("v2 runs short prompts as standard requests and parses as 'v2'") {
   CHECK_THROWS_WITH_AS(parse_admission_check("v3", "--admission"),
                        doctest::Contains("expected pools, logical or v2"), Error);
 }
+
+TEST_CASE("v2 paces admission at the write-back drain rate: a slower d2h link delays admissions, never aborts one") {
+  // Colocated prefill: a prompt keeps its device rows until its staging copy (device → host, at the d2h link's rate)
+  // finishes, and v2 admits only when those rows fit next to the ledger's ceiling. With the link 20 × slower the same
+  // burst still runs without a host-pool abort, but the requests wait longer for admission.
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  s.deployment.pd_disaggregation = false;
+  Workload w;
+  w.name = "burst";
+  // 16 prompts of 30,000 tokens per rank: the device pool (261,504 tokens) holds about 8 of them before staging.
+  for (int i = 0; i < 128; ++i) w.requests.push_back(RequestSpec{i, 0, 30000, 16});
+  ServingOptions opt;
+  opt.mode = KvMode::kHiSparse;
+  opt.admission = AdmissionCheck::kV2;
+  const ServingResult fast = run_serving(s, w, opt);
+  s.hardware.pcie.d2h_bulk_bytes_per_s /= 20;
+  const ServingResult slow = run_serving(s, w, opt);
+  auto mean_admission_wait = [](const ServingResult& r) {
+    double sum = 0;
+    for (const auto& o : r.requests) sum += static_cast<double>(o.admitted - o.arrival);
+    return sum / static_cast<double>(r.requests.size());
+  };
+  CHECK(fast.finished == 128);
+  CHECK(slow.finished == 128);
+  CHECK(fast.aborts == 0);
+  CHECK(slow.aborts == 0);
+  CHECK(mean_admission_wait(fast) > 0);
+  CHECK(mean_admission_wait(slow) > mean_admission_wait(fast));
+}
