@@ -24,6 +24,14 @@ inline Workload generated(uint64_t seed, double rate, double seconds) {
   return w;
 }
 
+/// `n` requests of the same lengths, all arriving at 0.
+inline Workload burst(int n, int32_t input, int32_t output) {
+  Workload w;
+  w.name = "burst";
+  for (int i = 0; i < n; ++i) w.requests.push_back(RequestSpec{i, 0, input, output});
+  return w;
+}
+
 /// The most requests any instance step decoded at once.
 inline int32_t max_step_requests(const ServingResult& r) {
   int32_t m = 0;

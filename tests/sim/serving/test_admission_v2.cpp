@@ -80,13 +80,10 @@ TEST_CASE("v2 runs short prompts as standard requests and parses as 'v2'") {
   Scenario s = load_scenario("dsv32-8xh200-1tb");
   s.deployment.pd_disaggregation = false;
   s.deployment.memory.host_pool_tokens = 64;
-  Workload w;
-  w.name = "short";
-  for (int i = 0; i < 6; ++i) w.requests.push_back(RequestSpec{i, 0, 2000, 200});
   ServingOptions opt;
   opt.mode = KvMode::kHiSparse;
   opt.admission = AdmissionCheck::kV2;
-  const ServingResult r = run_serving(s, w, opt);
+  const ServingResult r = run_serving(s, burst(6, 2000, 200), opt);
   CHECK(r.finished == 6);
   CHECK(r.aborts == 0);
   CHECK(parse_admission_check("v2", "--admission") == AdmissionCheck::kV2);
@@ -101,10 +98,8 @@ TEST_CASE("v2 paces admission at the write-back drain rate: a slower d2h link de
   // burst still runs without a host-pool abort, but the requests wait longer for admission.
   Scenario s = load_scenario("dsv32-8xh200-1tb");
   s.deployment.pd_disaggregation = false;
-  Workload w;
-  w.name = "burst";
   // 16 prompts of 30,000 tokens per rank: the device pool (261,504 tokens) holds about 8 of them before staging.
-  for (int i = 0; i < 128; ++i) w.requests.push_back(RequestSpec{i, 0, 30000, 16});
+  const Workload w = burst(128, 30000, 16);
   ServingOptions opt;
   opt.mode = KvMode::kHiSparse;
   opt.admission = AdmissionCheck::kV2;

@@ -19,12 +19,6 @@ using namespace hisparse::sim;
 
 namespace {
 
-Workload burst(int n, int32_t input, int32_t output) {
-  Workload w;
-  w.name = "burst";
-  for (int i = 0; i < n; ++i) w.requests.push_back(RequestSpec{i, 0, input, output});
-  return w;
-}
 
 ServingOptions full_kv() {
   ServingOptions o;
