@@ -141,12 +141,19 @@ void print_text(const Scenario& s, const MemoryBudget& b) {
   fmt::print("  model {} · hardware {} · decode {} × {} GPUs (tp {}, dp_attention {}, ep {}){}\n", s.model.name,
              s.hardware.name, d.decode.count, d.decode.gpus, d.decode.tp, d.decode.dp_attention, d.decode.ep,
              d.pd_disaggregation ? " · PD disaggregation" : "");
-  fmt::print("  HiSparse {} · top_k {} · device_buffer_size {} · host_to_device_ratio {} · page_size {} · {} KV · "
+  // vLLM's host pool in GiB replaces the ratio (docs/capacity.md): say so, and which engine's flags those are.
+  const std::string host_knob = hs.host_pool_gib > 0 ? fmt::format("host_pool_gib {} ({})", hs.host_pool_gib, hs.host_pool_sharing)
+                                                     : fmt::format("host_to_device_ratio {}", hs.host_to_device_ratio);
+  fmt::print("  HiSparse {} · top_k {} · device_buffer_size {} · {} · page_size {} · {} KV · "
              "mem_fraction_static {}\n",
-             d.hisparse_enabled ? "on" : "off", hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio, d.page_size,
+             d.hisparse_enabled ? "on" : "off", hs.top_k, hs.device_buffer_size, host_knob, d.page_size,
              d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.mem_fraction_static);
-  fmt::print("  SGLang flag: --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, \"host_to_device_ratio\": {}}}'\n",
-             hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio);
+  if (hs.host_pool_gib > 0)
+    fmt::print("  vLLM: HiSparseConnector kv_connector_extra_config '{{\"host_pool_gib\": {}}}', hisparse_config "
+               "device_buffer_size {}\n", hs.host_pool_gib, hs.device_buffer_size);
+  else
+    fmt::print("  SGLang flag: --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, \"host_to_device_ratio\": {}}}'\n",
+               hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio);
 
   print_section("Bytes per token", {&b.kv_layers, &b.latent_row_bytes, &b.indexer_key_bytes, &b.latent_bytes_per_token,
                                     &b.indexer_bytes_per_token, &b.full_cell_bytes, &b.hisparse_cell_bytes});

@@ -76,7 +76,10 @@ int run_simulate(int argc, char** argv) {
       ("num-requests", po::value(&num_requests), "closed loop: requests sent per level (default 4 per client, at least 64)")
       ("admission", po::value(&admission)->default_value(admission), "pools: admission checks every pool the request "
        "uses (logical, device, host pages); logical: only the logical and device allocators, as SGLang before its host "
-       "check (host pages are taken as the KV lands and can fail: the request is aborted and retried)")
+       "check (host pages are taken as the KV lands and can fail: the request is aborted and retried); v2: SGLang's "
+       "one-home-per-token ledger (managers/hisparse_hicache_admission.py): a prompt claims host + usable device "
+       "capacity, its tokens live on the host or stay on the device, prompts shorter than the device buffer run as "
+       "standard requests (docs/cost_model.md)")
       ("max-retries", po::value(&max_retries)->default_value(max_retries), "aborted attempts (host pool exhausted) before a request is rejected")
       ("no-plots", "skip scripts/plot_sweep.py after a sweep");
   add_scenario_flags(desc, kSettingFlags | kDeploymentFlags | kCostFlags | kOverlapBoth | kMissFlags);

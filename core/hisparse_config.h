@@ -11,6 +11,14 @@ struct HiSparseConfig {
   int top_k = 2048;                  // K: tokens the indexer selects per step per layer
   int device_buffer_size = 4096;     // H: device slots per request per layer (default 2 × top_k); H >= K
   int host_to_device_ratio = 2;      // logical/host pool size = device pool size × this
+  // vLLM's HiSparse sizes the host pool in GiB instead (vllm-project/vllm #53781: HiSparseConnector's
+  // kv_connector_extra_config host_pool_gib, logical capacity per DP replica, independent of TP). Exclusive with
+  // host_to_device_ratio; 0 = unset.
+  double host_pool_gib = 0;
+  // Who holds the host pool's bytes (vllm-project/vllm #52760, merged as #56629): "per_rank", every GPU of an
+  // attention-TP rank its own copy of the replicated MLA latent (SGLang, vLLM's private pools), or "shared", one
+  // copy per node for the rank's GPUs there (vLLM's mmap pool, TP rank 0 writing).
+  std::string host_pool_sharing = "per_rank";
   // The remaining keys SGLang's --hisparse-config also accepts (sglang/srt/mem_cache/sparsity parsing).
   int swap_in_block_size = 512;      // CUDA block size of the swap-in kernel, [1, 1024] (docs: 512; some versions 960)
   std::string algorithm;             // "" = SGLang's default selection algorithm

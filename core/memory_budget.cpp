@@ -270,14 +270,20 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
   b.indexer_bytes_per_token = fig("indexer_bytes_per_token", "indexer keys per token, all KV layers",
                                   static_cast<double>(L * idx), "B/token",
                                   fmt::format("kv_layers × indexer_key_bytes = {} × {}", L, idx));
+  // vLLM sizes the host pool in GiB (host_pool_gib): the host pool is fixed first, every one of its tokens keeps its
+  // indexer key on the GPU, and the device pool takes what HBM is left; the ratio plays no part.
+  const bool gib = hs.host_pool_gib > 0;
   const double full_cell = static_cast<double>(L * (row + idx));
-  const double hs_cell = static_cast<double>(L * (row + int64_t{ratio} * idx));
+  const double hs_cell = static_cast<double>(gib ? L * row : L * (row + int64_t{ratio} * idx));
   b.full_cell_bytes = fig("full_cell_bytes", "SGLang cell size, full KV", full_cell, "B/token",
                           fmt::format("kv_layers × (latent_row_bytes + indexer_key_bytes) = {} × ({} + {})", L, row, idx));
   b.hisparse_cell_bytes =
-      fig("hisparse_cell_bytes", "SGLang cell size, HiSparse", hs_cell, "B/token",
-          fmt::format("kv_layers × (latent_row_bytes + host_to_device_ratio × indexer_key_bytes) = {} × ({} + {} × {})", L,
-                      row, ratio, idx));
+      gib ? fig("hisparse_cell_bytes", "device cell size, HiSparse (host_pool_gib)", hs_cell, "B/token",
+                fmt::format("kv_layers × latent_row_bytes = {} × {} (the host pool's indexer keys come off the budget "
+                            "first)", L, row))
+          : fig("hisparse_cell_bytes", "SGLang cell size, HiSparse", hs_cell, "B/token",
+                fmt::format("kv_layers × (latent_row_bytes + host_to_device_ratio × indexer_key_bytes) = {} × ({} + {} × {})",
+                            L, row, ratio, idx));
 
   hbm_figures(s, b);
   const double budget = b.kv_budget_bytes.value;
@@ -291,39 +297,61 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
     b.full_pool_tokens.value = static_cast<double>(ov.full_pool_tokens);
     b.full_pool_tokens.formula = "deployment memory.full_pool_tokens (override)";
   }
-  int64_t N = pool_tokens(budget, hs_cell, page);
+  // vLLM: host_num_blocks = host_pool_gib × 2^30 // block bytes (vllm/v1/hisparse planner, create_hisparse_layout).
+  const int64_t gib_host_tokens =
+      gib ? static_cast<int64_t>(std::floor(hs.host_pool_gib * 1073741824.0 / (static_cast<double>(page) * L * row))) * page
+          : 0;
+  int64_t N = gib ? pool_tokens(budget - static_cast<double>(gib_host_tokens) * L * idx, hs_cell, page)
+                  : pool_tokens(budget, hs_cell, page);
   std::string n_formula =
-      fmt::format("floor(kv_budget / hisparse_cell / page_size) × page_size = floor({} / {} / {}) × {}", num(budget),
-                  num(hs_cell), page, page);
+      gib ? fmt::format("floor((kv_budget − host_pool × kv_layers × indexer_key_bytes) / hisparse_cell / page_size) × "
+                        "page_size = floor(({} − {} × {} × {}) / {} / {}) × {}",
+                        num(budget), gib_host_tokens, L, idx, num(hs_cell), page, page)
+          : fmt::format("floor(kv_budget / hisparse_cell / page_size) × page_size = floor({} / {} / {}) × {}", num(budget),
+                        num(hs_cell), page, page);
   if (ov.device_pool_tokens > 0) {
     N = ov.device_pool_tokens;
     n_formula = "deployment memory.device_pool_tokens (override)";
   }
   b.device_pool_tokens = fig("device_pool_tokens", "device pool (max_total_num_tokens, HiSparse)",
                              static_cast<double>(N), "tokens", n_formula);
-  const int64_t logical = N * ratio;
-  b.logical_pool_tokens = fig("logical_pool_tokens", "logical pool", static_cast<double>(logical), "tokens",
-                              fmt::format("device_pool × host_to_device_ratio = {} × {}", N, ratio));
+  const int64_t logical = gib ? gib_host_tokens : N * ratio;
+  const std::string logical_formula = gib ? fmt::format("host pool from host_pool_gib = {}", gib_host_tokens)
+                                          : fmt::format("device_pool × host_to_device_ratio = {} × {}", N, ratio);
+  b.logical_pool_tokens = fig("logical_pool_tokens", "logical pool", static_cast<double>(logical), "tokens", logical_formula);
   b.indexer_pool_tokens = fig("indexer_pool_tokens", "indexer key cache (all logical tokens)",
-                              static_cast<double>(logical), "tokens",
-                              fmt::format("device_pool × host_to_device_ratio = {} × {}", N, ratio));
+                              static_cast<double>(logical), "tokens", logical_formula);
   b.device_latent_pool_bytes = fig("device_latent_pool_bytes", "device latent pool bytes",
                                    static_cast<double>(N) * L * row, "B",
                                    fmt::format("device_pool × kv_layers × latent_row_bytes = {} × {} × {}", N, L, row));
   b.indexer_pool_bytes = fig("indexer_pool_bytes", "indexer key cache bytes", static_cast<double>(logical) * L * idx, "B",
                              fmt::format("logical_pool × kv_layers × indexer_key_bytes = {} × {} × {}", logical, L, idx));
-  int64_t host_tokens = host_pool_tokens(logical, page);
-  std::string host_formula = fmt::format("(floor(logical_pool / page_size) + 1) × page_size = (floor({} / {}) + 1) × {}",
-                                         logical, page, page);
+  int64_t host_tokens = gib ? gib_host_tokens : host_pool_tokens(logical, page);
+  std::string host_formula =
+      gib ? fmt::format("floor(host_pool_gib × 2^30 / (page_size × kv_layers × latent_row_bytes)) × page_size = "
+                        "floor({} × 2^30 / ({} × {} × {})) × {} (vLLM host_pool_gib, per DP replica)",
+                        num(hs.host_pool_gib), page, L, row, page)
+          : fmt::format("(floor(logical_pool / page_size) + 1) × page_size = (floor({} / {}) + 1) × {}", logical, page,
+                        page);
   if (ov.host_pool_tokens > 0) {
     host_tokens = ov.host_pool_tokens;
     host_formula = "deployment memory.host_pool_tokens (override)";
   }
   b.host_pool_tokens = fig("host_pool_tokens", "host pool", static_cast<double>(host_tokens), "tokens", host_formula);
-  const double host_gpu = static_cast<double>(host_tokens) * L * row;
-  b.host_pool_bytes_per_gpu = fig("host_pool_bytes_per_gpu", "host pool bytes per GPU", host_gpu, "B",
-                                  fmt::format("host_pool × kv_layers × latent_row_bytes = {} × {} × {}", host_tokens, L, row));
+  // Who holds the bytes: per_rank, every GPU of an attention-TP rank its own copy of the replicated latent (SGLang,
+  // vLLM's private pools); shared, one copy per node for the rank's GPUs there (vLLM's mmap pool, #52760 / #56629).
   const int gpus_node = std::min(d.decode.gpus, s.hardware.gpus_per_node);
+  const bool shared = hs.host_pool_sharing == "shared";
+  const int sharers = shared ? std::max(1, std::min(attention_tp_of(d.decode), gpus_node)) : 1;
+  const double host_gpu = static_cast<double>(host_tokens) * L * row / sharers;
+  std::string per_gpu = fmt::format("host_pool × kv_layers × latent_row_bytes = {} × {} × {}", host_tokens, L, row);
+  if (shared)
+    per_gpu = fmt::format("host_pool × kv_layers × latent_row_bytes / GPUs sharing it = {} × {} × {} / {} "
+                          "(host_pool_sharing shared: min(attention_tp, GPUs per node) = min({}, {}))",
+                          host_tokens, L, row, sharers, attention_tp_of(d.decode), gpus_node);
+  else if (gib)
+    per_gpu += fmt::format(" (host_pool_sharing per_rank: each of the rank's {} GPUs holds a copy)", attention_tp_of(d.decode));
+  b.host_pool_bytes_per_gpu = fig("host_pool_bytes_per_gpu", "host pool bytes per GPU", host_gpu, "B", per_gpu);
   b.host_pool_bytes_per_node = fig("host_pool_bytes_per_node", "host pools per decode node", host_gpu * gpus_node, "B",
                                    fmt::format("host_pool_bytes_per_gpu × GPUs per node = {} × {}", num(host_gpu), gpus_node));
   b.host_dram_bytes = fig("host_dram_bytes", "host DRAM per decode node", d.host_dram_bytes, "B",

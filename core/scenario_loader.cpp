@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "core/not_found_error.h"
 #include "core/yaml_reader.h"
 
@@ -481,6 +482,19 @@ Scenario load_scenario(const std::string& name_or_path) {
   if (s.model.has_sparse_indexer() && s.deployment.hisparse.top_k != s.model.top_k)
     throw_error("{}: hisparse.top_k: got {}, expected the model's top_k {} (SGLang uses the model's index_topk)", path,
                 s.deployment.hisparse.top_k, s.model.top_k);
+  // vLLM refuses to start when one request at max_model_len does not fit the host pool (create_hisparse_layout:
+  // host blocks >= cdiv(max_model_len, block) + 2, the null block and a copy-on-write tail).
+  const HiSparseConfig& hs = s.deployment.hisparse;
+  if (hs.host_pool_gib > 0 && s.model.has_sparse_indexer()) {
+    const int page = std::max(1, s.deployment.page_size);
+    const double block = static_cast<double>(page) * s.model.kv_layers() * latent_row_bytes(s.model, s.deployment.kv_dtype);
+    const auto blocks = static_cast<int64_t>(hs.host_pool_gib * 1073741824.0 / block);
+    const int64_t need = (int64_t{s.deployment.context_length} + page - 1) / page + 2;
+    if (blocks < need)
+      throw_error("{}: hisparse.host_pool_gib: got {} GiB ({} blocks of {} tokens), expected at least {} blocks: one "
+                  "request of context_length {} plus two (as vLLM checks at start-up)",
+                  path, hs.host_pool_gib, blocks, page, need, s.deployment.context_length);
+  }
   if (s.deployment.decode.gpus > s.hardware.gpus_per_node && s.deployment.decode.gpus % s.hardware.gpus_per_node)
     throw_error("{}: decode.gpus: got {}, expected a multiple of the node size {}", path, s.deployment.decode.gpus,
                 s.hardware.gpus_per_node);

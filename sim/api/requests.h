@@ -80,7 +80,7 @@ struct SimulateRequest {
   /// misses.policy) | placeholder (10 % once n > H). misses.fraction replaces the statistical fraction.
   std::string miss_model = "statistical";
   MissChoice misses;
-  std::string admission = "pools";  // pools | logical
+  std::string admission = "pools";  // pools | logical | v2 (sim/serving/admission_ledger.h)
   int32_t max_retries = 8;
 };
 

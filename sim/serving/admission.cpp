@@ -1,5 +1,5 @@
-// @brief Arrivals (open-loop trace or closed-loop clients), admission by the rank's cpu_ref pools, host-pool
-// allocation as the KV lands (and its failure: abort, retry or reject), completion.
+// @brief Arrivals (open-loop trace or closed-loop clients), admission by the rank's cpu_ref pools (and, under v2, its
+// one-home ledger), host-pool allocation as the KV lands (and its failure: abort, retry or reject), completion.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -55,11 +55,18 @@ void Engine::try_admit() {
   admitting_ = true;
   const int32_t max_run = sc_.deployment.max_running_requests;
   const bool check_host = hisparse_ && opt_.admission == AdmissionCheck::kPools;
+  const AdmissionLedger* ledger = ranks_.front().ledger.get();  // v2: every rank's ledger has the same sizes
   while (!waiting_.empty()) {
     const int64_t i = waiting_.front();
     PoolNeed n = needs(i);
     const PoolSizes& s = pool_sizes_;
-    if (n.logical > s.logical || n.device > (hisparse_ ? s.device : 0) || (check_host && n.host > s.host)) {
+    // v2: an eligible request claims its page-aligned prompt in the ledger; an ineligible one runs as a standard
+    // request, its whole KV in device rows and no claim (SGLang's fallback).
+    const bool claim = ledger && ledger->eligible(spec(i).input_tokens);
+    const int64_t tree = claim ? ledger->tree_len(spec(i).input_tokens) : 0;
+    if (ledger && !claim) n.device = std::max(n.device, paged(static_cast<int64_t>(spec(i).input_tokens) + spec(i).output_tokens));
+    if (n.logical > s.logical || n.device > (hisparse_ ? s.device : 0) || (check_host && n.host > s.host) ||
+        (claim && tree > AdmissionLedger(ledger->sizes()).reservable_left())) {
       outcomes_[static_cast<size_t>(i)].rejected = true;
       ++result_.rejected;
       waiting_.pop_front();
@@ -72,12 +79,14 @@ void Engine::try_admit() {
       const Rank& r = ranks_[g];
       if (max_run > 0 && r.reserved >= max_run) continue;
       if (!r.pools->fits(n, check_host)) continue;
+      if (claim && tree > r.ledger->reservable_left()) continue;
       if (best < 0 || r.reserved < ranks_[static_cast<size_t>(best)].reserved) best = static_cast<int32_t>(g);
     }
     if (best < 0) break;  // head-of-line: wait for memory to free up
     waiting_.pop_front();
     if (!ranks_[static_cast<size_t>(best)].pools->take(i, n))
       throw_error("serving engine: rank {} reported room for request {} but its pools refused the pages", best, i);
+    if (claim) ranks_[static_cast<size_t>(best)].ledger->claim(i, tree, spec(i).output_tokens);
     admitted(i, best);
   }
   admitting_ = false;
@@ -124,7 +133,10 @@ void Engine::admitted(int64_t i, int32_t rank) {
 }
 
 bool Engine::host_alloc(int64_t i, int64_t tokens, const char* where) {
-  const int64_t short_pages = rank_of(i).pools->grow_host(i, tokens);
+  Rank& g = rank_of(i);
+  // v2: a claimed request's tokens take a home, host first, then device; a standard one keeps its KV in device rows.
+  if (g.ledger && !g.ledger->claimed(i)) return true;
+  const int64_t short_pages = g.ledger ? g.pools->grow_home(i, tokens) : g.pools->grow_host(i, tokens);
   if (short_pages == 0) return true;
   abort_request(i, short_pages, where);
   return false;
@@ -141,6 +153,7 @@ void Engine::abort_request(int64_t i, int64_t pages, const char* where) {
   // Alone on its rank and still short: the host pool can never hold it.
   const bool hopeless = g.pools->owners() == 1;
   g.pools->release(i);
+  if (g.ledger) g.ledger->release(i);
   --g.reserved;
   auto drop = [i](std::vector<int64_t>& v) { v.erase(std::remove(v.begin(), v.end(), i), v.end()); };
   drop(g.running);
@@ -168,6 +181,7 @@ void Engine::complete(int64_t i) {
   ++result_.finished;
   Rank& g = rank_of(i);
   g.pools->release(i);
+  if (g.ledger) g.ledger->release(i);
   --g.reserved;
   // Aborted requests go back to the head of the queue, in abort order, now that pages were freed.
   waiting_.insert(waiting_.begin(), retry_.begin(), retry_.end());

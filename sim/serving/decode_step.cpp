@@ -40,7 +40,7 @@ void Engine::start_decode(int32_t ii) {
   for (int32_t k = 0; k < inst.ranks; ++k) {
     const int32_t gi = inst.first_rank + k;
     Rank& g = ranks_[static_cast<size_t>(gi)];
-    if (hisparse_ && opt_.admission == AdmissionCheck::kLogicalOnly) {
+    if (hisparse_ && opt_.admission != AdmissionCheck::kPools) {
       // The eager backup of token n − 2 needs a host row: a new host page every page_size tokens, which can fail.
       const std::vector<int64_t> running = g.running;
       for (int64_t i : running) {

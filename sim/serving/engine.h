@@ -1,6 +1,7 @@
 // @brief The serving engine's state and its member functions, one concept per file:
 //   sim/serving/serving_simulation.cpp   construction, topology, event dispatch, run_serving
-//   sim/serving/admission.cpp    arrivals, closed-loop clients, pool admission, aborts and retries, completion
+//   sim/serving/admission.cpp    arrivals, closed-loop clients, pool admission (and the v2 ledger's), aborts and
+//                                retries, completion
 //   sim/serving/prefill.cpp      prefill instances + RDMA (PD), colocated chunked prefill and the staging backup
 //   sim/serving/decode_step.cpp  lockstep decode steps of an instance's ranks
 //   sim/serving/conservation.cpp the result and its conservation checks
@@ -16,6 +17,7 @@
 #include "sim/cost/decode_cost_model.h"
 #include "sim/cost/step_estimate.h"
 #include "sim/network/network_resource.h"
+#include "sim/serving/admission_ledger.h"
 #include "sim/serving/pools.h"
 #include "sim/serving/ranks.h"
 #include "sim/serving/serving_simulation.h"
@@ -35,6 +37,7 @@ struct Rank {
   std::deque<int64_t> prefill_queue;         // colocated: admitted, waiting for (more) prefill chunks
   int32_t reserved = 0;                      // requests admitted here and not done
   std::unique_ptr<RankPools> pools;
+  std::unique_ptr<AdmissionLedger> ledger;   // --admission v2 in HiSparse mode, else null
   // Current step.
   bool active = false, waiting_backup = false, compute_done = false, io_done = false;
   int32_t io_pending = 0, backup_pending = 0;

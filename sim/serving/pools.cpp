@@ -84,6 +84,22 @@ int64_t RankPools::grow_host(int64_t owner, int64_t tokens) {
   return alloc_pages(2, owner, (want - have) * sizes_.page, &h->pages[2]) ? 0 : want - have;
 }
 
+int64_t RankPools::grow_home(int64_t owner, int64_t tokens) {
+  Held* h = find(owner);
+  if (!h) throw_error("serving pools: request {} holds nothing on this rank", owner);
+  const int64_t want = (tokens + sizes_.page - 1) / sizes_.page;
+  const int64_t have = static_cast<int64_t>(h->pages[2].size() + h->pages[3].size());
+  if (want <= have) return 0;
+  const int64_t need = want - have;
+  const int64_t host_free = free_tokens(2) / sizes_.page, device_free = free_tokens(1) / sizes_.page;
+  if (host_free + device_free < need) return need - host_free - device_free;
+  const int64_t on_host = std::min(need, host_free);
+  if (!alloc_pages(2, owner, on_host * sizes_.page, &h->pages[2]) ||
+      !alloc_pages(3, owner, (need - on_host) * sizes_.page, &h->pages[3]))
+    throw_error("serving pools: request {} was promised {} free pages but the allocators refused them", owner, need);
+  return 0;
+}
+
 void RankPools::shrink_device(int64_t owner, int64_t tokens) {
   Held* h = find(owner);
   if (!h) throw_error("serving pools: request {} holds nothing on this rank", owner);
@@ -93,7 +109,7 @@ void RankPools::shrink_device(int64_t owner, int64_t tokens) {
 void RankPools::release(int64_t owner) {
   for (size_t i = 0; i < held_.size(); ++i)
     if (held_[i].owner == owner) {
-      for (int k = 0; k < 3; ++k) free_pages(k, owner, held_[i].pages[k], 0);
+      for (int k = 0; k < 4; ++k) free_pages(k, owner, held_[i].pages[k], 0);
       held_[i] = std::move(held_.back());
       held_.pop_back();
       return;

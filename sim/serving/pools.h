@@ -36,21 +36,25 @@ class RankPools {
   /// Grows the request's host pages to cover `tokens` (rounded up to pages, as SGLang's alloc_paged_token_slots);
   /// returns the pages it could not get (0 = done, nothing taken otherwise).
   int64_t grow_host(int64_t owner, int64_t tokens);
+  /// `--admission v2` (one home per token): grows the request's homes to cover `tokens`, host pages first and device
+  /// pages for the rest (tokens that stay on the device, read there by the swap-in); returns the pages neither pool
+  /// had (0 = done, nothing taken otherwise).
+  int64_t grow_home(int64_t owner, int64_t tokens);
   /// Shrinks the request's device pages to `tokens` (a page multiple): staging done, the buffer stays.
   void shrink_device(int64_t owner, int64_t tokens);
   /// Frees everything the request holds in every pool.
   void release(int64_t owner);
 
-  int64_t held(int64_t owner, int pool) const;  // pool: 0 logical, 1 device, 2 host; tokens
+  int64_t held(int64_t owner, int pool) const;  // pool: 0 logical, 1 device, 2 host, 3 device homes (v2); tokens
   int64_t free_tokens(int pool) const;
   int64_t owners() const;
 
  private:
   struct Held {
     int64_t owner = -1;
-    std::vector<int64_t> pages[3];
+    std::vector<int64_t> pages[4];  // 3: device pages homing tokens (v2), taken from the device pool
   };
-  cpu_ref::PagedTokenToKVPoolAllocator* pool(int k) const { return pools_[k].get(); }
+  cpu_ref::PagedTokenToKVPoolAllocator* pool(int k) const { return pools_[k == 3 ? 1 : k].get(); }
   Held* find(int64_t owner);
   const Held* find(int64_t owner) const;
   bool alloc_pages(int k, int64_t owner, int64_t tokens, std::vector<int64_t>* pages);

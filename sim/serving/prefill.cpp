@@ -126,8 +126,9 @@ void Engine::prefill_chunks_done(Instance& inst) {
 void Engine::staging_done(int64_t i) {
   const auto& r = spec(i);
   const int64_t total = static_cast<int64_t>(r.input_tokens) + r.output_tokens;
-  // The prompt's device rows beyond the buffer go back to the device pool.
-  rank_of(i).pools->shrink_device(i, total <= H_ ? paged(total) : H_ + page_);
+  // The prompt's device rows beyond the buffer go back to the device pool (a v2 standard request keeps them all).
+  Rank& g = rank_of(i);
+  if (!g.ledger || g.ledger->claimed(i)) g.pools->shrink_device(i, total <= H_ ? paged(total) : H_ + page_);
   Runtime& rt = rt_[static_cast<size_t>(i)];
   rt.n = r.input_tokens + 1;
   rt.empty_start = false;  // the buffer keeps the prompt's rows it had on the device

@@ -15,12 +15,20 @@
 
 namespace hisparse::sim {
 
-const char* to_string(AdmissionCheck c) { return c == AdmissionCheck::kPools ? "pools" : "logical"; }
+const char* to_string(AdmissionCheck c) {
+  switch (c) {
+    case AdmissionCheck::kPools: return "pools";
+    case AdmissionCheck::kLogicalOnly: return "logical";
+    case AdmissionCheck::kV2: return "v2";
+  }
+  return "?";
+}
 
 AdmissionCheck parse_admission_check(const std::string& text, const std::string& where) {
   if (text == "pools") return AdmissionCheck::kPools;
   if (text == "logical") return AdmissionCheck::kLogicalOnly;
-  throw_error("{}: admission check '{}' is unknown (expected pools or logical)", where, text);
+  if (text == "v2") return AdmissionCheck::kV2;
+  throw_error("{}: admission check '{}' is unknown (expected pools, logical or v2)", where, text);
 }
 
 StatisticalMissParams default_miss_params(const Scenario& s) {
@@ -227,6 +235,12 @@ void Engine::build_topology() {
       r.instance = i;
       r.local = rk;
       r.pools = std::make_unique<RankPools>(pool_sizes_);
+      if (hisparse_ && opt_.admission == AdmissionCheck::kV2) {
+        // Colocated prefill writes a chunk before its request is admitted to HiSparse; PD lands the prompt whole.
+        const int64_t chunk = prefill_mode_ == PrefillMode::kColocated ? std::max(1, opt_.cost.prefill_chunk_tokens) : 0;
+        r.ledger = std::make_unique<AdmissionLedger>(
+            LedgerSizes{pool_sizes_.host, pool_sizes_.device, int64_t{H_} + page_, page_, chunk});
+      }
       for (int32_t k = 0; k < gpr_; ++k) {
         const int32_t g = rk * gpr_ + k;                  // GPU within the instance
         const int32_t node = g / per_node, in_node = g % per_node;

@@ -40,6 +40,9 @@ enum class AdmissionCheck {
   kLogicalOnly,  // the logical and device allocators only, as SGLang's scheduler did; host pages are taken as the
                  // KV lands (prefill / RDMA target, then one page per page_size decoded tokens) and can fail:
                  // "HiSparse host mem pool alloc failed", the request is aborted and retried
+  kV2,           // SGLang's HiCache-backing ledger (sim/serving/admission_ledger.h): one home per token, device or
+                 // host, reservable = host + usable device − claimed; prompts shorter than the temp buffer run as
+                 // standard requests; homes are taken as the KV lands, host first, then device
 };
 const char* to_string(AdmissionCheck check);
 AdmissionCheck parse_admission_check(const std::string& text, const std::string& where);
@@ -73,7 +76,7 @@ struct RequestOutcome {
   SimTime arrival = 0, admitted = -1, prefill_start = -1, first_token = -1, ready = -1, finish = -1;
   int64_t selected = 0, misses = 0;  // over all its decode steps and layers (last attempt)
   int32_t decoded = 0;       // tokens produced by decode steps (last attempt)
-  int32_t retries = 0;       // aborted attempts (host pool exhausted under AdmissionCheck::kLogicalOnly)
+  int32_t retries = 0;       // aborted attempts (host pool exhausted under AdmissionCheck::kLogicalOnly or kV2)
   bool rejected = false;     // could never fit on an empty rank, or out of retries
 };
 

@@ -1,4 +1,5 @@
-// @brief HiSparseConfig: SGLang's defaults and messages, the --hisparse-config JSON string, unknown keys rejected.
+// @brief HiSparseConfig: SGLang's defaults and messages, the --hisparse-config JSON string, unknown keys rejected,
+// vLLM's host_pool_gib / host_pool_sharing.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -90,4 +91,19 @@ TEST_CASE("hisparse config: unknown keys, wrong types and bad JSON are errors na
   CHECK(error_of(R"({"top_k": [1, 2]})").find("a list") != std::string::npos);
   CHECK(error_of("[1, 2]").find("expected a JSON object") != std::string::npos);
   CHECK(error_of(R"({"top_k": 2048)").find("not valid YAML/JSON") != std::string::npos);
+}
+
+TEST_CASE("hisparse config: host_pool_gib excludes host_to_device_ratio; sharing is per_rank or shared") {
+  // Expected: both keys → an error naming both; non-positive GiB and unknown sharing → errors naming field and value.
+  const HiSparseConfig c = HiSparseConfig::from_json(R"({"host_pool_gib": 160, "host_pool_sharing": "shared"})");
+  CHECK(c.host_pool_gib == 160);
+  CHECK(c.host_pool_sharing == "shared");
+  CHECK(HiSparseConfig::from_json("{}").host_pool_sharing == "per_rank");
+  CHECK(error_of(R"({"host_pool_gib": 160, "host_to_device_ratio": 4})")
+            .find("host_pool_gib and host_to_device_ratio both given; expected one of them") != std::string::npos);
+  CHECK(error_of(R"({"host_pool_gib": 0})").find("host_pool_gib: got 0, expected a positive number of GiB") !=
+        std::string::npos);
+  CHECK(error_of(R"({"host_pool_gib": -3})").find("host_pool_gib") != std::string::npos);
+  CHECK(error_of(R"({"host_pool_sharing": "node"})").find("host_pool_sharing") != std::string::npos);
+  CHECK(error_of(R"({"host_pool_sharing": "node"})").find("per_rank, shared") != std::string::npos);
 }

@@ -1,8 +1,10 @@
-// @brief What the serving-simulation tests share: a seeded Poisson workload of mixed lengths.
+// @brief What the serving-simulation tests share: a seeded Poisson workload of mixed lengths; the GLM-5.1 field load.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
+#include "sim/serving/serving_simulation.h"
 #include "sim/workload/workload.h"
 
 namespace hisparse::sim {
@@ -20,6 +22,39 @@ inline Workload generated(uint64_t seed, double rate, double seconds) {
   Workload w = generate_workload(g);
   w.name = "gen";
   return w;
+}
+
+/// `n` requests of the same lengths, all arriving at 0.
+inline Workload burst(int n, int32_t input, int32_t output) {
+  Workload w;
+  w.name = "burst";
+  for (int i = 0; i < n; ++i) w.requests.push_back(RequestSpec{i, 0, input, output});
+  return w;
+}
+
+/// The most requests any instance step decoded at once.
+inline int32_t max_step_requests(const ServingResult& r) {
+  int32_t m = 0;
+  for (const auto& s : r.steps) m = std::max(m, s.requests);
+  return m;
+}
+
+/// The field report's load on glm51-8xh200-tp8-r11 ("HiSparse host mem pool alloc failed"): four clients, eight
+/// requests in all, prompts of 46,000 / 52,000 / 58,000 / 63,000 tokens with 3,000 output tokens each.
+inline Workload glm_field_prompts() {
+  Workload w;
+  w.name = "glm-long";
+  const int32_t prompts[4] = {46000, 52000, 58000, 63000};
+  for (int i = 0; i < 4; ++i) w.requests.push_back(RequestSpec{i, 0, prompts[i], 3000});
+  return w;
+}
+inline ServingOptions glm_field_clients(AdmissionCheck admission) {
+  ServingOptions o;
+  o.mode = KvMode::kHiSparse;
+  o.clients.concurrency = 4;
+  o.clients.requests = 8;
+  o.admission = admission;
+  return o;
 }
 
 }  // namespace hisparse::sim

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/io/read_file.h"
@@ -49,7 +50,7 @@ std::string pick_name(const PromDocument& doc, const std::vector<std::string>& n
   return found;
 }
 
-using GroupKey = std::pair<int32_t, int32_t>;  // (H, K) from labels; 0 = not labelled
+using GroupKey = std::tuple<int32_t, int32_t, std::string>;  // (H, K, index group) from labels; 0 / "" = not labelled
 
 std::string fixed(double v, int digits) { return fmt::format("{:.{}f}", v, digits); }
 
@@ -62,7 +63,8 @@ std::string span_text(const MetricsSource& s) {
 
 const std::vector<std::string>& hits_metric_names() {
   static const std::vector<std::string> n = {"vllm:hisparse_cache_hits_total", "vllm:hisparse_cache_hits",
-                                             "hisparse_cache_hits_total", "hisparse_cache_hits"};
+                                             "vllm:hisparse_hits_total",       "vllm:hisparse_hits",
+                                             "hisparse_cache_hits_total",      "hisparse_cache_hits"};
   return n;
 }
 const std::vector<std::string>& misses_metric_names() {
@@ -77,6 +79,15 @@ const std::vector<std::string>& bytes_metric_names() {
   return n;
 }
 
+const std::vector<std::string>& lookups_metric_names() {
+  static const std::vector<std::string> n = {"vllm:hisparse_lookups_total", "vllm:hisparse_lookups"};
+  return n;
+}
+const std::vector<std::string>& l3_lookups_metric_names() {
+  static const std::vector<std::string> n = {"vllm:hisparse_l3_lookups_total", "vllm:hisparse_l3_lookups"};
+  return n;
+}
+
 std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, const MetricsFitOptions& options,
                                                        MetricsSource& source) {
   source.file = doc.file;
@@ -84,15 +95,21 @@ std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, 
   const std::string hits_name = pick_name(doc, hits_metric_names());
   const std::string misses_name = pick_name(doc, misses_metric_names());
   const std::string bytes_name = pick_name(doc, bytes_metric_names());
-  if (hits_name.empty() || (misses_name.empty() && bytes_name.empty()))
-    throw_error("{}: no HiSparse counters: expected {} and {} (or {} with --row-bytes)", doc.file,
-                hits_metric_names()[0], misses_metric_names()[0], bytes_metric_names()[0]);
-  if (misses_name.empty() && !options.row_bytes)
+  const std::string lookups_name = pick_name(doc, lookups_metric_names());
+  const std::string l3_name = pick_name(doc, l3_lookups_metric_names());
+  if (!lookups_name.empty() && !misses_name.empty())
+    throw_error("{}: both {} and {} are present; expected one of them (misses = lookups − hits)", doc.file,
+                misses_name, lookups_name);
+  if (hits_name.empty() || (misses_name.empty() && lookups_name.empty() && bytes_name.empty()))
+    throw_error("{}: no HiSparse counters: expected {} and {}, or vllm:hisparse_hits and {} (or {} with --row-bytes)",
+                doc.file, hits_metric_names()[0], misses_metric_names()[0], lookups_metric_names()[1],
+                bytes_metric_names()[0]);
+  if (misses_name.empty() && lookups_name.empty() && !options.row_bytes)
     throw_error("{}: only {} is exported: misses are bytes / row bytes, so --row-bytes is needed", doc.file,
                 bytes_name);
 
   // Deltas are taken per series (a counter resets per process) and summed per (H, K) group afterwards.
-  enum Kind { kHits, kMisses, kBytes };
+  enum Kind { kHits, kMisses, kBytes, kLookups, kL3 };
   struct Series {
     Kind kind;
     GroupKey group;
@@ -120,13 +137,14 @@ std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, 
         continue;
       }
       const bool h = s.name == hits_name, m = s.name == misses_name, b = s.name == bytes_name;
-      if (!h && !m && !b) continue;
+      const bool lk = !lookups_name.empty() && s.name == lookups_name, l3 = !l3_name.empty() && s.name == l3_name;
+      if (!h && !m && !b && !lk && !l3) continue;
       if (!options.model.empty() && label(s.labels, "model_name") != options.model) continue;
       if (!std::isfinite(s.value) || s.value < 0)
         throw_error("{}:{}: {} = {}: expected a finite counter value >= 0", doc.file, s.line, s.name, s.value);
       const GroupKey key{int_label(s, "device_buffer_size", doc.file).value_or(0),
-                         int_label(s, "top_k", doc.file).value_or(0)};
-      snap.series[{s.name, s.labels}] = Series{h ? kHits : m ? kMisses : kBytes, key, s.value};
+                         int_label(s, "top_k", doc.file).value_or(0), label(s.labels, "index_group").value_or("")};
+      snap.series[{s.name, s.labels}] = Series{h ? kHits : m ? kMisses : b ? kBytes : lk ? kLookups : kL3, key, s.value};
     }
     if (n_count > 0) snap.seq_len = n_sum / n_count;
     if (snap.series.empty()) continue;  // a scrape of something else (another exporter's block)
@@ -144,7 +162,7 @@ std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, 
   for (size_t i = 1; i < snaps.size(); ++i) {
     const Snapshot &a = snaps[i - 1], &b = snaps[i];
     std::map<GroupKey, CounterInterval> groups;
-    std::map<GroupKey, std::array<bool, 3>> present;
+    std::map<GroupKey, std::array<bool, 5>> present;
     for (const auto& [id, sb] : b.series) {
       const auto ita = a.series.find(id);
       if (ita == a.series.end()) continue;  // a series' first scrape has no delta yet
@@ -158,6 +176,10 @@ std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, 
         iv.hits += d;
       } else if (sb.kind == kMisses) {
         iv.misses += d;
+      } else if (sb.kind == kLookups) {
+        iv.lookups = iv.lookups.value_or(0) + d;
+      } else if (sb.kind == kL3) {
+        iv.l3_lookups = iv.l3_lookups.value_or(0) + d;
       } else {
         iv.h2d_bytes = iv.h2d_bytes.value_or(0) + d;
       }
@@ -170,13 +192,25 @@ std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, 
       iv.line_to = b.line;
       iv.t0_s = a.t_s;
       iv.t1_s = b.t_s;
-      if (!present[key][kMisses]) {
-        if (!iv.h2d_bytes) continue;
+      const auto& [H, K, index_group] = key;
+      iv.index_group = index_group;
+      const std::string group = index_group.empty() ? "" : fmt::format(" (index_group \"{}\")", index_group);
+      if (iv.lookups) {
+        // #56061: the hit rate of a group is hits / lookups, so lookups can never fall short of hits.
+        if (*iv.lookups < iv.hits)
+          throw_error("{}:{}..{}: {} grew by {} and {} by only {}{}: expected lookups >= hits", doc.file, a.line,
+                      b.line, hits_name, iv.hits, lookups_name, *iv.lookups, group);
+        if (iv.l3_lookups && *iv.l3_lookups > *iv.lookups)
+          throw_error("{}:{}..{}: {} grew by {}, more than {} ({}){}: expected l3 lookups <= lookups", doc.file,
+                      a.line, b.line, l3_name, *iv.l3_lookups, lookups_name, *iv.lookups, group);
+        iv.misses = *iv.lookups - iv.hits;
+      } else if (!present[key][kMisses]) {
+        if (!iv.h2d_bytes || !options.row_bytes) continue;
         iv.misses = *iv.h2d_bytes / static_cast<double>(*options.row_bytes);
       }
       if (a.seq_len && b.seq_len) iv.seq_len = (*a.seq_len + *b.seq_len) / 2;
-      if (key.first) iv.H = key.first;
-      if (key.second) iv.K = key.second;
+      if (H) iv.H = H;
+      if (K) iv.K = K;
       out.push_back(iv);
     }
   }
@@ -343,13 +377,18 @@ std::string metrics_fit_table(const MetricsFit& fit) {
   out += fmt::format("  {:<28} {:>12} {:>12} {:>9} {:>10} {:>7} {:>6}  {}\n", "source", "hits", "misses",
                      "fraction", "mean n", "n/H", "H/K", "used");
   for (const auto& f : fit.intervals) {
-    const std::string src = fmt::format("{}:{}", std::filesystem::path(f.iv.file).filename().string(), f.iv.line_to);
+    const std::string src =
+        fmt::format("{}:{}{}", std::filesystem::path(f.iv.file).filename().string(), f.iv.line_to,
+                    f.iv.index_group.empty() ? "" : " g" + f.iv.index_group);
     const std::string n = f.iv.seq_len ? fixed(*f.iv.seq_len, 0) : "-";
     out += fmt::format("  {:<28} {:>12.0f} {:>12.0f} {:>9} {:>10} {:>7} {:>6}  {}\n", src, f.iv.hits, f.iv.misses,
                        f.usable > 0 ? fixed(f.fraction, 4) : "-", n, f.n_over_h > 0 ? fixed(f.n_over_h, 2) : "-",
                        f.K > 0 ? fixed(static_cast<double>(f.H) / f.K, 2) : "-",
                        f.skipped.empty() ? std::string("yes") + (f.iv.counter_reset ? " (counter reset)" : "")
                                          : "no: " + f.skipped);
+    if (f.iv.l3_lookups)
+      out += fmt::format("  {:<28} l3 lookups {:.0f} of {:.0f} lookups (measured; reported, not fitted)\n", "",
+                         *f.iv.l3_lookups, f.iv.lookups.value_or(0));
   }
   out += "\nfitted surface (calibrated from the counters above; steady points binned by n/H):\n";
   for (const auto& [policy, cols] : fit.surface.policies) {
@@ -385,6 +424,12 @@ std::string metrics_fit_json(const MetricsFit& fit) {
         i ? "," : "", json_quote(f.iv.file), f.iv.line_from, f.iv.line_to, opt(f.iv.t0_s), opt(f.iv.t1_s),
         f.iv.hits, f.iv.misses, opt(f.iv.h2d_bytes), opt(f.iv.seq_len), f.H, f.K, f.fraction, f.n_over_h,
         f.bytes_per_miss, f.iv.counter_reset, f.skipped.empty(), json_quote(f.skipped));
+    // vLLM #56061's fields, only where its counters were read (older inputs keep their schema).
+    if (f.iv.lookups || !f.iv.index_group.empty()) {
+      out.pop_back();
+      out += fmt::format(", \"index_group\": {}, \"lookups\": {}, \"l3_lookups\": {}}}", json_quote(f.iv.index_group),
+                         opt(f.iv.lookups), opt(f.iv.l3_lookups));
+    }
   }
   out += "\n  ],\n  \"columns\": [";
   bool first = true;

@@ -1,6 +1,6 @@
 // @brief A miss surface fitted to production counters (`hisparse calibrate --from-metrics`, docs/capture.md):
-// swap-in hits / misses / H2D bytes per interval between Prometheus scrapes (vLLM's HiSparse counters) or per
-// SGLang log line, at the deployment's H and K and the interval's mean context n, binned by n/H exactly as
+// swap-in hits / misses / H2D bytes per interval between Prometheus scrapes (vLLM's HiSparse counters: cache_hits and
+// cache_misses, or #56061's hits / lookups / l3_lookups per index group) or per SGLang log line, at the deployment's H and K and the interval's mean context n, binned by n/H exactly as
 // sim/miss/miss_fitter.h bins replayed steps (its bin edges), one column per H/K.
 //
 // What counters identify and what they cannot (written into every output):
@@ -33,6 +33,10 @@ struct CounterInterval {
   std::optional<double> h2d_bytes;
   std::optional<double> seq_len;
   std::optional<int32_t> H, K;  // from labels / log fields; the options fill in what is missing
+  // vLLM #56061's counters: hits and lookups per index group (label index_group; "" = unlabelled), misses =
+  // lookups − hits; l3_lookups is read and reported, not fitted (the simulator has no third tier).
+  std::string index_group;
+  std::optional<double> lookups, l3_lookups;
   bool counter_reset = false;   // a counter went down (server restart): the delta is its new value
 };
 
@@ -72,6 +76,9 @@ struct MetricsFit {
 const std::vector<std::string>& hits_metric_names();
 const std::vector<std::string>& misses_metric_names();
 const std::vector<std::string>& bytes_metric_names();
+/// vLLM #56061 exports lookups (hits + misses) and l3_lookups instead of misses.
+const std::vector<std::string>& lookups_metric_names();
+const std::vector<std::string>& l3_lookups_metric_names();
 
 /// Deltas between consecutive scrapes of one file, per (H, K) label group; `source` receives the file's counts.
 std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, const MetricsFitOptions& options,

@@ -19,25 +19,12 @@ using namespace hisparse::sim;
 
 namespace {
 
-Workload burst(int n, int32_t input, int32_t output) {
-  Workload w;
-  w.name = "burst";
-  for (int i = 0; i < n; ++i) w.requests.push_back(RequestSpec{i, 0, input, output});
-  return w;
-}
 
 ServingOptions full_kv() {
   ServingOptions o;
   o.mode = KvMode::kFull;
   return o;
 }
-
-int32_t max_step_requests(const ServingResult& r) {
-  int32_t m = 0;
-  for (const auto& s : r.steps) m = std::max(m, s.requests);
-  return m;
-}
-
 
 }  // namespace
 
@@ -190,15 +177,8 @@ TEST_CASE("logical-only admission reproduces 'HiSparse host mem pool alloc faile
   // allocator admits all four, the host pool holds three prompts, and decode growth needs more pages still.
   Scenario s = load_scenario("glm51-8xh200-tp8-r11");
   s.deployment.memory.host_pool_tokens = 3 * 65536;
-  Workload mix;
-  mix.name = "glm-long";
-  const int32_t prompts[4] = {46000, 52000, 58000, 63000};
-  for (int i = 0; i < 4; ++i) mix.requests.push_back(RequestSpec{i, 0, prompts[i], 3000});
-  ServingOptions opt;
-  opt.mode = KvMode::kHiSparse;
-  opt.clients.concurrency = 4;
-  opt.clients.requests = 8;
-  opt.admission = AdmissionCheck::kLogicalOnly;
+  const Workload mix = glm_field_prompts();
+  ServingOptions opt = glm_field_clients(AdmissionCheck::kLogicalOnly);
   const ServingResult bad = run_serving(s, mix, opt);
   CHECK(bad.logical_pool_tokens > 1'000'000);
   CHECK(bad.host_pool_tokens == 3 * 65536);
