@@ -297,9 +297,13 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
     return a;
   }
   const Candidate& best = a.candidates[static_cast<size_t>(a.best)];
-  a.runner_up = best_of(a.candidates, [&best](const Candidate& c) {
-    return c.mode != best.mode || c.buffer_size != best.buffer_size;
-  });
+  // The runner-up by the same rule: the best candidate with another mode or another device_buffer_size.
+  for (size_t i = 0; i < a.candidates.size(); ++i) {
+    const Candidate& c = a.candidates[i];
+    if (c.feasible() && (c.mode != best.mode || c.buffer_size != best.buffer_size) &&
+        (a.runner_up < 0 || rule_prefers(a.robustness, a.candidates, static_cast<int>(i), a.runner_up)))
+      a.runner_up = static_cast<int>(i);
+  }
   a.curves.push_back(tradeoff(s, mix, misses, best, o));
   const int other = best.mode == KvMode::kFull ? a.best_hisparse : a.best_full;
   if (other >= 0) a.curves.push_back(tradeoff(s, mix, misses, a.candidates[static_cast<size_t>(other)], o));

@@ -102,7 +102,7 @@ struct Advice {
   ContextMix mix;
   std::vector<Candidate> candidates;   // full KV first, then HiSparse by H then ratio
   int best = -1;                       // index of the recommendation (-1: nothing fits)
-  int runner_up = -1;                  // best candidate with another mode or another device_buffer_size
+  int runner_up = -1;                  // best by the decision rule with another mode or device_buffer_size
   int best_full = -1, best_hisparse = -1;
   BreakEven break_even;
   std::vector<TradeoffCurve> curves;   // recommendation, then the best of the other mode

@@ -2,6 +2,7 @@
 #include "sim/advise/robustness.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -12,6 +13,7 @@
 #include "core/scenario_loader.h"
 #include "sim/advise/advisor.h"
 #include "sim/miss/miss_surface.h"
+#include "sim/plan/plan_report.h"
 
 namespace hisparse::sim {
 
@@ -75,9 +77,17 @@ double rule_score(const Robustness& r, size_t i, DecisionRule rule) {
   return 0;
 }
 
-std::string tps(double v) { return fmt::format("{:.0f}", v); }
+std::string tps(double v) { return plan_int(std::llround(v)); }
 
 }  // namespace
+
+bool rule_prefers(const Robustness& r, const std::vector<Candidate>& c, int a, int b) {
+  const double x = r.score[static_cast<size_t>(a)], y = r.score[static_cast<size_t>(b)];
+  // Scores are goodputs (or negative regrets): compare them as the advisor compares goodputs.
+  const double scale = std::max(std::fabs(x), std::fabs(y));
+  if (std::fabs(x - y) > scale * kTie + 1e-12) return x > y;
+  return better_candidate(c[static_cast<size_t>(a)], c[static_cast<size_t>(b)]);
+}
 
 DecisionRule parse_decision_rule(const std::string& text, const std::string& where) {
   if (text == "worst-case") return DecisionRule::kWorstCase;
@@ -188,38 +198,34 @@ Robustness assess_robustness(const Scenario& s, const ContextMix& mix, const Mis
                       r.inert_terms.end());
 
   for (size_t i = 0; i < cands.size(); ++i) r.score.push_back(rule_score(r, i, r.rule));
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (!cands[i].feasible()) continue;
-    if (r.chosen < 0) {
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (cands[i].feasible() && (r.chosen < 0 || rule_prefers(r, cands, static_cast<int>(i), r.chosen)))
       r.chosen = static_cast<int>(i);
-      continue;
-    }
-    const double b = r.score[static_cast<size_t>(r.chosen)];
-    const bool tie = !more(r.score[i], b) && !more(b, r.score[i]);
-    if (more(r.score[i], b) || (tie && better_candidate(cands[i], cands[static_cast<size_t>(r.chosen)])))
-      r.chosen = static_cast<int>(i);
-  }
   if (r.chosen < 0) {
     r.verdict = "no setting fits a request under the advice's own model";
     return r;
   }
   const size_t ch = static_cast<size_t>(r.chosen);
   r.low = std::numeric_limits<double>::infinity();
-  double worst_regret = 0;
   r.shortlist.push_back(r.chosen);
   for (size_t k = 0; k < r.cases.size(); ++k) {
     const CaseGoodput& c = r.cases[k];
     r.low = std::min(r.low, c.goodput[ch]);
     r.high = std::max(r.high, c.goodput[ch]);
     const double top = c.best >= 0 ? c.goodput[static_cast<size_t>(c.best)] : 0;
-    const double regret = top > 0 && more(top, c.goodput[ch]) ? 1 - c.goodput[ch] / top : 0;
-    r.regret.push_back(regret);
-    if (regret > worst_regret) {
-      worst_regret = regret;
-      r.deciding = static_cast<int>(k);
-    }
+    r.regret.push_back(top > 0 && more(top, c.goodput[ch]) ? 1 - c.goodput[ch] / top : 0);
     if (c.best >= 0 && std::find(r.shortlist.begin(), r.shortlist.end(), c.best) == r.shortlist.end())
       r.shortlist.push_back(c.best);
+  }
+  // The deciding case: the largest regret among the cases that disagree on their own account. A cost-term case runs
+  // the advice's own miss source, so where it prefers what that source prefers, the source decides, not the term.
+  double worst_regret = 0;
+  for (size_t k = 0; k < r.cases.size(); ++k) {
+    const bool echo = r.cases[k].kind == "cost term" && r.cases[k].best == r.cases[0].best && r.regret[0] > 0;
+    if (!echo && r.regret[k] > worst_regret) {
+      worst_regret = r.regret[k];
+      r.deciding = static_cast<int>(k);
+    }
   }
   const Candidate& rec = cands[ch];
   r.robust = r.deciding < 0;
@@ -231,15 +237,17 @@ Robustness assess_robustness(const Scenario& s, const ContextMix& mix, const Mis
   }
   const CaseGoodput& d = r.cases[static_cast<size_t>(r.deciding)];
   const Candidate& alt = cands[static_cast<size_t>(d.best)];
-  size_t disagree = 0;
-  for (double x : r.regret) disagree += x > 0;
+  std::string agree;
+  for (size_t k = 0; k < r.cases.size(); ++k)
+    if (r.regret[k] == 0) agree += (agree.empty() ? "" : ", ") + r.cases[k].name;
   const double top = d.goodput[static_cast<size_t>(d.best)];
-  const std::string versus = d.goodput[ch] > 0 ? fmt::format("{:.1f}% more than {} ({} tok/s)",
-                                                            100 * (top / d.goodput[ch] - 1), rec.name(), tps(d.goodput[ch]))
-                                               : fmt::format("where {} fits nothing", rec.name());
-  r.verdict = fmt::format("decided by {} ({}): under it {} gives {} tok/s, {}; {} of {} cases prefer another "
-                          "setting; {}; rule {}",
-                          d.name, d.kind, alt.name(), tps(top), versus, disagree, r.cases.size(), range,
+  const std::string versus = d.goodput[ch] > 0
+                                 ? fmt::format("{:.1f}% more than the recommended {} ({})",
+                                               100 * (top / d.goodput[ch] - 1), rec.name(), tps(d.goodput[ch]))
+                                 : fmt::format("where the recommended {} fits nothing", rec.name());
+  r.verdict = fmt::format("decided by {} ({}): under it {} gives {} tok/s, {}; the recommendation is best under {}; "
+                          "{}; rule {}",
+                          d.name, d.kind, alt.name(), tps(top), versus, agree.empty() ? "no case" : agree, range,
                           to_string(r.rule));
   return r;
 }

@@ -75,6 +75,9 @@ std::vector<UncertaintyCase> uncertainty_cases(const Scenario& scenario, const C
                                                const std::string& primary_surface, const std::string& policy,
                                                const std::vector<std::string>& extra_surfaces);
 
+/// Whether the rule prefers candidate `a` to `b` (scores of `r`; equal scores: the advisor's order, better_candidate).
+bool rule_prefers(const Robustness& r, const std::vector<Candidate>& candidates, int a, int b);
+
 /// Evaluates every candidate under every case of `options.uncertainty` (the nominal goodputs of `candidates` are
 /// case 0, named `primary_name`), picks the recommendation by `options.rule` (ties: the advisor's own order), and
 /// writes the range, regrets, shortlist and verdict.

@@ -103,7 +103,9 @@ TEST_CASE("robustness: sources that agree give the robust verdict and change not
 
 TEST_CASE("robustness: the cases — every shipped surface but the advice's own, each assumed time term at ×0.5 and ×1.5") {
   const Scenario s = bundled();
-  const ScenarioSetup setup = load_scenario_setup(ScenarioChoice{"dsv32-8xh200-1tb"}, "test");
+  ScenarioChoice choice;
+  choice.scenario = "dsv32-8xh200-1tb";
+  const ScenarioSetup setup = load_scenario_setup(choice, "test");
   const std::vector<UncertaintyCase> cases =
       uncertainty_cases(s, setup.cost, kDefaultMissSurface, "sglang-lru", {});
   std::vector<std::string> names;
