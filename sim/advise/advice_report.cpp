@@ -267,8 +267,11 @@ std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices
                      rec->name(), tps(rec->goodput), plan_int(rec->concurrency), rec->tpot_ms, rec->binding_limit,
                      sglang_flags(*rec, s));
     if (const Candidate* r = at(a, a.runner_up))
-      o += fmt::format("runner-up:   {}: {} tok/s at concurrency {} ({} of the recommendation)\n", r->name(), tps(r->goodput),
-                       plan_int(r->concurrency), ratio_text(rec->goodput > 0 ? r->goodput / rec->goodput : 0));
+      o += fmt::format("runner-up:   {}: {} tok/s at concurrency {} ({} of the recommendation; by rule {}: {} against "
+                       "{})\n",
+                       r->name(), tps(r->goodput), plan_int(r->concurrency),
+                       ratio_text(rec->goodput > 0 ? r->goodput / rec->goodput : 0), to_string(a.robustness.rule),
+                       rule_score_text(a.robustness, a.runner_up), rule_score_text(a.robustness, a.best));
     o += robustness_text(a);
     o += fmt::format("  {:>18} {:>6} {:>11} {:<21} {:>12} {:>8} {:>9} {:>11}\n", "device_buffer_size", "ratio",
                      "concurrency", "binding limit", "goodput", "vs rec", "TPOT ms", "HBM/req");

@@ -1,9 +1,12 @@
 // @brief Text, JSON and report blocks of an advice's robustness check (see robustness_report.h).
 #include "sim/advise/robustness_report.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/io/output_file.h"
+#include "sim/plan/plan_report.h"
 
 namespace hisparse::sim {
 
@@ -14,7 +17,7 @@ std::string short_name(const Candidate& c) {
   return c.mode == KvMode::kFull ? "full KV" : fmt::format("H={} r={}", c.buffer_size, c.ratio);
 }
 
-std::string tps(double v) { return v > 0 ? fmt::format("{:.0f}", v) : "—"; }
+std::string tps(double v) { return v > 0 ? plan_int(std::llround(v)) : "—"; }
 
 std::string regret_text(double r) { return r > 0 ? fmt::format("−{:.1f}%", 100 * r) : "best"; }
 
@@ -26,6 +29,17 @@ std::string inert_text(const Robustness& r) {
 }
 
 }  // namespace
+
+std::string rule_score_text(const Robustness& r, int i) {
+  const double s = r.score[static_cast<size_t>(i)];
+  switch (r.rule) {
+    case DecisionRule::kWorstCase: return "lowest goodput " + tps(s) + " tok/s";
+    case DecisionRule::kExpected: return "mean goodput " + tps(s) + " tok/s";
+    case DecisionRule::kMinRegret: return fmt::format("largest regret {:.1f}%", -100 * s);
+    case DecisionRule::kDefaultSource: return "goodput " + tps(s) + " tok/s";
+  }
+  return "";
+}
 
 std::string robustness_text(const Advice& a) {
   const Robustness& r = a.robustness;

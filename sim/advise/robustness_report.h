@@ -14,6 +14,10 @@ namespace hisparse::sim {
 /// "robustness: <verdict>" and the per-case table, each line indented by two spaces after the first.
 std::string robustness_text(const Advice& advice);
 
+/// The rule's figure of merit of candidate `i` in words ("lowest goodput 3,220 tok/s", "mean goodput …", "largest
+/// regret 14.3%", "goodput …"): what the runner-up line compares.
+std::string rule_score_text(const Robustness& r, int i);
+
 /// The "robustness" value of advise.json: rule, verdict, range, every case with every candidate's goodput.
 std::string robustness_json(const Advice& advice);
 
