@@ -19,12 +19,6 @@ using namespace hisparse::sim;
 
 namespace {
 
-Scenario bundled() {
-  Scenario s = load_scenario("dsv32-8xh200-1tb");
-  s.deployment.max_running_requests = 0;
-  return s;
-}
-
 // Two constant miss sources: the advice's own (no misses past the buffer) and a pessimist (every selection misses).
 AdviseOptions two_sources(DecisionRule rule) {
   AdviseOptions o;
@@ -43,7 +37,7 @@ AdviseOptions two_sources(DecisionRule rule) {
 }  // namespace
 
 TEST_CASE("robustness: two miss sources that disagree — the verdict names the source that decides") {
-  const Scenario s = bundled();
+  const Scenario s = load_scenario("dsv32-8xh200-1tb");  // advise() sets max_running_requests
   const MissCurves optimist = MissCurves::constant(0.0, "no misses");
   const ContextMix mix = ContextMix::single(32768);
 
@@ -83,7 +77,7 @@ TEST_CASE("robustness: two miss sources that disagree — the verdict names the 
 }
 
 TEST_CASE("robustness: sources that agree give the robust verdict and change nothing") {
-  const Scenario s = bundled();
+  const Scenario s = load_scenario("dsv32-8xh200-1tb");  // advise() sets max_running_requests
   const MissCurves own = default_miss_curves(s);
   AdviseOptions o;
   UncertaintyCase same;
@@ -102,7 +96,7 @@ TEST_CASE("robustness: sources that agree give the robust verdict and change not
 }
 
 TEST_CASE("robustness: the cases — every shipped surface but the advice's own, each assumed time term at ×0.5 and ×1.5") {
-  const Scenario s = bundled();
+  const Scenario s = load_scenario("dsv32-8xh200-1tb");  // advise() sets max_running_requests
   ScenarioChoice choice;
   choice.scenario = "dsv32-8xh200-1tb";
   const ScenarioSetup setup = load_scenario_setup(choice, "test");

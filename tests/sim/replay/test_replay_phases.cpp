@@ -10,14 +10,13 @@
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
 #include "sim/replay/replay_step_time.h"
-#include "tests/sim/vector_trace_source.h"
 #include "traces/trace_generator.h"
 
 using namespace hisparse;
 
 namespace {
 
-VectorSource trace() {
+traces::GeneratorOptions trace() {
   traces::GeneratorOptions o = traces::generator_preset("tiny");
   o.requests = 3;
   o.steps = 24;
@@ -25,13 +24,7 @@ VectorSource trace() {
   o.top_k = 16;
   o.prompt_len = 40;  // past every H below from the first step, so the cold start is not on the fast path
   o.seed = 5;
-  auto gen = traces::make_generated_trace(o);
-  std::vector<traces::StepRecord> recs;
-  traces::StepRecord r;
-  while (gen->next(r)) recs.push_back(r);
-  traces::TraceMeta meta = gen->meta();
-  meta.source = "generated:tiny";
-  return VectorSource(meta, recs);
+  return o;
 }
 
 struct Run {
@@ -40,14 +33,14 @@ struct Run {
 };
 
 Run replay(const std::vector<std::string>& policies) {
-  VectorSource src = trace();
+  auto src = traces::make_generated_trace(trace());
   sim::ReplayOptions o;
   o.policies = policies;
   o.buffer_sizes = {16, 32};
   o.row_bytes = 100;
   o.keep_step_rows = true;
   Run run;
-  run.result = sim::run_replay(src, o, [&](const sim::ReplayRequestRows& r) { run.rows.push_back(r); });
+  run.result = sim::run_replay(*src, o, [&](const sim::ReplayRequestRows& r) { run.rows.push_back(r); });
   return run;
 }
 
