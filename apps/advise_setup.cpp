@@ -33,7 +33,14 @@ void add_advise_options(po::options_description& desc, AdviseArgs& a, bool with_
   desc.add_options()("rescale-trace-top-k", "accept a --trace whose top_k differs from the scenario's: replay it at the "
                                             "same H/K and apply its miss fractions in (H/K, n/H)")(
       "buffer-sizes", po::value(&a.buffer_sizes), "device_buffer_size candidates (default top_k × 1, 1.5, 2, 3, 4, 6, 8)")(
-      "ratios", po::value(&a.ratios), "host_to_device_ratio candidates (default 1,2,3,4,5,6,8,10,12,16,20)");
+      "ratios", po::value(&a.ratios), "host_to_device_ratio candidates (default 1,2,3,4,5,6,8,10,12,16,20)")(
+      "decision-rule", po::value(&a.decision_rule)->default_value(a.decision_rule),
+      "how the goodputs under every miss source and assumed cost range pick the recommendation: worst-case (the "
+      "best lowest goodput), expected (the best mean), min-regret (the smallest largest shortfall against each "
+      "case's best) or default-source (the advice's own miss model only; the others are reported)")(
+      "compare-miss-curves", po::value(&a.compare_miss_curves),
+      "more miss surfaces (names or .yaml paths, comma-separated; e.g. fitted from your server's counters) the "
+      "robustness check weighs besides the shipped ones");
   // device_buffer_size, host_to_device_ratio and --max-running-requests are what the advice chooses.
   add_scenario_flags(desc, kDeploymentFlags | kHostReserveFlag | kCostFlags | kMissFlags,
                      with_trace ? std::vector<std::string>{} : replay_own_flags());
@@ -63,6 +70,8 @@ sim::AdviseRequest advise_request(const AdviseArgs& a, const po::variables_map& 
   r.mix_classes = a.mix_classes;
   if (!a.buffer_sizes.empty()) r.buffer_sizes = int_list(a.buffer_sizes, command, "buffer-sizes");
   if (!a.ratios.empty()) r.ratios = int_list(a.ratios, command, "ratios");
+  r.decision_rule = a.decision_rule;
+  r.compare_miss_curves = split_list(a.compare_miss_curves);
   return r;
 }
 

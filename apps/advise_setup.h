@@ -16,6 +16,7 @@ namespace hisparse::apps {
 /// what it replayed).
 struct AdviseArgs {
   std::string scenario, seq_lens, workload, trace, policy = "sglang-lru", buffer_sizes, ratios;
+  std::string decision_rule = "worst-case", compare_miss_curves;
   int threads = 1;
   int mix_classes = 16;
 };

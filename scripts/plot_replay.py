@@ -1,6 +1,6 @@
 #!/usr/bin/env -S /usr/bin/python3
 # @brief Plots of `hisparse replay --out DIR`: hit rate vs buffer size per policy (Belady as the ceiling) and the
-# distribution of misses per step-layer. Reads DIR/replay.json, writes two PNGs atomically.
+# distribution of misses per step-layer, steady state and cold start apart. Reads DIR/replay.json, writes two PNGs atomically.
 import json
 import os
 import sys
@@ -55,6 +55,28 @@ def plot_hit_rate(data, path):
     save(fig, path)
 
 
+def phase_counts(pairs):
+    """{misses: step-layers} of a JSON histogram ([[misses, count], ...])."""
+    out = {}
+    for m, c in pairs:
+        out[m] = out.get(m, 0) + c
+    return out
+
+
+def draw_ccdf(ax, counts, colour, style, label):
+    """Fraction of step-layers with more than m misses; returns the lowest fraction drawable (1 without samples)."""
+    items = sorted((m, c) for m, c in counts.items() if c > 0)
+    if not items:
+        return 1.0
+    m = np.array([x[0] for x in items], dtype=float)
+    c = np.array([x[1] for x in items], dtype=float)
+    ccdf = 1.0 - np.cumsum(c) / c.sum()
+    keep = ccdf > 0  # the last point (0) cannot be drawn on a log axis
+    ax.step(np.concatenate(([0.0], m[keep])), np.concatenate(([1.0], ccdf[keep])), where="post", color=colour,
+            ls=style, label=label)
+    return 0.5 / c.sum()
+
+
 def plot_misses(data, path):
     pol = by_policy(data["results"])
     ncols = min(3, len(pol))
@@ -62,17 +84,17 @@ def plot_misses(data, path):
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 3.8 * nrows), sharey=True, squeeze=False)
     floor = 1.0
     for ax, (name, rows) in zip(axes.flat, pol.items()):
-        for r in rows:
-            hist = np.array(r["miss_histogram"], dtype=float).reshape(-1, 2)
-            if hist.size == 0:
-                continue
-            m, c = hist[:, 0], hist[:, 1]
-            # Fraction of step-layers with more than m misses; the last point (0) cannot be drawn on a log axis.
-            ccdf = 1.0 - np.cumsum(c) / c.sum()
-            keep = ccdf > 0
-            floor = min(floor, 0.5 / c.sum())
-            ax.step(np.concatenate(([0.0], m[keep])), np.concatenate(([1.0], ccdf[keep])), where="post",
-                    label=f"H = {r['buffer_size']}  (p99 {r['misses_per_step_layer']['p99']})")
+        for i, r in enumerate(rows):
+            colour = f"C{i % 10}"
+            stats = r["misses_per_step_layer"]
+            cold = phase_counts(r.get("cold_start_miss_histogram", []))
+            steady = phase_counts(r["miss_histogram"])
+            for m, c in cold.items():
+                steady[m] -= c
+            # The steady state solid, the cold start (first step and warm-up) dashed in the same colour.
+            for counts, style, phase in ((steady, "-", "steady"), (cold, "--", "cold start")):
+                label = f"H = {r['buffer_size']} {phase} (p99 {stats.get(phase.replace(' ', '_'), {}).get('p99')})"
+                floor = min(floor, draw_ccdf(ax, counts, colour, style, label))
         ax.axhline(0.01, color="0.5", lw=0.8, ls="--")
         ax.set_yscale("log")
         ax.set_title(name)
@@ -84,8 +106,8 @@ def plot_misses(data, path):
     for row in axes:
         row[0].set_ylabel("fraction of step-layers with more misses")
         row[0].set_ylim(floor, 1.5)
-    fig.suptitle("Miss distribution (complementary CDF; grey dashed = 1%, so p99 is where a curve crosses it)",
-                 fontsize=10)
+    fig.suptitle("Miss distribution, steady state (solid) and cold start: first step and warm-up (dashed); "
+                 "complementary CDF, grey line = 1%, so p99 is where a curve crosses it", fontsize=10)
     fig.tight_layout()
     save(fig, path)
 

@@ -255,7 +255,8 @@ NB_MODULE(_core, m) {
   nb::class_<sim::AdviseRequest>(m, "AdviseRequest")
       .def(nb::init<>()) HS_RW(sim::AdviseRequest, setup) HS_RW(sim::AdviseRequest, misses)
       HS_RW(sim::AdviseRequest, seq_lens) HS_RW(sim::AdviseRequest, workload) HS_RW(sim::AdviseRequest, mix_classes)
-      HS_RW(sim::AdviseRequest, buffer_sizes) HS_RW(sim::AdviseRequest, ratios) HS_RW(sim::AdviseRequest, command_line);
+      HS_RW(sim::AdviseRequest, buffer_sizes) HS_RW(sim::AdviseRequest, ratios) HS_RW(sim::AdviseRequest, command_line)
+      HS_RW(sim::AdviseRequest, decision_rule) HS_RW(sim::AdviseRequest, compare_miss_curves);
   nb::class_<val::ValidateOptions>(m, "ValidateOptions")
       .def(nb::init<>()) HS_RW(val::ValidateOptions, cases) HS_RW(val::ValidateOptions, start_case)
       HS_RW(val::ValidateOptions, seed) HS_RW(val::ValidateOptions, trace) HS_RW(val::ValidateOptions, trace_steps)

@@ -69,6 +69,12 @@ def _text(key, value):
     return os.fspath(value)
 
 
+def _names(key, value):
+    """A list of names or paths (a comma-separated string, or a list of strings / paths)."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [_text(key, v).strip() for v in items if not isinstance(v, str) or v.strip()]
+
+
 def _bytes(key, value):
     return core().parse_bytes(value, key) if isinstance(value, str) else _number(key, value, float)
 
@@ -101,6 +107,7 @@ _PLAN = dict(_COMMON, **{
 })
 _ADVISE = dict(_COMMON, **{
     "buffer_sizes": ("buffer_sizes", _counts), "ratios": ("ratios", _counts), "mix_classes": ("mix_classes", _INT),
+    "decision_rule": ("decision_rule", _text), "compare_miss_curves": ("compare_miss_curves", _names),
 })
 
 
@@ -155,7 +162,8 @@ def plan(scenario, *, out=None, plots=False, verbose=False, **options):
 
 def advise(scenario, *, out=None, plots=False, verbose=False, **options):
     """`hisparse advise --scenario S [flags]` -> advise.json as a dict (same keywords as plan but those advise chooses:
-    device_buffer_size, host_to_device_ratio, max_running_requests; plus buffer_sizes=, ratios=, mix_classes=)."""
+    device_buffer_size, host_to_device_ratio, max_running_requests; plus buffer_sizes=, ratios=, mix_classes=,
+    decision_rule=, compare_miss_curves=)."""
     request = _request("advise", core().AdviseRequest(), _ADVISE, scenario, dict(options))
     return _run("advise", request, out, plots, verbose)
 

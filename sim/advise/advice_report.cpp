@@ -1,6 +1,7 @@
 // @brief The advice as terminal text, JSON, Markdown and HTML (see advice_report.h). Numbers are printed with
 // fixed precision so the files are byte-identical from run to run.
 #include "sim/advise/advice_report.h"
+#include "sim/advise/robustness_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -105,10 +106,12 @@ std::vector<DocBlock> build_document(const Scenario& s, const std::vector<Advice
   para(fmt::format("`{}`", info.command_line));
   para(fmt::format("Deployment {}: model {}, {} × {} per decode instance, {} dp rank{}, top_k {}, TPOT SLO {} ms, host "
                    "DRAM {} per node. The advisor evaluates full KV and every (device_buffer_size, host_to_device_ratio) "
-                   "of the sweep at the largest batch per rank that meets every limit, and recommends the highest decode "
-                   "goodput (ties: full KV, then the smaller host pool, then the smaller HBM footprint).",
+                   "of the sweep at the largest batch per rank that meets every limit, under every miss source and "
+                   "assumed cost range, and recommends by the decision rule {} (ties: full KV, then the smaller host "
+                   "pool, then the smaller HBM footprint).",
                    s.deployment.name, s.model.name, lay.gpus, s.hardware.name, lay.ranks, lay.ranks == 1 ? "" : "s",
-                   s.deployment.hisparse.top_k, s.deployment.tpot_slo_ms, plan_bytes(s.deployment.host_dram_bytes)));
+                   s.deployment.hisparse.top_k, s.deployment.tpot_slo_ms, plan_bytes(s.deployment.host_dram_bytes),
+                   advices.empty() ? "" : decision_rule_text(advices.front().robustness.rule)));
   DocBlock labels;
   labels.kind = DocBlock::kList;
   labels.items = {"goodput, TPOT, concurrency: " + info.cost_label,
@@ -125,6 +128,7 @@ std::vector<DocBlock> build_document(const Scenario& s, const std::vector<Advice
     const Candidate* rec = a.recommended();
     if (!rec) continue;
     para(fmt::format("Recommended: {} — `{}`", rec->name(), sglang_flags(*rec, s)));
+    for (DocBlock& b : robustness_blocks(a)) doc.push_back(std::move(b));
     DocBlock t;
     t.kind = DocBlock::kTable;
     t.headers = {"", "recommended", "runner-up", "best full KV", "best HiSparse"};
@@ -200,7 +204,12 @@ std::vector<DocBlock> build_document(const Scenario& s, const std::vector<Advice
       "A mix holds requests in proportion to their decode time (Little's law), each at lengths spread over its decode; "
       "sums over the batch are expectations over the mix.",
       "The miss fraction at each device_buffer_size comes from the miss model named above, re-evaluated at every H of "
-      "the sweep (steady state: warm-up steps are excluded by rule)."};
+      "the sweep (steady state: warm-up steps are excluded by rule).",
+      "Robustness: every setting is evaluated again under each other applicable miss source (every shipped miss "
+      "surface, and those added with --compare-miss-curves) at the nominal cost terms, and under each time-valued cost "
+      "term labelled assumed at 0.5× and 1.5× (its stated ±50 % range) with the advice's own miss model, one "
+      "uncertainty at a time; the decision rule (--decision-rule) picks the recommendation from those goodputs; the "
+      "regret under a case is 1 − the recommendation's goodput ÷ the best goodput under that case."};
   doc.push_back(m);
   return doc;
 }
@@ -247,6 +256,7 @@ std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices
   std::string o = fmt::format("scenario {}: {} dp rank{}, top_k {}, TPOT SLO {} ms\nmiss model: {} — {}\ncost: {}\n",
                               s.deployment.name, lay.ranks, lay.ranks == 1 ? "" : "s", s.deployment.hisparse.top_k,
                               s.deployment.tpot_slo_ms, info.miss_label, info.miss_source, info.cost_label);
+  if (!advices.empty()) o += "decision rule: " + decision_rule_text(advices.front().robustness.rule) + "\n";
   for (const auto& w : info.warnings) o += "warning: " + w + "\n";
   for (const Advice& a : advices) {
     o += fmt::format("\n== context {} ({})\n", a.mix.label, mix_text(a.mix));
@@ -257,8 +267,12 @@ std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices
                      rec->name(), tps(rec->goodput), plan_int(rec->concurrency), rec->tpot_ms, rec->binding_limit,
                      sglang_flags(*rec, s));
     if (const Candidate* r = at(a, a.runner_up))
-      o += fmt::format("runner-up:   {}: {} tok/s at concurrency {} ({} of the recommendation)\n", r->name(), tps(r->goodput),
-                       plan_int(r->concurrency), ratio_text(rec->goodput > 0 ? r->goodput / rec->goodput : 0));
+      o += fmt::format("runner-up:   {}: {} tok/s at concurrency {} ({} of the recommendation; by rule {}: {} against "
+                       "{})\n",
+                       r->name(), tps(r->goodput), plan_int(r->concurrency),
+                       ratio_text(rec->goodput > 0 ? r->goodput / rec->goodput : 0), to_string(a.robustness.rule),
+                       rule_score_text(a.robustness, a.runner_up), rule_score_text(a.robustness, a.best));
+    o += robustness_text(a);
     o += fmt::format("  {:>18} {:>6} {:>11} {:<21} {:>12} {:>8} {:>9} {:>11}\n", "device_buffer_size", "ratio",
                      "concurrency", "binding limit", "goodput", "vs rec", "TPOT ms", "HBM/req");
     for (int idx : buffer_sweep(a)) {
@@ -316,12 +330,13 @@ std::string advice_to_json(const Scenario& s, const std::vector<Advice>& advices
     o += fmt::format(
         "    {{\"label\": {}, \"mix\": [{}], \"recommended\": {}, \"runner_up\": {}, \"best_full\": {}, "
         "\"best_hisparse\": {}, \"sglang_flags\": {}, \"buffer_sweep\": [{}], \"notes\": [{}],\n"
+        "     \"robustness\": {},\n"
         "     \"break_even\": {{\"hisparse_setting\": {}, \"pays_from_batch_per_rank\": {}, \"ratio_at_batch_1\": {:.4f}, "
         "\"ratio_at_batch_2\": {:.4f}, \"best_ratio\": {:.4f}, \"best_ratio_batch_per_rank\": {}, \"pays_from_seq_len\": {}, "
         "\"loses_again_from_seq_len\": {}, \"by_concurrency\": [{}], \"by_seq_len\": [{}]}},\n"
         "     \"curves\": [{}],\n     \"candidates\": [{}]}}{}\n",
         json_quote(a.mix.label), classes, a.best, a.runner_up, a.best_full, a.best_hisparse,
-        a.recommended() ? json_quote(sglang_flags(*a.recommended(), s)) : "null", sweep, notes,
+        a.recommended() ? json_quote(sglang_flags(*a.recommended(), s)) : "null", sweep, notes, robustness_json(a),
         json_quote(be.hisparse_setting), be.pays_from_batch_per_rank, be.ratio_at_batch_1, be.ratio_at_batch_2,
         be.best_ratio, be.best_ratio_batch_per_rank, be.pays_from_seq_len, be.loses_again_from_seq_len, conc, lens, curves,
         cands, i + 1 < advices.size() ? "," : "");

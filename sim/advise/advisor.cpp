@@ -172,10 +172,7 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
   return c;
 }
 
-namespace {
-
-// Goodput first; among equals full KV, then the smaller host pool, then the smaller HBM footprint.
-bool better(const Candidate& a, const Candidate& b) {
+bool better_candidate(const Candidate& a, const Candidate& b) {
   if (more(a.goodput, b.goodput)) return true;
   if (more(b.goodput, a.goodput)) return false;
   if (a.mode != b.mode) return a.mode == KvMode::kFull;
@@ -184,10 +181,12 @@ bool better(const Candidate& a, const Candidate& b) {
   return a.buffer_size < b.buffer_size;
 }
 
+namespace {
+
 int best_of(const std::vector<Candidate>& v, const std::function<bool(const Candidate&)>& keep) {
   int best = -1;
   for (size_t i = 0; i < v.size(); ++i)
-    if (v[i].feasible() && keep(v[i]) && (best < 0 || better(v[i], v[static_cast<size_t>(best)]))) best = static_cast<int>(i);
+    if (v[i].feasible() && keep(v[i]) && (best < 0 || better_candidate(v[i], v[static_cast<size_t>(best)]))) best = static_cast<int>(i);
   return best;
 }
 
@@ -293,7 +292,8 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
   for (int32_t H : advise_buffer_sizes(s, o))
     for (int32_t r : advise_ratios(s, o)) a.candidates.push_back(evaluate_candidate(s, mix, misses, KvMode::kHiSparse, H, r, o));
   mark_pareto(a.candidates);
-  a.best = best_of(a.candidates, [](const Candidate&) { return true; });
+  a.robustness = assess_robustness(s, mix, misses, a.candidates, o);
+  a.best = a.robustness.chosen;
   a.best_full = best_of(a.candidates, [](const Candidate& c) { return c.mode == KvMode::kFull; });
   a.best_hisparse = best_of(a.candidates, [](const Candidate& c) { return c.mode == KvMode::kHiSparse; });
   if (a.best < 0) {
@@ -302,9 +302,13 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
     return a;
   }
   const Candidate& best = a.candidates[static_cast<size_t>(a.best)];
-  a.runner_up = best_of(a.candidates, [&best](const Candidate& c) {
-    return c.mode != best.mode || c.buffer_size != best.buffer_size;
-  });
+  // The runner-up by the same rule: the best candidate with another mode or another device_buffer_size.
+  for (size_t i = 0; i < a.candidates.size(); ++i) {
+    const Candidate& c = a.candidates[i];
+    if (c.feasible() && (c.mode != best.mode || c.buffer_size != best.buffer_size) &&
+        (a.runner_up < 0 || rule_prefers(a.robustness, a.candidates, static_cast<int>(i), a.runner_up)))
+      a.runner_up = static_cast<int>(i);
+  }
   a.curves.push_back(tradeoff(s, mix, misses, best, o));
   const int other = best.mode == KvMode::kFull ? a.best_hisparse : a.best_full;
   if (other >= 0) a.curves.push_back(tradeoff(s, mix, misses, a.candidates[static_cast<size_t>(other)], o));

@@ -5,9 +5,10 @@
 //
 // Every candidate is evaluated at the largest batch per dp rank that meets every limit; goodput grows with the
 // batch (the step time is affine in it), so that batch is the candidate's best operating point and becomes its
-// --max-running-requests. The recommendation is the candidate with the highest goodput; ties go to full KV (no
-// host memory, nothing on PCIe), then to the smaller host pool, then to the smaller HBM footprint, so HiSparse is
-// never recommended where it does not win.
+// --max-running-requests. The recommendation is the candidate the decision rule prefers over every miss source and
+// assumed cost range (sim/advise/robustness.h; by default the best worst-case goodput); ties go to full KV (no host
+// memory, nothing on PCIe), then to the smaller host pool, then to the smaller HBM footprint, so HiSparse is never
+// recommended where it does not win.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include "core/deployment_spec.h"
 #include "sim/cost/cost_params.h"
+#include "sim/advise/robustness.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/cost/context_mix.h"
 #include "sim/miss/miss_curve.h"
@@ -30,6 +32,11 @@ struct AdviseOptions {
   double host_reserve_bytes = 0;       // host DRAM per node kept for the OS and the server
   int64_t batch_cap = 65536;           // largest batch per rank searched
   std::vector<int64_t> break_even_seq_lens;  // context lengths of the length break-even scan (empty: a default grid)
+  // The robustness check (sim/advise/robustness.h): the cases besides the advice's own model, that model's name in
+  // the reports, and the rule that picks the recommendation from the goodputs under every case.
+  std::vector<UncertaintyCase> uncertainty;
+  std::string own_source = "own miss model";
+  DecisionRule rule = DecisionRule::kWorstCase;
 };
 
 /// One setting, evaluated on one mix.
@@ -95,11 +102,12 @@ struct Advice {
   ContextMix mix;
   std::vector<Candidate> candidates;   // full KV first, then HiSparse by H then ratio
   int best = -1;                       // index of the recommendation (-1: nothing fits)
-  int runner_up = -1;                  // best candidate with another mode or another device_buffer_size
+  int runner_up = -1;                  // best by the decision rule with another mode or device_buffer_size
   int best_full = -1, best_hisparse = -1;
   BreakEven break_even;
   std::vector<TradeoffCurve> curves;   // recommendation, then the best of the other mode
   std::vector<std::string> notes;
+  Robustness robustness;               // the candidates under every case; its choice is `best`
 
   const Candidate* recommended() const { return best >= 0 ? &candidates[static_cast<size_t>(best)] : nullptr; }
 };
@@ -107,6 +115,9 @@ struct Advice {
 /// The SGLang launch flags of a candidate: `--max-running-requests` is instance-wide in SGLang (each dp rank
 /// gets it divided by dp_size), so it is per_rank × ranks.
 std::string sglang_flags(const Candidate& c, const Scenario& s);
+
+/// The advisor's order: more goodput, then full KV, then the smaller host pool, then the smaller HBM footprint.
+bool better_candidate(const Candidate& a, const Candidate& b);
 
 /// Evaluates one setting on `mix` (the scenario's own HiSparse knobs are replaced by `mode`, `H`, `ratio`).
 Candidate evaluate_candidate(const Scenario& s, const ContextMix& mix, const MissCurves& misses, KvMode mode,

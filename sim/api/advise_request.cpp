@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "sim/miss/miss_surface.h"
 #include "sim/workload/workload.h"
 
 namespace hisparse::sim {
@@ -39,6 +41,13 @@ AdviceSetup load_advice_setup(const AdviseRequest& r, const std::string& command
   out.misses = std::move(loaded.curves);
   out.info.miss_label = loaded.label;
   out.info.miss_source = out.misses->description();
+  const bool surface_only = !misses.fraction && misses.trace.empty();
+  const std::string surface = misses.surface.empty() ? kDefaultMissSurface : misses.surface;
+  opt.rule = parse_decision_rule(r.decision_rule, command + ": --decision-rule");
+  opt.own_source = misses.fraction ? fmt::format("--miss-fraction {}", *misses.fraction)
+                   : surface_only  ? surface
+                                   : "trace " + std::filesystem::path(misses.trace).filename().string();
+  opt.uncertainty = uncertainty_cases(s, opt.cost, surface_only ? surface : "", misses.policy, r.compare_miss_curves);
   return out;
 }
 
@@ -83,10 +92,12 @@ void add_extrapolation_warnings(AdviceSetup& setup, const std::vector<Advice>& a
     for (int64_t n : lens) list += fmt::format("{}{}", list.empty() ? "" : ", ", n);
     setup.info.warnings.push_back(fmt::format(
         "{}: the recommendation (H = {}, H/K {:.3g}) reads the miss model outside the range it was measured over at "
-        "n = {} (n/H {:.3g}–{:.3g}): the nearest measured fraction is held, capped by the steady-state bound "
-        "(n − H)/(K − 1); a trace recorded at these lengths (--trace) would measure it",
+        "n = {} (n/H {:.3g}–{:.3g}); it reads {}: the nearest measured fraction is held, capped by the steady-state "
+        "bound (n − H)/(K − 1); {}",
         a.mix.label, H, static_cast<double>(H) / setup.scenario.deployment.hisparse.top_k, list,
-        static_cast<double>(lens.front()) / H, static_cast<double>(lens.back()) / H));
+        static_cast<double>(lens.front()) / H, static_cast<double>(lens.back()) / H, setup.misses->measured_range(H),
+        setup.misses->from_trace() ? "the given trace does not reach these lengths"
+                                   : "a trace recorded at these lengths (--trace) would measure it"));
   }
 }
 

@@ -106,10 +106,11 @@ void advise_from_replay(const ReplayRequest& request, int threads, const std::ve
   out.recommendation_json = fmt::format(
       "{{\"policy\": {}, \"context\": {}, \"setting\": {}, \"device_buffer_size\": {}, "
       "\"host_to_device_ratio\": {}, \"max_running_requests\": {}, \"goodput_tokens_per_s\": {:.3f}, "
-      "\"sglang_flags\": {}, \"scenario\": {}}}",
+      "\"sglang_flags\": {}, \"scenario\": {}, \"decision_rule\": \"{}\", \"robustness\": {}}}",
       json_quote(a.misses.policy), json_quote(advices.front().mix.label), json_quote(rec->name()), rec->buffer_size,
       rec->ratio, rec->per_rank * rank_layout(setup.scenario).ranks, rec->goodput,
-      json_quote(sglang_flags(*rec, setup.scenario)), json_quote(setup.scenario.deployment.name));
+      json_quote(sglang_flags(*rec, setup.scenario)), json_quote(setup.scenario.deployment.name),
+      to_string(advices.front().robustness.rule), json_quote(advices.front().robustness.verdict));
 }
 
 }  // namespace

@@ -65,6 +65,10 @@ struct AdviseRequest {
   std::vector<int32_t> buffer_sizes; // H candidates (empty: top_k × 1 … 8)
   std::vector<int32_t> ratios;       // host_to_device_ratio candidates (empty: the default ratios)
   std::string command_line;          // for the reports' provenance
+  // The robustness check (sim/advise/robustness.h): the rule that picks the recommendation over every miss source and
+  // assumed cost range, and miss surfaces to weigh besides the shipped ones (names or .yaml paths).
+  std::string decision_rule = "worst-case";  // worst-case | expected | min-regret | default-source
+  std::vector<std::string> compare_miss_curves;
 };
 
 /// `hisparse simulate` (load_simulation, sim/api/simulate_request.h).

@@ -94,6 +94,8 @@ MissCurves MissCurves::from_trace(const std::string& trace_path, const std::stri
   out.kind_ = Kind::kTrace;
   out.policy_ = policy;
   out.top_k_ = scenario_top_k;
+  out.trace_n_min_ = info.n_min;
+  out.trace_n_max_ = info.n_max;
   out.fallback_ = std::make_shared<const MissCurves>(fallback);
   for (const auto& [H, Ht] : replayed) {
     const MissColumn col = fitter.column(policy, static_cast<double>(Ht) / Kt);
@@ -159,10 +161,40 @@ bool MissCurves::extrapolated(int32_t H, int64_t n) const {
       const auto it = by_h_.find(H);
       if (it == by_h_.end()) return fallback_->extrapolated(H, n);
       const double r = static_cast<double>(n) / H;
-      return r < it->second.ratio_min || r > it->second.ratio_max;
+      if (r >= it->second.ratio_min && r <= it->second.ratio_max) return false;
+      const double recorded = r * it->second.replayed_H;  // the length at the trace's own K
+      return recorded < static_cast<double>(trace_n_min_) || recorded > static_cast<double>(trace_n_max_);
     }
   }
   return false;
+}
+
+std::string MissCurves::measured_range(int32_t H) const {
+  switch (kind_) {
+    case Kind::kConstant: return "";
+    case Kind::kSurface: {
+      const std::vector<MissColumn>& cols = surface_->columns(policy_);
+      const double hk = static_cast<double>(H) / top_k_;
+      auto col = [](const MissColumn& c) {
+        return fmt::format("H/K {:g} (n/H {:.3g}–{:.3g})", c.h_over_k, c.n_over_h_min, c.n_over_h_max);
+      };
+      const auto above = std::lower_bound(cols.begin(), cols.end(), hk,
+                                          [](const MissColumn& c, double x) { return c.h_over_k < x; });
+      std::string where;
+      if (above == cols.end()) where = "its last column " + col(cols.back());
+      else if (above->h_over_k == hk) where = "its column " + col(*above);
+      else if (above == cols.begin()) where = "its first column " + col(*above);
+      else where = "its columns " + col(*(above - 1)) + " and " + col(*above);
+      return fmt::format("miss surface {}, {}", surface_->name, where);
+    }
+    case Kind::kTrace: {
+      const auto it = by_h_.find(H);
+      if (it == by_h_.end()) return "where the trace measured nothing, " + fallback_->measured_range(H);
+      return fmt::format("the replayed trace's steady state at H {} (n/H {:.3g}–{:.3g}; it recorded n {}..{})", H,
+                         it->second.ratio_min, it->second.ratio_max, trace_n_min_, trace_n_max_);
+    }
+  }
+  return "";
 }
 
 MissCurves default_miss_curves(const Scenario& s, const std::string& policy) {

@@ -43,8 +43,12 @@ class MissCurves {
 
   /// Steady-state fraction at sequence length n for buffer size H (0 when n <= H).
   double fraction(int32_t H, int64_t n) const;
-  /// Whether fraction(H, n) reads beyond what was measured (n/H or H/K outside the measured range).
+  /// Whether fraction(H, n) reads beyond what was measured (n/H or H/K outside the measured range). A replayed
+  /// trace covers every length it recorded (n/H × the replayed H within its n range), warm-up steps included.
   bool extrapolated(int32_t H, int64_t n) const;
+  /// What fraction(H, ·) is read from and the n/H range measured there, for warnings: the surface and its column(s)
+  /// at H/K, or the trace's steady state at H ("" for a given constant).
+  std::string measured_range(int32_t H) const;
   bool from_trace() const { return kind_ == Kind::kTrace; }
   /// The replayed curve of H (trace only); throws naming H when H was not replayed.
   const MissCurve& curve(int32_t H) const;
@@ -62,6 +66,7 @@ class MissCurves {
   int32_t top_k_ = 0;                          // kSurface, kTrace: the scenario's K (for the bound)
   double constant_ = 0;                        // kConstant
   std::map<int32_t, MissCurve> by_h_;          // kTrace: one per measured H
+  int64_t trace_n_min_ = 0, trace_n_max_ = 0;  // kTrace: the context lengths the trace recorded
   std::shared_ptr<const MissCurves> fallback_; // kTrace
   std::vector<int32_t> unmeasured_;
 };

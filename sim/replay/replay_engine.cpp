@@ -104,13 +104,28 @@ size_t future_bytes(const cpu_ref::LayerFuture& f) {
 
 }  // namespace
 
+bool cold_start_step(int64_t s, int32_t H, int32_t K) {
+  // W = ceil(H / K), as warmup_steps_for (sim/miss/miss_surface.h, which builds on this folder: not included here).
+  return s <= (K < 1 ? 0 : (static_cast<int64_t>(H) + K - 1) / K);
+}
+
+std::vector<int64_t> steady_histogram(const std::vector<int64_t>& hist, const std::vector<int64_t>& cold) {
+  std::vector<int64_t> out = hist;
+  for (size_t i = 0; i < cold.size() && i < out.size(); ++i) out[i] -= cold[i];
+  return out;
+}
+
 void add_request_rows(ReplayResult& result, const ReplayRequestRows& rows, const std::vector<int32_t>& seq_lens,
                       int64_t row_bytes) {
   const size_t steps = rows.steps.size();
+  const int64_t first = steps ? rows.steps.front() : 0;
   for (size_t c = 0; c < result.configs.size(); ++c) {
     auto& s = result.configs[c];
+    s.cold_miss_hist.resize(s.miss_hist.size(), 0);
+    s.cold_step_miss_hist.resize(s.step_miss_hist.size(), 0);
     const size_t L = rows.rows[c].size();
     for (size_t j = 0; j < steps; ++j) {
+      const bool cold = cold_start_step(rows.steps[j] - first, s.buffer_size, result.meta.top_k);
       int64_t m = 0;
       for (size_t l = 0; l < L; ++l) {
         const ReplayStepRow& row = rows.rows[c][l][j];
@@ -120,11 +135,13 @@ void add_request_rows(ReplayResult& result, const ReplayRequestRows& rows, const
         s.misses += row.misses;
         s.fast_path_step_layers += row.seq_len <= s.buffer_size;
         s.miss_hist[static_cast<size_t>(row.misses)] += 1;
+        if (cold) s.cold_miss_hist[static_cast<size_t>(row.misses)] += 1;
         result.entries += row.selected;
         m += row.misses;
       }
       s.step_layers += static_cast<int64_t>(L);
       s.step_miss_hist[static_cast<size_t>(m)] += 1;
+      if (cold) s.cold_step_miss_hist[static_cast<size_t>(m)] += 1;
       s.step_misses.push_back(static_cast<int32_t>(m));
       s.decode_steps += 1;
     }
@@ -132,6 +149,7 @@ void add_request_rows(ReplayResult& result, const ReplayRequestRows& rows, const
   }
   result.decode_steps += static_cast<int64_t>(steps);
   result.step_seq_lens.insert(result.step_seq_lens.end(), seq_lens.begin(), seq_lens.end());
+  for (int64_t step : rows.steps) result.step_index.push_back(static_cast<int32_t>(step - first));
   result.requests += 1;
 }
 
@@ -195,6 +213,8 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
     s.buffer_size = configs[c].H;
     s.miss_hist.assign(static_cast<size_t>(K) + 1, 0);
     s.step_miss_hist.assign(Ls * static_cast<size_t>(K) + 1, 0);
+    s.cold_miss_hist = s.miss_hist;
+    s.cold_step_miss_hist = s.step_miss_hist;
     result.configs.push_back(std::move(s));
   }
   std::vector<Worker> workers(static_cast<size_t>(threads));
@@ -254,6 +274,7 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
     bool request_done = false;
     bool first_chunk = true;
     bool cut = false;
+    const int64_t first_step = pending.step;  // the request's first record, read ahead
     while (true) {
       while (!request_done && nbuf < cap) {
         if (recs.size() <= nbuf) recs.emplace_back();
@@ -360,6 +381,7 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
         auto& s = result.configs[c];
         const int32_t H = configs[c].H;
         for (size_t j = 0; j < nb; ++j) {
+          const bool cold = cold_start_step(recs[j].step - first_step, H, K);
           int64_t m = 0;
           for (size_t l = 0; l < Ls; ++l) {
             const ReplayStepRow& row = rows[(c * Ls + l) * nb + j];
@@ -369,10 +391,12 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
             s.misses += row.misses;
             s.fast_path_step_layers += row.seq_len <= H;
             s.miss_hist[static_cast<size_t>(row.misses)] += 1;
+            if (cold) s.cold_miss_hist[static_cast<size_t>(row.misses)] += 1;
             m += row.misses;
           }
           s.step_layers += L;
           s.step_miss_hist[static_cast<size_t>(m)] += 1;
+          if (cold) s.cold_step_miss_hist[static_cast<size_t>(m)] += 1;
           s.step_misses.push_back(static_cast<int32_t>(m));
           s.decode_steps += 1;
         }
@@ -386,6 +410,7 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
       }
       for (size_t j = 0; j < nb; ++j) {
         result.step_seq_lens.push_back(recs[j].seq_len);
+        result.step_index.push_back(static_cast<int32_t>(recs[j].step - first_step));
         if (options.keep_step_rows) request_rows.steps.push_back(recs[j].step);
       }
       result.decode_steps += static_cast<int64_t>(nb);

@@ -53,6 +53,10 @@ struct ReplayConfigStats {
   std::vector<int64_t> step_miss_hist;  // [layers * top_k + 1] decode steps with m misses summed over layers
   std::vector<int32_t> step_misses;     // misses of every decode step summed over layers, in step_seq_lens order
                                         // (what `replay --scenario` prices step by step)
+  // The parts of the two histograms from cold-start steps (cold_start_step); the steady state is the rest. Empty
+  // reads as all zeros.
+  std::vector<int64_t> cold_miss_hist;
+  std::vector<int64_t> cold_step_miss_hist;
 
   /// Share of selected entries that needed no load (hits and newest hits).
   double hit_rate() const;
@@ -60,6 +64,14 @@ struct ReplayConfigStats {
   double mean_misses_per_decode_step() const;
   double fast_path_fraction() const;
 };
+
+/// Whether step `s` of a request (counted from its first step) is cold start at buffer size H and top-k K: the first
+/// step and the warm-up steps 1..ceil(H/K), the rule of the miss surfaces (warmup_steps_for), while the
+/// buffer still fills with the request's own rows. Later steps are the steady state.
+bool cold_start_step(int64_t s, int32_t H, int32_t K);
+
+/// hist − cold, entry by entry (the steady-state histogram; `cold` may be empty or shorter).
+std::vector<int64_t> steady_histogram(const std::vector<int64_t>& hist, const std::vector<int64_t>& cold);
 
 /// Nearest-rank quantile of a histogram (index = value): the smallest value v with count(<= v) >= ceil(q * total).
 int64_t histogram_quantile(const std::vector<int64_t>& hist, double q);
@@ -102,6 +114,7 @@ struct ReplayResult {
   int64_t decode_steps = 0;
   std::vector<ReplayConfigStats> configs;  // policy-major, buffer sizes in the order given
   std::vector<int32_t> step_seq_lens;      // seq_len of every decode step in trace order (the advice's context mix)
+  std::vector<int32_t> step_index;         // of every decode step, in the same order: steps since its request's first
   // What the run cost (not part of replay.json, which stays deterministic).
   int64_t entries = 0;             // selected entries replayed, summed over configurations
   double seconds = 0;              // run_replay wall time
@@ -126,8 +139,8 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
 ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOptions& options,
                                  const std::function<void(const ReplayRequestRows&)>& row_sink = {});
 
-/// Adds one finished request's rows (every configuration, layer and step) to `result`: counters, histograms, decode
-/// steps, step_seq_lens, entries. The CUDA replay reduces through it; integer sums, so any order gives the same.
+/// Adds one finished request's rows (every configuration, layer and step) to `result`: counters, histograms (cold
+/// start apart), decode steps, step_seq_lens, step_index, entries. The CUDA replay reduces through it; integer sums, so any order gives the same.
 void add_request_rows(ReplayResult& result, const ReplayRequestRows& rows, const std::vector<int32_t>& seq_lens,
                       int64_t row_bytes);
 

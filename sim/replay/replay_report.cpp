@@ -23,6 +23,38 @@ std::string human_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
+int64_t total(const std::vector<int64_t>& hist) {
+  int64_t n = 0;
+  for (int64_t c : hist) n += c;
+  return n;
+}
+
+// A phase with no sample (a trace shorter than its warm-up has no steady state) prints "-", not 0.
+std::string quantile_text(const std::vector<int64_t>& hist, double q) {
+  return total(hist) > 0 ? std::to_string(histogram_quantile(hist, q)) : "-";
+}
+
+std::string bytes_quantile_text(const std::vector<int64_t>& hist, double q, double row_bytes) {
+  return total(hist) > 0 ? human_bytes(static_cast<double>(histogram_quantile(hist, q)) * row_bytes) : "-";
+}
+
+// {"step_layers": N, "p50": .., "p99": .., "max": ..} of one phase (null quantiles without samples).
+std::string phase_json(const std::vector<int64_t>& hist, const char* count_key, double scale) {
+  const int64_t n = total(hist);
+  auto q = [&](double p) {
+    return n > 0 ? fmt::format("{}", static_cast<int64_t>(static_cast<double>(histogram_quantile(hist, p)) * scale))
+                 : std::string("null");
+  };
+  return fmt::format("{{\"{}\": {}, \"p50\": {}, \"p99\": {}, \"max\": {}}}", count_key, n, q(0.5), q(0.99), q(1.0));
+}
+
+std::string hist_json(const std::vector<int64_t>& hist) {
+  std::string out;
+  for (size_t m = 0; m < hist.size(); ++m)
+    if (hist[m]) out += fmt::format("{}[{}, {}]", out.empty() ? "" : ", ", m, hist[m]);
+  return out;
+}
+
 }  // namespace
 
 std::string recommended_policy(const ReplayResult& r) {
@@ -35,18 +67,22 @@ std::string format_replay_table(const ReplayResult& r, int64_t row_bytes) {
   std::string o;
   o += fmt::format("trace {}: {} requests, {} decode steps, {} layers, top_k {}, initial state {}\n", r.meta.source,
                    r.requests, r.decode_steps, r.meta.layers, r.meta.top_k, traces::to_string(r.meta.initial_state));
-  o += "hit rate = 1 - misses / selected (newest-token hits count as hits); misses per step-layer over every "
-       "(request, step, layer); H2D = misses x row bytes summed over layers, per decode step of one request\n\n";
-  o += fmt::format("{:<11} {:>7} {:>9} {:>10} {:>6} {:>6} {:>14} {:>14} {:>10}\n", "policy", "buffer", "hit rate",
-                   "miss mean", "p50", "p99", "H2D/step mean", "H2D/step p99", "fast path");
+  o += "hit rate = 1 - misses / selected (newest-token hits count as hits); miss mean over every (request, step, "
+       "layer); percentiles apart for the steady state and the cold start (a request's first step and its warm-up "
+       "steps 1..ceil(H/K), while the buffer fills: what a new request costs, not what a running batch sustains); "
+       "H2D = misses x row bytes summed over layers, per decode step of one request\n\n";
+  o += fmt::format("{:<11} {:>7} {:>9} {:>10} {:>11} {:>11} {:>9} {:>14} {:>16} {:>14} {:>10}\n", "policy", "buffer",
+                   "hit rate", "miss mean", "steady p50", "steady p99", "cold p99", "H2D/step mean", "H2D steady p99",
+                   "H2D cold p99", "fast path");
+  const double rb = static_cast<double>(row_bytes);
   for (const auto& s : r.configs) {
-    const double h2d_mean = s.mean_misses_per_decode_step() * static_cast<double>(row_bytes);
-    const double h2d_p99 =
-        static_cast<double>(histogram_quantile(s.step_miss_hist, 0.99)) * static_cast<double>(row_bytes);
-    o += fmt::format("{:<11} {:>7} {:>8.2f}% {:>10.2f} {:>6} {:>6} {:>14} {:>14} {:>9.1f}%\n", s.policy,
-                     s.buffer_size, 100.0 * s.hit_rate(), s.mean_misses_per_step_layer(),
-                     histogram_quantile(s.miss_hist, 0.5), histogram_quantile(s.miss_hist, 0.99),
-                     human_bytes(h2d_mean), human_bytes(h2d_p99), 100.0 * s.fast_path_fraction());
+    const std::vector<int64_t> steady = steady_histogram(s.miss_hist, s.cold_miss_hist);
+    const std::vector<int64_t> steady_step = steady_histogram(s.step_miss_hist, s.cold_step_miss_hist);
+    o += fmt::format("{:<11} {:>7} {:>8.2f}% {:>10.2f} {:>11} {:>11} {:>9} {:>14} {:>16} {:>14} {:>9.1f}%\n", s.policy,
+                     s.buffer_size, 100.0 * s.hit_rate(), s.mean_misses_per_step_layer(), quantile_text(steady, 0.5),
+                     quantile_text(steady, 0.99), quantile_text(s.cold_miss_hist, 0.99),
+                     human_bytes(s.mean_misses_per_decode_step() * rb), bytes_quantile_text(steady_step, 0.99, rb),
+                     bytes_quantile_text(s.cold_step_miss_hist, 0.99, rb), 100.0 * s.fast_path_fraction());
   }
   return o;
 }
@@ -84,24 +120,25 @@ std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::str
   o += "  \"results\": [\n";
   for (size_t i = 0; i < r.configs.size(); ++i) {
     const auto& s = r.configs[i];
-    std::string hist;
-    for (size_t m = 0; m < s.miss_hist.size(); ++m) {
-      if (!s.miss_hist[m]) continue;
-      hist += fmt::format("{}[{}, {}]", hist.empty() ? "" : ", ", m, s.miss_hist[m]);
-    }
+    const std::vector<int64_t> steady = steady_histogram(s.miss_hist, s.cold_miss_hist);
+    const std::vector<int64_t> steady_step = steady_histogram(s.step_miss_hist, s.cold_step_miss_hist);
+    const double rb = static_cast<double>(row_bytes);
     o += fmt::format(
         "    {{\"policy\": {}, \"buffer_size\": {}, \"selected\": {}, \"hits\": {}, \"newest_hits\": {}, "
         "\"misses\": {}, \"h2d_bytes\": {}, \"hit_rate\": {:.6f}, \"step_layers\": {}, \"decode_steps\": {}, "
-        "\"misses_per_step_layer\": {{\"mean\": {:.6f}, \"p50\": {}, \"p99\": {}, \"max\": {}}}, "
-        "\"h2d_bytes_per_decode_step\": {{\"mean\": {:.3f}, \"p50\": {}, \"p99\": {}}}, "
-        "\"fast_path_fraction\": {:.6f}, \"miss_histogram\": [{}]}}{}\n",
+        "\"misses_per_step_layer\": {{\"mean\": {:.6f}, \"p50\": {}, \"p99\": {}, \"max\": {}, \"steady\": {}, "
+        "\"cold_start\": {}}}, "
+        "\"h2d_bytes_per_decode_step\": {{\"mean\": {:.3f}, \"p50\": {}, \"p99\": {}, \"steady\": {}, "
+        "\"cold_start\": {}}}, "
+        "\"fast_path_fraction\": {:.6f}, \"miss_histogram\": [{}], \"cold_start_miss_histogram\": [{}]}}{}\n",
         json_quote(s.policy), s.buffer_size, s.selected, s.hits, s.newest_hits, s.misses, s.h2d_bytes, s.hit_rate(),
         s.step_layers, s.decode_steps, s.mean_misses_per_step_layer(), histogram_quantile(s.miss_hist, 0.5),
         histogram_quantile(s.miss_hist, 0.99), histogram_quantile(s.miss_hist, 1.0),
-        s.mean_misses_per_decode_step() * static_cast<double>(row_bytes),
-        histogram_quantile(s.step_miss_hist, 0.5) * row_bytes,
-        histogram_quantile(s.step_miss_hist, 0.99) * row_bytes, s.fast_path_fraction(), hist,
-        i + 1 < r.configs.size() ? "," : "");
+        phase_json(steady, "step_layers", 1), phase_json(s.cold_miss_hist, "step_layers", 1),
+        s.mean_misses_per_decode_step() * rb, histogram_quantile(s.step_miss_hist, 0.5) * row_bytes,
+        histogram_quantile(s.step_miss_hist, 0.99) * row_bytes, phase_json(steady_step, "decode_steps", rb),
+        phase_json(s.cold_step_miss_hist, "decode_steps", rb), s.fast_path_fraction(), hist_json(s.miss_hist),
+        hist_json(s.cold_miss_hist), i + 1 < r.configs.size() ? "," : "");
   }
   o += "  ],\n";
   if (!step_time_json.empty()) o += "  \"step_time\": " + step_time_json + ",\n";
@@ -118,13 +155,19 @@ std::string no_deployment_recommendation_json() {
 std::string replay_csv(const ReplayResult& r) {
   std::string o =
       "policy,buffer_size,selected,hits,newest_hits,misses,hit_rate,misses_mean,misses_p50,misses_p99,"
-      "h2d_bytes,h2d_bytes_per_step_mean,fast_path_fraction\n";
+      "h2d_bytes,h2d_bytes_per_step_mean,fast_path_fraction,misses_steady_p50,misses_steady_p99,misses_cold_start_p99\n";
   for (const auto& s : r.configs) {
     const double row_bytes = s.misses ? static_cast<double>(s.h2d_bytes) / static_cast<double>(s.misses) : 0.0;
-    o += fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{},{},{},{:.3f},{:.6f}\n", s.policy, s.buffer_size, s.selected,
-                     s.hits, s.newest_hits, s.misses, s.hit_rate(), s.mean_misses_per_step_layer(),
+    const std::vector<int64_t> steady = steady_histogram(s.miss_hist, s.cold_miss_hist);
+    // A phase without samples leaves its cells empty.
+    auto q = [](const std::vector<int64_t>& h, double p) {
+      return total(h) > 0 ? std::to_string(histogram_quantile(h, p)) : std::string();
+    };
+    o += fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{},{},{},{:.3f},{:.6f},{},{},{}\n", s.policy, s.buffer_size,
+                     s.selected, s.hits, s.newest_hits, s.misses, s.hit_rate(), s.mean_misses_per_step_layer(),
                      histogram_quantile(s.miss_hist, 0.5), histogram_quantile(s.miss_hist, 0.99), s.h2d_bytes,
-                     s.mean_misses_per_decode_step() * row_bytes, s.fast_path_fraction());
+                     s.mean_misses_per_decode_step() * row_bytes, s.fast_path_fraction(), q(steady, 0.5),
+                     q(steady, 0.99), q(s.cold_miss_hist, 0.99));
   }
   return o;
 }

@@ -25,7 +25,10 @@ struct ReplayStepTime {
   int32_t buffer_size = 0;           // as replayed (trace units)
   int32_t scenario_buffer_size = 0;  // device_buffer_size the step is priced at (the same H/K at the scenario's K)
   int64_t steps = 0;                 // decode steps priced
-  double mean_ms = 0, p50_ms = 0, p99_ms = 0, max_ms = 0;
+  double mean_ms = 0, p50_ms = 0, p99_ms = 0, max_ms = 0;  // over every step
+  // Apart: the steady state and the cold start (a request's first step and warm-up, cold_start_step at the replayed H).
+  int64_t cold_steps = 0;
+  double steady_p50_ms = 0, steady_p99_ms = 0, cold_p99_ms = 0;  // 0 without steps of that phase
   int64_t over_slo = 0;              // steps longer than the TPOT SLO
 };
 

@@ -109,6 +109,8 @@ void merge_replay_result(ReplayResult& into, const ReplayResult& part) {
     a.decode_steps += b.decode_steps;
     add_hist(a.miss_hist, b.miss_hist);
     add_hist(a.step_miss_hist, b.step_miss_hist);
+    add_hist(a.cold_miss_hist, b.cold_miss_hist);
+    add_hist(a.cold_step_miss_hist, b.cold_step_miss_hist);
   }
   into.requests += part.requests;
   into.decode_steps += part.decode_steps;
@@ -116,10 +118,11 @@ void merge_replay_result(ReplayResult& into, const ReplayResult& part) {
   into.lookahead_cut_requests += part.lookahead_cut_requests;
   into.lookahead_steps = std::max(into.lookahead_steps, part.lookahead_steps);
   into.step_seq_lens.insert(into.step_seq_lens.end(), part.step_seq_lens.begin(), part.step_seq_lens.end());
+  into.step_index.insert(into.step_index.end(), part.step_index.begin(), part.step_index.end());
 }
 
 std::string replay_counters_text(const ReplayResult& r) {
-  std::string s = fmt::format("replay-counters 1\nrequests {}\ndecode_steps {}\nentries {}\nlookahead_cut_requests {}\n"
+  std::string s = fmt::format("replay-counters 2\nrequests {}\ndecode_steps {}\nentries {}\nlookahead_cut_requests {}\n"
                               "lookahead_steps {}\nconfigs {}\n",
                               r.requests, r.decode_steps, r.entries, r.lookahead_cut_requests, r.lookahead_steps,
                               r.configs.size());
@@ -128,6 +131,8 @@ std::string replay_counters_text(const ReplayResult& r) {
                      c.newest_hits, c.misses, c.h2d_bytes, c.step_layers, c.fast_path_step_layers, c.decode_steps);
     s += "miss_hist " + sparse(c.miss_hist) + "\n";
     s += "step_miss_hist " + sparse(c.step_miss_hist) + "\n";
+    s += "cold_miss_hist " + sparse(c.cold_miss_hist) + "\n";
+    s += "cold_step_miss_hist " + sparse(c.cold_step_miss_hist) + "\n";
   }
   return s;
 }
@@ -166,7 +171,9 @@ ReplayResult parse_replay_counters(const std::string& text, const std::string& w
     }
   };
   ReplayResult r;
-  if (read_int("replay-counters") != 1) bad("unknown version");
+  // Version 1 predates the cold-start histograms: its counts read as all steady state.
+  const int64_t version = read_int("replay-counters");
+  if (version != 1 && version != 2) bad("unknown version");
   r.requests = read_int("requests");
   r.decode_steps = read_int("decode_steps");
   r.entries = read_int("entries");
@@ -182,6 +189,10 @@ ReplayResult parse_replay_counters(const std::string& text, const std::string& w
       bad(fmt::format("configuration {}", c));
     read_hist("miss_hist", s.miss_hist);
     read_hist("step_miss_hist", s.step_miss_hist);
+    if (version >= 2) {
+      read_hist("cold_miss_hist", s.cold_miss_hist);
+      read_hist("cold_step_miss_hist", s.cold_step_miss_hist);
+    }
     r.configs.push_back(std::move(s));
   }
   std::string extra;

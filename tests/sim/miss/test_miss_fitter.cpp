@@ -321,3 +321,28 @@ TEST_CASE("the steady bound: at n = H + 1 at most one of the K − 1 selections 
   CHECK(steady_miss_bound(100, 101, 1) == 0.0);  // K 1: only the newest token is selected
   CHECK(steady_miss_bound(100, 5000, 64) == 1.0);
 }
+
+TEST_CASE("extrapolation: a replayed trace covers every length it recorded; the range used is named") {
+  // n runs 1500..1539; at H 512 (W = 2) the steady state starts at the third step, so n = 1500 and 1501 are below
+  // the steady n/H range yet recorded by the trace: not extrapolated. Past the recorded lengths they are.
+  const std::string path = generated_trace("coverage", 256);
+  const int32_t H = 512;
+  const MissCurves c = MissCurves::from_trace(path, "sglang-lru", {H}, 1152, 1, MissCurves::constant(0.5, "test"), 256);
+  REQUIRE(c.curve(H).ratio_min > 1500.0 / H);  // the first steps are outside the steady range
+  CHECK_FALSE(c.extrapolated(H, 1500));
+  CHECK_FALSE(c.extrapolated(H, 1539));
+  CHECK(c.extrapolated(H, 1540));
+  CHECK(c.extrapolated(H, 1400));
+  CHECK(c.measured_range(H).find("the replayed trace's steady state at H 512") == 0);
+  CHECK(c.measured_range(H).find("it recorded n 1500..1539") != std::string::npos);
+  std::filesystem::remove(path);
+  // A surface names itself and the column(s) read at H/K: between two columns both, at one column that one.
+  const Scenario s = load_scenario("dsv32-8xh200-1tb");
+  const MissCurves m = default_miss_curves(s);
+  const int32_t K = s.deployment.hisparse.top_k;
+  CHECK(m.measured_range(4 * K).find("miss surface smollm2-real, its column H/K 4 (n/H ") == 0);
+  CHECK(m.measured_range(5 * K).find("its columns H/K 4 (n/H ") != std::string::npos);
+  CHECK(m.measured_range(5 * K).find(" and H/K 6 (n/H ") != std::string::npos);
+  CHECK(m.measured_range(16 * K).find("its last column H/K 8 (") != std::string::npos);
+  CHECK(MissCurves::constant(0.1, "given").measured_range(K).empty());
+}

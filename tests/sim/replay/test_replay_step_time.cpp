@@ -89,3 +89,24 @@ TEST_CASE("replay step time: a trace at another top_k is priced at the same H/K;
   CHECK_THROWS_WITH_AS(sim::model_replay_step_times(s, sim::CostParams{}, bad, 1, "one"),
                        doctest::Contains("per-step miss counts"), Error);
 }
+
+TEST_CASE("replay step time: a cold first step sets the cold-start p99, not the steady state's") {
+  const Scenario s = load_scenario("dsv32-8xh200-1tb");
+  const sim::CostParams cost;
+  // One request of 10 steps at H 4096, K 2048: steps 0..2 are cold start (ceil(H/K) = 2); step 0 misses every
+  // selection, the steady steps miss nothing.
+  sim::ReplayResult r = result_of(8, 2048, 4096, {{20000, 8 * 2047}, {20001, 0}, {20002, 0}, {20003, 0}, {20004, 0},
+                                                  {20005, 0}, {20006, 0}, {20007, 0}, {20008, 0}, {20009, 0}});
+  for (int32_t j = 0; j < 10; ++j) r.step_index.push_back(j);
+  const sim::ReplayStepTimeReport rep = sim::model_replay_step_times(s, cost, r, 1, "one request");
+  REQUIRE(rep.configs.size() == 1);
+  const sim::ReplayStepTime& t = rep.configs[0];
+  CHECK(t.cold_steps == 3);
+  // Over every step the p99 is the cold step (the max); apart, the steady p99 is a step without misses.
+  CHECK(t.p99_ms == doctest::Approx(t.max_ms));
+  CHECK(t.cold_p99_ms == doctest::Approx(t.max_ms));
+  CHECK(t.steady_p99_ms < t.max_ms);
+  CHECK(t.steady_p99_ms == doctest::Approx(t.steady_p50_ms).epsilon(1e-3));
+  CHECK(sim::format_step_times(rep).find("cold start (each request's first step and warm-up") != std::string::npos);
+  CHECK(sim::step_times_json(rep).find("\"cold_start\": {\"steps\": 3, ") != std::string::npos);
+}

@@ -61,6 +61,8 @@ void check_equal(const ReplayResult& a, const ReplayResult& b) {
     CHECK(x.decode_steps == y.decode_steps);
     CHECK(x.miss_hist == y.miss_hist);
     CHECK(x.step_miss_hist == y.step_miss_hist);
+    CHECK(x.cold_miss_hist == y.cold_miss_hist);  // the cold start is per request: shards split none
+    CHECK(x.cold_step_miss_hist == y.cold_step_miss_hist);
   }
 }
 
@@ -109,11 +111,12 @@ TEST_CASE("replay shards: every split merges to the single replay, field for fie
     check_equal(merged, whole);
     check_equal(via_text, whole);
     CHECK(merged.step_seq_lens == whole.step_seq_lens);
+    CHECK(merged.step_index == whole.step_index);
   }
 }
 
 TEST_CASE("replay shards: malformed counter text is refused, naming where it came from") {
-  CHECK_THROWS_WITH_AS(parse_replay_counters("replay-counters 2\n", "shard 3"), doctest::Contains("shard 3"), Error);
+  CHECK_THROWS_WITH_AS(parse_replay_counters("replay-counters 3\n", "shard 3"), doctest::Contains("shard 3"), Error);
   CHECK_THROWS_AS(parse_replay_counters("nonsense", "x"), Error);
   auto src = traces::make_generated_trace(small_trace());
   std::string t = replay_counters_text(run_replay(*src, options()));

@@ -1,0 +1,116 @@
+// @brief Text, JSON and report blocks of an advice's robustness check (see robustness_report.h).
+#include "sim/advise/robustness_report.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/io/output_file.h"
+#include "sim/plan/plan_report.h"
+
+namespace hisparse::sim {
+
+namespace {
+
+// Column heads short enough for a terminal table.
+std::string short_name(const Candidate& c) {
+  return c.mode == KvMode::kFull ? "full KV" : fmt::format("H={} r={}", c.buffer_size, c.ratio);
+}
+
+std::string tps(double v) { return v > 0 ? plan_int(std::llround(v)) : "—"; }
+
+std::string regret_text(double r) { return r > 0 ? fmt::format("−{:.1f}%", 100 * r) : "best"; }
+
+std::string inert_text(const Robustness& r) {
+  if (r.inert_terms.empty()) return "";
+  std::string list;
+  for (const auto& t : r.inert_terms) list += (list.empty() ? "" : ", ") + t;
+  return fmt::format("assumed terms whose ±50 % moves no setting's goodput here (left out): {}", list);
+}
+
+}  // namespace
+
+std::string rule_score_text(const Robustness& r, int i) {
+  const double s = r.score[static_cast<size_t>(i)];
+  switch (r.rule) {
+    case DecisionRule::kWorstCase: return "lowest goodput " + tps(s) + " tok/s";
+    case DecisionRule::kExpected: return "mean goodput " + tps(s) + " tok/s";
+    case DecisionRule::kMinRegret: return fmt::format("largest regret {:.1f}%", -100 * s);
+    case DecisionRule::kDefaultSource: return "goodput " + tps(s) + " tok/s";
+  }
+  return "";
+}
+
+std::string robustness_text(const Advice& a) {
+  const Robustness& r = a.robustness;
+  std::string o = "robustness: " + r.verdict + "\n";
+  if (r.chosen < 0) return o;
+  o += fmt::format("  {:<34} {:<11}", "goodput tok/s under each case", "kind");
+  for (int i : r.shortlist) o += fmt::format(" {:>13}", short_name(a.candidates[static_cast<size_t>(i)]));
+  o += fmt::format(" {:>9}\n", "rec. regret");
+  for (size_t k = 0; k < r.cases.size(); ++k) {
+    const CaseGoodput& c = r.cases[k];
+    o += fmt::format("  {:<34} {:<11}", c.name, c.kind == "cost term" ? "cost term" : "miss");
+    for (int i : r.shortlist)
+      o += fmt::format(" {:>13}", tps(c.goodput[static_cast<size_t>(i)]) + (i == c.best ? "*" : " "));
+    o += fmt::format(" {:>9}\n", regret_text(r.regret[k]));
+  }
+  o += "  (* best under that case; the first column is the recommendation)\n";
+  if (!r.inert_terms.empty()) o += "  " + inert_text(r) + "\n";
+  return o;
+}
+
+std::string robustness_json(const Advice& a) {
+  const Robustness& r = a.robustness;
+  std::string cases, shortlist, inert;
+  for (size_t k = 0; k < r.cases.size(); ++k) {
+    const CaseGoodput& c = r.cases[k];
+    std::string g;
+    for (double x : c.goodput) g += fmt::format("{}{:.3f}", g.empty() ? "" : ", ", x);
+    cases += fmt::format("{}{{\"name\": {}, \"kind\": {}, \"label\": {}, \"best\": {}, \"recommendation_regret\": {:.6f}, "
+                         "\"goodput_tokens_per_s\": [{}]}}",
+                         cases.empty() ? "" : ", ", json_quote(c.name), json_quote(c.kind), json_quote(c.label), c.best,
+                         k < r.regret.size() ? r.regret[k] : 0.0, g);
+  }
+  for (int i : r.shortlist) shortlist += fmt::format("{}{}", shortlist.empty() ? "" : ", ", i);
+  for (const auto& t : r.inert_terms) inert += (inert.empty() ? "" : ", ") + json_quote(t);
+  return fmt::format("{{\"rule\": \"{}\", \"rule_text\": {}, \"verdict\": {}, \"robust\": {}, \"deciding_case\": {}, "
+                     "\"goodput_low\": {:.3f}, \"goodput_high\": {:.3f}, \"shortlist\": [{}], \"inert_terms\": [{}], "
+                     "\"cases\": [{}]}}",
+                     to_string(r.rule), json_quote(decision_rule_text(r.rule)), json_quote(r.verdict),
+                     r.robust ? "true" : "false", r.deciding, r.low, r.high, shortlist, inert, cases);
+}
+
+std::vector<DocBlock> robustness_blocks(const Advice& a) {
+  const Robustness& r = a.robustness;
+  std::vector<DocBlock> out;
+  DocBlock v;
+  v.kind = r.robust || r.chosen < 0 ? DocBlock::kParagraph : DocBlock::kWarning;
+  v.text = "Robustness: " + r.verdict + ".";
+  out.push_back(v);
+  if (r.chosen < 0) return out;
+  DocBlock t;
+  t.kind = DocBlock::kTable;
+  t.text = "Goodput (tokens/s) of the recommendation (first column) and of each case's best setting under every miss "
+           "source and assumed cost range (bold: best under that case):";
+  t.headers = {"case", "kind", "from"};
+  for (int i : r.shortlist) t.headers.push_back(a.candidates[static_cast<size_t>(i)].name());
+  t.headers.push_back("recommendation's regret");
+  for (size_t k = 0; k < r.cases.size(); ++k) {
+    const CaseGoodput& c = r.cases[k];
+    std::vector<DocCell> row = {DocCell{c.name, static_cast<int>(k) == r.deciding}, DocCell{c.kind},
+                                DocCell{c.label, false, false, true}};
+    for (int i : r.shortlist) row.push_back(DocCell{tps(c.goodput[static_cast<size_t>(i)]), i == c.best});
+    row.push_back(DocCell{regret_text(r.regret[k])});
+    t.rows.push_back(row);
+  }
+  out.push_back(t);
+  if (!r.inert_terms.empty()) {
+    DocBlock n;
+    n.text = inert_text(r) + ".";
+    out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace hisparse::sim

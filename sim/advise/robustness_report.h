@@ -1,0 +1,27 @@
+// @brief The robustness check of one advice as the reports print it (sim/advise/robustness.h): the verdict line, and
+// the goodput of each shortlisted setting under every case with the recommendation's regret — as terminal text, a
+// JSON object and report blocks (Markdown and HTML).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/advise/advisor.h"
+#include "sim/report/report_document.h"
+
+namespace hisparse::sim {
+
+/// "robustness: <verdict>" and the per-case table, each line indented by two spaces after the first.
+std::string robustness_text(const Advice& advice);
+
+/// The rule's figure of merit of candidate `i` in words ("lowest goodput 3,220 tok/s", "mean goodput …", "largest
+/// regret 14.3%", "goodput …"): what the runner-up line compares.
+std::string rule_score_text(const Robustness& r, int i);
+
+/// The "robustness" value of advise.json: rule, verdict, range, every case with every candidate's goodput.
+std::string robustness_json(const Advice& advice);
+
+/// The verdict paragraph and the per-case table.
+std::vector<DocBlock> robustness_blocks(const Advice& advice);
+
+}  // namespace hisparse::sim
