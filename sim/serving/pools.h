@@ -35,7 +35,9 @@ class RankPools {
   bool take(int64_t owner, const PoolNeed& need);
   /// Grows the request's host pages to cover `tokens` (rounded up to pages, as SGLang's alloc_paged_token_slots);
   /// returns the pages it could not get (0 = done, nothing taken otherwise).
-  int64_t grow_host(int64_t owner, int64_t tokens);
+  int64_t grow_host(int64_t owner, int64_t tokens) { return grow(2, owner, tokens); }
+  /// The same for the device pool (dynamic residency: a resident request's KV grows past its buffer).
+  int64_t grow_device(int64_t owner, int64_t tokens) { return grow(1, owner, tokens); }
   /// Shrinks the request's device pages to `tokens` (a page multiple): staging done, the buffer stays.
   void shrink_device(int64_t owner, int64_t tokens);
   /// Frees everything the request holds in every pool.
@@ -53,6 +55,7 @@ class RankPools {
   cpu_ref::PagedTokenToKVPoolAllocator* pool(int k) const { return pools_[k].get(); }
   Held* find(int64_t owner);
   const Held* find(int64_t owner) const;
+  int64_t grow(int k, int64_t owner, int64_t tokens);
   bool alloc_pages(int k, int64_t owner, int64_t tokens, std::vector<int64_t>* pages);
   void free_pages(int k, int64_t owner, std::vector<int64_t>& pages, size_t keep);
 
