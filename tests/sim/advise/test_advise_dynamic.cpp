@@ -11,19 +11,10 @@
 #include "sim/cost/dynamic_residency.h"
 #include "sim/cost/step_time_model.h"
 #include "sim/plan/capacity_plan.h"
+#include "tests/sim/advise_test_util.h"
 
 using namespace hisparse;
 using namespace hisparse::sim;
-
-namespace {
-
-Scenario bundled() {
-  Scenario s = load_scenario("dsv32-8xh200-1tb");
-  s.deployment.max_running_requests = 0;
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("dynamic residency: steady-state demotions, the longest first, whole requests") {
   const int64_t page = 64, H = 4096;

@@ -14,18 +14,6 @@ using namespace hisparse::sim;
 
 namespace {
 
-const Scenario& scenario() {
-  static const Scenario s = load_scenario("dsv32-8xh200-1tb");
-  return s;
-}
-
-Workload one_request(int32_t input, int32_t output) {
-  Workload w;
-  w.name = "one";
-  w.requests.push_back(RequestSpec{0, 1000, input, output});
-  return w;
-}
-
 ServingResult run(const Scenario& sc, const Workload& w, KvMode mode) {
   ServingOptions opt;
   opt.mode = mode;
@@ -35,7 +23,7 @@ ServingResult run(const Scenario& sc, const Workload& w, KvMode mode) {
 }  // namespace
 
 TEST_CASE("dynamic residency: a lone request stays resident and steps exactly as full KV") {
-  const Scenario& sc = scenario();
+  const Scenario& sc = dsv32_node();
   const Workload w = one_request(20000, 6);
   const ServingResult full = run(sc, w, KvMode::kFull);
   const ServingResult dyn = run(sc, w, KvMode::kDynamic);
@@ -58,7 +46,7 @@ TEST_CASE("dynamic residency: a lone request stays resident and steps exactly as
 }
 
 TEST_CASE("dynamic residency: a short device pool demotes the longest resident request and switches the graph") {
-  Scenario sc = scenario();
+  Scenario sc = dsv32_node();
   // One rank (attention DP 1), so the requests share its device pool of 40,960 tokens: the 30K request alone grows
   // to its whole KV (30,016 tokens), then two 8K requests arrive (8,064 each when resident: 46,144 in all).
   sc.deployment.decode = InstanceSpec{1, 8, 8, 1, 8};
@@ -95,7 +83,7 @@ TEST_CASE("dynamic residency: a short device pool demotes the longest resident r
 }
 
 TEST_CASE("dynamic residency under load: demotions counted in the summary and the per-step CSV, conservation holds") {
-  Scenario sc = scenario();
+  Scenario sc = dsv32_node();
   sc.deployment.memory.device_pool_tokens = 60000;
   const Workload w = generated(7, 40, 6);
   for (OverlapMode ov : {OverlapMode::kNone, OverlapMode::kTwoBatch}) {
