@@ -1,4 +1,4 @@
-// @brief `hisparse simulate --scenario S --workload W [--mode full|hisparse|both] [--duration SECONDS] [--out DIR]
+// @brief `hisparse simulate --scenario S --workload W [--mode full|hisparse|dynamic|both|all] [--duration SECONDS] [--out DIR]
 // [--concurrency N[,N2,...]] [HiSparse, pool and SLO overrides]`: discrete-event serving simulation; writes
 // summary/requests/steps/timeline files per run and report.json; with several concurrency levels, a sweep
 // (sweep.json, sweep.csv, sweep.png) and the crossover where HiSparse starts to beat full KV. The set-up and each run
@@ -48,7 +48,7 @@ int run_simulate(int argc, char** argv) {
   std::string concurrency, admission = "pools";
   int64_t num_requests = 0;
   po::options_description desc(
-      "hisparse simulate --scenario S --workload W [--mode full|hisparse|both] [--concurrency N[,N2,...]] [--out DIR]\n\n"
+      "hisparse simulate --scenario S --workload W [--mode full|hisparse|dynamic|both|all] [--concurrency N[,N2,...]] [--out DIR]\n\n"
       "Discrete-event serving simulation of a deployment, full KV vs HiSparse, over a workload's arrivals or closed-loop\n"
       "clients: TTFT, TPOT (per request, from when it decodes) and wait (arrival until it decodes), throughput, the\n"
       "step breakdown and a Chrome-trace timeline. Writes DIR/report.json and per run summary_*.json, requests_*.csv,\n"
@@ -57,7 +57,10 @@ int run_simulate(int argc, char** argv) {
   desc.add_options()("help,h", "show this help")
       ("scenario", po::value(&scenario_name), "deployment name (scenarios/deployments/<name>.yaml) or YAML path")
       ("workload", po::value(&workload_name), "workload name (scenarios/workloads/<name>.yaml), workload YAML, or a .jsonl/.csv trace")
-      ("mode", po::value(&mode)->default_value(mode), "full | hisparse | both")
+      ("mode", po::value(&mode)->default_value(mode), "full | hisparse | dynamic | both (full and hisparse) | all (the "
+       "three); dynamic: dynamic residency (SGLang's hisparse_dynamic.py): full KV on the GPU with a host backup each "
+       "step, requests demoted to HiSparse's buffer (swap) when the device pool runs short, the swap graph for a rank's "
+       "batch as soon as one of its requests is in swap mode; demotions in summary_*.json and the CSVs")
       ("duration", po::value(&duration), "keep arrivals of the first SECONDS (default: the whole workload); runs until all finish")
       ("out", po::value(&out_dir)->default_value(out_dir), "output directory (created)")
       ("prefill-instances", po::value(&prefill_instances), "override the deployment's prefill instance count")
@@ -93,9 +96,10 @@ int run_simulate(int argc, char** argv) {
   if (scenario_name.empty()) throw_error("--scenario is required (e.g. dsv32-8xh200-1tb)");
   if (workload_name.empty()) throw_error("--workload is required (e.g. mooncake_conversation)");
   std::vector<KvMode> modes;
-  if (mode == "full" || mode == "both") modes.push_back(KvMode::kFull);
-  if (mode == "hisparse" || mode == "both") modes.push_back(KvMode::kHiSparse);
-  if (modes.empty()) throw_error("--mode '{}' is unknown (expected full, hisparse or both)", mode);
+  if (mode == "full" || mode == "both" || mode == "all") modes.push_back(KvMode::kFull);
+  if (mode == "hisparse" || mode == "both" || mode == "all") modes.push_back(KvMode::kHiSparse);
+  if (mode == "dynamic" || mode == "all") modes.push_back(KvMode::kDynamic);
+  if (modes.empty()) throw_error("--mode '{}' is unknown (expected full, hisparse, dynamic, both or all)", mode);
 
   SimulateRequest req;
   req.setup = scenario_choice(vm, scenario_name, "simulate");

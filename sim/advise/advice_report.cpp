@@ -183,6 +183,24 @@ std::vector<DocBlock> build_document(const Scenario& s, const std::vector<Advice
                            DocCell{ratio_text(p.ratio), p.ratio > 1}});
       doc.push_back(lt);
     }
+    if (const std::string dt = dynamic_text(a.dynamic, lay.ranks); !dt.empty()) {
+      heading(3, "Dynamic residency", fmt::format("dynamic-{}", i));
+      para(dt + " Not among the recommendations: its SGLang pull requests are open. Each request keeps its full KV on "
+                "the GPU (backed up to the host one token a step) until the device pool runs short; then the longest are "
+                "demoted to the buffer, and a rank's batch runs HiSparse's swap graph once one of its requests is "
+                "demoted.");
+      DocBlock dt_table;
+      dt_table.kind = DocBlock::kTable;
+      dt_table.headers = {"batch per rank", "concurrency", "full KV tok/s", "HiSparse tok/s", "dynamic tok/s",
+                          "demoted per rank"};
+      for (const auto& p : a.dynamic.by_concurrency)
+        dt_table.rows.push_back({DocCell{plan_int(p.batch_per_rank)}, DocCell{plan_int(p.concurrency)},
+                                 DocCell{tps(p.full_tokens_per_s)}, DocCell{tps(p.hisparse_tokens_per_s)},
+                                 DocCell{tps(p.dynamic_tokens_per_s),
+                                         p.dynamic_tokens_per_s > std::max(p.full_tokens_per_s, p.hisparse_tokens_per_s)},
+                                 DocCell{plan_int(p.swap_per_rank)}});
+      doc.push_back(dt_table);
+    }
     for (size_t k = 0; k < plots.size(); ++k) {
       if (plots[k].file.find(fmt::format("advise_{}_", i)) != 0) continue;
       DocBlock p;
@@ -284,6 +302,7 @@ std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices
                        idx == a.best ? "  <- recommended" : "");
     }
     if (!a.break_even.by_concurrency.empty()) o += "break-even: " + pays_text(a.break_even, lay.ranks) + "\n";
+    if (const std::string d = dynamic_text(a.dynamic, lay.ranks); !d.empty()) o += d + "\n";
   }
   return o;
 }
@@ -327,6 +346,19 @@ std::string advice_to_json(const Scenario& s, const std::vector<Advice>& advices
       curves += fmt::format("{}{{\"setting\": {}, \"points\": [{}]}}", curves.empty() ? "" : ", ", json_quote(t.setting), pts);
     }
     for (const auto& n : a.notes) notes += (notes.empty() ? "" : ", ") + json_quote(n);
+    std::string dyn = "null";
+    if (a.dynamic.candidate.mode == KvMode::kDynamic) {
+      std::string pts;
+      for (const auto& p : a.dynamic.by_concurrency)
+        pts += fmt::format("{}{{\"batch_per_rank\": {}, \"concurrency\": {}, \"full_tokens_per_s\": {:.3f}, "
+                           "\"hisparse_tokens_per_s\": {:.3f}, \"dynamic_tokens_per_s\": {:.3f}, \"swap_per_rank\": {}}}",
+                           pts.empty() ? "" : ", ", p.batch_per_rank, p.concurrency, p.full_tokens_per_s,
+                           p.hisparse_tokens_per_s, p.dynamic_tokens_per_s, p.swap_per_rank);
+      dyn = fmt::format("{{\"candidate\": {}, \"resident_per_rank\": {}, \"ratio_to_full_at_batch_1\": {:.4f}, "
+                        "\"best_from_batch_per_rank\": {}, \"best_to_batch_per_rank\": {}, \"by_concurrency\": [{}]}}",
+                        candidate_json(a.dynamic.candidate, s), a.dynamic.resident_per_rank,
+                        a.dynamic.ratio_to_full_at_batch_1, a.dynamic.best_from, a.dynamic.best_to, pts);
+    }
     o += fmt::format(
         "    {{\"label\": {}, \"mix\": [{}], \"recommended\": {}, \"runner_up\": {}, \"best_full\": {}, "
         "\"best_hisparse\": {}, \"sglang_flags\": {}, \"buffer_sweep\": [{}], \"notes\": [{}],\n"
@@ -334,11 +366,12 @@ std::string advice_to_json(const Scenario& s, const std::vector<Advice>& advices
         "     \"break_even\": {{\"hisparse_setting\": {}, \"pays_from_batch_per_rank\": {}, \"ratio_at_batch_1\": {:.4f}, "
         "\"ratio_at_batch_2\": {:.4f}, \"best_ratio\": {:.4f}, \"best_ratio_batch_per_rank\": {}, \"pays_from_seq_len\": {}, "
         "\"loses_again_from_seq_len\": {}, \"by_concurrency\": [{}], \"by_seq_len\": [{}]}},\n"
+        "     \"dynamic_residency\": {},\n"
         "     \"curves\": [{}],\n     \"candidates\": [{}]}}{}\n",
         json_quote(a.mix.label), classes, a.best, a.runner_up, a.best_full, a.best_hisparse,
         a.recommended() ? json_quote(sglang_flags(*a.recommended(), s)) : "null", sweep, notes, robustness_json(a),
         json_quote(be.hisparse_setting), be.pays_from_batch_per_rank, be.ratio_at_batch_1, be.ratio_at_batch_2,
-        be.best_ratio, be.best_ratio_batch_per_rank, be.pays_from_seq_len, be.loses_again_from_seq_len, conc, lens, curves,
+        be.best_ratio, be.best_ratio_batch_per_rank, be.pays_from_seq_len, be.loses_again_from_seq_len, conc, lens, dyn, curves,
         cands, i + 1 < advices.size() ? "," : "");
   }
   return o + "  ]\n}\n";

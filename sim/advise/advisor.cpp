@@ -20,10 +20,14 @@ constexpr double kTie = 1e-9;  // relative: goodputs closer than this are equal 
 
 bool more(double a, double b) { return a > b * (1 + kTie) + 1e-12; }
 
+}  // namespace
+
+bool more_tokens(double a, double b) { return more(a, b); }
+
 Scenario with_setting(const Scenario& s, KvMode mode, int32_t H, int32_t ratio) {
   Scenario out = s;
-  out.deployment.hisparse_enabled = mode == KvMode::kHiSparse;
-  if (mode == KvMode::kHiSparse) {
+  out.deployment.hisparse_enabled = uses_host_pool(mode);
+  if (uses_host_pool(mode)) {
     out.deployment.hisparse.device_buffer_size = H;
     out.deployment.hisparse.host_to_device_ratio = ratio;
     out.deployment.hisparse.validate(fmt::format("advise: device_buffer_size {} / host_to_device_ratio {}", H, ratio));
@@ -31,6 +35,8 @@ Scenario with_setting(const Scenario& s, KvMode mode, int32_t H, int32_t ratio) 
   out.deployment.max_running_requests = 0;  // the advisor chooses it
   return out;
 }
+
+namespace {
 
 // Largest number of requests whose expected footprint fits `pool` (expected units per request).
 int64_t fit_count(double pool, double per_request) {
@@ -42,13 +48,13 @@ int64_t fit_count(double pool, double per_request) {
 
 std::string Candidate::name() const {
   if (mode == KvMode::kFull) return "full KV";
-  return fmt::format("HiSparse H={} ratio={}", buffer_size, ratio);
+  return fmt::format("{} H={} ratio={}", mode == KvMode::kHiSparse ? "HiSparse" : "dynamic residency", buffer_size, ratio);
 }
 
 std::string sglang_flags(const Candidate& c, const Scenario& s) {
   const RankLayout lay = rank_layout(s);
   std::string f;
-  if (c.mode == KvMode::kHiSparse)
+  if (uses_host_pool(c.mode))
     f = fmt::format("--enable-hisparse --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, "
                     "\"host_to_device_ratio\": {}}}' ",
                     s.deployment.hisparse.top_k, c.buffer_size, c.ratio);
@@ -80,7 +86,7 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
   mix.validate("advise");
   const Scenario s = with_setting(base, mode, H, ratio);
   const DeploymentSpec& d = s.deployment;
-  const bool hs = mode == KvMode::kHiSparse;
+  const bool hs = uses_host_pool(mode);
   std::vector<int64_t> lens;
   for (const auto& c : mix.classes) lens.push_back(c.seq_len);
   const MemoryBudget b = compute_memory_budget(s, lens);
@@ -88,8 +94,8 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
   const int page = d.page_size;
   const double L = b.kv_layers.value, row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
   const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
-  const StepTimeModel model(s, o.cost, hs, hs ? MissFraction([&misses, H](int64_t n) { return misses.fraction(H, n); })
-                                              : MissFraction());
+  const StepTimeModel model(s, o.cost, mode, hs ? MissFraction([&misses, H](int64_t n) { return misses.fraction(H, n); })
+                                                : MissFraction());
 
   Candidate c;
   c.mode = mode;
@@ -315,6 +321,9 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
   if (a.best_full >= 0 && a.best_hisparse >= 0)
     a.break_even = break_even(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
                               a.candidates[static_cast<size_t>(a.best_hisparse)], o);
+  if (a.best_full >= 0 && a.best_hisparse >= 0)
+    a.dynamic = advise_dynamic(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
+                               a.candidates[static_cast<size_t>(a.best_hisparse)], o);
   if (a.best_full < 0) a.notes.push_back("full KV fits no request of this mix within HBM and the SLO");
   if (a.best_hisparse < 0) a.notes.push_back("no HiSparse setting of the sweep fits a request");
   return a;

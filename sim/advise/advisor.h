@@ -63,6 +63,22 @@ struct Candidate {
   std::string name() const;            // "full KV" or "HiSparse H=4096 ratio=5"
 };
 
+/// Dynamic residency (SGLang's hisparse_dynamic.py, PRs #23935 / #30266, open): full KV on the GPU while the device
+/// pool holds it, the longest requests demoted to HiSparse's buffer when it does not. Shown beside the
+/// recommendation, which stays among the merged modes.
+struct DynamicPoint {
+  int64_t batch_per_rank = 0, concurrency = 0;
+  double full_tokens_per_s = 0, hisparse_tokens_per_s = 0, dynamic_tokens_per_s = 0;
+  int64_t swap_per_rank = 0;           // dynamic: requests demoted to swap mode at this batch
+};
+struct DynamicAdvice {
+  Candidate candidate;                 // mode kDynamic at the best HiSparse setting's H and ratio (kFull: not evaluated)
+  int64_t resident_per_rank = 0;       // largest batch per rank that stays resident (the resident graph)
+  double ratio_to_full_at_batch_1 = 0; // dynamic ÷ full KV tokens/s at one request per rank
+  std::vector<DynamicPoint> by_concurrency;
+  int64_t best_from = -1, best_to = -1;  // batches per rank where dynamic gives more tokens/s than both (-1: none)
+};
+
 /// Decode throughput each mode reaches with at most `batch_per_rank` requests per rank in flight (past a mode's
 /// own limit the extra requests wait, so its throughput stays at the limit's).
 struct ConcurrencyPoint {
@@ -106,11 +122,25 @@ struct Advice {
   int best_full = -1, best_hisparse = -1;
   BreakEven break_even;
   std::vector<TradeoffCurve> curves;   // recommendation, then the best of the other mode
+  // Dynamic residency at the best HiSparse setting, beside the recommendation (sim/advise/dynamic_candidate.h);
+  // empty (candidate.mode full) unless both full KV and HiSparse fit.
+  DynamicAdvice dynamic;
   std::vector<std::string> notes;
   Robustness robustness;               // the candidates under every case; its choice is `best`
 
   const Candidate* recommended() const { return best >= 0 ? &candidates[static_cast<size_t>(best)] : nullptr; }
 };
+
+/// The scenario with one setting applied (`mode`, and H and ratio for HiSparse's modes), max_running_requests cleared.
+Scenario with_setting(const Scenario& s, KvMode mode, int32_t H, int32_t ratio);
+/// a > b beyond floating-point noise (the advisor's tie rule).
+bool more_tokens(double a, double b);
+
+/// The dynamic-residency candidate beside the others (sim/advise/dynamic_candidate.cpp).
+DynamicAdvice advise_dynamic(const Scenario& s, const ContextMix& mix, const MissCurves& misses, const Candidate& full,
+                             const Candidate& hisparse, const AdviseOptions& options);
+/// Its line in `advise`'s output (empty when it was not evaluated).
+std::string dynamic_text(const DynamicAdvice& d, int ranks);
 
 /// The SGLang launch flags of a candidate: `--max-running-requests` is instance-wide in SGLang (each dp rank
 /// gets it divided by dp_size), so it is per_rank × ranks.

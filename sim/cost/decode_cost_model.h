@@ -20,6 +20,7 @@ struct GpuBatch {
   double sum_attended = 0;  // Σ min(n, K) (sparse attention rows); GQA: rows a full-attention layer reads
   double sum_window_attended = 0;  // GQA sliding layers: Σ min(n, K, window) rows a sliding layer reads
   int64_t slow_path = 0;    // requests with n > H (hit detection walks the LRU)
+  int64_t swap = 0;         // requests in the device-buffer (swap) mode: all of HiSparse's; dynamic: the demoted ones
 };
 
 /// Compute time of one GPU's step before the expert all-to-all, split by operation (all layers summed). A GQA model

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/cost/dynamic_residency.h"
 #include "sim/cost/zero_copy_sm_share.h"
 
 namespace hisparse::sim {
@@ -12,8 +13,10 @@ namespace hisparse::sim {
 StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params, KvMode mode)
     : rank_scenario_(sim::rank_scenario(scenario)),
       params_(params),
-      hisparse_(mode == KvMode::kHiSparse),
+      hisparse_(uses_host_pool(mode)),
+      dynamic_(mode == KvMode::kDynamic),
       cost_(rank_scenario_, params_, hisparse_),
+      resident_cost_(rank_scenario_, params_, false),
       layout_(rank_layout(scenario)) {
   const HardwareSpec& hw = scenario.hardware;
   collective_bytes_per_s_ = rank_scenario_.hardware.nvlink_bytes_per_s;
@@ -29,15 +32,16 @@ StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params,
   d2h_rate_ = std::min(hw.pcie.d2h_bulk_bytes_per_s, dram);
 }
 
-void StepEstimator::add_request(GpuBatch& b, int64_t n) const {
+void StepEstimator::add_request(GpuBatch& b, int64_t n, bool swap) const {
   ++b.requests;
+  if (hisparse_ && swap) ++b.swap;
   b.sum_n += static_cast<double>(n);
   b.sum_attended += static_cast<double>(attended(n));
   if (window_ > 0) b.sum_window_attended += static_cast<double>(std::min(attended(n), window_));
-  if (hisparse_ && n > H_) ++b.slow_path;
+  if (hisparse_ && swap && n > H_) ++b.slow_path;
 }
 
-GpuBatch StepEstimator::batch(int64_t B, const ContextMix& mix) const {
+GpuBatch StepEstimator::batch(int64_t B, const ContextMix& mix, double swap) const {
   GpuBatch b;
   b.requests = B;
   const double Bd = static_cast<double>(B);
@@ -45,7 +49,20 @@ GpuBatch StepEstimator::batch(int64_t B, const ContextMix& mix) const {
   b.sum_attended = Bd * mix.expect([&](int64_t n) { return static_cast<double>(attended(n)); });
   if (window_ > 0)
     b.sum_window_attended = Bd * mix.expect([&](int64_t n) { return static_cast<double>(std::min(attended(n), window_)); });
-  b.slow_path = hisparse_ ? std::llround(Bd * mix.expect([&](int64_t n) { return n > H_ ? 1.0 : 0.0; })) : 0;
+  if (!hisparse_) return b;
+  if (!dynamic_) {
+    b.swap = B;
+    b.slow_path = std::llround(Bd * mix.expect([&](int64_t n) { return n > H_ ? 1.0 : 0.0; }));
+    return b;
+  }
+  // Dynamic: `swap` of the B requests in swap mode, the longest first; the others resident.
+  const double s = std::clamp(swap, 0.0, Bd);
+  const std::vector<double> share = swap_share_by_class(mix, Bd > 0 ? s / Bd : 0);
+  double slow = 0;
+  for (size_t c = 0; c < mix.classes.size(); ++c)
+    if (mix.classes[c].seq_len > H_) slow += Bd * mix.classes[c].weight * share[c];
+  b.swap = std::llround(s);
+  b.slow_path = std::llround(slow);
   return b;
 }
 
@@ -56,8 +73,11 @@ RankCompute StepEstimator::rank_compute(const GpuBatch& b) const {
     return attention_allreduce_ns(layout_.attention_tp, collective_bytes_per_s_, internode_, rank_scenario_.model, params_,
                                   requests);
   };
+  // Dynamic residency: with no request in swap mode the batch runs the resident graph, full KV's phases.
+  out.resident = resident_graph(b);
+  const DecodeCostModel& cost = out.resident ? resident_cost_ : cost_;
   if (params_.overlap == OverlapMode::kNone) {
-    out.phases = cost_.gpu_phases(b);
+    out.phases = cost.gpu_phases(b);
     out.phases.attention += allreduce(b.requests);
     out.compute = out.phases.compute();
     out.io_ready = out.phases.before_io();
@@ -76,7 +96,8 @@ RankCompute StepEstimator::rank_compute(const GpuBatch& b) const {
   h1.sum_window_attended = b.sum_window_attended * f1;
   h2.sum_window_attended = b.sum_window_attended - h1.sum_window_attended;
   h1.slow_path = (b.slow_path + 1) / 2; h2.slow_path = b.slow_path - h1.slow_path;
-  GpuPhases p1 = cost_.gpu_phases(h1), p2 = cost_.gpu_phases(h2);
+  h1.swap = (b.swap + 1) / 2; h2.swap = b.swap - h1.swap;
+  GpuPhases p1 = cost.gpu_phases(h1), p2 = cost.gpu_phases(h2);
   p1.attention += allreduce(h1.requests);
   p2.attention += allreduce(h2.requests);
   out.phases.indexer = p1.indexer + p2.indexer;
@@ -144,6 +165,15 @@ RankEnd StepEstimator::rank_end(const RankCompute& c, SimTime io_start, SimTime 
   return out;
 }
 
+RankEnd StepEstimator::resident_end(const RankCompute& c, SimTime backup_end) const {
+  // SGLang waits for the pending backup only before a swap-graph forward (should_wait_for_pending_backup_before_forward
+  // in hisparse_dynamic.py); the backup stream still serialises one step's backup behind the previous one.
+  RankEnd out;
+  out.done = std::max(c.compute, backup_end);
+  out.stall = out.done - c.compute;
+  return out;
+}
+
 SimTime StepEstimator::moe_ns(double instance_tokens, double max_gpu_tokens) const {
   if (params_.overlap == OverlapMode::kNone) {
     const auto m = cost_.moe_phase(instance_tokens, max_gpu_tokens);
@@ -175,7 +205,8 @@ StepEstimate StepEstimator::closed_form(const GpuBatch& b, double misses, int64_
   }
   const RankCompute rc = rank_compute(b);
   const SimTime start = io_start(rc, e.backup_transfer_ns);
-  const RankEnd end = rank_end(rc, start, start + e.h2d_transfer_ns, e.h2d_bytes > 0);
+  const RankEnd end = rc.resident ? resident_end(rc, e.backup_transfer_ns)
+                                  : rank_end(rc, start, start + e.h2d_transfer_ns, e.h2d_bytes > 0);
   e.cost.indexer = rc.phases.indexer;
   e.cost.topk = rc.phases.topk;
   e.cost.swap_in = rc.phases.swap_in;

@@ -8,6 +8,9 @@
 //                     and exposed copy (none: serial; two-batch: overlapped, less the SMs the zero-copy swap-in takes);
 //   (d) moe_ns        the MoE / all-to-all / LM-head phase of the instance (both overlap modes).
 // closed_form() = (a) + (b) at bytes / rate + (c) + (d), the step of an instance whose ranks hold equal batches.
+// Dynamic residency (KvMode::kDynamic, SGLang's hisparse_dynamic.py): a batch with no request in swap mode runs the
+// resident graph (full-KV phases, no swap-in, no miss copy, the forward does not wait for the backup); one swap
+// request puts the whole batch on the swap graph (HiSparse's phases; resident requests in it hit their full KV).
 #pragma once
 
 #include <algorithm>
@@ -47,6 +50,7 @@ struct RankCompute {
   SimTime tail = 0;         // what follows the copy's end: none: all attention; two-batch: one layer of the last
                             // micro-batch's attention
   int64_t copy_beside = 0;  // two-batch: requests of the micro-batch whose swap-in copies beside the other's compute
+  bool resident = false;    // dynamic residency: the resident graph (no request in swap mode)
 };
 
 /// (b) One copy of a step (per GPU): `latency` first, then `bytes` at most at `max_rate` (0: only the links bound it).
@@ -73,13 +77,21 @@ class StepEstimator {
   // The batch description: a rank's requests by their lengths, or B requests following a mix (expectations).
   /// Rows attention reads per layer: the top-k of a sparse model, every token of a dense one (top_k 0).
   int64_t attended(int64_t n) const { return top_k_ > 0 ? std::min<int64_t>(n, top_k_) : n; }
-  void add_request(GpuBatch& batch, int64_t n) const;
-  GpuBatch batch(int64_t requests, const ContextMix& mix) const;
+  /// `swap`: the request is in the device-buffer mode (always in HiSparse mode; dynamic: once demoted).
+  void add_request(GpuBatch& batch, int64_t n, bool swap = true) const;
+  /// B requests following `mix`; dynamic: the `swap` requests of them in swap mode, the longest classes first (the
+  /// demotion order), the rest resident.
+  GpuBatch batch(int64_t requests, const ContextMix& mix, double swap = -1) const;
+  /// Which graph the batch runs: resident only in dynamic mode with no request in swap mode.
+  bool resident_graph(const GpuBatch& b) const { return dynamic_ && b.swap == 0; }
 
   RankCompute rank_compute(const GpuBatch& batch) const;                  // (a)
   CopyCall miss_copy(int64_t requests, double misses) const;              // (b) misses: rows over all layers
   CopyCall backup(int64_t requests) const;                                // (b) requests backing up a token
   RankEnd rank_end(const RankCompute& c, SimTime io_start, SimTime io_end, bool copies) const;  // (c)
+  /// (c) of the resident graph: no miss copy and no wait before the forward; the rank still ends after its backup
+  /// (the next step's backup queues behind it on the backup stream), the excess counted as stall.
+  RankEnd resident_end(const RankCompute& c, SimTime backup_end) const;
   SimTime io_start(const RankCompute& c, SimTime backup_end) const { return std::max(c.io_ready, backup_end); }
   SimTime moe_ns(double instance_tokens, double max_gpu_tokens) const;    // (d)
   /// Tokens of the busiest GPU at the all-to-all when the largest rank holds `max_rank_requests`: under attention TP
@@ -103,15 +115,17 @@ class StepEstimator {
   const Scenario& rank_scenario() const { return rank_scenario_; }
   const RankLayout& layout() const { return layout_; }
   const CostParams& params() const { return params_; }
-  bool hisparse() const { return hisparse_; }
+  bool hisparse() const { return hisparse_; }  // HiSparse's host pool and backup: HiSparse and dynamic modes
+  bool dynamic() const { return dynamic_; }
   int64_t top_k() const { return top_k_; }
   int64_t device_buffer() const { return H_; }
 
  private:
   Scenario rank_scenario_;
   CostParams params_;
-  bool hisparse_;
+  bool hisparse_, dynamic_;
   DecodeCostModel cost_;
+  DecodeCostModel resident_cost_;  // dynamic: the resident graph's phases (full KV's)
   RankLayout layout_;
   double collective_bytes_per_s_ = 0;
   bool internode_ = false;  // the instance spans nodes: its collectives pay the internode latencies

@@ -7,13 +7,21 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
+#include "sim/cost/dynamic_residency.h"
 
 namespace hisparse::sim {
 
-StepTimeModel::StepTimeModel(const Scenario& scenario, const CostParams& params, bool hisparse,
-                             MissFraction miss_fraction)
-    : est_(scenario, params, hisparse ? KvMode::kHiSparse : KvMode::kFull), miss_fraction_(std::move(miss_fraction)) {
+StepTimeModel::StepTimeModel(const Scenario& scenario, const CostParams& params, KvMode mode,
+                             MissFraction miss_fraction, int64_t device_pool_tokens)
+    : est_(scenario, params, mode), miss_fraction_(std::move(miss_fraction)) {
   const HardwareSpec& hw = scenario.hardware;
+  const bool hisparse = uses_host_pool(mode);
+  page_ = std::max(1, scenario.deployment.page_size);
+  if (mode == KvMode::kDynamic)
+    device_pool_ = device_pool_tokens > 0
+                       ? device_pool_tokens
+                       : static_cast<int64_t>(compute_memory_budget(scenario, {}).device_pool_tokens.value);
   if (hisparse && !scenario.model.has_sparse_indexer())
     throw_error("{}: HiSparse step of model {}: not applicable, the model has no sparse indexer", scenario.source,
                 scenario.model.name);
@@ -45,13 +53,31 @@ double StepTimeModel::misses_per_request(int64_t n) const {
 StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix, int64_t instance_requests) const {
   StepEstimate e;
   if (B > 0) {
-    const double misses =
-        est_.hisparse() ? static_cast<double>(B) * mix.expect([&](int64_t n) { return misses_per_request(n); }) : 0;
-    e = est_.closed_form(est_.batch(B, mix), misses, instance_requests);
+    // Dynamic residency: only the requests in swap mode (the longest) load misses; resident ones hit their full KV.
+    const int64_t swap = est_.dynamic() ? swap_requests(B, mix) : B;
+    double misses = 0;
+    if (est_.dynamic()) {
+      const std::vector<double> share = swap_share_by_class(mix, static_cast<double>(swap) / static_cast<double>(B));
+      for (size_t c = 0; c < mix.classes.size(); ++c)
+        misses += static_cast<double>(B) * mix.classes[c].weight * share[c] * misses_per_request(mix.classes[c].seq_len);
+    } else if (est_.hisparse()) {
+      misses = static_cast<double>(B) * mix.expect([&](int64_t n) { return misses_per_request(n); });
+    }
+    e = est_.closed_form(est_.batch(B, mix, static_cast<double>(swap)), misses, instance_requests);
   }
   e.batch = B;
   e.seq_len = std::llround(mix.mean_seq_len());
   return e;
+}
+
+int64_t StepTimeModel::swap_requests(int64_t B, const ContextMix& mix) const {
+  if (!est_.dynamic()) return 0;
+  return steady_swap_requests(B, mix, device_pool_, est_.device_buffer(), page_);
+}
+
+int64_t StepTimeModel::max_resident_batch(const ContextMix& mix, int64_t cap) const {
+  if (!est_.dynamic()) return 0;
+  return sim::max_resident_batch(mix, device_pool_, est_.device_buffer(), page_, cap);
 }
 
 int64_t StepTimeModel::max_batch_within(const ContextMix& mix, SimTime slo_ns, int64_t cap) const {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "core/deployment_spec.h"
 #include "sim/cost/cost_params.h"
@@ -46,7 +47,12 @@ int64_t largest_fitting(int64_t cap, const Fits& fits) {
 class StepTimeModel {
  public:
   /// `miss_fraction` is used in HiSparse mode only (null: no misses).
-  StepTimeModel(const Scenario& scenario, const CostParams& params, bool hisparse, MissFraction miss_fraction);
+  StepTimeModel(const Scenario& scenario, const CostParams& params, bool hisparse, MissFraction miss_fraction)
+      : StepTimeModel(scenario, params, hisparse ? KvMode::kHiSparse : KvMode::kFull, std::move(miss_fraction)) {}
+  /// Any mode; dynamic residency demotes requests when B of them overflow the rank's device pool of
+  /// `device_pool_tokens` (sim/cost/dynamic_residency.h; 0 = the scenario's memory budget).
+  StepTimeModel(const Scenario& scenario, const CostParams& params, KvMode mode, MissFraction miss_fraction,
+                int64_t device_pool_tokens = 0);
 
   // The estimator's DecodeCostModel keeps a reference to its rank scenario: the model must stay where it was built.
   StepTimeModel(const StepTimeModel&) = delete;
@@ -61,6 +67,11 @@ class StepTimeModel {
 
   /// Rows one request loads per step: 0 on the fast path (n ≤ H), else (min(n, K) − 1) × layers × fraction(n).
   double misses_per_request(int64_t seq_len) const;
+  /// Dynamic residency: requests of B (per rank) in swap mode in the steady state (0 in the other modes).
+  int64_t swap_requests(int64_t batch, const ContextMix& mix) const;
+  /// Dynamic residency: the largest batch per rank in [0, cap] that stays resident (the resident graph).
+  int64_t max_resident_batch(const ContextMix& mix, int64_t cap) const;
+  int64_t device_pool_tokens() const { return device_pool_; }
   /// Largest batch per rank in [0, cap] whose step fits `slo_ns` (0 if even one request misses it).
   int64_t max_batch_within(int64_t seq_len, SimTime slo_ns, int64_t cap) const {
     return max_batch_within(ContextMix::single(seq_len), slo_ns, cap);
@@ -82,12 +93,14 @@ class StepTimeModel {
   double d2h_rate() const { return est_.d2h_rate(); }
   const RankLayout& layout() const { return est_.layout(); }
   bool hisparse() const { return est_.hisparse(); }
+  bool dynamic() const { return est_.dynamic(); }
   const Scenario& rank_scenario() const { return est_.rank_scenario(); }
   const StepEstimator& estimator() const { return est_; }
 
  private:
   StepEstimator est_;
   MissFraction miss_fraction_;
+  int64_t device_pool_ = 0, page_ = 64;  // dynamic residency: the rank's device pool and page (tokens)
 };
 
 }  // namespace hisparse::sim

@@ -57,7 +57,7 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
   const int64_t L = static_cast<int64_t>(b.kv_layers.value);
   const double row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
   const int64_t H = d.hisparse.device_buffer_size;
-  const bool hs = mode == KvMode::kHiSparse;
+  const bool hs = uses_host_pool(mode);
   const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
   PlanRow r;
   r.seq_len = n;
@@ -339,6 +339,8 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
     return p;
   }
   const StepTimeModel hs(s, options.cost, true, [&misses, H](int64_t n) { return misses.fraction(H, n); });
+  const StepTimeModel dyn(s, options.cost, KvMode::kDynamic, [&misses, H](int64_t n) { return misses.fraction(H, n); },
+                          static_cast<int64_t>(p.budget.device_pool_tokens.value));
   p.h2d_rate = hs.h2d_rate();
   p.d2h_rate = hs.d2h_rate();
   for (const SeqLenBudget& q : p.budget.per_seq_len) {
@@ -346,6 +348,8 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
     p.curves.push_back(make_curve(p.rows.back(), full, options, slo, p.layout.ranks));
     p.rows.push_back(plan_row(ctx, q, KvMode::kHiSparse, hs));
     p.curves.push_back(make_curve(p.rows.back(), hs, options, slo, p.layout.ranks));
+    p.dynamic_rows.push_back(plan_row(ctx, q, KvMode::kDynamic, dyn));
+    p.dynamic_rows.back().resident_per_rank = dyn.max_resident_batch(ContextMix::single(q.seq_len), options.batch_cap);
     if (q.seq_len > d.context_length)
       p.warnings.push_back(fmt::format("seq_len {} exceeds the deployment's context_length {}", q.seq_len, d.context_length));
   }

@@ -72,6 +72,7 @@ struct PlanRow {
   double latent_pool_bytes = 0, indexer_pool_bytes = 0;  // the pools as allocated
   double latent_used_bytes = 0, indexer_used_bytes = 0;
   double host_used_bytes_per_gpu = 0;
+  int64_t resident_per_rank = -1;    // dynamic residency: the largest batch per rank that stays resident (-1: other modes)
 };
 
 struct CurvePoint {
@@ -118,6 +119,10 @@ struct CapacityPlan {
   double h2d_rate = 0, d2h_rate = 0;     // bytes/s per GPU used for misses and backups
   double host_dram_per_gpu = 0;          // (host DRAM − reserve) / GPUs per node
   std::vector<PlanRow> rows;             // per seq_len: full, then hisparse
+  // Dynamic residency (SGLang's hisparse_dynamic.py), per seq_len: HiSparse's memory limits (any request can be
+  // demoted to its buffer), the step of the resident graph while every request fits, else of the swap graph with the
+  // longest requests demoted (sim/cost/dynamic_residency.h). Empty without a sparse indexer.
+  std::vector<PlanRow> dynamic_rows;
   std::vector<ThroughputCurve> curves;   // same order as rows (no curve for a "not applicable" HiSparse row)
   std::vector<SweepRow> sweep_buffer, sweep_ratio;
   std::vector<std::string> warnings;

@@ -45,7 +45,9 @@ DocCell strong(std::string t) { return DocCell{std::move(t), true, false, false}
 DocCell formula(std::string t) { return DocCell{std::move(t), false, true, false}; }
 DocCell muted(std::string t) { return DocCell{std::move(t), false, false, true}; }
 
-std::string mode_name(KvMode m) { return m == KvMode::kFull ? "full KV" : "HiSparse"; }
+std::string mode_name(KvMode m) {
+  return m == KvMode::kFull ? "full KV" : m == KvMode::kHiSparse ? "HiSparse" : "dynamic residency";
+}
 std::string seq_name(int64_t n) { return n % 1024 == 0 ? fmt::format("{}K", n / 1024) : plan_int(n); }
 std::string ms(double v) { return fmt::format("{:.2f} ms", v); }
 std::string tps(double v) { return v >= 1e4 ? fmt::format("{:.1f}k", v / 1e3) : fmt::format("{:.0f}", v); }
@@ -109,6 +111,14 @@ void summary(std::vector<DocBlock>& doc, const CapacityPlan& p) {
                       strong(r.binding_limit), c(r.max_per_rank > 0 ? ms(r.at_max.step_ns * 1e-6) : "—"),
                       strong(tps(r.decode_tokens_per_s)), c(plan_bytes(r.hbm_per_request.value)),
                       c(r.host_per_request.value > 0 ? plan_bytes(r.host_per_request.value) : "—"), c(gain)});
+    if (r.mode != KvMode::kHiSparse) continue;
+    for (const PlanRow& d : p.dynamic_rows)
+      if (d.seq_len == r.seq_len)
+        t.rows.push_back({c(seq_name(d.seq_len)), c(mode_name(d.mode)), strong(plan_int(d.max_concurrency)),
+                          strong(d.binding_limit), c(d.max_per_rank > 0 ? ms(d.at_max.step_ns * 1e-6) : "—"),
+                          strong(tps(d.decode_tokens_per_s)), c(plan_bytes(d.hbm_per_request.value)),
+                          c(plan_bytes(d.host_per_request.value)),
+                          c(fmt::format("resident (full-KV step) up to {} per rank", plan_int(d.resident_per_rank)))});
   }
   doc.push_back(t);
 }

@@ -126,6 +126,13 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
                                 na ? "null" : f.max_concurrency > 0 ? jnum(static_cast<double>(h.max_concurrency) / f.max_concurrency) : "null",
                                 !na && f.decode_tokens_per_s > 0 ? jnum(h.decode_tokens_per_s / f.decode_tokens_per_s) : "null"));
   }
+  // Dynamic residency beside the issue-6 `rows` contract (which stays full/HiSparse pairs).
+  o += "  \"dynamic_residency\": " + jarray(p.dynamic_rows, [](const PlanRow& r) {
+         return fmt::format("{{\"seq_len\": {}, \"max_concurrency\": {}, \"binding_limit\": {}, \"decode_tokens_per_s\": {}, "
+                            "\"tpot_ms\": {}, \"resident_per_rank\": {}}}",
+                            r.seq_len, r.max_concurrency, esc(r.binding_limit), jnum(r.decode_tokens_per_s),
+                            jnum(static_cast<double>(r.at_max.step_ns) * 1e-6), r.resident_per_rank);
+       }, "    ") + ",\n";
   o += "  \"gains\": " + jarray(gains, [](const std::string& g) { return g; }, "    ") + ",\n";
   o += "  \"curves\": " + jarray(p.curves, [](const ThroughputCurve& c) {
          std::string pts = "[";

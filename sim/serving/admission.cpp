@@ -78,12 +78,16 @@ void Engine::try_admit() {
     for (size_t g = 0; g < ranks_.size(); ++g) {
       const Rank& r = ranks_[g];
       if (max_run > 0 && r.reserved >= max_run) continue;
-      if (!r.pools->fits(n, check_host)) continue;
+      // Dynamic residency: resident KV beyond the buffers is reclaimable (demoted on demand).
+      PoolNeed room = n;
+      if (dynamic_) room.device = std::max<int64_t>(0, n.device - reclaimable(r));
+      if (!r.pools->fits(room, check_host)) continue;
       if (claim && tree > r.ledger->reservable_left()) continue;
       if (best < 0 || r.reserved < ranks_[static_cast<size_t>(best)].reserved) best = static_cast<int32_t>(g);
     }
     if (best < 0) break;  // head-of-line: wait for memory to free up
     waiting_.pop_front();
+    if (dynamic_) make_device_room(ranks_[static_cast<size_t>(best)], n.device);
     if (!ranks_[static_cast<size_t>(best)].pools->take(i, n))
       throw_error("serving engine: rank {} reported room for request {} but its pools refused the pages", best, i);
     if (claim) ranks_[static_cast<size_t>(best)].ledger->claim(i, tree, spec(i).output_tokens);
@@ -98,6 +102,7 @@ void Engine::admitted(int64_t i, int32_t rank) {
   Runtime& rt = rt_[static_cast<size_t>(i)];
   rt = Runtime{};
   rt.rank = rank;
+  if (dynamic_) rt.residency = Residency::kStaging;
   auto& o = outcomes_[static_cast<size_t>(i)];
   o.gpu = rank;
   o.admitted = sim_.now();

@@ -21,7 +21,8 @@ struct Pair {
 
 std::map<int32_t, Pair> by_level(const std::vector<SweepPoint>& points) {
   std::map<int32_t, Pair> m;
-  for (const auto& p : points) (p.mode == KvMode::kFull ? m[p.concurrency].full : m[p.concurrency].hs) = &p;
+  for (const auto& p : points)
+    if (p.mode != KvMode::kDynamic) (p.mode == KvMode::kFull ? m[p.concurrency].full : m[p.concurrency].hs) = &p;
   return m;
 }
 
@@ -76,6 +77,11 @@ std::string sweep_text(const SweepTable& t) {
                      p.hs ? fmt::format("{}", p.hs->host_alloc_failures) : "-", ratio,
                      level == t.crossover ? "  <- crossover" : "");
   }
+  // Dynamic residency (--mode dynamic or all): its own lines, beside the full/HiSparse pair the crossover compares.
+  for (const auto& p : t.points)
+    if (p.mode == KvMode::kDynamic)
+      o += fmt::format("{:>8} | dynamic residency {:>10.0f} tok/s, TPOT p50 {}, TTFT p50 {}, batch {:.1f}\n", p.concurrency,
+                       p.tokens_per_s, ms(p.tpot_p50_ms), ms(p.ttft_p50_ms), p.batch_per_rank);
   o += t.crossover > 0 ? fmt::format("crossover: HiSparse gives more decode tokens/s than full KV from {} concurrent clients on, at "
                                      "every level where its TPOT p50 meets the {:g} ms SLO\n", t.crossover, t.tpot_slo_ms)
                        : fmt::format("crossover: none in this range (HiSparse does not keep a lead over full KV at the levels "

@@ -57,6 +57,7 @@ void Engine::start_decode(int32_t ii) {
     g.compute_done = g.io_done = g.waiting_backup = false;
     g.backup_pending = 0;
     g.io_pending = 0;
+    g.backup_end = now;
     if (g.backup_bytes > 0) {
       const CopyCall backup = step_.backup(g.backups);
       g.backup_pending = gpr_;
@@ -80,12 +81,20 @@ void Engine::start_decode(int32_t ii) {
 void Engine::plan_rank(Rank& g) {
   GpuBatch b;
   g.selected = g.misses = g.backups = 0;
+  g.demotions = g.swap_requests = 0;
+  if (dynamic_) grow_residents(g);
   for (int64_t i : g.running) {
     Runtime& rt = rt_[static_cast<size_t>(i)];
     auto& o = outcomes_[static_cast<size_t>(i)];
-    step_.add_request(b, rt.n);
+    // Dynamic residency: a resident request hits its full KV (no misses); a demoted one restarts its warm-up.
+    const bool swap = !dynamic_ || rt.residency == Residency::kSwap;
+    step_.add_request(b, rt.n, swap);
+    if (swap && dynamic_) ++g.swap_requests;
     if (hisparse_) {
-      const MissResult m = miss_->step(MissQuery{i, rt.step, rt.n, rt.empty_start}, rt.carry);
+      const MissQuery q = dynamic_ ? MissQuery{i, swap ? rt.step - rt.swap_since + 1 : 0, rt.n, false}
+                                   : MissQuery{i, rt.step, rt.n, rt.empty_start};
+      const MissResult m = swap ? miss_->step(q, rt.carry)
+                                : MissResult{static_cast<int64_t>(std::min(rt.n, K_)) * cost_.layers(), 0};
       g.selected += m.selected;
       g.misses += m.misses;
       o.selected += m.selected;
@@ -126,7 +135,9 @@ void Engine::maybe_done(int32_t gi) {
   Rank& g = ranks_[static_cast<size_t>(gi)];
   const bool serial = overlap() == OverlapMode::kNone;
   if (!g.io_done || (!serial && !g.compute_done)) return;
-  const RankEnd end = step_.rank_end(g.work, g.io_start - g.start, g.io_end - g.start, g.miss_bytes > 0);
+  if (g.work.resident && g.backup_pending > 0) { g.waiting_backup = true; return; }
+  const RankEnd end = g.work.resident ? step_.resident_end(g.work, g.backup_end - g.start)
+                                      : step_.rank_end(g.work, g.io_start - g.start, g.io_end - g.start, g.miss_bytes > 0);
   g.cost.stall = end.stall;
   g.cost.h2d = end.h2d;
   const SimTime done = g.start + end.done;
@@ -186,6 +197,12 @@ void Engine::step_end(int32_t ii) {
     row.misses += g.misses;
     row.h2d_bytes += g.miss_bytes * gpr_;
     row.backup_bytes += g.backup_bytes * gpr_;
+    if (dynamic_) {
+      row.swap_requests += g.swap_requests;
+      row.demotions += g.demotions;
+      row.swap_graph_ranks += g.work.resident ? 0 : 1;
+      ++(g.work.resident ? result_.resident_graph_steps : result_.swap_graph_steps);
+    }
     if (g.done > slowest_done) { slowest_done = g.done; row.slowest = g.cost; }
     if (trace_ && trace_->overlaps(inst.decode_start, now)) trace_rank(g, inst, now);
     // Every running request produced one token.

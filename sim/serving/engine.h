@@ -45,6 +45,7 @@ struct Rank {
   double miss_bytes = 0, backup_bytes = 0;
   SimTime start = 0, a_end = 0, io_start = 0, io_end = 0, compute_end = 0, done = 0, backup_end = 0;
   int64_t selected = 0, misses = 0, backups = 0;
+  int32_t swap_requests = 0, demotions = 0;  // dynamic residency, this step
   StepCost cost;
   std::vector<std::pair<int64_t, int64_t>> chunks;  // colocated prefill this step: (request, tokens)
 };
@@ -71,6 +72,8 @@ struct Runtime {
   int32_t rank = -1;        // where it is admitted (-1 = not)
   int64_t prefilled = 0;    // colocated: prompt tokens prefilled so far
   int32_t pending = 0;      // per-GPU flows of the current transfer still running
+  Residency residency = Residency::kNone;  // dynamic residency (sim/serving/residency.cpp)
+  int64_t swap_since = -1;  // dynamic: `step` when demoted (its miss model restarts its warm-up there)
 };
 
 enum class PrefillMode { kPd, kPdExternal, kColocated };
@@ -121,6 +124,12 @@ class Engine final : public EventHandler, public FlowListener {
   void rank_finished(int32_t gi);
   void step_end(int32_t ii);
   void trace_rank(const Rank& g, const Instance& inst, SimTime now);
+  // residency.cpp (dynamic residency)
+  int64_t buffer_tokens(int64_t i) const;        // the device pages of request i in swap mode
+  int64_t reclaimable(const Rank& g) const;      // device tokens demoting every resident request would free
+  bool demote_longest(Rank& g);                  // false: no resident request holds more than its buffer
+  void make_device_room(Rank& g, int64_t tokens);
+  void grow_residents(Rank& g);
   // conservation.cpp
   ServingResult finish();
 
@@ -128,7 +137,8 @@ class Engine final : public EventHandler, public FlowListener {
   const Workload& w_;
   const ServingOptions& opt_;
   ChromeTrace* trace_;
-  bool hisparse_;
+  bool hisparse_;                 // HiSparse's pools and backup: HiSparse and dynamic modes
+  bool dynamic_;                  // dynamic residency
   ServingRanks layout_;
   StepEstimator step_;            // the one step model: one GPU of a rank (rank scenario)
   const DecodeCostModel& cost_;   // step_'s per-operation times

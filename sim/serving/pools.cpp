@@ -75,13 +75,13 @@ bool RankPools::take(int64_t owner, const PoolNeed& n) {
   return true;
 }
 
-int64_t RankPools::grow_host(int64_t owner, int64_t tokens) {
+int64_t RankPools::grow(int k, int64_t owner, int64_t tokens) {
   Held* h = find(owner);
   if (!h) throw_error("serving pools: request {} holds nothing on this rank", owner);
   const int64_t want = (tokens + sizes_.page - 1) / sizes_.page;
-  const int64_t have = static_cast<int64_t>(h->pages[2].size());
+  const int64_t have = static_cast<int64_t>(h->pages[k].size());
   if (want <= have) return 0;
-  return alloc_pages(2, owner, (want - have) * sizes_.page, &h->pages[2]) ? 0 : want - have;
+  return alloc_pages(k, owner, (want - have) * sizes_.page, &h->pages[k]) ? 0 : want - have;
 }
 
 int64_t RankPools::grow_home(int64_t owner, int64_t tokens) {

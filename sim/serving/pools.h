@@ -35,7 +35,9 @@ class RankPools {
   bool take(int64_t owner, const PoolNeed& need);
   /// Grows the request's host pages to cover `tokens` (rounded up to pages, as SGLang's alloc_paged_token_slots);
   /// returns the pages it could not get (0 = done, nothing taken otherwise).
-  int64_t grow_host(int64_t owner, int64_t tokens);
+  int64_t grow_host(int64_t owner, int64_t tokens) { return grow(2, owner, tokens); }
+  /// The same for the device pool (dynamic residency: a resident request's KV grows past its buffer).
+  int64_t grow_device(int64_t owner, int64_t tokens) { return grow(1, owner, tokens); }
   /// `--admission v2` (one home per token): grows the request's homes to cover `tokens`, host pages first and device
   /// pages for the rest (tokens that stay on the device, read there by the swap-in); returns the pages neither pool
   /// had (0 = done, nothing taken otherwise).
@@ -57,6 +59,7 @@ class RankPools {
   cpu_ref::PagedTokenToKVPoolAllocator* pool(int k) const { return pools_[k == 3 ? 1 : k].get(); }
   Held* find(int64_t owner);
   const Held* find(int64_t owner) const;
+  int64_t grow(int k, int64_t owner, int64_t tokens);
   bool alloc_pages(int k, int64_t owner, int64_t tokens, std::vector<int64_t>* pages);
   void free_pages(int k, int64_t owner, std::vector<int64_t>& pages, size_t keep);
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "sim/cost/dynamic_residency.h"
 #include "sim/serving/engine.h"
 
 namespace hisparse::sim::serving {
@@ -65,6 +66,8 @@ void Engine::make_ready(int64_t i) {
   g.joining.push_back(i);
   Runtime& rt = rt_[static_cast<size_t>(i)];
   if (rt.n == 0) rt.n = spec(i).input_tokens + 1;
+  // Dynamic residency: staging done, the request decodes with its full KV on the GPU (_finish_hisparse_staging).
+  if (dynamic_) rt.residency = o.residency = Residency::kResidentBacked;
   Instance& inst = instances_[static_cast<size_t>(g.instance)];
   if (!inst.stepping) start_step(g.instance);
 }
@@ -126,9 +129,10 @@ void Engine::prefill_chunks_done(Instance& inst) {
 void Engine::staging_done(int64_t i) {
   const auto& r = spec(i);
   const int64_t total = static_cast<int64_t>(r.input_tokens) + r.output_tokens;
-  // The prompt's device rows beyond the buffer go back to the device pool (a v2 standard request keeps them all).
+  // The prompt's device rows beyond the buffer go back to the device pool (a v2 standard request keeps them all;
+  // dynamic residency keeps them: the request is resident).
   Rank& g = rank_of(i);
-  if (!g.ledger || g.ledger->claimed(i)) g.pools->shrink_device(i, total <= H_ ? paged(total) : H_ + page_);
+  if (!dynamic_ && (!g.ledger || g.ledger->claimed(i))) g.pools->shrink_device(i, swap_device_tokens(total, H_, page_));
   Runtime& rt = rt_[static_cast<size_t>(i)];
   rt.n = r.input_tokens + 1;
   rt.empty_start = false;  // the buffer keeps the prompt's rows it had on the device

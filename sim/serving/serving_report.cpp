@@ -150,6 +150,11 @@ std::string summary_json(const ServingResult& r, const Scenario& sc) {
   for (int i = 0; i < kStepCostFieldCount; ++i)
     o += fmt::format("{}\"{}\": {:.6g}", i ? ", " : "", kStepCostFields[i], ns_to_seconds(step_cost_field(r.gpu_cost_total, i)));
   o += "},\n";
+  if (r.mode == KvMode::kDynamic)
+    o += fmt::format("  \"dynamic_residency\": {{\"demotions\": {}, \"demoted_tokens\": {}, \"resident_graph_rank_steps\": {}, "
+                     "\"swap_graph_rank_steps\": {}, \"requests_demoted\": {}}},\n", r.demotions, r.demoted_tokens,
+                     r.resident_graph_steps, r.swap_graph_steps,
+                     std::count_if(r.requests.begin(), r.requests.end(), [](const RequestOutcome& q) { return q.demoted_at_step >= 0; }));
   o += fmt::format("  \"bytes\": {{\"miss_h2d\": {:.17g}, \"admission_h2d\": {:.17g}, \"backup_d2h\": {:.17g}, \"staging_d2h\": {:.17g}, "
                    "\"rdma\": {:.17g}, \"row_bytes\": {:.17g}}},\n",
                    r.miss_flow_bytes, r.admission_h2d_bytes, r.backup_bytes, r.staging_bytes, r.rdma_bytes, r.row_bytes);
@@ -160,7 +165,10 @@ std::string summary_json(const ServingResult& r, const Scenario& sc) {
 }
 
 std::string requests_csv(const ServingResult& r) {
-  std::string o = "id,arrival_s,input_tokens,output_tokens,rank,ttft_ms,tpot_ms,e2e_s,queue_ms,transfer_ms,wait_ms,selected,misses,retries,rejected\n";
+  // Dynamic residency adds the state each request last decoded in and its step when demoted (-1: never).
+  const bool dynamic = r.mode == KvMode::kDynamic;
+  std::string o = "id,arrival_s,input_tokens,output_tokens,rank,ttft_ms,tpot_ms,e2e_s,queue_ms,transfer_ms,wait_ms,selected,misses,retries,rejected";
+  o += dynamic ? ",residency,demoted_at_step\n" : "\n";
   for (const auto& q : r.requests) {
     const double ttft = q.first_token >= 0 ? static_cast<double>(q.first_token - q.arrival) * 1e-6 : -1;
     const double tpot = q.finish >= 0 && q.output_tokens > 1 && tpot_origin(q) >= 0 ? static_cast<double>(q.finish - tpot_origin(q)) * 1e-6 / (q.output_tokens - 1) : -1;
@@ -172,9 +180,11 @@ std::string requests_csv(const ServingResult& r) {
     const SimTime sent = q.first_token >= 0 ? q.first_token : q.admitted;
     const double xfer = q.ready >= 0 && sent >= 0 ? static_cast<double>(q.ready - sent) * 1e-6 : -1;
     const double wait = q.ready >= 0 ? static_cast<double>(q.ready - q.arrival) * 1e-6 : -1;
-    o += fmt::format("{},{:.9f},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{},{},{}\n", q.id, ns_to_seconds(q.arrival),
+    o += fmt::format("{},{:.9f},{},{},{},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{},{},{}", q.id, ns_to_seconds(q.arrival),
                      q.input_tokens, q.output_tokens, q.gpu, ttft, tpot, e2e, queue, xfer, wait, q.selected, q.misses, q.retries,
                      q.rejected ? 1 : 0);
+    if (dynamic) o += fmt::format(",{},{}", to_string(q.residency), q.demoted_at_step);
+    o += "\n";
   }
   return o;
 }
@@ -182,12 +192,15 @@ std::string requests_csv(const ServingResult& r) {
 std::string steps_csv(const ServingResult& r) {
   std::string o = "instance,step,start_s,duration_ms,requests,in_flight,prefill_ms,prefill_tokens,selected,misses,h2d_bytes,backup_bytes";
   for (int i = 0; i < kStepCostFieldCount; ++i) o += fmt::format(",{}_ms", kStepCostFields[i]);
-  o += "\n";
+  // Dynamic residency: requests in swap mode, demotions made for the step, ranks on the swap graph.
+  const bool dynamic = r.mode == KvMode::kDynamic;
+  o += dynamic ? ",swap_requests,demotions,swap_graph_ranks\n" : "\n";
   for (const auto& s : r.steps) {
     o += fmt::format("{},{},{:.9f},{:.6f},{},{},{:.6f},{},{},{},{:.0f},{:.0f}", s.instance, s.index, ns_to_seconds(s.start),
                      static_cast<double>(s.end - s.start) * 1e-6, s.requests, s.in_flight, static_cast<double>(s.prefill) * 1e-6,
                      s.prefill_tokens, s.selected, s.misses, s.h2d_bytes, s.backup_bytes);
     for (int i = 0; i < kStepCostFieldCount; ++i) o += fmt::format(",{:.6f}", static_cast<double>(step_cost_field(s.slowest, i)) * 1e-6);
+    if (dynamic) o += fmt::format(",{},{},{}", s.swap_requests, s.demotions, s.swap_graph_ranks);
     o += "\n";
   }
   return o;

@@ -51,7 +51,8 @@ Scenario prefill_on_decode(const Scenario& s) {
 }  // namespace
 
 Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt, ChromeTrace* trace)
-    : sc_(sc), w_(w), opt_(opt), trace_(trace), hisparse_(opt.mode == KvMode::kHiSparse),
+    : sc_(sc), w_(w), opt_(opt), trace_(trace), hisparse_(uses_host_pool(opt.mode)),
+      dynamic_(opt.mode == KvMode::kDynamic),
       layout_(serving_ranks(sc)), step_(sc, opt.cost, opt.mode), cost_(step_.cost()),
       prefill_scenario_(prefill_on_decode(sc)), prefill_cost_(prefill_scenario_, opt.cost, hisparse_),
       net_(sim_, make_link_model(opt.cost.link_model)) {
@@ -127,8 +128,16 @@ void Engine::on_event(Simulator& sim, const Event& e) {
     case kIoStart: {
       Rank& g = ranks_[static_cast<size_t>(e.arg)];
       g.a_end = now;
-      if (g.backup_pending > 0) g.waiting_backup = true;
-      else begin_io(g, static_cast<int32_t>(e.arg));
+      if (g.work.resident) {
+        // The resident graph copies nothing in and does not wait for the backup before its forward.
+        g.io_start = g.io_end = now;
+        g.io_done = true;
+        maybe_done(static_cast<int32_t>(e.arg));
+      } else if (g.backup_pending > 0) {
+        g.waiting_backup = true;
+      } else {
+        begin_io(g, static_cast<int32_t>(e.arg));
+      }
       break;
     }
     case kComputeDone: {
@@ -180,7 +189,10 @@ void Engine::on_flow_done(Simulator& sim, int64_t c, const FlowDone& d) {
       if (--g.backup_pending > 0) break;
       g.backup_end = now;
       g.cost.backup = now - g.start;
-      if (g.waiting_backup) { g.waiting_backup = false; begin_io(g, static_cast<int32_t>(idx)); }
+      if (!g.waiting_backup) break;
+      g.waiting_backup = false;
+      if (g.work.resident) maybe_done(static_cast<int32_t>(idx));
+      else begin_io(g, static_cast<int32_t>(idx));
       break;
     }
     default: throw_error("serving engine: unknown flow cookie {}", c);

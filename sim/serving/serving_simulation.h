@@ -34,6 +34,12 @@
 namespace hisparse::sim {
 
 
+/// A request's residency under dynamic residency (SGLang's hisparse_dynamic.py): `staging` from admission until its
+/// prompt is backed up and it decodes, `resident_backed` (full KV on the GPU, the host backup one token a step), `swap`
+/// (demoted to the device buffer when the device pool ran short; never promoted back), `none` before and after.
+enum class Residency { kNone, kStaging, kResidentBacked, kSwap };
+const char* to_string(Residency residency);
+
 /// What admission checks before it takes a request (sim/serving/pools.h).
 enum class AdmissionCheck {
   kPools,        // every pool the request will use: logical, device and its host pages (the fix)
@@ -78,6 +84,9 @@ struct RequestOutcome {
   int32_t decoded = 0;       // tokens produced by decode steps (last attempt)
   int32_t retries = 0;       // aborted attempts (host pool exhausted under AdmissionCheck::kLogicalOnly or kV2)
   bool rejected = false;     // could never fit on an empty rank, or out of retries
+  // Dynamic residency: the state it last decoded in, and its decode step when demoted to swap (-1 = never).
+  Residency residency = Residency::kNone;
+  int32_t demoted_at_step = -1;
 };
 
 struct StepRow {
@@ -91,6 +100,9 @@ struct StepRow {
   SimTime prefill = 0;       // colocated chunked prefill run before the decode part of this step (0 = none)
   int64_t prefill_tokens = 0;
   StepCost slowest;          // the critical rank's breakdown (its sum + prefill is the step length)
+  // Dynamic residency: requests in swap mode, demotions made for this step, ranks that ran the swap graph (a rank
+  // runs it as soon as one of its requests is in swap mode; the others run the resident graph).
+  int32_t swap_requests = 0, demotions = 0, swap_graph_ranks = 0;
 };
 
 struct LinkUsage {
@@ -129,6 +141,9 @@ struct ServingResult {
   double miss_flow_bytes = 0;    // bytes the miss copies carried (conservation: = misses × row_bytes × gpus_per_rank)
   double admission_h2d_bytes = 0, backup_bytes = 0, rdma_bytes = 0, staging_bytes = 0;
   double row_bytes = 0;
+  // Dynamic residency: demotions to swap mode and the device-pool tokens they released (SGLang's
+  // num_dynamic_demotions / num_dynamic_demoted_tokens); rank-steps on the resident and on the swap graph.
+  int64_t demotions = 0, demoted_tokens = 0, resident_graph_steps = 0, swap_graph_steps = 0;
   std::vector<LinkUsage> links;
   // Pool sizes used for admission, per rank (tokens).
   int64_t device_pool_tokens = 0, logical_pool_tokens = 0, host_pool_tokens = 0;

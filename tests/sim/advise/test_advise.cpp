@@ -12,19 +12,10 @@
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
 #include "sim/plan/capacity_plan.h"
+#include "tests/sim/advise_test_util.h"
 
 using namespace hisparse;
 using namespace hisparse::sim;
-
-namespace {
-
-Scenario bundled() {
-  Scenario s = load_scenario("dsv32-8xh200-1tb");
-  s.deployment.max_running_requests = 0;
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("advisor: a single length gives the capacity plan's concurrency for both modes") {
   const Scenario s = bundled();

@@ -19,19 +19,6 @@ using namespace hisparse::sim;
 
 namespace {
 
-const Scenario& scenario() {
-  static const Scenario s = load_scenario("dsv32-8xh200-1tb");
-  return s;
-}
-
-Workload one_request(int32_t input, int32_t output) {
-  Workload w;
-  w.name = "one";
-  w.requests.push_back(RequestSpec{0, 1000, input, output});
-  return w;
-}
-
-
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -43,7 +30,7 @@ std::string slurp(const std::string& path) {
 
 TEST_CASE("a lone full-KV request: TTFT is its prefill, each step is phases + MoE") {
   // PD with an explicit prefill section (the shipped node has none: TTFT not modelled): one 8-GPU prefill instance.
-  Scenario sc = scenario();
+  Scenario sc = dsv32_node();
   sc.deployment.prefill = InstanceSpec{1, 8, 8, 8, 8};
   ServingOptions opt;
   opt.mode = KvMode::kFull;
@@ -68,7 +55,7 @@ TEST_CASE("a lone full-KV request: TTFT is its prefill, each step is phases + Mo
 }
 
 TEST_CASE("a lone HiSparse request with an empty buffer loads K-1 rows per layer on its first step") {
-  const Scenario& sc = scenario();
+  const Scenario& sc = dsv32_node();
   ServingOptions opt;
   opt.mode = KvMode::kHiSparse;
   const Workload w = one_request(10000, 3);
@@ -87,7 +74,7 @@ TEST_CASE("a lone HiSparse request with an empty buffer loads K-1 rows per layer
 }
 
 TEST_CASE("conservation holds under load in every mode, overlap and link model") {
-  const Scenario& sc = scenario();
+  const Scenario& sc = dsv32_node();
   const Workload w = generated(7, 40, 6);
   REQUIRE(w.requests.size() > 100);
   for (KvMode mode : {KvMode::kFull, KvMode::kHiSparse})
@@ -115,7 +102,7 @@ TEST_CASE("conservation holds under load in every mode, overlap and link model")
 }
 
 TEST_CASE("two-batch overlap hides copies that `none` exposes") {
-  const Scenario& sc = scenario();
+  const Scenario& sc = dsv32_node();
   const Workload w = generated(11, 40, 4);
   StatisticalMissParams p = default_miss_params(sc);
   p.by_ratio = {{1.0, 0.5}};  // heavy misses so the copies matter
@@ -131,7 +118,7 @@ TEST_CASE("two-batch overlap hides copies that `none` exposes") {
 }
 
 TEST_CASE("two-batch overlap: the zero-copy swap-in's SM time lengthens the steps it overlaps") {
-  const Scenario& sc = scenario();
+  const Scenario& sc = dsv32_node();
   Scenario no_sms = sc;
   no_sms.hardware.sm_count = 0;  // not known: not charged
   const Workload w = generated(11, 40, 4);
@@ -168,7 +155,7 @@ TEST_CASE("decode-side throughput: one value per decoding step, requests over it
 }
 
 TEST_CASE("max_running_requests caps each GPU's batch") {
-  Scenario sc = scenario();
+  Scenario sc = dsv32_node();
   sc.deployment.max_running_requests = 2;
   const Workload w = generated(3, 60, 2);
   ServingOptions opt;
@@ -179,7 +166,7 @@ TEST_CASE("max_running_requests caps each GPU's batch") {
 }
 
 TEST_CASE("a request larger than the pools is rejected, not stuck") {
-  Scenario sc = scenario();
+  Scenario sc = dsv32_node();
   sc.deployment.memory.kv_budget_bytes = 2e9;  // tiny HBM budget
   Workload w = one_request(150000, 4);
   w.requests.push_back(RequestSpec{1, 2000, 1000, 4});
@@ -192,7 +179,7 @@ TEST_CASE("a request larger than the pools is rejected, not stuck") {
 }
 
 TEST_CASE("the same inputs give byte-identical outputs") {
-  const Scenario& sc = scenario();
+  const Scenario& sc = dsv32_node();
   const Workload w = generated(5, 30, 3);
   const std::string dir = HISPARSE_BINARY_DIR;
   std::string first[4];
@@ -217,7 +204,7 @@ TEST_CASE("bundled scenario on the first 120 s of the Mooncake conversation trac
   Workload w = load_workload("mooncake_conversation");
   REQUIRE_FALSE(w.requests.empty());
   truncate_workload(w, 120LL * 1'000'000'000);
-  const Scenario& sc = scenario();
+  const Scenario& sc = dsv32_node();
   ServingOptions full, hs;
   full.mode = KvMode::kFull;
   const ServingResult a = run_serving(sc, w, full), b = run_serving(sc, w, hs);
