@@ -292,21 +292,15 @@ int run_info(int argc, char** argv) {
     return 0;
   }
   const Scenario s = load_scenario(scenario);
+  const bool json = vm.count("json") > 0;
+  // DeepSeek-V4's compressed attention has pools of its own (core/dsv4_pool_budget.h).
   if (s.model.is_compressed()) {
     const Dsv4PoolBudget v = compute_dsv4_pool_budget(s);
-    if (vm.count("json")) {
-      print_dsv4_json(s, v);
-    } else {
-      print_dsv4_text(s, v);
-    }
+    json ? print_dsv4_json(s, v) : print_dsv4_text(s, v);
     return 0;
   }
   const MemoryBudget b = compute_memory_budget(s);
-  if (vm.count("json")) {
-    print_json(s, b);
-  } else {
-    print_text(s, b);
-  }
+  json ? print_json(s, b) : print_text(s, b);
   return 0;
 }
 

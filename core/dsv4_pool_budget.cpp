@@ -127,7 +127,7 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& s) {
                         fmt::format("ratio × ring / window × (state + indexer state) × c4_layers = {} × {} / {} × ({} + "
                                     "{}) × {}", num(r), ring, W, state, idx_state, n4));
   const double bpf = (t_swa + t_c4 + t_c128 + t_idx + t_state) * infl;
-  b.bytes_per_full_token = fig("bytes_per_full_token", "bytes per full token (SGLang bytes_per_full_token)", bpf,
+  b.bytes_per_full_token = fig("bytes_per_full_token", "bytes per full token", bpf,
                                "B/token", fmt::format("(swa + c4 + c128 + indexer + states) × inflation = ({} + {} + {} "
                                                       "+ {} + {}) × {}", num(t_swa), num(t_c4), num(t_c128),
                                                       num(t_idx), num(t_state), num(infl)));
@@ -189,13 +189,13 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& s) {
 
   // PR #30909: the usage an empty pool reported.
   const int64_t cap = dsv4_reported_full_capacity_before_fix(full, c4, 4);
-  b.usage_capacity_before = fig("usage_capacity_before", "reported full capacity before #30909",
+  b.usage_capacity_before = fig("usage_capacity_before", "full capacity reported before #30909",
                                 static_cast<double>(cap), "tokens",
                                 fmt::format("min(logical_available, c4_device × 4) = min({}, {} × 4)", full, c4));
-  b.usage_empty_before = fig("usage_empty_before", "full token usage of an empty pool, before #30909",
+  b.usage_empty_before = fig("usage_empty_before", "empty-pool usage reported before #30909",
                              full > 0 ? 1.0 - static_cast<double>(cap) / full : 0, "",
                              fmt::format("1 − capacity / full = 1 − {} / {}", cap, full));
-  b.usage_empty_after = fig("usage_empty_after", "full token usage of an empty pool, after #30909", 0, "",
+  b.usage_empty_after = fig("usage_empty_after", "empty-pool usage reported after #30909", 0, "",
                             "1 − logical_available / full = 0 (capacity = logical_available)");
   b.not_modelled = {
       "C128 compress state: SGLang sizes it per request slot once max_running_requests is known and subtracts it "

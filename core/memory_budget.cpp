@@ -223,7 +223,7 @@ int64_t full_pool_requests(const MemoryBudget& b, int64_t n, std::string* formul
                     "min(floor({} / {}), floor({} / {}))",
                     pool, paged, swa, kept);
   }
-  if (b.mamba_request_cap > 0 && b.mamba_request_cap < out) {
+  if (b.linear_layer_count > 0 && b.mamba_request_cap < out) {
     out = b.mamba_request_cap;
     f += fmt::format(", capped by the Mamba slots: floor(mamba_slots / 3) = {}", b.mamba_request_cap);
   }
@@ -441,7 +441,7 @@ void mamba_figures(const Scenario& s, int atp, MemoryBudget& b) {
                       slots_formula);
   b.mamba_pool_bytes = fig("mamba_pool_bytes", "Mamba pool bytes", static_cast<double>(slots) * per_req, "B",
                            fmt::format("mamba_slots × mamba_state = {} × {}", slots, num(per_req)));
-  b.mamba_request_cap = std::max<int64_t>(1, slots / 3);
+  b.mamba_request_cap = slots / 3;
   b.max_requests_by_mamba = fig("max_requests_by_mamba", "max running requests by Mamba slots",
                                 static_cast<double>(slots / 3), "requests",
                                 fmt::format("floor(mamba_slots / 3) = floor({} / 3) (radix cache on)", slots));
@@ -501,7 +501,8 @@ MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& s
   b.full_cell_bytes = fig("full_cell_bytes", "SGLang cell size, full KV", cell, "B/token",
                           swa ? fmt::format("(full_layers + sliding_layers) × kv_row = ({} + {}) × {} (the profile "
                                             "cell of every layer, before the SWA split)", Lf, Ls, row)
-                              : fmt::format("kv_layers × kv_row = {} × {} (MHATokenToKVPool)", L, row));
+                              : fmt::format("kv_layers × kv_row = {} × {} ({})", L, row,
+                                            Ll > 0 ? "HybridLinearKVPool" : "MHATokenToKVPool"));
   b.hisparse_cell_bytes = fig("hisparse_cell_bytes", "SGLang cell size, HiSparse", 0, "B/token", na);
   hbm_figures(s, b);
   double budget = b.kv_budget_bytes.value;
