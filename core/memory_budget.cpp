@@ -223,7 +223,7 @@ int64_t full_pool_requests(const MemoryBudget& b, int64_t n, std::string* formul
                     "min(floor({} / {}), floor({} / {}))",
                     pool, paged, swa, kept);
   }
-  if (b.linear_layer_count > 0 && b.mamba_request_cap < out) {
+  if (b.mamba_request_cap > 0 && b.mamba_request_cap < out) {
     out = b.mamba_request_cap;
     f += fmt::format(", capped by the Mamba slots: floor(mamba_slots / 3) = {}", b.mamba_request_cap);
   }
@@ -441,6 +441,10 @@ void mamba_figures(const Scenario& s, int atp, MemoryBudget& b) {
                       slots_formula);
   b.mamba_pool_bytes = fig("mamba_pool_bytes", "Mamba pool bytes", static_cast<double>(slots) * per_req, "B",
                            fmt::format("mamba_slots × mamba_state = {} × {}", slots, num(per_req)));
+  // SGLang refuses to start when the slots cannot serve one request ("state cache is too small to serve any requests").
+  if (slots / 3 < 1)
+    throw_error("{}: the Mamba pool holds {} slots ({}), fewer than the 3 one running request needs; expected a larger "
+                "mamba_full_memory_ratio, max_mamba_cache_size or KV budget", s.source, slots, slots_formula);
   b.mamba_request_cap = slots / 3;
   b.max_requests_by_mamba = fig("max_requests_by_mamba", "max running requests by Mamba slots",
                                 static_cast<double>(slots / 3), "requests",

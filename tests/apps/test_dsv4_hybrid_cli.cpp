@@ -1,6 +1,6 @@
 // @brief `hisparse info` end to end on the DeepSeek-V4-Flash and hybrid Qwen3-Coder-Next deployments: the pool
-// arithmetic with its formulas (text and JSON), plan on the hybrid saying what HiSparse could offload, and plan and
-// advise refusing DeepSeek-V4 with a message that names the model and where its pools are sized.
+// arithmetic with its formulas (text and JSON), plan on the hybrid saying what HiSparse could offload, and plan,
+// advise and simulate refusing DeepSeek-V4 with a message that names the model and where its pools are sized.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -28,9 +28,11 @@ TEST_CASE("info on dsv4-flash-8xh200: DSV4 pools, #33979 and #30909 with formula
   REQUIRE(j.status == 0);
   CHECK(j.out.find("\"attention\": \"dsv4-compressed\"") != std::string::npos);
   CHECK(j.out.find("\"key\": \"rc_c4_device_entries\"") != std::string::npos);
-  // plan and advise refuse the compressed model, naming it and `hisparse info`.
+  // plan, advise and simulate refuse the compressed model, naming it and `hisparse info`.
   for (const char* cmd : {"plan --scenario dsv4-flash-8xh200 --no-plots --out ",
-                          "advise --scenario dsv4-flash-8xh200 --no-plots --out "}) {
+                          "advise --scenario dsv4-flash-8xh200 --no-plots --out ",
+                          "simulate --scenario dsv4-flash-8xh200 --workload mooncake_conversation --mode both "
+                          "--no-plots --out "}) {
     CAPTURE(cmd);
     const Run p = run(std::string(cmd) + (dir / "out").string(), dir);
     CHECK(p.status != 0);

@@ -61,6 +61,16 @@ TEST_CASE("hybrid: an explicit max_mamba_cache_size; the Mamba keys refused on a
   CHECK(b.mamba_slots.value == 30);
   CHECK(b.mamba_pool_bytes.value == 1159004160.0);
   CHECK(b.max_requests_by_mamba.value == 10);
+  // Two slots cannot serve one request (SGLang keeps 3 per running request): refused, naming the pool.
+  Scenario tiny = s;
+  tiny.deployment.max_mamba_cache_size = 2;
+  std::string tiny_msg;
+  try {
+    compute_memory_budget(tiny);
+  } catch (const Error& e) {
+    tiny_msg = e.what();
+  }
+  CHECK(tiny_msg.find("the Mamba pool holds 2 slots") != std::string::npos);
   // The Mamba keys are refused on a deployment whose model has no linear layers.
   const fs::path dir = fs::path(HISPARSE_BINARY_DIR) / "test_tmp" / "hybrid" / "deployments";
   fs::create_directories(dir);
