@@ -10,6 +10,7 @@
 
 #include "apps/command_line.h"
 #include "apps/command.h"
+#include "core/dsv4_pool_budget.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
@@ -103,6 +104,10 @@ void print_gqa_text(const Scenario& s, const MemoryBudget& b) {
              b.sliding_layer_count > 0 ? fmt::format(" · swa_full_tokens_ratio {}", d.swa_full_tokens_ratio) : "");
   fmt::print("  HiSparse: not applicable (no sparse indexer: HiSparse offloads what DeepSeek Sparse Attention's "
              "indexer selects)\n");
+  if (b.linear_layer_count > 0)
+    fmt::print("  hybrid: {} of {} layers are linear attention with a fixed Mamba state per request (nothing to offload "
+               "or select); a sparse indexer could offload only the KV of the {} full-attention layers\n",
+               b.linear_layer_count, m.layers, b.full_layers);
   std::vector<const Figure*> per_token = {&b.kv_layers, &b.kv_heads_per_rank, &b.latent_row_bytes};
   if (b.sliding_layer_count > 0) per_token.insert(per_token.end(), {&b.full_attention_layers, &b.sliding_layers});
   per_token.insert(per_token.end(), {&b.latent_bytes_per_token, &b.full_cell_bytes});
@@ -112,9 +117,16 @@ void print_gqa_text(const Scenario& s, const MemoryBudget& b) {
   if (b.sliding_layer_count > 0) pools = {&b.profile_pool_tokens, &b.swa_full_tokens_ratio, &b.full_pool_tokens,
                                           &b.swa_pool_tokens};
   else pools = {&b.full_pool_tokens};
-  print_section(b.sliding_layer_count > 0 ? "SGLang SWA pools per GPU (SWAKVPool; full pool = max_total_num_tokens)"
-                                          : "SGLang pool per GPU (MHATokenToKVPool; max_total_num_tokens in the server log)",
-                pools);
+  if (b.linear_layer_count > 0) {
+    print_section("SGLang Mamba pools per GPU (HybridReqToTokenPool → MambaPool: one state slot per request)",
+                  {&b.linear_layers, &b.mamba_state_per_request, &b.mamba_full_memory_ratio, &b.mamba_slots,
+                   &b.mamba_pool_bytes, &b.max_requests_by_mamba});
+    print_section("SGLang KV pool per GPU (HybridLinearKVPool: full-attention layers only; max_total_num_tokens)", pools);
+  } else {
+    print_section(b.sliding_layer_count > 0 ? "SGLang SWA pools per GPU (SWAKVPool; full pool = max_total_num_tokens)"
+                                            : "SGLang pool per GPU (MHATokenToKVPool; max_total_num_tokens in the server log)",
+                  pools);
+  }
   fmt::print("\nOne request by sequence length (max requests: per dp rank, memory limits only — `hisparse plan` adds "
              "the SLO limit)\n");
   fmt::print("  {:>8} {:>12} {:>14} {:>9}\n", "seq_len", "KV / request", "sliding kept", "max full");
@@ -131,6 +143,73 @@ void print_gqa_text(const Scenario& s, const MemoryBudget& b) {
   }
   if (b.kv_budget_bytes.value <= 0)
     fmt::print("\nwarning: no HBM left for KV: the weights do not fit at mem_fraction_static {}\n", d.mem_fraction_static);
+}
+
+/// DeepSeek-V4: SGLang's DSV4 pools (sliding window, C4, C128, indexer, compress states), today's sizing, the
+/// request-capacity sizing of PR #33979 and the full-token usage of PR #30909.
+void print_dsv4_text(const Scenario& s, const Dsv4PoolBudget& v) {
+  const DeploymentSpec& d = s.deployment;
+  const HiSparseConfig& hs = d.hisparse;
+  fmt::print("scenario {}  ({})\n", d.name, s.source);
+  fmt::print("  model {} (compressed attention: window {}, C4 top_k {}) · hardware {} · decode {} × {} GPUs (tp {}, "
+             "dp_attention {}, ep {}){}\n",
+             s.model.name, s.model.window_size, s.model.top_k, s.hardware.name, d.decode.count, d.decode.gpus, d.decode.tp,
+             d.decode.dp_attention, d.decode.ep, d.pd_disaggregation ? " · PD disaggregation" : "");
+  fmt::print("  HiSparse {} · top_k {} · device_buffer_size {} · host_to_device_ratio {} · page_size {} · {} KV · "
+             "mem_fraction_static {} · max_running_requests {}\n",
+             d.hisparse_enabled ? "on (C4 caches only)" : "off", hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio,
+             d.page_size, d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.mem_fraction_static, d.max_running_requests);
+  fmt::print("\nKV entry sizes per layer (the deployment's kv_dtype picks one)\n");
+  for (const Dsv4RowSize& r : v.rows)
+    fmt::print("  {:<6} main {:>5} B + C4 indexer {:>4} B   {}\n", r.dtype,
+               r.main_bytes > 0 ? group_digits(r.main_bytes) : std::string("-"), r.indexer_bytes, r.formula);
+  print_section("Layers and entries", {&v.swa_only_layers, &v.c4_layers, &v.c128_layers, &v.mtp_inflation, &v.kv_row_bytes,
+                                       &v.indexer_key_bytes, &v.window_size, &v.swa_full_tokens_ratio,
+                                       &v.c4_shrink_factor, &v.c4_state_ring, &v.c4_state_bytes,
+                                       &v.c4_indexer_state_bytes});
+  print_section("Bytes per full token (SGLang DSV4PoolConfigurator)",
+                {&v.swa_term, &v.c4_term, &v.c128_term, &v.indexer_term, &v.c4_state_term, &v.bytes_per_full_token});
+  print_section("HBM per GPU", {&v.hbm.hbm_bytes, &v.hbm.weights_per_gpu_bytes, &v.hbm.activation_reserve_bytes,
+                                &v.hbm.kv_budget_bytes});
+  print_section("SGLang DSV4 pools per GPU (dp rank); full = max_total_num_tokens in the server log",
+                {&v.full_tokens, &v.swa_tokens, &v.c4_device_entries, &v.c128_entries, &v.c4_state_rows,
+                 &v.c4_host_entries, &v.c4_host_bytes});
+  if (v.request_capacity_applicable)
+    print_section("C4 device pool by request capacity (sglang PR #33979, open)",
+                  {&v.rc_entries_per_request, &v.rc_request_slots, &v.rc_c4_device_entries, &v.rc_c4_device_bytes,
+                   &v.rc_base_bytes_per_full_token, &v.rc_full_tokens});
+  else
+    fmt::print("\nC4 device pool by request capacity (sglang PR #33979): not applicable (needs HiSparse on and "
+               "max_running_requests > 0)\n");
+  print_section("Full token usage of an empty pool (sglang PR #30909, open)",
+                {&v.usage_capacity_before, &v.usage_empty_before, &v.usage_empty_after});
+  fmt::print("\nHiSparse offloads the C4 main KV only; the sliding-window, C128, indexer and state pools stay on the "
+             "GPU.\nNot modelled:\n");
+  for (const std::string& n : v.not_modelled) fmt::print("  - {}\n", n);
+  if (v.hbm.kv_budget_bytes.value <= 0)
+    fmt::print("\nwarning: no HBM left for KV: the weights do not fit at mem_fraction_static {}\n", d.mem_fraction_static);
+}
+
+void print_dsv4_json(const Scenario& s, const Dsv4PoolBudget& v) {
+  const std::vector<const Figure*> figs = {
+      &v.swa_only_layers, &v.c4_layers, &v.c128_layers, &v.mtp_inflation, &v.kv_row_bytes, &v.indexer_key_bytes,
+      &v.window_size, &v.swa_full_tokens_ratio, &v.c4_shrink_factor, &v.c4_state_ring, &v.c4_state_bytes,
+      &v.c4_indexer_state_bytes, &v.swa_term, &v.c4_term, &v.c128_term, &v.indexer_term, &v.c4_state_term,
+      &v.bytes_per_full_token, &v.hbm.hbm_bytes, &v.hbm.weights_per_gpu_bytes, &v.hbm.activation_reserve_bytes,
+      &v.hbm.kv_budget_bytes, &v.full_tokens, &v.swa_tokens, &v.c4_device_entries, &v.c128_entries, &v.c4_state_rows,
+      &v.c4_host_entries, &v.c4_host_bytes, &v.usage_capacity_before, &v.usage_empty_before, &v.usage_empty_after};
+  std::vector<const Figure*> all = figs;
+  if (v.request_capacity_applicable)
+    all.insert(all.end(), {&v.rc_entries_per_request, &v.rc_request_slots, &v.rc_c4_device_entries,
+                           &v.rc_c4_device_bytes, &v.rc_base_bytes_per_full_token, &v.rc_full_tokens});
+  std::string out = fmt::format("{{\n  \"scenario\": \"{}\",\n  \"source\": \"{}\",\n  \"model\": \"{}\",\n"
+                                "  \"hardware\": \"{}\",\n  \"attention\": \"dsv4-compressed\",\n  \"figures\": [\n",
+                                json_escape(s.deployment.name), json_escape(s.source), json_escape(s.model.name),
+                                json_escape(s.hardware.name));
+  for (size_t i = 0; i < all.size(); ++i)
+    out += fmt::format("    {}{}\n", json_figure(*all[i]), i + 1 < all.size() ? "," : "");
+  out += "  ]\n}\n";
+  fmt::print("{}", out);
 }
 
 void print_text(const Scenario& s, const MemoryBudget& b) {
@@ -155,8 +234,11 @@ void print_text(const Scenario& s, const MemoryBudget& b) {
     fmt::print("  SGLang flag: --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, \"host_to_device_ratio\": {}}}'\n",
                hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio);
 
-  print_section("Bytes per token", {&b.kv_layers, &b.latent_row_bytes, &b.indexer_key_bytes, &b.latent_bytes_per_token,
-                                    &b.indexer_bytes_per_token, &b.full_cell_bytes, &b.hisparse_cell_bytes});
+  std::vector<const Figure*> per_token = {&b.kv_layers, &b.latent_row_bytes, &b.indexer_key_bytes};
+  if (b.indexer_layers != b.full_layers) per_token.push_back(&b.indexer_cache_layers);
+  per_token.insert(per_token.end(), {&b.latent_bytes_per_token, &b.indexer_bytes_per_token, &b.full_cell_bytes,
+                                     &b.hisparse_cell_bytes});
+  print_section("Bytes per token", per_token);
   print_section("HBM per GPU", {&b.hbm_bytes, &b.weights_per_gpu_bytes, &b.activation_reserve_bytes, &b.kv_budget_bytes});
   print_section("SGLang pools per GPU (dp rank); device pool = max_total_num_tokens in the server log",
                 {&b.full_pool_tokens, &b.device_pool_tokens, &b.logical_pool_tokens, &b.indexer_pool_tokens,
@@ -217,12 +299,15 @@ int run_info(int argc, char** argv) {
     return 0;
   }
   const Scenario s = load_scenario(scenario);
-  const MemoryBudget b = compute_memory_budget(s);
-  if (vm.count("json")) {
-    print_json(s, b);
-  } else {
-    print_text(s, b);
+  const bool json = vm.count("json") > 0;
+  // DeepSeek-V4's compressed attention has pools of its own (core/dsv4_pool_budget.h).
+  if (s.model.is_compressed()) {
+    const Dsv4PoolBudget v = compute_dsv4_pool_budget(s);
+    json ? print_dsv4_json(s, v) : print_dsv4_text(s, v);
+    return 0;
   }
+  const MemoryBudget b = compute_memory_budget(s);
+  json ? print_json(s, b) : print_text(s, b);
   return 0;
 }
 

@@ -59,6 +59,10 @@ struct DeploymentSpec {
   // Sliding-window models: SGLang's --swa-full-tokens-ratio, tokens of the sliding-layer pool per token of the
   // full-attention pool (server_args.py default 0.8).
   double swa_full_tokens_ratio = 0.8;
+  // Hybrid linear-attention models only (0 = absent): SGLang's --mamba-full-memory-ratio (Mamba state memory per
+  // byte of KV, server_args default 0.9) and --max-mamba-cache-size (Mamba slots; 0 = from the ratio).
+  double mamba_full_memory_ratio = 0;
+  int64_t max_mamba_cache_size = 0;
   bool hisparse_enabled = true;
   // The serving engine the deployment runs (sglang: SGLang's kernels; project: this project's reference engine) and
   // which swap-in kernel prices the plan and miss copy ("" = the engine's own).

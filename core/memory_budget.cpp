@@ -40,19 +40,21 @@ namespace hisparse {
 
 namespace {
 
-// Numbers inside formulas: exact where it matters (pool bytes), short where the input was round (690e9).
-std::string num(double v) {
-  const double a = std::fabs(v);
-  if (a >= 1e9 && std::fmod(v, 1e7) == 0) return fmt::format("{:g}e9", v / 1e9);
-  if (a >= 1e6 || v == std::floor(v)) return fmt::format("{}", static_cast<int64_t>(std::llround(v)));
-  return fmt::format("{:.6g}", v);
-}
+std::string num(double v) { return formula_number(v); }
 
 Figure fig(const char* key, const char* label, double value, const char* unit, std::string formula) {
   return Figure{key, label, value, unit, std::move(formula)};
 }
 
 }  // namespace
+
+// Numbers inside formulas: exact where it matters (pool bytes), short where the input was round (690e9).
+std::string formula_number(double v) {
+  const double a = std::fabs(v);
+  if (a >= 1e9 && std::fmod(v, 1e7) == 0) return fmt::format("{:g}e9", v / 1e9);
+  if (a >= 1e6 || v == std::floor(v)) return fmt::format("{}", static_cast<int64_t>(std::llround(v)));
+  return fmt::format("{:.6g}", v);
+}
 
 const std::vector<int64_t>& default_seq_lens() {
   static const std::vector<int64_t> lens = {16384, 32768, 65536, 131072};
@@ -79,7 +81,7 @@ int64_t host_pool_tokens(int64_t logical_tokens, int page_size) { return (logica
 int64_t round_up_to_page(int64_t tokens, int page_size) { return (tokens + page_size - 1) / page_size * page_size; }
 
 std::vector<const Figure*> MemoryBudget::figures() const {
-  if (attention == "gqa" || attention == "gqa+swa") {
+  if (attention == "gqa" || attention == "gqa+swa" || attention == "gqa+mamba") {
     std::vector<const Figure*> f = {&kv_layers, &kv_heads_per_rank, &latent_row_bytes};
     if (sliding_layer_count > 0) f.insert(f.end(), {&full_attention_layers, &sliding_layers});
     f.insert(f.end(), {&latent_bytes_per_token, &full_cell_bytes, &hbm_bytes, &weights_per_gpu_bytes,
@@ -87,12 +89,15 @@ std::vector<const Figure*> MemoryBudget::figures() const {
     if (sliding_layer_count > 0) f.insert(f.end(), {&profile_pool_tokens, &swa_full_tokens_ratio});
     f.push_back(&full_pool_tokens);
     if (sliding_layer_count > 0) f.push_back(&swa_pool_tokens);
+    if (linear_layer_count > 0)
+      f.insert(f.end(), {&linear_layers, &mamba_state_per_request, &mamba_full_memory_ratio, &mamba_slots,
+                         &mamba_pool_bytes, &max_requests_by_mamba});
     f.push_back(&host_dram_bytes);
     return f;
   }
-  return {&kv_layers,
-          &latent_row_bytes,
-          &indexer_key_bytes,
+  std::vector<const Figure*> f = {&kv_layers, &latent_row_bytes, &indexer_key_bytes};
+  if (indexer_layers != full_layers) f.push_back(&indexer_cache_layers);
+  f.insert(f.end(), {
           &latent_bytes_per_token,
           &indexer_bytes_per_token,
           &full_cell_bytes,
@@ -115,12 +120,10 @@ std::vector<const Figure*> MemoryBudget::figures() const {
           &device_buffer_tokens,
           &device_buffer_bytes,
           &max_buffers_per_device_pool,
-          &reserved_decode_tokens};
+          &reserved_decode_tokens});
+  return f;
 }
 
-namespace {
-
-/// HBM per GPU: the same for every attention kind.
 void hbm_figures(const Scenario& s, MemoryBudget& b) {
   const int64_t reserve = s.deployment.decode_token_reserve();
   b.reserved_decode_tokens =
@@ -164,6 +167,8 @@ void hbm_figures(const Scenario& s, MemoryBudget& b) {
   }
 }
 
+namespace {
+
 int attention_tp_of(const InstanceSpec& decode) { return std::max(1, decode.tp / std::max(1, decode.dp_attention)); }
 
 MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& seq_lens);
@@ -189,8 +194,9 @@ int64_t sliding_tokens_kept(const MemoryBudget& b, int64_t tokens) {
 
 double full_kv_request_bytes(const MemoryBudget& b, int64_t tokens) {
   const double row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
-  return static_cast<double>(tokens) * b.full_layers * (row + idx) +
-         static_cast<double>(sliding_tokens_kept(b, tokens)) * b.sliding_layer_count * row;
+  return static_cast<double>(tokens) * (b.full_layers * row + b.indexer_layers * idx) +
+         static_cast<double>(sliding_tokens_kept(b, tokens)) * b.sliding_layer_count * row +
+         b.mamba_state_per_request.value;
 }
 
 std::string full_kv_request_formula(const MemoryBudget& b, int64_t n) {
@@ -199,9 +205,15 @@ std::string full_kv_request_formula(const MemoryBudget& b, int64_t n) {
     return fmt::format("(seq_len × full_layers + min(seq_len, window + page) × sliding_layers) × kv_row = ({} × {} + "
                        "{} × {}) × {}",
                        n, b.full_layers, sliding_tokens_kept(b, n), b.sliding_layer_count, row);
+  if (b.linear_layer_count > 0)
+    return fmt::format("seq_len × full_attention_layers × kv_row + mamba_state = {} × {} × {} + {}", n, b.full_layers,
+                       row, num(b.mamba_state_per_request.value));
   if (!b.sparse_indexer || b.indexer_key_bytes.value == 0)
     return fmt::format("seq_len × kv_layers × {} = {} × {} × {}", b.attention == "gqa" ? "kv_row" : "latent_row_bytes",
                        n, b.full_layers, row);
+  if (b.indexer_layers != b.full_layers)
+    return fmt::format("seq_len × (kv_layers × latent_row_bytes + indexer_cache_layers × indexer_key_bytes) = {} × "
+                       "({} × {} + {} × {})", n, b.full_layers, row, b.indexer_layers, num(b.indexer_key_bytes.value));
   return fmt::format("seq_len × kv_layers × (latent_row_bytes + indexer_key_bytes) = {} × {} × ({} + {})", n,
                      b.full_layers, row, num(b.indexer_key_bytes.value));
 }
@@ -232,12 +244,22 @@ int64_t full_pool_requests(const MemoryBudget& b, int64_t n, std::string* formul
                                          "swa_pool", &f_swa));
     f = fmt::format("min({}, {}) with paged_seq_len of the sliding pool = paged(min(seq_len, window + page))", f, f_swa);
   }
+  if (b.mamba_request_cap > 0 && b.mamba_request_cap < out) {
+    out = b.mamba_request_cap;
+    f += fmt::format(", capped by the Mamba slots: floor(mamba_slots / 3) = {}", b.mamba_request_cap);
+  }
   if (formula) *formula = f;
   return out;
 }
 
 MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>& seq_lens) {
   if (s.model.is_gqa()) return compute_gqa_budget(s, seq_lens);
+  // A compressed-attention cache entry covers 4 or 128 tokens and lives in one of five pools: the per-token MLA
+  // figures below would misstate every one of them.
+  if (s.model.is_compressed())
+    throw_error("{}: model {} has compressed attention (DeepSeek-V4: sliding-window, C4 and C128 pools); its pools are "
+                "sized by `hisparse info` (core/dsv4_pool_budget.h); plan, simulate and advise price per-token MLA + "
+                "DSA caches and do not model them yet", s.source, s.model.name);
   const ModelSpec& m = s.model;
   const DeploymentSpec& d = s.deployment;
   const HiSparseConfig& hs = d.hisparse;
@@ -252,8 +274,18 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
   b.full_layers = m.kv_layers();
 
   const int L = m.kv_layers();
+  // Indexer-key caches: every KV layer, or (GLM-5.2's index_topk_pattern) indexer_layers of them plus the MTP layers.
+  const int Li = m.indexer_cache_layers();
+  b.indexer_layers = Li;
+  const char* li_name = Li == L ? "kv_layers" : "indexer_cache_layers";
   const int64_t row = hisparse::latent_row_bytes(m, d.kv_dtype);
   const int64_t idx = m.indexer_key_bytes;
+  b.indexer_cache_layers =
+      fig("indexer_cache_layers", "indexer-key caches", Li, "layers",
+          Li == L ? fmt::format("every KV layer = {}", L)
+                  : fmt::format("indexer_layers + mtp_layers = {} + {} of {} MLA caches ({} + {}); SGLang's CUDA cell "
+                                "size below still charges the indexer of every KV layer (only its NPU path counts "
+                                "indexer layers)", m.indexer_layers, m.mtp_layers, L, m.layers, m.mtp_layers));
   b.kv_layers = fig("kv_layers", "KV layers", L, "layers", fmt::format("layers + mtp_layers = {} + {}", m.layers, m.mtp_layers));
   b.latent_row_bytes = fig("latent_row_bytes", "latent row per token per layer", static_cast<double>(row), "B",
                            d.kv_dtype == KvDtype::kFp8
@@ -268,8 +300,8 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
                                  static_cast<double>(L * row), "B/token",
                                  fmt::format("kv_layers × latent_row_bytes = {} × {}", L, row));
   b.indexer_bytes_per_token = fig("indexer_bytes_per_token", "indexer keys per token, all KV layers",
-                                  static_cast<double>(L * idx), "B/token",
-                                  fmt::format("kv_layers × indexer_key_bytes = {} × {}", L, idx));
+                                  static_cast<double>(Li * idx), "B/token",
+                                  fmt::format("{} × indexer_key_bytes = {} × {}", li_name, Li, idx));
   // vLLM sizes the host pool in GiB (host_pool_gib): the host pool is fixed first, every one of its tokens keeps its
   // indexer key on the GPU, and the device pool takes what HBM is left; the ratio plays no part.
   const bool gib = hs.host_pool_gib > 0;
@@ -324,8 +356,8 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
   b.device_latent_pool_bytes = fig("device_latent_pool_bytes", "device latent pool bytes",
                                    static_cast<double>(N) * L * row, "B",
                                    fmt::format("device_pool × kv_layers × latent_row_bytes = {} × {} × {}", N, L, row));
-  b.indexer_pool_bytes = fig("indexer_pool_bytes", "indexer key cache bytes", static_cast<double>(logical) * L * idx, "B",
-                             fmt::format("logical_pool × kv_layers × indexer_key_bytes = {} × {} × {}", logical, L, idx));
+  b.indexer_pool_bytes = fig("indexer_pool_bytes", "indexer key cache bytes", static_cast<double>(logical) * Li * idx, "B",
+                             fmt::format("logical_pool × {} × indexer_key_bytes = {} × {} × {}", li_name, logical, Li, idx));
   int64_t host_tokens = gib ? gib_host_tokens : host_pool_tokens(logical, page);
   std::string host_formula =
       gib ? fmt::format("floor(host_pool_gib × 2^30 / (page_size × kv_layers × latent_row_bytes)) × page_size = "
@@ -379,19 +411,18 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
     const int64_t paged = round_up_to_page(n, page);
     q.full_latent_bytes = fig("full_latent_bytes", "latent", static_cast<double>(n) * L * row, "B",
                               fmt::format("seq_len × kv_layers × latent_row_bytes = {} × {} × {}", n, L, row));
-    q.full_indexer_bytes = fig("full_indexer_bytes", "indexer keys", static_cast<double>(n) * L * idx, "B",
-                               fmt::format("seq_len × kv_layers × indexer_key_bytes = {} × {} × {}", n, L, idx));
-    q.full_kv_bytes = fig("full_kv_bytes", "full KV (latent + indexer)", static_cast<double>(n) * L * (row + idx), "B",
-                          fmt::format("seq_len × kv_layers × (latent_row_bytes + indexer_key_bytes) = {} × {} × ({} + {})",
-                                      n, L, row, idx));
+    q.full_indexer_bytes = fig("full_indexer_bytes", "indexer keys", static_cast<double>(n) * Li * idx, "B",
+                               fmt::format("seq_len × {} × indexer_key_bytes = {} × {} × {}", li_name, n, Li, idx));
+    q.full_kv_bytes = fig("full_kv_bytes", "full KV (latent + indexer)", full_kv_request_bytes(b, n), "B",
+                          full_kv_request_formula(b, n));
     // buffer_slots: past H the buffer is H + page slots; up to H it grows page by page (paged seq_len).
     const int64_t dev_tokens = n <= H ? paged : buf_tokens;
     q.hisparse_hbm_bytes =
         fig("hisparse_hbm_bytes", "HiSparse HBM (buffer + indexer keys)",
-            static_cast<double>(dev_tokens) * L * row + static_cast<double>(n) * L * idx, "B",
-            fmt::format("buffer_slots × kv_layers × latent_row_bytes + seq_len × kv_layers × indexer_key_bytes = "
+            static_cast<double>(dev_tokens) * L * row + static_cast<double>(n) * Li * idx, "B",
+            fmt::format("buffer_slots × kv_layers × latent_row_bytes + seq_len × {} × indexer_key_bytes = "
                         "{} × {} × {} + {} × {} × {}",
-                        dev_tokens, L, row, n, L, idx));
+                        li_name, dev_tokens, L, row, n, Li, idx));
     q.hisparse_host_bytes = fig("hisparse_host_bytes", "HiSparse host (latent)", static_cast<double>(n) * L * row, "B",
                                 fmt::format("seq_len × kv_layers × latent_row_bytes = {} × {} × {}", n, L, row));
     std::string f_full, f_logical;
@@ -418,6 +449,58 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
 
 namespace {
 
+// SGLang's Mamba pools (model_runner_kv_cache_mixin.py handle_max_mamba_cache / init_memory): with
+// --max-mamba-cache-size the slots are given; otherwise the Mamba share of the KV budget is
+// rest × ratio / (1 + ratio) (--mamba-full-memory-ratio, default 0.9) and slots = floor(share / mamba_cache_per_req);
+// the KV pool gets the rest, and max_running_requests is capped at slots / 3 (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_
+// RATIO, radix cache on, no extra buffer). One slot, per linear layer: a conv state of (2 × key heads × key dim +
+// value heads × value dim) × (kernel − 1) bf16 values and an SSM state of value heads × key dim × value dim fp32
+// values (mamba_ssm_dtype default float32); heads are split over attention TP like the KV heads (modelled).
+void mamba_figures(const Scenario& s, int atp, MemoryBudget& b) {
+  const ModelSpec& m = s.model;
+  const DeploymentSpec& d = s.deployment;
+  const int Ll = m.linear_layer_count();
+  const int64_t conv_dim = 2 * int64_t{m.linear_num_key_heads} * m.linear_key_head_dim +
+                           int64_t{m.linear_num_value_heads} * m.linear_value_head_dim;
+  const int64_t conv = conv_dim / atp * (m.linear_conv_kernel_dim - 1) * 2;
+  const int64_t ssm = int64_t{m.linear_num_value_heads} / atp * m.linear_key_head_dim * m.linear_value_head_dim * 4;
+  const double per_req = static_cast<double>(Ll) * (conv + ssm);
+  b.linear_layers = fig("linear_layers", "linear-attention (Mamba state) layers", Ll, "layers",
+                        "layers between full-attention ones (model full_attention_interval)");
+  b.mamba_state_per_request = fig(
+      "mamba_state_per_request", "Mamba state per request slot", per_req, "B",
+      fmt::format("linear_layers × (conv + ssm) = {} × ({} / {} × ({} − 1) × 2 + {} / {} × {} × {} × 4)", Ll, conv_dim,
+                  atp, m.linear_conv_kernel_dim, m.linear_num_value_heads, atp, m.linear_key_head_dim,
+                  m.linear_value_head_dim));
+  const double r = d.mamba_full_memory_ratio > 0 ? d.mamba_full_memory_ratio : 0.9;
+  b.mamba_full_memory_ratio = fig("mamba_full_memory_ratio", "mamba_full_memory_ratio", r, "",
+                                  d.mamba_full_memory_ratio > 0 ? "deployment mamba_full_memory_ratio"
+                                                                : "SGLang --mamba-full-memory-ratio default 0.9");
+  const double rest = b.kv_budget_bytes.value;
+  int64_t slots = 0;
+  std::string slots_formula;
+  if (d.max_mamba_cache_size > 0) {
+    slots = d.max_mamba_cache_size;
+    slots_formula = "deployment max_mamba_cache_size";
+  } else {
+    slots = rest > 0 ? static_cast<int64_t>(std::floor(rest * r / (1 + r) / per_req)) : 0;
+    slots_formula = fmt::format("floor(kv_budget × ratio / (1 + ratio) / mamba_state) = floor({} × {} / {} / {})",
+                                num(rest), num(r), num(1 + r), num(per_req));
+  }
+  b.mamba_slots = fig("mamba_slots", "Mamba slots (max_mamba_cache_size)", static_cast<double>(slots), "slots",
+                      slots_formula);
+  b.mamba_pool_bytes = fig("mamba_pool_bytes", "Mamba pool bytes", static_cast<double>(slots) * per_req, "B",
+                           fmt::format("mamba_slots × mamba_state = {} × {}", slots, num(per_req)));
+  // SGLang refuses to start when the slots cannot serve one request ("state cache is too small to serve any requests").
+  if (slots / 3 < 1)
+    throw_error("{}: the Mamba pool holds {} slots ({}), fewer than the 3 one running request needs; expected a larger "
+                "mamba_full_memory_ratio, max_mamba_cache_size or KV budget", s.source, slots, slots_formula);
+  b.mamba_request_cap = slots / 3;
+  b.max_requests_by_mamba = fig("max_requests_by_mamba", "max running requests by Mamba slots",
+                                static_cast<double>(slots / 3), "requests",
+                                fmt::format("floor(mamba_slots / 3) = floor({} / 3) (radix cache on)", slots));
+}
+
 MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& seq_lens) {
   const ModelSpec& m = s.model;
   const DeploymentSpec& d = s.deployment;
@@ -429,9 +512,12 @@ MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& s
       throw_error("{}: memory.{}: got {}, expected 0 or absent: model {} has no sparse indexer, so there is no HiSparse "
                   "pool to pin", s.source, key, value, m.name);
   MemoryBudget b;
-  const int Ls = m.sliding_layer_count(), Lf = m.full_attention_layer_count(), L = m.kv_layers();
+  const int Ls = m.sliding_layer_count(), Lf = m.full_attention_layer_count(), Ll = m.linear_layer_count();
+  // Hybrid linear attention: only the full-attention layers hold KV (SGLang counts full_attention_layer_ids).
+  const int L = Ll > 0 ? Lf : m.kv_layers();
   const bool swa = Ls > 0;
-  b.attention = swa ? "gqa+swa" : "gqa";
+  b.attention = swa ? "gqa+swa" : Ll > 0 ? "gqa+mamba" : "gqa";
+  b.linear_layer_count = Ll;
   b.sparse_indexer = false;
   b.page_size = page;
   b.sliding_window = swa ? m.sliding_window : 0;
@@ -444,7 +530,10 @@ MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& s
   const std::string na = fmt::format("not applicable: {} has no sparse indexer (gqa attention), HiSparse pools are "
                                      "not allocated", m.name);
 
-  b.kv_layers = fig("kv_layers", "KV layers", L, "layers", fmt::format("layers = {}", m.layers));
+  b.kv_layers = fig("kv_layers", "KV layers", L, "layers",
+                    Ll > 0 ? fmt::format("full-attention layers = layers − linear layers = {} − {} (every {}th layer; "
+                                         "HybridLinearKVPool)", m.layers, Ll, m.layers / std::max(1, Lf))
+                           : fmt::format("layers = {}", m.layers));
   b.kv_heads_per_rank = fig("kv_heads_per_rank", "KV heads per GPU", kvh, "heads",
                             fmt::format("max(1, num_key_value_heads / attention_tp) = max(1, {} / {}){}",
                                         m.num_key_value_heads, atp,
@@ -466,14 +555,21 @@ MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& s
   b.full_cell_bytes = fig("full_cell_bytes", "SGLang cell size, full KV", cell, "B/token",
                           swa ? fmt::format("(full_layers + sliding_layers) × kv_row = ({} + {}) × {} (the profile "
                                             "cell of every layer, before the SWA split)", Lf, Ls, row)
-                              : fmt::format("kv_layers × kv_row = {} × {} (MHATokenToKVPool)", L, row));
+                              : fmt::format("kv_layers × kv_row = {} × {} ({})", L, row,
+                                            Ll > 0 ? "HybridLinearKVPool" : "MHATokenToKVPool"));
   b.hisparse_cell_bytes = fig("hisparse_cell_bytes", "SGLang cell size, HiSparse", 0, "B/token", na);
   hbm_figures(s, b);
-  const double budget = b.kv_budget_bytes.value;
+  double budget = b.kv_budget_bytes.value;
+  std::string budget_name = "kv_budget";
+  if (Ll > 0) {
+    mamba_figures(s, atp, b);
+    budget -= b.mamba_pool_bytes.value;
+    budget_name = "(kv_budget − mamba_pool)";
+  }
 
   const int64_t profile = pool_tokens(budget, cell, page);
   const std::string profile_formula =
-      fmt::format("floor(kv_budget / full_cell / page_size) × page_size = floor({} / {} / {}) × {}", num(budget),
+      fmt::format("floor({} / full_cell / page_size) × page_size = floor({} / {} / {}) × {}", budget_name, num(budget),
                   num(cell), page, page);
   if (!swa) {
     b.full_pool_tokens = fig("full_pool_tokens", "KV pool (max_total_num_tokens)", static_cast<double>(profile),

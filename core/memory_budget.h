@@ -41,6 +41,7 @@ struct MemoryBudget {
   int page_size = 1;
   int64_t sliding_window = 0;        // tokens (0 = none)
   int full_layers = 0, sliding_layer_count = 0;  // KV layers of each kind (MLA: all full)
+  int indexer_layers = 0;            // KV layers holding an indexer-key cache (GLM-5.2: 21 + 1 MTP of 79)
   // GQA only (absent from figures() for MLA).
   Figure kv_heads_per_rank;          // max(1, num_key_value_heads / attention TP)
   Figure full_attention_layers;
@@ -48,10 +49,21 @@ struct MemoryBudget {
   Figure swa_full_tokens_ratio;
   Figure profile_pool_tokens;        // SWA: SGLang's first max_total_num_tokens over the whole cell, before the split
   Figure swa_pool_tokens;            // SWA: tokens of the sliding-layer pool
+  // GQA with linear-attention (Mamba-style) layers, "gqa+mamba": SGLang's HybridLinearKVPool holds KV for the full-
+  // attention layers only, MambaPool one conv + SSM state per slot for every linear layer.
+  int linear_layer_count = 0;
+  int64_t mamba_request_cap = 0;     // running requests the Mamba slots allow (0 = no cap)
+  Figure linear_layers;
+  Figure mamba_state_per_request;    // bytes of one Mamba slot (all linear layers, this GPU's heads)
+  Figure mamba_full_memory_ratio;
+  Figure mamba_slots;                // max_mamba_cache_size
+  Figure mamba_pool_bytes;
+  Figure max_requests_by_mamba;      // floor(mamba_slots / 3): SGLang's cap on max_running_requests
   // Per token.
   Figure kv_layers;                  // layers + MTP layers
   Figure latent_row_bytes;           // per token per layer, in the deployment's KV dtype (GQA: K + V, key kv_row_bytes)
   Figure indexer_key_bytes;          // per token per layer
+  Figure indexer_cache_layers;       // MLA + DSA: KV layers with an indexer-key cache (printed when fewer than all)
   Figure latent_bytes_per_token;     // all KV layers
   Figure indexer_bytes_per_token;    // all KV layers
   Figure full_cell_bytes;            // SGLang cell size without HiSparse
@@ -107,6 +119,12 @@ int64_t full_pool_requests(const MemoryBudget& b, int64_t tokens, std::string* f
 /// (optional) gets the arithmetic with `pool_name` as the pool's name.
 int64_t requests_in_pool(int64_t pool, int64_t paged, int64_t reserve, const char* pool_name,
                          std::string* formula = nullptr);
+
+/// HBM per GPU, the same for every attention kind: fills hbm_bytes, weights_per_gpu_bytes, activation_reserve_bytes
+/// and kv_budget_bytes (HBM × mem_fraction_static − weights − reserve, or the deployment's overrides).
+void hbm_figures(const Scenario& scenario, MemoryBudget& budget);
+/// A number inside a printed formula: exact where it matters (pool bytes), short where the input was round (690e9).
+std::string formula_number(double v);
 
 // Building blocks, usable on their own by the planner.
 int64_t latent_row_bytes(const ModelSpec& model, KvDtype dtype);

@@ -26,6 +26,14 @@ struct ModelSpec {
   int head_dim = 0;                  // per head, K and V alike
   int sliding_window = 0;            // tokens a sliding layer attends (0 = no sliding layers)
   std::vector<bool> sliding_layers;  // per decoder layer: true = sliding window (empty when sliding_window = 0)
+  // Hybrid linear attention (Qwen3-Next's Gated DeltaNet; SGLang's Mamba pools), GQA only. A linear layer keeps a
+  // fixed conv + SSM state per request instead of a KV cache.
+  std::vector<bool> linear_layers;   // per decoder layer: true = linear attention (empty = none)
+  int linear_num_key_heads = 0;
+  int linear_num_value_heads = 0;
+  int linear_key_head_dim = 0;
+  int linear_value_head_dim = 0;
+  int linear_conv_kernel_dim = 0;
   // Weight precision as served, both attention kinds (GQA defaults dense to bf16 2; MLA leaves both 0).
   double dense_weight_bytes_per_param = 0;   // attention / dense-MLP / shared-expert projections (bf16: 2; MLA 0 =
                                              // the fp8 projections the FP8 checkpoints ship)
@@ -43,6 +51,15 @@ struct ModelSpec {
   int attention_heads = 0;           // query heads of MLA (128)
   int top_k = 0;                     // tokens selected per step per layer (2048)
   int topk_layer_group = 1;          // consecutive layers sharing one top-k selection (1 = every layer selects)
+  /// Main-model layers that hold an indexer-key cache (0 = every layer). GLM-5.2's index_topk_pattern keeps the
+  /// indexer in 21 of its 78 layers; each MTP layer is counted as holding one (see indexer_cache_layers()).
+  int indexer_layers = 0;
+  // DeepSeek-V4 compressed attention (empty for every other model). Per layer, main layers then MTP layers, as
+  // config.json's compress_ratios: 0 = sliding window only, 4 = C4 (compressed sparse attention: the indexer picks
+  // top_k of the compressed entries; what HiSparse offloads), 128 = C128 (heavily compressed, dense).
+  std::vector<int> compress_ratios;
+  int window_size = 0;                   // sliding window every V4 layer keeps (config sliding_window, 128)
+  int64_t latent_row_bytes_nvfp4 = 0;    // bytes per cached entry in the NVFP4 KV layout (0 = not published)
   double weight_bytes = 0;           // all weights as deployed (FP8 ≈ 690e9 with MTP)
   // Weights each attention-TP group holds whole: attention + indexer projections of all KV layers and the token
   // embedding. With attention data parallelism the attention TP size is tp / dp, so each GPU holds dp / tp of
@@ -71,8 +88,24 @@ struct ModelSpec {
     for (bool s : sliding_layers) n += s ? 1 : 0;
     return n;
   }
-  /// Layers that attend (and cache) every token: all of them without a sliding window.
-  int full_attention_layer_count() const { return kv_layers() - sliding_layer_count(); }
+  int linear_layer_count() const {
+    int n = 0;
+    for (bool l : linear_layers) n += l ? 1 : 0;
+    return n;
+  }
+  bool has_linear_attention() const { return linear_layer_count() > 0; }
+  /// Layers that attend (and cache) every token: all of them less the sliding-window and linear-attention ones.
+  int full_attention_layer_count() const { return kv_layers() - sliding_layer_count() - linear_layer_count(); }
+  /// KV layers holding an indexer-key cache: indexer_layers main layers plus the MTP layers (all without a pattern).
+  int indexer_cache_layers() const { return indexer_layers > 0 ? indexer_layers + mtp_layers : kv_layers(); }
+  bool is_compressed() const { return !compress_ratios.empty(); }
+  /// Main-model layers (MTP excluded, as SGLang's DSV4 pool slices compress_ratios by the model's own layers) with
+  /// this compression ratio.
+  int compressed_layer_count(int ratio) const {
+    int n = 0;
+    for (int i = 0; i < layers && i < static_cast<int>(compress_ratios.size()); ++i) n += compress_ratios[i] == ratio;
+    return n;
+  }
   int cache_row_width() const { return kv_lora_rank + qk_rope_head_dim; }  // 576
 };
 

@@ -44,12 +44,16 @@ const std::vector<const char*>& mla_only_keys() {
   static const std::vector<const char*> k = {"kv_lora_rank", "qk_rope_head_dim", "latent_row_bytes",
                                              "latent_row_bytes_fp8", "indexer_heads", "indexer_head_dim",
                                              "indexer_key_bytes", "top_k", "topk_layer_group", "q_lora_rank",
-                                             "qk_nope_head_dim", "v_head_dim", "dp_replicated_weight_bytes"};
+                                             "qk_nope_head_dim", "v_head_dim", "dp_replicated_weight_bytes",
+                                             "indexer_layers", "compress_ratios", "window_size",
+                                             "latent_row_bytes_nvfp4"};
   return k;
 }
 const std::vector<const char*>& gqa_only_keys() {
   static const std::vector<const char*> k = {"num_key_value_heads", "head_dim", "sliding_window", "layer_types",
-                                             "sliding_window_pattern"};
+                                             "sliding_window_pattern", "full_attention_interval",
+                                             "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                                             "linear_value_head_dim", "linear_conv_kernel_dim"};
   return k;
 }
 
@@ -89,6 +93,33 @@ void read_sliding_layout(StrictMap& map, ModelSpec* m) {
                 "(or no sliding_window)", map.where("sliding_window"), m->sliding_window);
 }
 
+/// Qwen3-Next's hybrid layout: config full_attention_interval I makes every I-th layer full attention and the others
+/// linear attention (Gated DeltaNet), whose per-request state the linear_* head counts and sizes fix.
+void read_linear_layout(StrictMap& map, ModelSpec* m) {
+  const std::vector<const char*> keys = {"linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim",
+                                         "linear_value_head_dim", "linear_conv_kernel_dim"};
+  if (!map.has("full_attention_interval")) {
+    for (const char* key : keys)
+      if (map.has(key))
+        throw_error("{}: only for a hybrid linear-attention model; expected full_attention_interval with it",
+                    map.where(key));
+    return;
+  }
+  if (m->sliding_window > 0)
+    throw_error("{}: a model with both sliding-window and linear-attention layers is not modelled; expected one of "
+                "sliding_window and full_attention_interval", map.where("full_attention_interval"));
+  int interval = 0;
+  map.get("full_attention_interval", &interval, 2, m->layers);
+  for (const char* key : keys) map.require(key);
+  map.get("linear_num_key_heads", &m->linear_num_key_heads, 1, 4096);
+  map.get("linear_num_value_heads", &m->linear_num_value_heads, 1, 4096);
+  map.get("linear_key_head_dim", &m->linear_key_head_dim, 1, 65536);
+  map.get("linear_value_head_dim", &m->linear_value_head_dim, 1, 65536);
+  map.get("linear_conv_kernel_dim", &m->linear_conv_kernel_dim, 2, 64);
+  m->linear_layers.assign(static_cast<size_t>(m->layers), false);
+  for (int i = 0; i < m->layers; ++i) m->linear_layers[static_cast<size_t>(i)] = (i + 1) % interval != 0;
+}
+
 /// attention: gqa — K and V of num_key_value_heads heads per layer, dense or MoE MLP.
 void read_gqa_model(StrictMap& map, ModelSpec* m) {
   for (const char* key : mla_only_keys())
@@ -108,6 +139,7 @@ void read_gqa_model(StrictMap& map, ModelSpec* m) {
   map.get("head_dim", &m->head_dim, 1, 65536);
   map.get("sliding_window", &m->sliding_window, 0, 1 << 24);
   read_sliding_layout(map, m);
+  read_linear_layout(map, m);
   map.get("weight_bytes", &m->weight_bytes, 1, 1e15, Unit::kBytes);
   map.get("vocab_size", &m->vocab_size, 1, kMaxInt);
   map.get("hidden_size", &m->hidden_size, 1, 1 << 20);
@@ -153,6 +185,34 @@ void read_gqa_model(StrictMap& map, ModelSpec* m) {
   map.finish();
 }
 
+/// DeepSeek-V4's per-layer compression (config.json compress_ratios, one entry per main and MTP layer) and its
+/// sliding window; the NVFP4 row size is only meaningful with them.
+void read_compressed_attention(StrictMap& map, ModelSpec* m) {
+  const bool has_ratios = map.has("compress_ratios");
+  for (const char* key : {"window_size", "latent_row_bytes_nvfp4"})
+    if (map.has(key) && !has_ratios)
+      throw_error("{}: only for compressed attention; expected compress_ratios with it (DeepSeek-V4)", map.where(key));
+  if (!has_ratios) return;
+  const YAML::Node list = map.sequence("compress_ratios");
+  const int expected = m->kv_layers();
+  if (static_cast<int>(list.size()) != expected)
+    throw_error("{}: got {} entries, expected one per layer and MTP layer ({} + {} = {})", map.where("compress_ratios"),
+                list.size(), m->layers, m->mtp_layers, expected);
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string v = list[i].IsScalar() ? list[i].as<std::string>() : describe_node(list[i]);
+    if (v != "0" && v != "4" && v != "128")
+      throw_error("{}[{}]: got '{}', expected 0 (sliding window only), 4 (C4) or 128 (C128)",
+                  map.where("compress_ratios"), i, v);
+    m->compress_ratios.push_back(std::stoi(v));
+  }
+  if (m->compressed_layer_count(4) == 0)
+    throw_error("{}: no layer has ratio 4; expected at least one C4 layer (the one HiSparse offloads)",
+                map.where("compress_ratios"));
+  map.require("window_size");
+  map.get("window_size", &m->window_size, 1, 1 << 20);
+  map.get_integral("latent_row_bytes_nvfp4", &m->latent_row_bytes_nvfp4, 0, kMaxInt, Unit::kBytes);
+}
+
 }  // namespace
 
 ModelSpec load_model_spec(const std::string& path) {
@@ -196,6 +256,8 @@ ModelSpec load_model_spec(const std::string& path) {
   map.get("attention_heads", &m.attention_heads, 1, 65536);
   map.get("top_k", &m.top_k, 1, 1 << 24);
   map.get("topk_layer_group", &m.topk_layer_group, 1, m.layers);
+  map.get("indexer_layers", &m.indexer_layers, 0, m.layers);
+  read_compressed_attention(map, &m);
   map.get("weight_bytes", &m.weight_bytes, 1, 1e15, Unit::kBytes);
   map.get("dp_replicated_weight_bytes", &m.dp_replicated_weight_bytes, 0, m.weight_bytes, Unit::kBytes);
   map.get("vocab_size", &m.vocab_size, 0, kMaxInt);
@@ -317,6 +379,8 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   map.get("activation_reserve_bytes", &d.activation_reserve_bytes, 0, 1e13, Unit::kBytes);
   map.get("tpot_slo_ms", &d.tpot_slo_ms, 0.01, 1e6);
   map.get("swa_full_tokens_ratio", &d.swa_full_tokens_ratio, 0.01, 1.0);
+  map.get("mamba_full_memory_ratio", &d.mamba_full_memory_ratio, 0.01, 100.0);
+  map.get("max_mamba_cache_size", &d.max_mamba_cache_size, 0, int64_t{1} << 24);
   map.get("hisparse_enabled", &d.hisparse_enabled);
   map.get_choice("engine", &d.engine, {"sglang", "project"});
   if (map.has("swap_in_kernel")) map.get_choice("swap_in_kernel", &d.swap_in_kernel, {"sglang", "project"});
@@ -495,6 +559,16 @@ Scenario load_scenario(const std::string& name_or_path) {
                   "request of context_length {} plus two (as vLLM checks at start-up)",
                   path, hs.host_pool_gib, blocks, page, need, s.deployment.context_length);
   }
+  if (!s.model.has_linear_attention())
+    for (auto [key, given] : {std::pair{"mamba_full_memory_ratio", s.deployment.mamba_full_memory_ratio > 0},
+                              std::pair{"max_mamba_cache_size", s.deployment.max_mamba_cache_size > 0}})
+      if (given)
+        throw_error("{}: {}: expected absent: model {} has no linear-attention (Mamba) layers", path, key,
+                    s.model.name);
+  // SGLang asserts whole 128-token compression blocks per page for DeepSeek-V4's C4 / C128 pools.
+  if (s.model.is_compressed() && s.deployment.page_size % 128 != 0)
+    throw_error("{}: page_size: got {}, expected a multiple of 128 for model {} (compressed attention)", path,
+                s.deployment.page_size, s.model.name);
   if (s.deployment.decode.gpus > s.hardware.gpus_per_node && s.deployment.decode.gpus % s.hardware.gpus_per_node)
     throw_error("{}: decode.gpus: got {}, expected a multiple of the node size {}", path, s.deployment.decode.gpus,
                 s.hardware.gpus_per_node);

@@ -84,15 +84,17 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
     // The pools as allocated: one token of every KV layer per pool token (SWA: the sliding layers' own pool).
     r.latent_pool_bytes = static_cast<double>(pool) * b.full_layers * row +
                           b.swa_pool_tokens.value * b.sliding_layer_count * row;
-    r.indexer_pool_bytes = static_cast<double>(pool) * L * idx;
+    r.indexer_pool_bytes = static_cast<double>(pool) * b.indexer_layers * idx;
   } else {
     r.hbm_per_request = q.hisparse_hbm_bytes;
     r.host_per_request = q.hisparse_host_bytes;
     const int64_t slots = n <= H ? paged : H + page;
     r.gpu_latent_per_request = Figure{"device_buffer_bytes", "device buffer", static_cast<double>(slots) * L * row, "B",
                                       fmt::format("buffer_slots × kv_layers × latent_row_bytes = {} × {} × {}", slots, L, num(row))};
-    r.gpu_indexer_per_request = Figure{"indexer_bytes", "indexer keys", static_cast<double>(n) * L * idx, "B",
-                                       fmt::format("seq_len × kv_layers × indexer_key_bytes = {} × {} × {}", n, L, num(idx))};
+    const int Li = b.indexer_layers;
+    r.gpu_indexer_per_request = Figure{"indexer_bytes", "indexer keys", static_cast<double>(n) * Li * idx, "B",
+                                       fmt::format("seq_len × {} × indexer_key_bytes = {} × {} × {}",
+                                                   Li == L ? "kv_layers" : "indexer_cache_layers", n, Li, num(idx))};
     const auto dev = static_cast<int64_t>(b.device_pool_tokens.value);
     const auto logical = static_cast<int64_t>(b.logical_pool_tokens.value);
     const auto host = static_cast<int64_t>(b.host_pool_tokens.value);
@@ -123,7 +125,7 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
       lim("pcie").formula = fmt::format("unbounded: n = {} ≤ H = {}, every selection stays resident", n, H);
     }
     r.latent_pool_bytes = static_cast<double>(dev) * L * row;
-    r.indexer_pool_bytes = static_cast<double>(logical) * L * idx;
+    r.indexer_pool_bytes = static_cast<double>(logical) * Li * idx;
   }
 
   const int64_t slo_b = model.max_batch_within(n, slo, c.o.batch_cap);
@@ -315,7 +317,12 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
     // GQA / MHA (with or without sliding layers): SGLang's MHA or SWA pools, full KV only.
     p.hisparse_not_applicable = fmt::format(
         "not applicable: no sparse indexer ({} has {} attention; HiSparse offloads what DeepSeek Sparse Attention's "
-        "indexer selects)", s.model.name, p.budget.attention);
+        "indexer selects){}", s.model.name, p.budget.attention,
+        p.budget.linear_layer_count > 0
+            ? fmt::format("; of its layers only the {} full-attention ones hold KV HiSparse could offload, the {} "
+                          "linear-attention ones keep a fixed Mamba state per request",
+                          p.budget.full_layers, p.budget.linear_layer_count)
+            : std::string());
     for (const SeqLenBudget& q : p.budget.per_seq_len) {
       p.rows.push_back(plan_row(ctx, q, KvMode::kFull, full));
       p.curves.push_back(make_curve(p.rows.back(), full, options, slo, p.layout.ranks));
@@ -328,6 +335,11 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
     if (options.memory_only)
       p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and the KV pools limit "
                                        "concurrency; the TPOT SLO of {} ms is not applied", d.tpot_slo_ms));
+    if (p.budget.linear_layer_count > 0)
+      p.warnings.push_back(fmt::format(
+          "step cost: the {} linear-attention layers are priced without KV reads; their Mamba state reads ({:.2f} MB "
+          "per request per step) and recurrence are not modelled, so TPOT is a lower bound",
+          p.budget.linear_layer_count, p.budget.mamba_state_per_request.value * 1e-6));
     if (p.layout.attention_tp > 1)
       p.warnings.push_back(fmt::format(
           "attention TP {} (tp {} / dp_attention {}): each GPU computes {} of the {} query heads and holds {} of the {} "

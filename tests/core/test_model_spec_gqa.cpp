@@ -165,3 +165,20 @@ TEST_CASE("gqa deployments: HiSparse on a model without an indexer, and KV heads
                        doctest::Contains("model llama-3.1-8b has gqa attention and no sparse indexer"), Error);
   CHECK_NOTHROW(require_sparse_indexer(load_scenario("dsv32-8xh200-1tb"), "hisparse simulate"));
 }
+
+TEST_CASE("hybrid linear-attention model files: the Mamba state shapes come with full_attention_interval") {
+  // linear_* keys without full_attention_interval are a mistake, not a no-op.
+  CHECK(error_of("hybrid_nointerval", std::string(kGqaBase) + "linear_num_key_heads: 4\n")
+            .find("expected full_attention_interval") != std::string::npos);
+  // full_attention_interval without the state shapes cannot size a Mamba slot.
+  CHECK(error_of("hybrid_noshape", std::string(kGqaBase) + "full_attention_interval: 4\n")
+            .find("linear_num_key_heads") != std::string::npos);
+  // Every 4th of 4 layers attends: 1 full-attention layer, 3 linear.
+  const std::string ok = std::string(kGqaBase) +
+                         "full_attention_interval: 4\nlinear_num_key_heads: 4\nlinear_num_value_heads: 8\n"
+                         "linear_key_head_dim: 32\nlinear_value_head_dim: 32\nlinear_conv_kernel_dim: 4\n";
+  CHECK(error_of("hybrid_ok", ok).empty());
+  const ModelSpec m = load_model_spec((fs::path(HISPARSE_BINARY_DIR) / "test_tmp" / "gqa_models" / "hybrid_ok.yaml").string());
+  CHECK(m.linear_layer_count() == 3);
+  CHECK(m.full_attention_layer_count() == 1);
+}

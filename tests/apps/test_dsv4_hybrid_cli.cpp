@@ -1,0 +1,59 @@
+// @brief `hisparse info` end to end on the DeepSeek-V4-Flash and hybrid Qwen3-Coder-Next deployments: the pool
+// arithmetic with its formulas (text and JSON), plan on the hybrid saying what HiSparse could offload, and plan,
+// advise and simulate refusing DeepSeek-V4 with a message that names the model and where its pools are sized.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/apps/cli_test_util.h"
+
+namespace fs = std::filesystem;
+using hisparse::test::Run;
+using hisparse::test::run;
+
+TEST_CASE("info on dsv4-flash-8xh200: DSV4 pools, #33979 and #30909 with formulas") {
+  const fs::path dir = hisparse::test::scratch_dir("dsv4_info");
+  const Run r = run("info --scenario dsv4-flash-8xh200", dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  // The figures of tests/core/test_dsv4_pool_budget.cpp, each next to its formula.
+  for (const char* s : {"nvfp4  main   416 B + C4 indexer  132 B", "15,363,328 tokens", "floor(full / (4 × shrink))",
+                        "768,166 entries", "R × Q = 65 × 1088", "16,796,160 tokens",
+                        "min(logical_available, c4_device × 4)", "HiSparse offloads the C4 main KV only"}) {
+    CAPTURE(s);
+    CHECK(r.out.find(s) != std::string::npos);
+  }
+  const Run j = run("info --scenario dsv4-flash-8xh200 --json", dir);
+  REQUIRE(j.status == 0);
+  CHECK(j.out.find("\"attention\": \"dsv4-compressed\"") != std::string::npos);
+  CHECK(j.out.find("\"key\": \"rc_c4_device_entries\"") != std::string::npos);
+  // plan, advise and simulate refuse the compressed model, naming it and `hisparse info`.
+  for (const char* cmd : {"plan --scenario dsv4-flash-8xh200 --no-plots --out ",
+                          "advise --scenario dsv4-flash-8xh200 --no-plots --out ",
+                          "simulate --scenario dsv4-flash-8xh200 --workload mooncake_conversation --mode both "
+                          "--no-plots --out "}) {
+    CAPTURE(cmd);
+    const Run p = run(std::string(cmd) + (dir / "out").string(), dir);
+    CHECK(p.status != 0);
+    CHECK(p.err.find("deepseek-v4-flash has compressed attention") != std::string::npos);
+    CHECK(p.err.find("hisparse info") != std::string::npos);
+  }
+}
+
+TEST_CASE("info and plan on qwen3next-2xh200-tp2: Mamba pools, KV for the attention layers only") {
+  const fs::path dir = hisparse::test::scratch_dir("hybrid_info");
+  const Run r = run("info --scenario qwen3next-2xh200-tp2", dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  // tests/core/test_hybrid_budget.cpp: 594 Mamba slots, cap 198, KV pool 2,076,685 tokens over 12 layers.
+  for (const char* s : {"594 slots", "198 requests", "2,076,685 tokens", "HybridLinearKVPool",
+                        "36 of 48 layers are linear attention"}) {
+    CAPTURE(s);
+    CHECK(r.out.find(s) != std::string::npos);
+  }
+  const Run p = run("plan --scenario qwen3next-2xh200-tp2 --seq-lens 16K --no-plots --out " + (dir / "plan").string(), dir);
+  CAPTURE(p.err);
+  REQUIRE(p.status == 0);
+  CHECK(p.out.find("only the 12 full-attention ones hold KV HiSparse could offload") != std::string::npos);
+}
