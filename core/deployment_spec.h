@@ -52,6 +52,11 @@ struct DeploymentSpec {
   // full-attention pool (server_args.py default 0.8).
   double swa_full_tokens_ratio = 0.8;
   bool hisparse_enabled = true;
+  // Speculative decoding with the model's MTP layer (SGLang --speculative-algorithm NEXTN/EAGLE, --speculative-eagle-topk
+  // 1): d draft tokens per step (--speculative-num-steps d, --speculative-num-draft-tokens d + 1), each accepted with
+  // probability `mtp_acceptance` given its predecessors were (sim/cost/speculative.h). 0 draft tokens = no MTP.
+  int mtp_draft_tokens = 0;
+  double mtp_acceptance = 0;
   // The serving engine the deployment runs (sglang: SGLang's kernels; project: this project's reference engine) and
   // which swap-in kernel prices the plan and miss copy ("" = the engine's own).
   std::string engine = "sglang";

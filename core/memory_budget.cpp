@@ -180,7 +180,7 @@ int64_t sliding_tokens_kept(const MemoryBudget& b, int64_t tokens) {
 
 double full_kv_request_bytes(const MemoryBudget& b, int64_t tokens) {
   const double row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
-  return static_cast<double>(tokens) * b.full_layers * (row + idx) +
+  return static_cast<double>(tokens) * (b.full_layers * row + b.indexer_layers * idx) +
          static_cast<double>(sliding_tokens_kept(b, tokens)) * b.sliding_layer_count * row;
 }
 
@@ -193,8 +193,8 @@ std::string full_kv_request_formula(const MemoryBudget& b, int64_t n) {
   if (!b.sparse_indexer || b.indexer_key_bytes.value == 0)
     return fmt::format("seq_len × kv_layers × {} = {} × {} × {}", b.attention == "gqa" ? "kv_row" : "latent_row_bytes",
                        n, b.full_layers, row);
-  return fmt::format("seq_len × kv_layers × (latent_row_bytes + indexer_key_bytes) = {} × {} × ({} + {})", n,
-                     b.full_layers, row, num(b.indexer_key_bytes.value));
+  return fmt::format("seq_len × (kv_layers × latent_row_bytes + indexer_layers × indexer_key_bytes) = {} × ({} × {} + "
+                     "{} × {})", n, b.full_layers, row, b.indexer_layers, num(b.indexer_key_bytes.value));
 }
 
 int64_t full_pool_requests(const MemoryBudget& b, int64_t n, std::string* formula) {
@@ -229,8 +229,10 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
   b.attention = b.sparse_indexer ? "mla+dsa" : "mla";
   b.page_size = page;
   b.full_layers = m.kv_layers();
+  b.indexer_layers = m.indexer_key_layers();
 
   const int L = m.kv_layers();
+  const int Li = b.indexer_layers;  // IndexShare: only the top-k anchors (and MTP layers) keep indexer keys
   const int64_t row = hisparse::latent_row_bytes(m, d.kv_dtype);
   const int64_t idx = m.indexer_key_bytes;
   b.kv_layers = fig("kv_layers", "KV layers", L, "layers", fmt::format("layers + mtp_layers = {} + {}", m.layers, m.mtp_layers));
@@ -247,16 +249,17 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
                                  static_cast<double>(L * row), "B/token",
                                  fmt::format("kv_layers × latent_row_bytes = {} × {}", L, row));
   b.indexer_bytes_per_token = fig("indexer_bytes_per_token", "indexer keys per token, all KV layers",
-                                  static_cast<double>(L * idx), "B/token",
-                                  fmt::format("kv_layers × indexer_key_bytes = {} × {}", L, idx));
-  const double full_cell = static_cast<double>(L * (row + idx));
-  const double hs_cell = static_cast<double>(L * (row + int64_t{ratio} * idx));
+                                  static_cast<double>(Li * idx), "B/token",
+                                  fmt::format("indexer_layers × indexer_key_bytes = {} × {}", Li, idx));
+  const double full_cell = static_cast<double>(L * row + Li * idx);
+  const double hs_cell = static_cast<double>(L * row + Li * int64_t{ratio} * idx);
   b.full_cell_bytes = fig("full_cell_bytes", "SGLang cell size, full KV", full_cell, "B/token",
-                          fmt::format("kv_layers × (latent_row_bytes + indexer_key_bytes) = {} × ({} + {})", L, row, idx));
+                          fmt::format("kv_layers × latent_row_bytes + indexer_layers × indexer_key_bytes = {} × {} + {} × {}", L, row,
+                                      Li, idx));
   b.hisparse_cell_bytes =
       fig("hisparse_cell_bytes", "SGLang cell size, HiSparse", hs_cell, "B/token",
-          fmt::format("kv_layers × (latent_row_bytes + host_to_device_ratio × indexer_key_bytes) = {} × ({} + {} × {})", L,
-                      row, ratio, idx));
+          fmt::format("kv_layers × latent_row_bytes + indexer_layers × host_to_device_ratio × indexer_key_bytes = "
+                      "{} × {} + {} × {} × {}", L, row, Li, ratio, idx));
 
   hbm_figures(s, b);
   const double budget = b.kv_budget_bytes.value;
@@ -289,8 +292,9 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
   b.device_latent_pool_bytes = fig("device_latent_pool_bytes", "device latent pool bytes",
                                    static_cast<double>(N) * L * row, "B",
                                    fmt::format("device_pool × kv_layers × latent_row_bytes = {} × {} × {}", N, L, row));
-  b.indexer_pool_bytes = fig("indexer_pool_bytes", "indexer key cache bytes", static_cast<double>(logical) * L * idx, "B",
-                             fmt::format("logical_pool × kv_layers × indexer_key_bytes = {} × {} × {}", logical, L, idx));
+  b.indexer_pool_bytes = fig("indexer_pool_bytes", "indexer key cache bytes", static_cast<double>(logical) * Li * idx, "B",
+                             fmt::format("logical_pool × indexer_layers × indexer_key_bytes = {} × {} × {}", logical, Li,
+                                         idx));
   int64_t host_tokens = host_pool_tokens(logical, page);
   std::string host_formula = fmt::format("(floor(logical_pool / page_size) + 1) × page_size = (floor({} / {}) + 1) × {}",
                                          logical, page, page);
@@ -331,19 +335,19 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
     const int64_t paged = round_up_to_page(n, page);
     q.full_latent_bytes = fig("full_latent_bytes", "latent", static_cast<double>(n) * L * row, "B",
                               fmt::format("seq_len × kv_layers × latent_row_bytes = {} × {} × {}", n, L, row));
-    q.full_indexer_bytes = fig("full_indexer_bytes", "indexer keys", static_cast<double>(n) * L * idx, "B",
-                               fmt::format("seq_len × kv_layers × indexer_key_bytes = {} × {} × {}", n, L, idx));
-    q.full_kv_bytes = fig("full_kv_bytes", "full KV (latent + indexer)", static_cast<double>(n) * L * (row + idx), "B",
-                          fmt::format("seq_len × kv_layers × (latent_row_bytes + indexer_key_bytes) = {} × {} × ({} + {})",
-                                      n, L, row, idx));
+    q.full_indexer_bytes = fig("full_indexer_bytes", "indexer keys", static_cast<double>(n) * Li * idx, "B",
+                               fmt::format("seq_len × indexer_layers × indexer_key_bytes = {} × {} × {}", n, Li, idx));
+    q.full_kv_bytes = fig("full_kv_bytes", "full KV (latent + indexer)", static_cast<double>(n) * (L * row + Li * idx), "B",
+                          fmt::format("seq_len × (kv_layers × latent_row_bytes + indexer_layers × indexer_key_bytes) = "
+                                      "{} × ({} × {} + {} × {})", n, L, row, Li, idx));
     // buffer_slots: past H the buffer is H + page slots; up to H it grows page by page (paged seq_len).
     const int64_t dev_tokens = n <= H ? paged : buf_tokens;
     q.hisparse_hbm_bytes =
         fig("hisparse_hbm_bytes", "HiSparse HBM (buffer + indexer keys)",
-            static_cast<double>(dev_tokens) * L * row + static_cast<double>(n) * L * idx, "B",
-            fmt::format("buffer_slots × kv_layers × latent_row_bytes + seq_len × kv_layers × indexer_key_bytes = "
+            static_cast<double>(dev_tokens) * L * row + static_cast<double>(n) * Li * idx, "B",
+            fmt::format("buffer_slots × kv_layers × latent_row_bytes + seq_len × indexer_layers × indexer_key_bytes = "
                         "{} × {} × {} + {} × {} × {}",
-                        dev_tokens, L, row, n, L, idx));
+                        dev_tokens, L, row, n, Li, idx));
     q.hisparse_host_bytes = fig("hisparse_host_bytes", "HiSparse host (latent)", static_cast<double>(n) * L * row, "B",
                                 fmt::format("seq_len × kv_layers × latent_row_bytes = {} × {} × {}", n, L, row));
     int64_t max_full = full_pool / paged;

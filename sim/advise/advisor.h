@@ -20,6 +20,7 @@
 #include "sim/cost/context_mix.h"
 #include "sim/miss/miss_curve.h"
 #include "sim/cost/kv_mode.h"
+#include "sim/advise/mtp_comparison.h"
 
 namespace hisparse::sim {
 
@@ -98,6 +99,7 @@ struct Advice {
   int runner_up = -1;                  // best candidate with another mode or another device_buffer_size
   int best_full = -1, best_hisparse = -1;
   BreakEven break_even;
+  MtpComparison mtp;                   // MTP, HiSparse, both or neither by concurrency (empty: the model has no MTP layer)
   std::vector<TradeoffCurve> curves;   // recommendation, then the best of the other mode
   std::vector<std::string> notes;
 

@@ -117,6 +117,7 @@ struct ServingResult {
   StepCost gpu_cost_total;       // summed over all rank-steps where the rank had requests
   int64_t gpu_steps_busy = 0;    // rank-steps with requests
   int64_t decode_tokens = 0;     // every token a decode step produced (wasted ones of aborted attempts included)
+  int64_t request_steps = 0;     // decode steps summed over requests (decode_tokens / request_steps: MTP's tokens per step)
   int64_t wasted_decode_tokens = 0;
   int64_t prefill_tokens = 0;    // colocated chunked prefill tokens
   int64_t selected = 0, misses = 0;
