@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "sim/calibration/calibration_choice.h"

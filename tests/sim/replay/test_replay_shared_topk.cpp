@@ -31,11 +31,9 @@ std::unique_ptr<traces::TraceSource> distinct_layers_trace() {
     r.step = s;
     r.seq_len = 10 + s;
     for (int32_t l = 0; l < kLayers; ++l) {
+      // Offsets 0, n/3 and 2n/3 apart: three distinct positions below n for any n >= 10.
       std::vector<int32_t> list;
-      for (int32_t j = 0; static_cast<int32_t>(list.size()) < kTopK; ++j) {
-        const int32_t p = (s * (2 * l + 3) + j * (l + 5) + l) % r.seq_len;
-        if (std::find(list.begin(), list.end(), p) == list.end()) list.push_back(p);
-      }
+      for (int32_t j = 0; j < kTopK; ++j) list.push_back((s * (2 * l + 3) + l + j * (r.seq_len / 3)) % r.seq_len);
       std::sort(list.begin(), list.end());
       r.positions.insert(r.positions.end(), list.begin(), list.end());
     }
