@@ -48,6 +48,7 @@ int run_replay(int argc, char** argv) {
   int threads = 0;
   int64_t lookahead_mb = 1024;
   int32_t page_size = 0;
+  int32_t shared_topk_group = 1, shared_topk_offset = 1;
   AdviseArgs advise_args;
   po::options_description desc(
       "hisparse replay --trace T [options]\n\n"
@@ -81,6 +82,11 @@ int run_replay(int argc, char** argv) {
       "page-size", po::value(&page_size)->default_value(0),
       "replay in pages of P tokens (docs/selection.md, page traces): each layer list becomes its distinct pages, "
       "--buffer-sizes stay in tokens (multiples of P; the table shows pages), a miss moves P * --row-bytes; 0: tokens")(
+      "shared-topk-group", po::value(&shared_topk_group)->default_value(1),
+      "IndexShare: the trace's layers share top-k lists in groups (index_topk_freq; GLM-5.2: 4): each shared layer "
+      "replays its anchor's list, whatever the trace recorded for it; 1: every layer its own")(
+      "shared-topk-offset", po::value(&shared_topk_offset)->default_value(1),
+      "IndexShare: index_skip_topk_offset (GLM-5.2: 3): layer l is an anchor iff max(l - offset + 1, 0) mod group = 0")(
       "quiet", "no progress on stderr");
   po::options_description advice_desc("advice (with --scenario)");
   add_advise_options(advice_desc, advise_args, /*with_trace=*/false);
@@ -115,6 +121,8 @@ int run_replay(int argc, char** argv) {
   request.lookahead_mb = lookahead_mb;
   request.backend = backend;
   request.page_size = page_size;
+  request.shared_topk_group = shared_topk_group;
+  request.shared_topk_offset = shared_topk_offset;
   request.per_step_csv = csv_path;
   if (!advise_args.scenario.empty()) request.advice = advise_request(advise_args, vm, "replay");
 

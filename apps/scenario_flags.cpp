@@ -28,6 +28,10 @@ void add_scenario_flags(po::options_description& out, unsigned groups, const std
         "page-size", po::value<int>(), "KV page size, tokens")(
         "kv-dtype", po::value<std::string>(), "KV cache dtype: bf16 | fp8")(
         "tpot-slo-ms", po::value<double>(), "TPOT SLO, ms per output token (replaces the deployment's)")(
+        "mtp-draft-tokens", po::value<int>(), "speculative decoding with the model's MTP layer: d draft tokens per "
+        "step (SGLang --speculative-num-steps d, eagle-topk 1; 0 = off; replaces the deployment's mtp_draft_tokens)")(
+        "mtp-acceptance", po::value<double>(), "MTP: probability a draft token is accepted given its predecessors were, "
+        "in [0, 1]; accepted tokens per step = 1 + a + ... + a^d (replaces the deployment's mtp_acceptance)")(
         "host-dram-bytes", po::value<std::string>(), "host DRAM per decode node (e.g. 1TiB)")(
         "hbm-bytes", po::value<std::string>(), "HBM per GPU (replaces the hardware's)")(
         "weight-bytes", po::value<std::string>(), "all weights of the model (replaces the model's)")(
@@ -113,6 +117,8 @@ sim::ScenarioChoice scenario_choice(const po::variables_map& all, const std::str
   o.page_size = opt<int>(vm, "page-size");
   o.kv_dtype = opt<std::string>(vm, "kv-dtype");
   o.tpot_slo_ms = opt<double>(vm, "tpot-slo-ms");
+  o.mtp_draft_tokens = opt<int>(vm, "mtp-draft-tokens");
+  o.mtp_acceptance = opt<double>(vm, "mtp-acceptance");
   o.host_dram_bytes = bytes(vm, "host-dram-bytes", command);
   o.host_reserve_bytes = bytes(vm, "host-reserve-bytes", command);
   o.hbm_bytes = bytes(vm, "hbm-bytes", command);

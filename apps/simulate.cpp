@@ -21,6 +21,7 @@
 #include "core/io/output_file.h"
 #include "core/progress.h"
 #include "sim/api/simulate_request.h"
+#include "sim/cost/speculative.h"
 #include "sim/engine/chrome_trace.h"
 #include "sim/miss/miss_surface.h"
 #include "sim/serving/concurrency_sweep.h"
@@ -244,6 +245,22 @@ int run_simulate(int argc, char** argv) {
                  tag, r.finished, r.arrivals, r.rejected, r.aborts, ttft, s.tpot_ms.p50, s.tpot_ms.p99, s.wait_ms.p50, s.wait_ms.p99,
                  s.tokens_per_s_per_gpu, s.batch_per_gpu.mean, s.hit_rate, 100 * s.pcie_h2d_util, 100 * s.io_stall_fraction, r.events, wall);
       if (!r.first_abort.empty()) fmt::print("  first host-pool failure: {}\n", r.first_abort);
+      const ModelSpec& model = sc.model;
+      if (model.topk_anchor_layers() < model.layers || sc.deployment.mtp_draft_tokens > 0) {
+        // IndexShare and MTP change the step's make-up: its terms, mean per busy GPU-step (modelled).
+        const StepCost& c = s.mean_step;
+        fmt::print("  step (mean per GPU-step, ms; modelled): indexer {:.3f} + topk {:.3f} ({} of {} layers select) + "
+                   "swap_in {:.3f} + h2d {:.3f} + attention {:.3f} + moe {:.3f} + draft {:.3f} + stall {:.3f} + sync "
+                   "{:.3f}; prefetch_hidden {:.3f} (the shared layers' copy under compute)\n",
+                   c.indexer * 1e-6, c.topk * 1e-6, model.topk_anchor_layers(), model.layers, c.swap_in * 1e-6,
+                   c.h2d * 1e-6, c.attention * 1e-6, c.moe * 1e-6, c.draft * 1e-6, c.stall * 1e-6, c.sync * 1e-6,
+                   c.prefetch_hidden * 1e-6);
+      }
+      if (sc.deployment.mtp_draft_tokens > 0)
+        fmt::print("  MTP: {} draft tokens at acceptance {:g}: {:.3f} accepted tokens per request-step in the run "
+                   "(expected 1 + a + ... + a^d = {:.3f}; requests' last steps take only what they have left)\n",
+                   sc.deployment.mtp_draft_tokens, sc.deployment.mtp_acceptance, tokens_per_request_step(r),
+                   mtp_accepted_tokens(sc.deployment.mtp_draft_tokens, sc.deployment.mtp_acceptance));
     }
   }
   progress.finish();

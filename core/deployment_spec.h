@@ -64,6 +64,11 @@ struct DeploymentSpec {
   double mamba_full_memory_ratio = 0;
   int64_t max_mamba_cache_size = 0;
   bool hisparse_enabled = true;
+  // Speculative decoding with the model's MTP layer (SGLang --speculative-algorithm NEXTN/EAGLE, --speculative-eagle-topk
+  // 1): d draft tokens per step (--speculative-num-steps d, --speculative-num-draft-tokens d + 1), each accepted with
+  // probability `mtp_acceptance` given its predecessors were (sim/cost/speculative.h). 0 draft tokens = no MTP.
+  int mtp_draft_tokens = 0;
+  double mtp_acceptance = 0;
   // The serving engine the deployment runs (sglang: SGLang's kernels; project: this project's reference engine) and
   // which swap-in kernel prices the plan and miss copy ("" = the engine's own).
   std::string engine = "sglang";

@@ -272,20 +272,20 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
   b.attention = b.sparse_indexer ? "mla+dsa" : "mla";
   b.page_size = page;
   b.full_layers = m.kv_layers();
+  b.indexer_layers = m.indexer_key_layers();
 
   const int L = m.kv_layers();
-  // Indexer-key caches: every KV layer, or (GLM-5.2's index_topk_pattern) indexer_layers of them plus the MTP layers.
-  const int Li = m.indexer_cache_layers();
-  b.indexer_layers = Li;
-  const char* li_name = Li == L ? "kv_layers" : "indexer_cache_layers";
+  // Indexer-key caches (IndexShare): only the top-k anchors and the MTP layers keep indexer keys.
+  const int Li = b.indexer_layers;
+  const char* li_name = Li == L ? "kv_layers" : "indexer_layers";
   const int64_t row = hisparse::latent_row_bytes(m, d.kv_dtype);
   const int64_t idx = m.indexer_key_bytes;
   b.indexer_cache_layers =
       fig("indexer_cache_layers", "indexer-key caches", Li, "layers",
           Li == L ? fmt::format("every KV layer = {}", L)
-                  : fmt::format("indexer_layers + mtp_layers = {} + {} of {} MLA caches ({} + {}); SGLang's CUDA cell "
-                                "size below still charges the indexer of every KV layer (only its NPU path counts "
-                                "indexer layers)", m.indexer_layers, m.mtp_layers, L, m.layers, m.mtp_layers));
+                  : fmt::format("top-k anchors + mtp_layers = {} + {} of {} MLA caches ({} + {}): the layers that "
+                                "reuse an anchor's top-k keep no indexer keys (IndexShare; SGLang #30531)",
+                                m.topk_anchor_layers(), m.mtp_layers, L, m.layers, m.mtp_layers));
   b.kv_layers = fig("kv_layers", "KV layers", L, "layers", fmt::format("layers + mtp_layers = {} + {}", m.layers, m.mtp_layers));
   b.latent_row_bytes = fig("latent_row_bytes", "latent row per token per layer", static_cast<double>(row), "B",
                            d.kv_dtype == KvDtype::kFp8
@@ -305,17 +305,18 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
   // vLLM sizes the host pool in GiB (host_pool_gib): the host pool is fixed first, every one of its tokens keeps its
   // indexer key on the GPU, and the device pool takes what HBM is left; the ratio plays no part.
   const bool gib = hs.host_pool_gib > 0;
-  const double full_cell = static_cast<double>(L * (row + idx));
-  const double hs_cell = static_cast<double>(gib ? L * row : L * (row + int64_t{ratio} * idx));
+  const double full_cell = static_cast<double>(L * row + Li * idx);
+  const double hs_cell = static_cast<double>(gib ? L * row : L * row + Li * int64_t{ratio} * idx);
   b.full_cell_bytes = fig("full_cell_bytes", "SGLang cell size, full KV", full_cell, "B/token",
-                          fmt::format("kv_layers × (latent_row_bytes + indexer_key_bytes) = {} × ({} + {})", L, row, idx));
+                          fmt::format("kv_layers × latent_row_bytes + indexer_layers × indexer_key_bytes = {} × {} + {} × {}", L, row,
+                                      Li, idx));
   b.hisparse_cell_bytes =
       gib ? fig("hisparse_cell_bytes", "device cell size, HiSparse (host_pool_gib)", hs_cell, "B/token",
                 fmt::format("kv_layers × latent_row_bytes = {} × {} (the host pool's indexer keys come off the budget "
                             "first)", L, row))
           : fig("hisparse_cell_bytes", "SGLang cell size, HiSparse", hs_cell, "B/token",
-                fmt::format("kv_layers × (latent_row_bytes + host_to_device_ratio × indexer_key_bytes) = {} × ({} + {} × {})",
-                            L, row, ratio, idx));
+                fmt::format("kv_layers × latent_row_bytes + {} × host_to_device_ratio × indexer_key_bytes = "
+                            "{} × {} + {} × {} × {}", li_name, L, row, Li, ratio, idx));
 
   hbm_figures(s, b);
   const double budget = b.kv_budget_bytes.value;

@@ -41,7 +41,7 @@ struct MemoryBudget {
   int page_size = 1;
   int64_t sliding_window = 0;        // tokens (0 = none)
   int full_layers = 0, sliding_layer_count = 0;  // KV layers of each kind (MLA: all full)
-  int indexer_layers = 0;            // KV layers holding an indexer-key cache (GLM-5.2: 21 + 1 MTP of 79)
+  int indexer_layers = 0;  // layers with an indexer-key cache (MLA+DSA: top-k anchors + MTP layers; else 0)
   // GQA only (absent from figures() for MLA).
   Figure kv_heads_per_rank;          // max(1, num_key_value_heads / attention TP)
   Figure full_attention_layers;

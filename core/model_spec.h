@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/topk_schedule.h"
+
 namespace hisparse {
 
 /// How a layer's KV cache is laid out. MLA caches one latent row per token (DeepSeek's sparse attention adds an
@@ -50,10 +52,9 @@ struct ModelSpec {
   int64_t indexer_key_bytes = 0;     // bytes per token per layer of the indexer key cache (fp8 128 + fp32 scale = 132)
   int attention_heads = 0;           // query heads of MLA (128)
   int top_k = 0;                     // tokens selected per step per layer (2048)
-  int topk_layer_group = 1;          // consecutive layers sharing one top-k selection (1 = every layer selects)
-  /// Main-model layers that hold an indexer-key cache (0 = every layer). GLM-5.2's index_topk_pattern keeps the
-  /// indexer in 21 of its 78 layers; each MTP layer is counted as holding one (see indexer_cache_layers()).
-  int indexer_layers = 0;
+  int topk_layer_group = 1;          // index_topk_freq: layers sharing one top-k selection (1 = every layer selects)
+  int topk_skip_offset = 1;          // index_skip_topk_offset: layer l (0-based) selects (is an anchor) iff
+                                     // max(l − offset + 1, 0) mod topk_layer_group = 0 (vLLM/SGLang's schedule)
   // DeepSeek-V4 compressed attention (empty for every other model). Per layer, main layers then MTP layers, as
   // config.json's compress_ratios: 0 = sliding window only, 4 = C4 (compressed sparse attention: the indexer picks
   // top_k of the compressed entries; what HiSparse offloads), 128 = C128 (heavily compressed, dense).
@@ -80,6 +81,17 @@ struct ModelSpec {
   double active_params = 0;          // parameters touched per token (≈ 37e9)
 
   int kv_layers() const { return layers + mtp_layers; }
+  /// IndexShare / IndexCache (core/topk_schedule.h): whether decoder layer l runs its own indexer and top-k (an
+  /// anchor); the others reuse the nearest anchor below them. GLM-5.2: layers 0, 1, 2, 6, 10, ..., 74 — 21 of 78.
+  bool is_topk_anchor(int l) const { return hisparse::is_topk_anchor(l, topk_layer_group, topk_skip_offset); }
+  int topk_anchor_layers() const {
+    int n = 0;
+    for (int l = 0; l < layers; ++l) n += is_topk_anchor(l) ? 1 : 0;
+    return n;
+  }
+  /// Layers holding an indexer-key cache: the anchors and the MTP layers (a reusing layer never reads its own keys;
+  /// the draft layer keeps its own, SGLang #30531's draft pool of 576 + 132 B per token).
+  int indexer_key_layers() const { return topk_anchor_layers() + mtp_layers; }
   bool is_gqa() const { return attention == AttentionKind::kGqa; }
   /// DeepSeek Sparse Attention's lightning indexer: what HiSparse's selection and pools need.
   bool has_sparse_indexer() const { return attention == AttentionKind::kMla && indexer_head_dim > 0 && top_k > 0; }
@@ -96,8 +108,6 @@ struct ModelSpec {
   bool has_linear_attention() const { return linear_layer_count() > 0; }
   /// Layers that attend (and cache) every token: all of them less the sliding-window and linear-attention ones.
   int full_attention_layer_count() const { return kv_layers() - sliding_layer_count() - linear_layer_count(); }
-  /// KV layers holding an indexer-key cache: indexer_layers main layers plus the MTP layers (all without a pattern).
-  int indexer_cache_layers() const { return indexer_layers > 0 ? indexer_layers + mtp_layers : kv_layers(); }
   bool is_compressed() const { return !compress_ratios.empty(); }
   /// Main-model layers (MTP excluded, as SGLang's DSV4 pool slices compress_ratios by the model's own layers) with
   /// this compression ratio.

@@ -43,10 +43,9 @@ namespace {
 const std::vector<const char*>& mla_only_keys() {
   static const std::vector<const char*> k = {"kv_lora_rank", "qk_rope_head_dim", "latent_row_bytes",
                                              "latent_row_bytes_fp8", "indexer_heads", "indexer_head_dim",
-                                             "indexer_key_bytes", "top_k", "topk_layer_group", "q_lora_rank",
-                                             "qk_nope_head_dim", "v_head_dim", "dp_replicated_weight_bytes",
-                                             "indexer_layers", "compress_ratios", "window_size",
-                                             "latent_row_bytes_nvfp4"};
+                                             "indexer_key_bytes", "top_k", "topk_layer_group", "topk_skip_offset",
+                                             "q_lora_rank", "qk_nope_head_dim", "v_head_dim", "dp_replicated_weight_bytes",
+                                             "compress_ratios", "window_size", "latent_row_bytes_nvfp4"};
   return k;
 }
 const std::vector<const char*>& gqa_only_keys() {
@@ -256,7 +255,7 @@ ModelSpec load_model_spec(const std::string& path) {
   map.get("attention_heads", &m.attention_heads, 1, 65536);
   map.get("top_k", &m.top_k, 1, 1 << 24);
   map.get("topk_layer_group", &m.topk_layer_group, 1, m.layers);
-  map.get("indexer_layers", &m.indexer_layers, 0, m.layers);
+  map.get("topk_skip_offset", &m.topk_skip_offset, 1, m.layers);
   read_compressed_attention(map, &m);
   map.get("weight_bytes", &m.weight_bytes, 1, 1e15, Unit::kBytes);
   map.get("dp_replicated_weight_bytes", &m.dp_replicated_weight_bytes, 0, m.weight_bytes, Unit::kBytes);
@@ -382,6 +381,8 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   map.get("mamba_full_memory_ratio", &d.mamba_full_memory_ratio, 0.01, 100.0);
   map.get("max_mamba_cache_size", &d.max_mamba_cache_size, 0, int64_t{1} << 24);
   map.get("hisparse_enabled", &d.hisparse_enabled);
+  map.get("mtp_draft_tokens", &d.mtp_draft_tokens, 0, 16);
+  map.get("mtp_acceptance", &d.mtp_acceptance, 0.0, 1.0);
   map.get_choice("engine", &d.engine, {"sglang", "project"});
   if (map.has("swap_in_kernel")) map.get_choice("swap_in_kernel", &d.swap_in_kernel, {"sglang", "project"});
   // The knobs come either as a YAML mapping or verbatim as the JSON string given to SGLang's --hisparse-config.
@@ -531,6 +532,9 @@ Scenario load_scenario(const std::string& name_or_path) {
     throw_error("{}: hisparse_enabled: got true, expected false: model {} has no sparse indexer ({} attention), and "
                 "HiSparse offloads what DeepSeek Sparse Attention's indexer selects",
                 path, s.model.name, s.model.is_gqa() ? "gqa" : "mla without DSA");
+  if (s.deployment.mtp_draft_tokens > 0 && s.model.mtp_layers == 0)
+    throw_error("{}: mtp_draft_tokens: got {}, expected 0: model {} has no MTP layer (mtp_layers 0) to draft with", path,
+                s.deployment.mtp_draft_tokens, s.model.name);
   if (s.model.is_gqa()) {
     // SGLang shards KV heads over the attention TP group and replicates them when the group is larger.
     const int atp = std::max(1, s.deployment.decode.tp / std::max(1, s.deployment.decode.dp_attention));

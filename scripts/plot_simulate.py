@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from plot_output import save_png  # noqa: E402
 
-FIELDS = ["indexer", "topk", "swap_in", "h2d", "attention", "moe", "stall", "sync"]
+# The critical-path terms of StepCost (backup and prefetch_hidden run beside them).
+FIELDS = ["indexer", "topk", "swap_in", "h2d", "attention", "moe", "stall", "sync", "draft"]
 
 
 def tag(run):

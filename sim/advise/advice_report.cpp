@@ -303,6 +303,7 @@ std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices
     }
     if (!a.break_even.by_concurrency.empty()) o += "break-even: " + pays_text(a.break_even, lay.ranks) + "\n";
     if (const std::string d = dynamic_text(a.dynamic, lay.ranks); !d.empty()) o += d + "\n";
+    o += mtp_comparison_text(a.mtp);
   }
   return o;
 }
@@ -366,12 +367,13 @@ std::string advice_to_json(const Scenario& s, const std::vector<Advice>& advices
         "     \"break_even\": {{\"hisparse_setting\": {}, \"pays_from_batch_per_rank\": {}, \"ratio_at_batch_1\": {:.4f}, "
         "\"ratio_at_batch_2\": {:.4f}, \"best_ratio\": {:.4f}, \"best_ratio_batch_per_rank\": {}, \"pays_from_seq_len\": {}, "
         "\"loses_again_from_seq_len\": {}, \"by_concurrency\": [{}], \"by_seq_len\": [{}]}},\n"
-        "     \"dynamic_residency\": {},\n"
+        "     \"dynamic_residency\": {},\n     \"mtp\": {},\n"
         "     \"curves\": [{}],\n     \"candidates\": [{}]}}{}\n",
         json_quote(a.mix.label), classes, a.best, a.runner_up, a.best_full, a.best_hisparse,
         a.recommended() ? json_quote(sglang_flags(*a.recommended(), s)) : "null", sweep, notes, robustness_json(a),
         json_quote(be.hisparse_setting), be.pays_from_batch_per_rank, be.ratio_at_batch_1, be.ratio_at_batch_2,
-        be.best_ratio, be.best_ratio_batch_per_rank, be.pays_from_seq_len, be.loses_again_from_seq_len, conc, lens, dyn, curves,
+        be.best_ratio, be.best_ratio_batch_per_rank, be.pays_from_seq_len, be.loses_again_from_seq_len, conc, lens, dyn,
+        a.mtp.empty() ? std::string("null") : mtp_comparison_json(a.mtp), curves,
         cands, i + 1 < advices.size() ? "," : "");
   }
   return o + "  ]\n}\n";

@@ -114,7 +114,7 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
     lim("hbm").per_rank = fit_count(pool + R, paged + R);
     lim("hbm").formula = fmt::format("floor((full_pool + reserved) / (E[paged seq_len] + reserved)) = floor(({:.0f} + "
                                      "{:.0f}) / ({:.1f} + {:.0f}))", pool, R, paged, R);
-    c.hbm_per_request = tokens * L * (row + idx);
+    c.hbm_per_request = tokens * (L * row + b.indexer_layers * idx);
     lim("pcie").formula = "full KV: nothing crosses PCIe per step";
   } else {
     const double slots = mix.expect([&](int64_t n) {
@@ -147,7 +147,7 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
                                              b.host_pool_bytes_per_node.value * 1e-9,
                                              (d.host_dram_bytes - o.host_reserve_bytes) * 1e-9);
     }
-    c.hbm_per_request = slots * L * row + tokens * L * idx;
+    c.hbm_per_request = slots * L * row + tokens * b.indexer_layers * idx;
     c.host_per_request = paged * L * row;
     c.misses_per_request_step = mix.expect([&](int64_t n) { return model.misses_per_request(n); });
     if (c.misses_per_request_step > 0) {
@@ -162,9 +162,9 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
   const int64_t slo_b = model.max_batch_within(mix, slo, o.batch_cap);
   lim("slo").per_rank = slo_b;
   lim("slo").formula = slo_b == 0 ? fmt::format("one request alone takes {:.3f} ms > SLO {} ms",
-                                                model.step(1, mix).step_ns * 1e-6, d.tpot_slo_ms)
+                                                model.step(1, mix).tpot_ns * 1e-6, d.tpot_slo_ms)
                                   : fmt::format("largest B with step_time(B) ≤ SLO {} ms: step({}) = {:.3f} ms",
-                                                d.tpot_slo_ms, slo_b, model.step(slo_b, mix).step_ns * 1e-6);
+                                                d.tpot_slo_ms, slo_b, model.step(slo_b, mix).tpot_ns * 1e-6);
   const PlanLimit& bind = binding_limit(c.limits);
   c.binding_limit = bind.key;
   c.per_rank = std::max<int64_t>(0, bind.per_rank);
@@ -172,7 +172,7 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
   if (c.per_rank > 0) {
     const StepEstimate e = model.step(c.per_rank, mix);
     c.goodput = e.tokens_per_s;
-    c.tpot_ms = e.step_ns * 1e-6;
+    c.tpot_ms = e.tpot_ns * 1e-6;
     c.h2d_bytes_per_step = e.h2d_bytes;
   }
   return c;
@@ -233,7 +233,7 @@ TradeoffCurve tradeoff(const Scenario& base, const ContextMix& mix, const MissCu
   for (int i = 0; i < 24; ++i) bs.insert(std::max<int64_t>(1, std::llround(std::pow(static_cast<double>(top), i / 23.0))));
   for (int64_t B : bs) {
     const StepEstimate e = m.step(B, mix);
-    t.points.push_back(CurvePoint{B, B * lay.ranks, e.step_ns * 1e-6, e.tokens_per_s, e.cost.h2d * 1e-6, e.step_ns <= slo});
+    t.points.push_back(CurvePoint{B, B * lay.ranks, e.tpot_ns * 1e-6, e.tokens_per_s, e.cost.h2d * 1e-6, e.tpot_ns <= slo});
   }
   return t;
 }
@@ -324,6 +324,11 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
   if (a.best_full >= 0 && a.best_hisparse >= 0)
     a.dynamic = advise_dynamic(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
                                a.candidates[static_cast<size_t>(a.best_hisparse)], o);
+  if (a.best_hisparse >= 0 && !a.break_even.by_concurrency.empty()) {
+    std::vector<int64_t> batches;
+    for (const ConcurrencyPoint& p : a.break_even.by_concurrency) batches.push_back(p.batch_per_rank);
+    a.mtp = compare_mtp(s, mix, misses, a.candidates[static_cast<size_t>(a.best_hisparse)], o, batches);
+  }
   if (a.best_full < 0) a.notes.push_back("full KV fits no request of this mix within HBM and the SLO");
   if (a.best_hisparse < 0) a.notes.push_back("no HiSparse setting of the sweep fits a request");
   return a;

@@ -22,6 +22,7 @@
 #include "sim/cost/context_mix.h"
 #include "sim/miss/miss_curve.h"
 #include "sim/cost/kv_mode.h"
+#include "sim/advise/mtp_comparison.h"
 
 namespace hisparse::sim {
 
@@ -121,6 +122,7 @@ struct Advice {
   int runner_up = -1;                  // best by the decision rule with another mode or device_buffer_size
   int best_full = -1, best_hisparse = -1;
   BreakEven break_even;
+  MtpComparison mtp;                   // MTP, HiSparse, both or neither by concurrency (empty: the model has no MTP layer)
   std::vector<TradeoffCurve> curves;   // recommendation, then the best of the other mode
   // Dynamic residency at the best HiSparse setting, beside the recommendation (sim/advise/dynamic_candidate.h);
   // empty (candidate.mode full) unless both full KV and HiSparse fit.

@@ -21,6 +21,7 @@
 #include "sim/replay/replay_report.h"
 #include "sim/replay/replay_step_time.h"
 #include "traces/page_trace_source.h"
+#include "traces/shared_topk_source.h"
 
 namespace hisparse::sim {
 
@@ -129,11 +130,20 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
     open_opts.top_k = *request.top_k;
   }
   // The trace as a file (with its overrides) or as the caller's own source.
-  const TraceOpener open_base = hooks.open_trace
+  const TraceOpener open_file = hooks.open_trace
                                     ? hooks.open_trace
                                     : TraceOpener([&request, open_opts] {
                                         return traces::open_trace(request.trace, open_opts);
                                       });
+  // Declared shared layers (IndexShare): each takes its anchor's list, in every cursor.
+  const int32_t topk_group = request.shared_topk_group, topk_offset = request.shared_topk_offset;
+  const TraceOpener open_base = topk_group <= 1 ? open_file : TraceOpener([open_file, topk_group, topk_offset] {
+    return std::unique_ptr<traces::TraceSource>(
+        std::make_unique<traces::SharedTopkTraceSource>(open_file(), topk_group, topk_offset));
+  });
+  if (request.shared_topk_group < 1 || request.shared_topk_offset < 1)
+    throw_error("replay: --shared-topk-group {} / --shared-topk-offset {}: expected both >= 1",
+                request.shared_topk_group, request.shared_topk_offset);
   const int threads =
       request.threads > 0 ? request.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int64_t row_bytes = request.row_bytes;
@@ -164,7 +174,7 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
     // per step-layer are applied to every layer of this model, the average layer standing for all. Said, not silent.
     const int32_t L = open_base()->meta().layers;
     const int group = std::max(1, s.model.topk_layer_group);
-    const int selecting = (s.model.layers + group - 1) / group;
+    const int selecting = s.model.topk_anchor_layers();
     if (L != s.model.layers && L != s.model.kv_layers() && L != selecting)
       print(fmt::format("warning: trace {} has {} layers but model {} (scenario {}) has {}{}: the advice applies the "
                         "trace's misses per step-layer to every one of the model's layers; record the trace on {} for "

@@ -103,6 +103,10 @@ struct ReplayRequest {
   int64_t lookahead_mb = 1024;            // offline policies' look-ahead window, MiB
   std::string backend = "cpu";            // cpu | cuda (needs ReplayHooks::cuda)
   int32_t page_size = 0;                  // replay in pages of this many tokens; 0: tokens
+  /// IndexShare: the trace's shared layers, declared as index_topk_freq / index_skip_topk_offset (core/topk_schedule.h);
+  /// each shared layer replays its anchor's list. 1 = every layer its own.
+  int32_t shared_topk_group = 1;
+  int32_t shared_topk_offset = 1;
   std::string per_step_csv;               // one row per (policy, buffer, request, layer, step) to this file ("" = none)
   bool keep_step_rows = false;            // hand the per-step rows to ReplayHooks::rows (implied by per_step_csv)
   /// The advice: advice.setup.scenario empty means none. The replay supplies the advice's trace, policy, buffer

@@ -53,6 +53,19 @@ void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string&
     if (!(*o.tpot_slo_ms > 0)) bad(command, "tpot-slo-ms", *o.tpot_slo_ms, s, "tpot_slo_ms", "a number of ms > 0");
     d.tpot_slo_ms = *o.tpot_slo_ms;
   }
+  if (o.mtp_draft_tokens) {
+    if (*o.mtp_draft_tokens < 0 || *o.mtp_draft_tokens > 16)
+      bad(command, "mtp-draft-tokens", *o.mtp_draft_tokens, s, "mtp_draft_tokens", "0..16 (0 = no MTP)");
+    if (*o.mtp_draft_tokens > 0 && s.model.mtp_layers == 0)
+      bad(command, "mtp-draft-tokens", *o.mtp_draft_tokens, s, "mtp_draft_tokens",
+          "0: the model has no MTP layer (mtp_layers 0) to draft with");
+    d.mtp_draft_tokens = *o.mtp_draft_tokens;
+  }
+  if (o.mtp_acceptance) {
+    if (!(*o.mtp_acceptance >= 0 && *o.mtp_acceptance <= 1))
+      bad(command, "mtp-acceptance", *o.mtp_acceptance, s, "mtp_acceptance", "a probability in [0, 1]");
+    d.mtp_acceptance = *o.mtp_acceptance;
+  }
   if (o.max_running_requests) {
     const int32_t n = *o.max_running_requests;
     const int ranks = rank_layout(s).ranks;

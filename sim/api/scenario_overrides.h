@@ -27,6 +27,8 @@ struct ScenarioOverrides {
   std::optional<std::string> kv_dtype;        // bf16 | fp8
   std::optional<std::string> swap_in_kernel;  // sglang | project: the kernel that prices the swap-in
   std::optional<double> tpot_slo_ms;          // > 0
+  std::optional<int32_t> mtp_draft_tokens;    // MTP draft tokens per step, 0..16 (0 = off)
+  std::optional<double> mtp_acceptance;       // per-token acceptance, in [0, 1]
   // Memory, bytes.
   std::optional<double> host_dram_bytes;           // per decode node
   std::optional<double> host_reserve_bytes;        // per decode node, kept for the OS and the server (plan/advise)

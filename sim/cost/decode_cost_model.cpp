@@ -43,7 +43,7 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
     throw_error("{}: hardware hbm_bytes_per_s and bf16_flops must be > 0 for the cost model", sc_.source);
   layers_ = m.layers;
   kv_layers_ = m.kv_layers();
-  selecting_layers_ = (m.layers + std::max(1, m.topk_layer_group) - 1) / std::max(1, m.topk_layer_group);
+  selecting_layers_ = m.topk_anchor_layers();  // IndexShare: only the anchors score and select (GLM-5.2: 21 of 78)
   kv_row_bytes_ = static_cast<double>(hisparse::kv_row_bytes(m, sc_.deployment.decode, sc_.deployment.kv_dtype));
   if (m.is_gqa()) {
     const int atp = std::max(1, sc_.deployment.decode.tp / std::max(1, sc_.deployment.decode.dp_attention));
@@ -170,7 +170,6 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
   if (!(T > 0)) return out;
   if (sc_.model.is_gqa()) return gqa_mlp_phase(T, max_gpu_tokens);
   const ModelSpec& m = sc_.model;
-  const HardwareSpec& hw = sc_.hardware;
   const double ep = std::max(1, sc_.deployment.decode.ep);
   const double tp = std::max(1, sc_.deployment.decode.tp);
   // Routed experts at the model's own precision when it states one (NVFP4 0.5625), else the cost model's.
@@ -203,10 +202,14 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
   // The dense MLP of each dense layer ends in an all-reduce of the instance's tokens.
   if (m.dense_layers > 0) out.all_to_all += hidden_allreduce_ns(T, static_cast<int>(tp)) * m.dense_layers;
   // LM head (bf16 weights, vocabulary split over the TP group) and sampling.
-  out.compute += kernel(2.0 * lm_head_params_ / tp * T, lm_head_params_ / tp * 2.0, hw.bf16_flops, e.dense) +
-                 p_.graph_kernel_gap_ns;
+  out.compute += lm_head_ns(T) + p_.graph_kernel_gap_ns;
   out.compute += p_.step_overhead_ns(sc_.deployment.decode.dp_attention > 1);
   return out;
+}
+
+SimTime DecodeCostModel::lm_head_ns(double T) const {
+  const double tp = std::max(1, sc_.deployment.decode.tp);
+  return kernel(2.0 * lm_head_params_ / tp * T, lm_head_params_ / tp * 2.0, sc_.hardware.bf16_flops, p_.efficiency.dense);
 }
 
 SimTime DecodeCostModel::expert_all_to_all_ns(double tokens) const {

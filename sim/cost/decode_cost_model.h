@@ -51,6 +51,9 @@ class DecodeCostModel {
   /// HiSparse: SGLang's clear of the `requests` × K int32 output slots before each layer's swap-in kernel (one memset
   /// kernel per layer, all layers; part of `swap_in`).
   SimTime hisparse_output_clear_ns(int64_t requests) const;
+  /// The LM head (bf16 weights, vocabulary split over the TP group) over `instance_tokens`, one kernel (part of moe).
+  SimTime lm_head_ns(double instance_tokens) const;
+  int selecting_layers() const { return selecting_layers_; }  // layers that run the indexer and top-k
   /// Prefill of one request of `tokens` on one prefill instance (all its GPUs).
   SimTime prefill_time(int64_t tokens) const;
 

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "sim/cost/dynamic_residency.h"
+#include "sim/cost/speculative.h"
 #include "sim/cost/zero_copy_sm_share.h"
 
 namespace hisparse::sim {
@@ -25,6 +27,15 @@ StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params,
   top_k_ = hisparse_ ? scenario.deployment.hisparse.top_k : scenario.model.top_k;
   window_ = scenario.model.is_gqa() ? scenario.model.sliding_window : 0;
   H_ = scenario.deployment.hisparse.device_buffer_size;
+  const ModelSpec& m = scenario.model;
+  mtp_draft_ = scenario.deployment.mtp_draft_tokens;
+  if (mtp_draft_ > 0 && m.mtp_layers == 0)
+    throw_error("{}: mtp_draft_tokens {}: model {} has no MTP layer (mtp_layers 0) to draft with", scenario.source,
+                mtp_draft_, m.name);
+  mtp_accepted_ = mtp_accepted_tokens(static_cast<int>(mtp_draft_), scenario.deployment.mtp_acceptance);
+  // IndexShare: the layers that reuse an anchor's top-k, whose copies the side stream may prefetch.
+  if (hisparse_ && m.layers > 0)
+    shared_share_ = static_cast<double>(m.layers - m.topk_anchor_layers()) / static_cast<double>(m.layers);
   // Every GPU of a NUMA node copies at once in a lockstep step: each gets its max-min fair share of the node's DRAM.
   const double dram = hw.host_dram_bytes_per_s_per_numa > 0 ? hw.host_dram_bytes_per_s_per_numa / layout_.gpus_per_numa
                                                             : hw.pcie.h2d_bulk_bytes_per_s;
@@ -66,7 +77,21 @@ GpuBatch StepEstimator::batch(int64_t B, const ContextMix& mix, double swap) con
   return b;
 }
 
-RankCompute StepEstimator::rank_compute(const GpuBatch& b) const {
+GpuBatch StepEstimator::verify_batch(const GpuBatch& b) const {
+  if (mtp_draft_ == 0) return b;
+  const int64_t p = positions();
+  const double pd = static_cast<double>(p);
+  GpuBatch v = b;
+  v.requests = b.requests * p;
+  v.sum_n = b.sum_n * pd;  // positions n .. n + d, each scoring ≈ n keys
+  v.sum_attended = b.sum_attended * pd;
+  v.sum_window_attended = b.sum_window_attended * pd;
+  v.slow_path = b.slow_path * p;
+  return v;
+}
+
+RankCompute StepEstimator::rank_compute(const GpuBatch& batch) const {
+  const GpuBatch b = verify_batch(batch);
   RankCompute out;
   if (b.requests <= 0) return out;
   auto allreduce = [&](int64_t requests) {
@@ -83,6 +108,8 @@ RankCompute StepEstimator::rank_compute(const GpuBatch& b) const {
     out.io_ready = out.phases.before_io();
     out.tail = out.phases.attention;
     out.copy_beside = b.requests;
+    out.prefetch_share = shared_share_;
+    out.prefetch_window = static_cast<SimTime>(std::llround(static_cast<double>(out.phases.attention) * shared_share_));
     return out;
   }
   // Two micro-batches: every kernel runs twice on half the work; the first micro-batch's first layer must select
@@ -136,7 +163,7 @@ CopyCall StepEstimator::miss_copy(int64_t requests, double misses) const {
 CopyCall StepEstimator::backup(int64_t requests) const {
   // Each request backs up its previous token's row of every KV layer, on the copy engine beside the compute.
   CopyCall c;
-  c.bytes = static_cast<double>(requests) * cost_.kv_layers() * row_bytes_;
+  c.bytes = static_cast<double>(requests) * mtp_accepted_ * cost_.kv_layers() * row_bytes_;
   c.latency = rank_scenario_.hardware.pcie.latency_ns;
   return c;
 }
@@ -144,9 +171,14 @@ CopyCall StepEstimator::backup(int64_t requests) const {
 RankEnd StepEstimator::rank_end(const RankCompute& c, SimTime io_start, SimTime io_end, bool copies) const {
   RankEnd out;
   if (params_.overlap == OverlapMode::kNone) {
-    out.done = io_end + c.tail;
+    // The shared layers' part of the copy runs beside the attention of the layers before each of them.
+    const SimTime copy = io_end - io_start;
+    out.prefetch_hidden =
+        copies ? std::min(static_cast<SimTime>(std::llround(static_cast<double>(copy) * c.prefetch_share)), c.prefetch_window)
+               : 0;
+    out.done = io_end - out.prefetch_hidden + c.tail;
     out.stall = io_start - c.io_ready;
-    out.h2d = io_end - io_start;
+    out.h2d = copy - out.prefetch_hidden;
     return out;
   }
   // The zero-copy swap-in moves rows with SMs: while it overlaps the other micro-batch's compute, that compute runs
@@ -174,13 +206,15 @@ RankEnd StepEstimator::resident_end(const RankCompute& c, SimTime backup_end) co
   return out;
 }
 
-SimTime StepEstimator::moe_ns(double instance_tokens, double max_gpu_tokens) const {
+SimTime StepEstimator::moe_ns(double instance_requests, double max_gpu_requests) const {
+  const double tokens = instance_requests * static_cast<double>(positions());
+  const double gpu_tokens = max_gpu_requests * static_cast<double>(positions());
   if (params_.overlap == OverlapMode::kNone) {
-    const auto m = cost_.moe_phase(instance_tokens, max_gpu_tokens);
+    const auto m = cost_.moe_phase(tokens, gpu_tokens);
     return m.compute + m.all_to_all;
   }
   // Each micro-batch reads the experts it touches; one micro-batch's all-to-all hides under the other's compute.
-  const auto m = cost_.moe_phase(instance_tokens / 2, max_gpu_tokens / 2);
+  const auto m = cost_.moe_phase(tokens / 2, gpu_tokens / 2);
   const SimTime fixed = params_.step_overhead_ns(layout_.ranks > 1);
   const SimTime per_batch = m.compute - fixed;
   return 2 * per_batch + fixed + std::max<SimTime>(0, 2 * m.all_to_all - per_batch);
@@ -191,7 +225,9 @@ StepEstimate StepEstimator::closed_form(const GpuBatch& b, double misses, int64_
   const int64_t B = b.requests;
   e.batch = B;
   if (B <= 0) return e;
+  e.accepted_tokens = mtp_accepted_;
   if (hisparse_) {
+    misses *= static_cast<double>(positions());  // each position selects (and misses) as a decode step
     e.misses = misses;
     e.h2d_bytes = misses * row_bytes_;
     if (e.h2d_bytes > 0) {
@@ -216,8 +252,11 @@ StepEstimate StepEstimator::closed_form(const GpuBatch& b, double misses, int64_
   // Tokens of the whole instance in this step.
   const double T = static_cast<double>(instance_requests > 0 ? instance_requests : B * layout_.ranks);
   e.cost.moe = moe_ns(T, max_gpu_tokens(static_cast<double>(B)));
-  e.step_ns = end.done + e.cost.moe;
-  e.tokens_per_s = e.step_ns > 0 ? T / ns_to_seconds(e.step_ns) : 0;
+  e.cost.draft = draft_ns(b, T, max_gpu_tokens(static_cast<double>(B)));
+  e.cost.prefetch_hidden = end.prefetch_hidden;
+  e.step_ns = end.done + e.cost.moe + e.cost.draft;
+  e.tpot_ns = static_cast<SimTime>(std::llround(static_cast<double>(e.step_ns) / mtp_accepted_));
+  e.tokens_per_s = e.step_ns > 0 ? T * mtp_accepted_ / ns_to_seconds(e.step_ns) : 0;
   return e;
 }
 

@@ -32,13 +32,15 @@ struct StepEstimate {
   int64_t batch = 0;             // requests per rank
   int64_t seq_len = 0;           // the mix's mean length, rounded
   StepCost cost;                 // critical path of the step (sum = step_ns)
-  SimTime step_ns = 0;           // = TPOT
+  SimTime step_ns = 0;           // the step's length (= TPOT without MTP)
+  double accepted_tokens = 1;    // tokens each request gains per step (MTP: 1 + a + … + a^d; sim/cost/speculative.h)
+  SimTime tpot_ns = 0;           // step_ns / accepted_tokens
   SimTime h2d_transfer_ns = 0;   // the miss copy alone (latency + bytes / rate), exposed or not
   SimTime backup_transfer_ns = 0;
   double misses = 0;             // rows loaded per step on one GPU, all layers
   double h2d_bytes = 0;          // per GPU per step
   double backup_bytes = 0;       // per GPU per step
-  double tokens_per_s = 0;       // per instance: batch × ranks / step
+  double tokens_per_s = 0;       // per instance: batch × ranks × accepted tokens / step
 };
 
 /// (a) The GPU compute of one rank's step, both micro-batches summed in two-batch mode. Times from the step's start.
@@ -51,6 +53,11 @@ struct RankCompute {
                             // micro-batch's attention
   int64_t copy_beside = 0;  // two-batch: requests of the micro-batch whose swap-in copies beside the other's compute
   bool resident = false;    // dynamic residency: the resident graph (no request in swap mode)
+  // IndexShare (none mode): the shared layers' copies start on a side stream after their anchor's top-k (SGLang
+  // #29637), each hidden under the compute of the layers before it: at most `prefetch_share` of the copy, and at
+  // most `prefetch_window`, the shared layers' attention.
+  double prefetch_share = 0;
+  SimTime prefetch_window = 0;
 };
 
 /// (b) One copy of a step (per GPU): `latency` first, then `bytes` at most at `max_rate` (0: only the links bound it).
@@ -65,6 +72,7 @@ struct RankEnd {
   SimTime done = 0;
   SimTime stall = 0;  // waiting for the backup before the copy could start (the part not hidden by compute)
   SimTime h2d = 0;    // exposed miss copy, with the compute delayed by the SMs the zero-copy swap-in held
+  SimTime prefetch_hidden = 0;  // copy time the shared layers' side-stream prefetch hid (not in h2d)
 };
 
 class StepEstimator {
@@ -93,7 +101,15 @@ class StepEstimator {
   /// (the next step's backup queues behind it on the backup stream), the excess counted as stall.
   RankEnd resident_end(const RankCompute& c, SimTime backup_end) const;
   SimTime io_start(const RankCompute& c, SimTime backup_end) const { return std::max(c.io_ready, backup_end); }
-  SimTime moe_ns(double instance_tokens, double max_gpu_tokens) const;    // (d)
+  SimTime moe_ns(double instance_requests, double max_gpu_requests) const;  // (d), tokens = requests × positions()
+  /// MTP: the d draft passes after the step, the busiest rank holding `busiest` (one token per request): each pass is
+  /// one average decoder layer of the target at this batch (its attention side and its share of the MoE phase) plus
+  /// the LM head (sim/cost/speculative.cpp). 0 without MTP.
+  SimTime draft_ns(const GpuBatch& busiest, double instance_requests, double max_gpu_requests) const;
+  /// MTP: the verify pass's batch, each request's 1 + d positions as queries of their own (the batch itself without).
+  GpuBatch verify_batch(const GpuBatch& b) const;
+  int64_t positions() const { return 1 + mtp_draft_; }       // query positions per request per step
+  double accepted_tokens() const { return mtp_accepted_; }  // tokens per request per step
   /// Tokens of the busiest GPU at the all-to-all when the largest rank holds `max_rank_requests`: under attention TP
   /// a rank's GPUs share its tokens there.
   double max_gpu_tokens(double max_rank_requests) const {
@@ -132,6 +148,9 @@ class StepEstimator {
   double row_bytes_ = 0, h2d_link_ = 0, d2h_rate_ = 0;
   int64_t top_k_ = 0, H_ = 0;
   int64_t window_ = 0;  // GQA sliding layers: tokens attended (0 = none)
+  int64_t mtp_draft_ = 0;     // MTP draft tokens per step (0 = off)
+  double mtp_accepted_ = 1;   // E, accepted tokens per step
+  double shared_share_ = 0;   // IndexShare: the fraction of layers that reuse an anchor's top-k
 };
 
 }  // namespace hisparse::sim

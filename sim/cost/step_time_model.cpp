@@ -82,7 +82,7 @@ int64_t StepTimeModel::max_resident_batch(const ContextMix& mix, int64_t cap) co
 
 int64_t StepTimeModel::max_batch_within(const ContextMix& mix, SimTime slo_ns, int64_t cap) const {
   // Every term of the step is non-decreasing in B, so the fitting batches form a prefix.
-  return largest_fitting(cap, [&](int64_t B) { return step(B, mix).step_ns <= slo_ns; });
+  return largest_fitting(cap, [&](int64_t B) { return step(B, mix).tpot_ns <= slo_ns; });
 }
 
 int64_t StepTimeModel::max_batch_io_within(const ContextMix& mix, SimTime slo_ns, int64_t cap) const {

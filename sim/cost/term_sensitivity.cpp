@@ -12,7 +12,7 @@ SimTime term_sensitivity_ns(const Scenario& s, const CostParams& p, bool hispars
   auto tpot = [&](double scale) {
     CostParams q = p;
     q.*member = static_cast<SimTime>(static_cast<double>(p.*member) * scale);
-    return StepTimeModel(s, q, hisparse, [](int64_t) { return 0.0; }).step(batch, seq_len).step_ns;
+    return StepTimeModel(s, q, hisparse, [](int64_t) { return 0.0; }).step(batch, seq_len).tpot_ns;
   };
   return (tpot(1.5) - tpot(0.5)) / 2;
 }

@@ -21,7 +21,7 @@ double model_tpot_ms(const StepTimeModel& model, int32_t concurrency, int64_t co
   // own step of ⌈c / ranks⌉ per rank.
   const StepEstimate e =
       model.step(busiest_rank_batch(concurrency, model.layout().ranks), ContextMix::single(context), concurrency);
-  return static_cast<double>(e.step_ns) * 1e-6;
+  return static_cast<double>(e.tpot_ns) * 1e-6;
 }
 
 double model_tokens_per_s(const StepTimeModel& model, int32_t concurrency, int64_t context) {

@@ -1,21 +1,21 @@
 // @brief Cache strategies side by side (see cache_strategies.h; definitions and formulas in docs/capacity.md,
-// "Cache strategies"). Symbols as docs/capacity.md: L kv_layers, row latent row bytes, idx indexer key bytes,
+// "Cache strategies"). Symbols as docs/capacity.md: L kv_layers, Li indexer_layers, row latent row bytes, idx indexer key bytes,
 // paged(n) = ⌈n / page⌉ × page, full_pool = full-KV max_total_num_tokens, K = the deployment's top_k.
 //
 // Per request at context n, per strategy:
-//   full KV      — the plan's full-KV row, copied: HBM n × L × (row + idx); attends min(n, model top_k).
+//   full KV      — the plan's full-KV row, copied: HBM n × (L × row + Li × idx); attends min(n, model top_k).
 //   HiSparse     — the plan's HiSparse row, copied: HBM device buffer + indexer keys of all n; host n × L × row;
 //                  PCIe misses × row (H2D) + L × row (D2H backup of the newest token) per step.
 //   eviction E   — SnapKV / PyramidKV: after prefill only the kept = min(n, E) tokens stay, latent AND indexer key
 //                  (the model's DSA indexer keeps scoring what is kept, so the model runs unchanged on the kept set);
-//                  HBM kept × L × (row + idx), no host memory, no PCIe; indexes kept and attends min(kept, top_k):
+//                  HBM kept × (L × row + Li × idx), no host memory, no PCIe; indexes kept and attends min(kept, top_k):
 //                  the full-KV step at n = kept. Limits: hbm ⌊(full_pool + R) / (paged(kept) + R)⌋ (R: requests_in_pool), cap, SLO.
 //   masking      — OmniKV: every token stays in HBM (memory exactly as full KV); attention reads only the top-K
 //                  selected rows and the indexer scores all n: the full-KV step with the model's top_k set to the
 //                  deployment's K = HiSparse's step without swap-in, miss copy or backup. No host memory, no PCIe.
 //   compression  — DeltaKV: the S sink and R recent tokens' rows in full precision, the other n − min(n, S + R)
 //                  latent rows compressed by c (row / c bytes each); indexer keys of all n uncompressed (the DSA
-//                  indexer still scores every token). HBM L × (f × row + m × row / c + n × idx), f = min(n, S+R),
+//                  indexer still scores every token). HBM L × (f × row + m × row / c) + Li × n × idx, f = min(n, S+R),
 //                  m = n − f. Step = the full-KV step at n plus the reconstruction: per compressed row attended
 //                  (at most min(min(n, top_k), m): assumed every attended row may be compressed, the upper bound)
 //                  and layer, `reconstruct_bytes` of HBM traffic at the hardware's hbm_bytes_per_s. The hbm limit
@@ -51,7 +51,7 @@ StrategyRow from_plan(const PlanRow& r, const std::string& key, const std::strin
   o.max_per_rank = r.max_per_rank;
   o.max_concurrency = r.max_concurrency;
   o.binding_limit = r.binding_limit;
-  o.tpot_ms = r.at_max.step_ns * 1e-6;
+  o.tpot_ms = r.at_max.tpot_ns * 1e-6;
   o.decode_tokens_per_s = r.decode_tokens_per_s;
   for (const auto& l : r.limits) {
     if (l.key == "hbm") o.hbm_limit_per_rank = l.per_rank;
@@ -238,7 +238,7 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     const int64_t e_limit = kept_paged > 0 ? full_pool_requests(b, kept, &e_formula) : 0;
     e_formula += " at min(n, E)";
     set_limits(e, p, e_limit, e_formula,
-               [&](int64_t B) { return full.step(B, kept).step_ns; },
+               [&](int64_t B) { return full.step(B, kept).tpot_ns; },
                [&](int64_t B) { return full.step(B, kept).tokens_per_s; });
     e.recall = recall("eviction");
     t.rows.push_back(e);
@@ -255,7 +255,7 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     std::string m_formula;
     const int64_t m_limit = full_pool_requests(b, n, &m_formula);
     set_limits(m, p, m_limit, m_formula + " (as full KV)",
-               [&](int64_t B) { return masked.step(B, n).step_ns; },
+               [&](int64_t B) { return masked.step(B, n).tpot_ns; },
                [&](int64_t B) { return masked.step(B, n).tokens_per_s; });
     m.recall = recall("masking");
     t.rows.push_back(m);
@@ -267,7 +267,8 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     const double Lf = b.full_layers, Ls = b.sliding_layer_count;
     auto full_layer_bytes = [&](int64_t tokens) {
       const int64_t fp = std::min(tokens, S + R);
-      return Lf * (static_cast<double>(fp) * row + static_cast<double>(tokens - fp) * row / c + static_cast<double>(tokens) * idx);
+      return Lf * (static_cast<double>(fp) * row + static_cast<double>(tokens - fp) * row / c) +
+             b.indexer_layers * static_cast<double>(tokens) * idx;
     };
     auto bytes_at = [&](int64_t tokens) {
       return full_layer_bytes(tokens) + Ls * static_cast<double>(sliding_tokens_kept(b, tokens)) * row;
@@ -312,7 +313,7 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
                  ? static_cast<SimTime>(std::llround(static_cast<double>(B) * z.reconstruct_bytes_per_step / hbm_rate * 1e9))
                  : SimTime{0};
     };
-    auto z_step = [&](int64_t B) { return full.step(B, n).step_ns + rec_ns(B); };
+    auto z_step = [&](int64_t B) { return full.step(B, n).tpot_ns + rec_ns(B); };
     set_limits(z, p, zlimit, z_formula, z_step, [&](int64_t B) {
                  const SimTime st = z_step(B);
                  return st > 0 ? static_cast<double>(B) * p.layout.ranks / (static_cast<double>(st) * 1e-9) : 0.0;

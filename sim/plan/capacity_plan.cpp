@@ -37,7 +37,8 @@ std::string describe_step_past(const StepTimeModel& model, int64_t B, int64_t n)
   const StepEstimate e = model.step(B, n);
   std::vector<std::pair<SimTime, const char*>> parts;
   for (int i = 0; i < kStepCostFieldCount; ++i) {
-    if (std::string(kStepCostFields[i]) == "backup") continue;  // off the critical path
+    const std::string name = kStepCostFields[i];
+    if (name == "backup" || name == "prefetch_hidden") continue;  // off the critical path
     parts.emplace_back(step_cost_field(e.cost, i), kStepCostFields[i]);
   }
   std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -56,6 +57,7 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
   const int64_t paged = round_up_to_page(n, page);
   const int64_t L = static_cast<int64_t>(b.kv_layers.value);
   const double row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
+  const int64_t Li = b.indexer_layers;  // top-k anchors + MTP layers (IndexShare)
   const int64_t H = d.hisparse.device_buffer_size;
   const bool hs = uses_host_pool(mode);
   const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
@@ -84,17 +86,16 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
     // The pools as allocated: one token of every KV layer per pool token (SWA: the sliding layers' own pool).
     r.latent_pool_bytes = static_cast<double>(pool) * b.full_layers * row +
                           b.swa_pool_tokens.value * b.sliding_layer_count * row;
-    r.indexer_pool_bytes = static_cast<double>(pool) * b.indexer_layers * idx;
+    r.indexer_pool_bytes = static_cast<double>(pool) * Li * idx;
   } else {
     r.hbm_per_request = q.hisparse_hbm_bytes;
     r.host_per_request = q.hisparse_host_bytes;
     const int64_t slots = n <= H ? paged : H + page;
     r.gpu_latent_per_request = Figure{"device_buffer_bytes", "device buffer", static_cast<double>(slots) * L * row, "B",
                                       fmt::format("buffer_slots × kv_layers × latent_row_bytes = {} × {} × {}", slots, L, num(row))};
-    const int Li = b.indexer_layers;
     r.gpu_indexer_per_request = Figure{"indexer_bytes", "indexer keys", static_cast<double>(n) * Li * idx, "B",
-                                       fmt::format("seq_len × {} × indexer_key_bytes = {} × {} × {}",
-                                                   Li == L ? "kv_layers" : "indexer_cache_layers", n, Li, num(idx))};
+                                       fmt::format("seq_len × indexer_layers × indexer_key_bytes = {} × {} × {}", n, Li,
+                                                   num(idx))};
     const auto dev = static_cast<int64_t>(b.device_pool_tokens.value);
     const auto logical = static_cast<int64_t>(b.logical_pool_tokens.value);
     const auto host = static_cast<int64_t>(b.host_pool_tokens.value);
@@ -138,14 +139,14 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
       lim("slo").formula = "no memory limit applies: the search cap";
     }
   } else if (slo_b == 0) {
-    lim("slo").formula = fmt::format("one request alone takes {} > SLO {} ms", ms(model.step(1, n).step_ns), num(d.tpot_slo_ms));
+    lim("slo").formula = fmt::format("one request alone takes {} > SLO {} ms", ms(model.step(1, n).tpot_ns), num(d.tpot_slo_ms));
   } else if (slo_b >= c.o.batch_cap) {
-    lim("slo").formula = fmt::format("step({}) = {} ≤ SLO {} ms (search cap reached)", slo_b, ms(model.step(slo_b, n).step_ns),
+    lim("slo").formula = fmt::format("step({}) = {} ≤ SLO {} ms (search cap reached)", slo_b, ms(model.step(slo_b, n).tpot_ns),
                                      num(d.tpot_slo_ms));
   } else {
     lim("slo").formula = fmt::format("largest B with step_time(B) ≤ SLO: step({}) = {} ≤ {} ms < step({}) = {}", slo_b,
-                                     ms(model.step(slo_b, n).step_ns), num(d.tpot_slo_ms), slo_b + 1,
-                                     ms(model.step(slo_b + 1, n).step_ns));
+                                     ms(model.step(slo_b, n).tpot_ns), num(d.tpot_slo_ms), slo_b + 1,
+                                     ms(model.step(slo_b + 1, n).tpot_ns));
   }
   if (slo_b < c.o.batch_cap && !c.o.memory_only) r.slo_note = describe_step_past(model, slo_b + 1, n);
 
@@ -162,11 +163,11 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
   const double B = static_cast<double>(r.max_per_rank);
   if (hs) {
     r.latent_used_bytes = B * r.gpu_latent_per_request.value;
-    r.indexer_used_bytes = B * static_cast<double>(paged) * L * idx;
+    r.indexer_used_bytes = B * static_cast<double>(paged) * Li * idx;
     r.host_used_bytes_per_gpu = B * static_cast<double>(paged) * L * row;
   } else {
-    r.latent_used_bytes = B * (full_kv_request_bytes(b, paged) - static_cast<double>(paged) * L * idx);
-    r.indexer_used_bytes = B * static_cast<double>(paged) * L * idx;
+    r.latent_used_bytes = B * (full_kv_request_bytes(b, paged) - static_cast<double>(paged) * Li * idx);
+    r.indexer_used_bytes = B * static_cast<double>(paged) * Li * idx;
   }
   return r;
 }
@@ -206,7 +207,7 @@ ThroughputCurve make_curve(const PlanRow& r, const StepTimeModel& model, const P
     if (extra >= 1 && extra <= top) bs.insert(extra);
   for (int64_t B : bs) {
     const StepEstimate e = model.step(B, r.seq_len);
-    c.points.push_back(CurvePoint{B, B * ranks, e.step_ns * 1e-6, e.tokens_per_s, e.cost.h2d * 1e-6, e.step_ns <= slo});
+    c.points.push_back(CurvePoint{B, B * ranks, e.tpot_ns * 1e-6, e.tokens_per_s, e.cost.h2d * 1e-6, e.tpot_ns <= slo});
   }
   return c;
 }
@@ -226,7 +227,7 @@ SweepRow sweep_row(const std::string& param, int64_t value, bool current, const 
   w.seq_len = r.seq_len;
   w.max_concurrency = r.max_concurrency;
   w.binding_limit = r.binding_limit;
-  w.tpot_ms = r.at_max.step_ns * 1e-6;
+  w.tpot_ms = r.at_max.tpot_ns * 1e-6;
   w.decode_tokens_per_s = r.decode_tokens_per_s;
   w.misses_per_request_step = r.misses_per_request_step;
   w.h2d_bytes_per_step = r.at_max.h2d_bytes;

@@ -108,7 +108,7 @@ void summary(std::vector<DocBlock>& doc, const CapacityPlan& p) {
       gain = fmt::format("{} tok/s, {} requests", tg, cg);
     }
     t.rows.push_back({c(seq_name(r.seq_len)), c(mode_name(r.mode)), strong(plan_int(r.max_concurrency)),
-                      strong(r.binding_limit), c(r.max_per_rank > 0 ? ms(r.at_max.step_ns * 1e-6) : "—"),
+                      strong(r.binding_limit), c(r.max_per_rank > 0 ? ms(r.at_max.tpot_ns * 1e-6) : "—"),
                       strong(tps(r.decode_tokens_per_s)), c(plan_bytes(r.hbm_per_request.value)),
                       c(r.host_per_request.value > 0 ? plan_bytes(r.host_per_request.value) : "—"), c(gain)});
     if (r.mode != KvMode::kHiSparse) continue;
@@ -179,6 +179,9 @@ std::string step_term_kind(const CostParams& cp, const std::string& field) {
                   "step overhead modelled/assumed (cost terms table)"
                 : "modelled (roofline); all-to-all and step overhead modelled/assumed (cost terms table)";
   if (field == "backup") return swap ? "calibrated PCIe d2h figures" : "modelled (PCIe figures)";
+  if (field == "draft") return "modelled: d passes of one average decoder layer + the LM head (sim/cost/speculative.h)";
+  if (field == "prefetch_hidden")
+    return "modelled: the shared layers' share of the copy, up to their attention (SGLang #29637's side-stream prefetch)";
   return "modelled";  // stall, sync
 }
 
@@ -266,11 +269,21 @@ void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
       const double a = step_cost_field(f->at_max.cost, i) * 1e-6, z = step_cost_field(h->at_max.cost, i) * 1e-6;
       if (a == 0 && z == 0) continue;
       std::string name = kStepCostFields[i];
+      const ModelSpec& m = p.scenario.model;
+      if ((name == "indexer" || name == "topk") && m.topk_anchor_layers() < m.layers)
+        name += fmt::format(" ({} of {} layers, IndexShare)", m.topk_anchor_layers(), m.layers);
       if (name == "backup") name += " (copy engine, off the critical path)";
+      if (name == "prefetch_hidden") name += " (shared layers' copy under compute, off the critical path)";
       s.rows.push_back({c(name), c(ms(a)), c(ms(z)), c(step_term_kind(cp, kStepCostFields[i]))});
     }
-    s.rows.push_back({c("step = TPOT"), strong(ms(f->at_max.step_ns * 1e-6)), strong(ms(h->at_max.step_ns * 1e-6)),
+    s.rows.push_back({c("step"), strong(ms(f->at_max.step_ns * 1e-6)), strong(ms(h->at_max.step_ns * 1e-6)),
                       c("modelled: the sum of the terms above")});
+    if (f->at_max.accepted_tokens > 1 || h->at_max.accepted_tokens > 1)
+      s.rows.push_back({c("accepted tokens per step (MTP)"), c(fmt::format("{:.3f}", f->at_max.accepted_tokens)),
+                        c(fmt::format("{:.3f}", h->at_max.accepted_tokens)),
+                        c("modelled: 1 + a + … + a^d (sim/cost/speculative.h)")});
+    s.rows.push_back({c("TPOT"), strong(ms(f->at_max.tpot_ns * 1e-6)), strong(ms(h->at_max.tpot_ns * 1e-6)),
+                      c("modelled: step / accepted tokens per step")});
     s.rows.push_back({c("misses per request per step (rows, all layers)"), muted("—"),
                       c(fmt::format("{} (fraction {:.4f})", compact(h->misses_per_request_step), h->miss_fraction)),
                       c("modelled: " + p.miss_source)});

@@ -29,9 +29,9 @@ std::string jstep(const StepEstimate& e) {
   std::string out = "{";
   for (int i = 0; i < kStepCostFieldCount; ++i)
     out += fmt::format("\"{}_ns\": {}, ", kStepCostFields[i], step_cost_field(e.cost, i));
-  return out + fmt::format("\"step_ns\": {}, \"h2d_transfer_ns\": {}, \"backup_transfer_ns\": {}, \"misses\": {}, "
-                           "\"h2d_bytes\": {}, \"backup_bytes\": {}}}",
-                           e.step_ns, e.h2d_transfer_ns, e.backup_transfer_ns, jnum(e.misses), jnum(e.h2d_bytes),
+  return out + fmt::format("\"step_ns\": {}, \"accepted_tokens\": {}, \"tpot_ns\": {}, \"h2d_transfer_ns\": {}, "
+                           "\"backup_transfer_ns\": {}, \"misses\": {}, \"h2d_bytes\": {}, \"backup_bytes\": {}}}",
+                           e.step_ns, jnum(e.accepted_tokens), e.tpot_ns, e.h2d_transfer_ns, e.backup_transfer_ns, jnum(e.misses), jnum(e.h2d_bytes),
                            jnum(e.backup_bytes));
 }
 
@@ -112,7 +112,7 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
              "      \"per_request\": [{}, {}, {}, {}],\n      \"hbm_use\": {{\"latent_pool\": {}, \"indexer_pool\": {}, "
              "\"latent_used\": {}, \"indexer_used\": {}}}, \"host_used_bytes_per_gpu\": {},\n      \"step_at_max\": {},\n"
              "      \"limits\": {}}}",
-             r.seq_len, to_string(r.mode), r.max_per_rank, p.layout.ranks, esc(r.binding_limit), jnum(r.at_max.step_ns * 1e-6),
+             r.seq_len, to_string(r.mode), r.max_per_rank, p.layout.ranks, esc(r.binding_limit), jnum(r.at_max.tpot_ns * 1e-6),
              jnum(r.misses_per_request_step), jnum(r.miss_fraction), esc(r.slo_note), jfig(r.hbm_per_request),
              jfig(r.host_per_request), jfig(r.gpu_latent_per_request), jfig(r.gpu_indexer_per_request),
              jnum(r.latent_pool_bytes), jnum(r.indexer_pool_bytes), jnum(r.latent_used_bytes), jnum(r.indexer_used_bytes),

@@ -42,7 +42,7 @@ std::string plan_to_text(const CapacityPlan& p) {
       continue;
     }
     o += fmt::format("{:>8}  {:<9} {:>10} {:<21} {:>10.2f} {:>12.0f} {:>12} {:>12}\n", r.seq_len, to_string(r.mode),
-                     plan_int(r.max_concurrency), r.binding_limit, r.at_max.step_ns * 1e-6, r.decode_tokens_per_s,
+                     plan_int(r.max_concurrency), r.binding_limit, r.at_max.tpot_ns * 1e-6, r.decode_tokens_per_s,
                      plan_bytes(r.hbm_per_request.value),
                      r.host_per_request.value > 0 ? plan_bytes(r.host_per_request.value) : "-");
     if (r.mode != KvMode::kHiSparse) continue;

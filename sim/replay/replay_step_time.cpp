@@ -60,7 +60,7 @@ ReplayStepTimeReport model_replay_step_times(const Scenario& scenario, const Cos
       if (it == memo.end()) {
         const int64_t can_miss = (std::min(n, trace_k) - 1) * trace_layers;
         fraction = can_miss > 0 ? static_cast<double>(m) / static_cast<double>(can_miss) : 0.0;
-        it = memo.emplace(key, static_cast<double>(model.step(out.batch, n).step_ns) / 1e6).first;
+        it = memo.emplace(key, static_cast<double>(model.step(out.batch, n).tpot_ns) / 1e6).first;
       }
       ms.push_back(it->second);
       const bool is_cold = j < r.step_index.size() && cold_start_step(r.step_index[j], s.buffer_size, r.meta.top_k);

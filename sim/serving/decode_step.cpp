@@ -73,7 +73,7 @@ void Engine::start_decode(int32_t ii) {
   if (inst.outstanding == 0) {
     // A step of prefill only: no rank decodes.
     inst.barrier = now;
-    inst.moe_time = 0;
+    inst.moe_time = inst.draft_time = 0;
     sim_.schedule(now, handler_, kStepEnd, ii);
   }
 }
@@ -83,6 +83,8 @@ void Engine::plan_rank(Rank& g) {
   g.selected = g.misses = g.backups = 0;
   g.demotions = g.swap_requests = 0;
   if (dynamic_) grow_residents(g);
+  // MTP: each of a request's 1 + d positions selects and misses as a decode step (sim/cost/speculative.h).
+  const int64_t pos = step_.positions();
   for (int64_t i : g.running) {
     Runtime& rt = rt_[static_cast<size_t>(i)];
     auto& o = outcomes_[static_cast<size_t>(i)];
@@ -95,14 +97,14 @@ void Engine::plan_rank(Rank& g) {
                                    : MissQuery{i, rt.step, rt.n, rt.empty_start};
       const MissResult m = swap ? miss_->step(q, rt.carry)
                                 : MissResult{static_cast<int64_t>(std::min(rt.n, K_)) * cost_.layers(), 0};
-      g.selected += m.selected;
-      g.misses += m.misses;
-      o.selected += m.selected;
-      o.misses += m.misses;
+      g.selected += m.selected * pos;
+      g.misses += m.misses * pos;
+      o.selected += m.selected * pos;
+      o.misses += m.misses * pos;
       // The previous step's token is backed up at the start of every step but the first (docs/swap_in.md).
       if (rt.step > 0) ++g.backups;
     } else {
-      const int64_t sel = static_cast<int64_t>(std::min(rt.n, K_)) * cost_.layers();
+      const int64_t sel = static_cast<int64_t>(std::min(rt.n, K_)) * cost_.layers() * pos;
       g.selected += sel;
       o.selected += sel;
     }
@@ -113,6 +115,7 @@ void Engine::plan_rank(Rank& g) {
   result_.selected += g.selected;
   result_.misses += g.misses;
   g.work = step_.rank_compute(b);
+  g.batch = b;
 }
 
 void Engine::begin_io(Rank& g, int32_t gi) {
@@ -140,6 +143,7 @@ void Engine::maybe_done(int32_t gi) {
                                       : step_.rank_end(g.work, g.io_start - g.start, g.io_end - g.start, g.miss_bytes > 0);
   g.cost.stall = end.stall;
   g.cost.h2d = end.h2d;
+  g.cost.prefetch_hidden = end.prefetch_hidden;
   const SimTime done = g.start + end.done;
   // Serial: attention follows the copy, and its end is the rank's.
   if (serial) sim_.schedule(done, handler_, kComputeDone, gi);
@@ -156,13 +160,17 @@ void Engine::rank_finished(int32_t gi) {
   // Every data-parallel rank has reached the expert all-to-all.
   inst.barrier = sim_.now();
   double T = 0, bmax = 0;
+  const GpuBatch* busiest = nullptr;
   for (int32_t k = 0; k < inst.ranks; ++k) {
-    const double b = static_cast<double>(ranks_[static_cast<size_t>(inst.first_rank + k)].running.size());
+    const Rank& r = ranks_[static_cast<size_t>(inst.first_rank + k)];
+    const double b = static_cast<double>(r.running.size());
     T += b;
+    if (r.active && (!busiest || b > bmax)) busiest = &r.batch;
     bmax = std::max(bmax, b);
   }
   inst.moe_time = step_.moe_ns(T, step_.max_gpu_tokens(bmax));
-  sim_.schedule(inst.barrier + inst.moe_time, handler_, kStepEnd, g.instance);
+  inst.draft_time = busiest ? step_.draft_ns(*busiest, T, step_.max_gpu_tokens(bmax)) : 0;
+  sim_.schedule(inst.barrier + inst.moe_time + inst.draft_time, handler_, kStepEnd, g.instance);
 }
 
 void Engine::step_end(int32_t ii) {
@@ -186,6 +194,7 @@ void Engine::step_end(int32_t ii) {
     g.cost.swap_in = g.work.phases.swap_in;
     g.cost.attention = g.work.phases.attention;
     g.cost.moe = inst.moe_time;
+    g.cost.draft = inst.draft_time;
     g.cost.sync = inst.barrier - g.done;
     if (g.cost.critical_path() + inst.prefill != now - inst.step_start)
       throw_error("serving engine: step {} of instance {} on rank {}: breakdown {} ns + prefill {} ns != step length {} ns",
@@ -205,14 +214,21 @@ void Engine::step_end(int32_t ii) {
     }
     if (g.done > slowest_done) { slowest_done = g.done; row.slowest = g.cost; }
     if (trace_ && trace_->overlaps(inst.decode_start, now)) trace_rank(g, inst, now);
-    // Every running request produced one token.
+    // Every running request produced one token; with MTP its k-th step (0-based) ⌊(k + 1)·E⌋ − ⌊k·E⌋, E accepted
+    // tokens per step on average, deterministically, at most what it has left to decode.
     size_t keep = 0;
     const std::vector<int64_t> running = g.running;
+    const double E = step_.accepted_tokens();
     for (int64_t i : running) {
       auto& o = outcomes_[static_cast<size_t>(i)];
-      ++o.decoded;
-      ++rt_[static_cast<size_t>(i)].n;
-      ++result_.decode_tokens;
+      Runtime& rt = rt_[static_cast<size_t>(i)];
+      const double k = static_cast<double>(rt.step - 1);
+      const auto gained = static_cast<int64_t>(std::floor((k + 1) * E + 1e-9) - std::floor(k * E + 1e-9));
+      const int64_t tokens = std::clamp<int64_t>(gained, 1, std::max<int64_t>(1, o.output_tokens - 1 - o.decoded));
+      o.decoded += static_cast<int32_t>(tokens);
+      rt.n += static_cast<int32_t>(tokens);
+      result_.decode_tokens += tokens;
+      ++result_.request_steps;
       if (o.decoded + 1 >= o.output_tokens) complete(i);
       else g.running[keep++] = i;
     }

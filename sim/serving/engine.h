@@ -42,6 +42,7 @@ struct Rank {
   bool active = false, waiting_backup = false, compute_done = false, io_done = false;
   int32_t io_pending = 0, backup_pending = 0;
   RankCompute work;                          // this step's compute (sim/cost/step_estimate.h)
+  GpuBatch batch;                            // this step's requests, one token each (MTP's draft passes)
   double miss_bytes = 0, backup_bytes = 0;
   SimTime start = 0, a_end = 0, io_start = 0, io_end = 0, compute_end = 0, done = 0, backup_end = 0;
   int64_t selected = 0, misses = 0, backups = 0;
@@ -57,6 +58,7 @@ struct Instance {
   int32_t outstanding = 0, in_flight = 0;
   int64_t index = 0, prefill_tokens = 0;
   SimTime moe_time = 0, prefill = 0;
+  SimTime draft_time = 0;  // MTP draft passes after the MoE phase
 };
 
 struct PrefillInstance {
@@ -151,6 +153,7 @@ class Engine final : public EventHandler, public FlowListener {
   const MissModel* miss_ = nullptr;
   std::unique_ptr<MissModel> own_miss_;
   int32_t K_ = 0, H_ = 0, page_ = 64, kv_layers_ = 0, gpr_ = 1;
+  int32_t idx_layers_ = 0;  // layers holding indexer keys (top-k anchors + MTP layers)
   double row_ = 0, idx_ = 0;
   PoolSizes pool_sizes_;
   std::vector<Rank> ranks_;

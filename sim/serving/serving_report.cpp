@@ -36,6 +36,10 @@ std::string pct_json(const Percentiles& p) {
 
 SimTime tpot_origin(const RequestOutcome& o) { return o.first_token >= 0 ? o.first_token : o.ready; }
 
+double tokens_per_request_step(const ServingResult& r) {
+  return r.request_steps > 0 ? static_cast<double>(r.decode_tokens) / static_cast<double>(r.request_steps) : 0;
+}
+
 bool ttft_modelled(const ServingResult& r) { return r.prefill_mode != "pd-external"; }
 
 Percentiles percentiles(std::vector<double> v) {
@@ -98,7 +102,7 @@ ServingSummary summarize(const ServingResult& r, const Scenario& sc) {
   if (r.gpu_steps_busy > 0) {
     const int64_t n = r.gpu_steps_busy;
     s.mean_step = StepCost{c.indexer / n, c.topk / n, c.swap_in / n, c.h2d / n, c.attention / n,
-                           c.moe / n, c.backup / n, c.stall / n, c.sync / n};
+                           c.moe / n, c.backup / n, c.stall / n, c.sync / n, c.draft / n, c.prefetch_hidden / n};
   }
   return s;
 }
@@ -134,6 +138,8 @@ std::string summary_json(const ServingResult& r, const Scenario& sc) {
        "(admission queue, prefill, KV transfer)\",\n";
   o += fmt::format("  \"tpot_slo_ms\": {:.6g}, \"tpot_slo_attainment\": {:.6g},\n", sc.deployment.tpot_slo_ms, s.tpot_slo_attainment);
   o += fmt::format("  \"prefill_tokens_on_decode\": {}, \"wasted_decode_tokens\": {},\n", r.prefill_tokens, r.wasted_decode_tokens);
+  o += fmt::format("  \"mtp_draft_tokens\": {}, \"mtp_acceptance\": {:.6g}, \"tokens_per_request_step\": {:.6g},\n",
+                   sc.deployment.mtp_draft_tokens, sc.deployment.mtp_acceptance, tokens_per_request_step(r));
   o += fmt::format("  \"decode_tokens\": {}, \"tokens_per_s\": {:.6g}, \"tokens_per_s_per_gpu\": {:.6g}, \"tokens_per_s_per_instance\": {:.6g},\n",
                    r.decode_tokens, s.tokens_per_s, s.tokens_per_s_per_gpu, s.tokens_per_s_per_instance);
   o += fmt::format("  \"decode_tokens_per_s_per_instance\": {},\n  \"decode_tokens_per_s_meaning\": \"per instance step that "

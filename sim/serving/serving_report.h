@@ -37,6 +37,9 @@ ServingSummary summarize(const ServingResult& r, const Scenario& scenario);
 /// its arrival, so queueing for admission stays out of TPOT (it is in wait_ms).
 SimTime tpot_origin(const RequestOutcome& o);
 bool ttft_modelled(const ServingResult& r);
+/// Tokens a request gained per decode step over the run (1 without MTP; with MTP ≈ 1 + a + … + a^d, less where a
+/// request's last step had fewer tokens left).
+double tokens_per_request_step(const ServingResult& r);
 
 /// JSON object (no trailing newline) with the run's identity, counts, summary and conservation figures.
 std::string summary_json(const ServingResult& r, const Scenario& scenario);

@@ -70,6 +70,7 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
   row_ = cost_.kv_row_bytes();
   idx_ = cost_.indexer_key_bytes();
   kv_layers_ = cost_.kv_layers();
+  idx_layers_ = sc.model.indexer_key_layers();
   gpr_ = layout_.gpus_per_rank;
   const MemoryBudget mb = compute_memory_budget(sc, {});
   pool_sizes_.page = page_;

@@ -132,6 +132,7 @@ struct ServingResult {
   StepCost gpu_cost_total;       // summed over all rank-steps where the rank had requests
   int64_t gpu_steps_busy = 0;    // rank-steps with requests
   int64_t decode_tokens = 0;     // every token a decode step produced (wasted ones of aborted attempts included)
+  int64_t request_steps = 0;     // decode steps summed over requests (decode_tokens / request_steps: MTP's tokens per step)
   int64_t wasted_decode_tokens = 0;
   // Per instance step that decoded: its requests ÷ its length, tokens/s (kept without record_steps: the decode-side
   // throughput SGLang's decode log prints as "gen throughput" over a window of decode batches).
