@@ -30,6 +30,12 @@ const std::vector<ValidateOp>& validate_ops() {
       {"indexer-fp8", "lightning-indexer scores, fp8 E4M3 q and keys with a per-row key scale, bit for bit",
        validate_indexer_fp8},
       {"topk", "top-k positions (ties to the smaller position, ascending output), exactly", validate_topk},
+      {"gather-layout", "host pool (layer_first, page_first, page_head) -> layer-first device pool, per layer",
+       validate_layout_gather},
+      {"backup-layout", "layer-first device pool -> host pool (layer_first, page_first, page_head), all layers",
+       validate_layout_backup},
+      {"deltakv", "DeltaKV reconstruction: mean of bf16 reference rows + fp8 residual x scale, bit for bit",
+       validate_deltakv},
   };
   return table;
 }

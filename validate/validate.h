@@ -48,6 +48,9 @@ void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out);
 void validate_indexer(const ValidateContext& ctx, std::vector<OpReport>& out);        // validate_indexer_topk.cpp
 void validate_indexer_fp8(const ValidateContext& ctx, std::vector<OpReport>& out);    // validate_indexer_topk.cpp
 void validate_topk(const ValidateContext& ctx, std::vector<OpReport>& out);           // validate_indexer_topk.cpp
+void validate_layout_gather(const ValidateContext& ctx, std::vector<OpReport>& out);  // validate_io.cpp
+void validate_layout_backup(const ValidateContext& ctx, std::vector<OpReport>& out);  // validate_io.cpp
+void validate_deltakv(const ValidateContext& ctx, std::vector<OpReport>& out);        // validate_io.cpp
 
 /// Seeded generator with our own integer mapping (std distributions differ across standard libraries).
 class Rng {

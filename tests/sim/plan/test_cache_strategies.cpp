@@ -233,3 +233,21 @@ TEST_CASE("cache strategies: off by default, bad inputs refused") {
   CHECK_THROWS(plan_with(so));
   CHECK_THROWS(strategy_recall("eviction", "{not json", "x.json", 2048, 2048, 0));
 }
+
+TEST_CASE("cache strategies: the hardware's DeltaKV calibration replaces the assumed reconstruction cost") {
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  s.hardware.deltakv_calibration = std::string(HISPARSE_SOURCE_DIR) + "/tests/sim/data/deltakv_calibration_fixture.yaml";
+  StrategyOptions so;
+  so.enabled = true;
+  const CapacityPlan p = compute_capacity_plan(s, options(so, {32768}), default_miss_curves(s));
+  // Fixture: 0.5 ns per 576-element row on a 3.2 TB/s GPU = 1600 B of HBM time; the deployment's row is 1152 B,
+  // the measured row 2 × 576 = 1152 B, so 1600 B per compressed row attended per layer.
+  CHECK_FALSE(p.strategies.reconstruct_assumed);
+  CHECK(p.strategies.reconstruct_bytes == doctest::Approx(1600.0));
+  CHECK(p.strategies.reconstruct_label.rfind("calibrated: ", 0) == 0);
+  MESSAGE("--reconstruct-bytes still wins over the calibration");
+  so.reconstruct_bytes = 10;
+  const CapacityPlan q = compute_capacity_plan(s, options(so, {32768}), default_miss_curves(s));
+  CHECK(q.strategies.reconstruct_bytes == 10.0);
+  CHECK(q.strategies.reconstruct_label == "--reconstruct-bytes");
+}
