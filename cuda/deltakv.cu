@@ -17,7 +17,7 @@ constexpr int kThreads = 128;
 __global__ void __launch_bounds__(kThreads) deltakv_kernel(DeltaKvArgs a) {
   __shared__ int32_t idx[kDeltaKvMaxRefs];
   const int64_t r = blockIdx.x;
-  if (threadIdx.x < a.refs) idx[threadIdx.x] = a.ref_index[r * a.refs + threadIdx.x];
+  if (int(threadIdx.x) < a.refs) idx[threadIdx.x] = a.ref_index[r * a.refs + threadIdx.x];
   __syncthreads();
   const float scale = a.residual_scale[r];
   const uint8_t* res = a.residual + r * a.dim;

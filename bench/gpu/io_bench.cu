@@ -33,14 +33,14 @@ void layout_rows(const BenchOptions& o, const PoolShape& p, HostLayout layout, b
                  std::vector<BenchRow>& rows) {
   const int64_t size = pool_tokens(p);
   std::mt19937_64 g(o.seed + uint64_t(count) * 7 + uint64_t(layout));
-  std::vector<int64_t> hl(size_t(size), 0), dl(size_t(count));
+  std::vector<int64_t> hl(static_cast<size_t>(size), 0), dl(static_cast<size_t>(count));
   for (int64_t i = 0; i < size; ++i) hl[size_t(i)] = i;
   for (int64_t i = 0; i < count; ++i) {  // distinct random host tokens: partial shuffle
     std::swap(hl[size_t(i)], hl[size_t(i + int64_t(below(g, uint64_t(size - i))))]);
     dl[size_t(i)] = i;
   }
   hl.resize(size_t(count));
-  DeviceArray<int64_t> d_hl(size_t(count)), d_dl(size_t(count));
+  DeviceArray<int64_t> d_hl(static_cast<size_t>(count)), d_dl(static_cast<size_t>(count));
   d_hl.upload(hl);
   d_dl.upload(dl);
   LayoutCopyView v;
@@ -52,7 +52,7 @@ void layout_rows(const BenchOptions& o, const PoolShape& p, HostLayout layout, b
   v.layer_begin = gather ? p.layers / 2 : 0;  // decode loads one layer; the backup writes every layer
   v.layer_count = gather ? 1 : p.layers;
   v.device_rows = count;
-  DeviceArray<uint8_t> dev(size_t(v.device_bytes()));
+  DeviceArray<uint8_t> dev(static_cast<size_t>(v.device_bytes()));
   HS_CUDA_CHECK(cudaMemset(dev.get(), 0x5A, size_t(v.device_bytes())));
   v.host_pool = host_pool();
   v.device_pool = dev.get();

@@ -3,6 +3,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/host_layout.h"
