@@ -1,4 +1,4 @@
-// @brief `hisparse bench swap-in|gather|backup|all`: GPU kernel timings (CUDA events, medians) beside bulk-copy
+// @brief `hisparse bench swap-in|gather|backup|layouts|deltakv|all`: GPU kernel timings (CUDA events, medians) beside bulk-copy
 // ceilings measured in the same run; a table on stdout, optionally a CSV. `--calibrate`: apps/bench_calibrate.cpp.
 #include <cstdio>
 #include <sstream>
@@ -53,11 +53,12 @@ int run_bench(int argc, char** argv) {
   std::string kernels = "default";
   CalibrateOptions cal;
   po::options_description desc(
-      "hisparse bench swap-in|gather|backup|all: the copy kernels vs bulk cudaMemcpy.\n"
+      "hisparse bench swap-in|gather|backup|layouts|deltakv|all: the copy kernels vs bulk cudaMemcpy (layouts: the host "
+      "pool's layer_first, page_first and page_head copies), the DeltaKV reconstruction.\n"
       "hisparse bench attention|topk: the attention kernels (exact, fast; vs PyTorch with "
       "scripts/bench_attention_torch.py) and top-k (`hisparse bench attention --help` for their options).\n"
       "hisparse bench step: every op of one decode layer at a model's shapes (`hisparse bench step --help`).\nOptions");
-  desc.add_options()("help,h", "this help")("what", po::value(&what), "swap-in | gather | backup | all | attention | topk")(
+  desc.add_options()("help,h", "this help")("what", po::value(&what), "swap-in | gather | backup | layouts | deltakv | all | attention | topk")(
       "iters", po::value(&opt.iters)->default_value(30), "timed repetitions per configuration (median)")(
       "seed", po::value(&opt.seed)->default_value(1), "seed of the random rows and states")(
       "no-sweep", po::bool_switch(&no_sweep), "swap-in: skip the batch x miss-rate sweep")(
@@ -101,8 +102,9 @@ int run_bench(int argc, char** argv) {
   }
   for (const char* only : {"out", "from-csv", "date", "step-csv", "model"})
     if (vm.count(only)) throw_error("bench: --{} needs --calibrate", only);
-  if (what != "swap-in" && what != "gather" && what != "backup" && what != "all")
-    throw_error("bench: unknown benchmark '{}', expected swap-in, gather, backup or all", what);
+  if (what != "swap-in" && what != "gather" && what != "backup" && what != "layouts" && what != "deltakv" &&
+      what != "all")
+    throw_error("bench: unknown benchmark '{}', expected swap-in, gather, backup, layouts, deltakv or all", what);
   if (opt.iters < 1) throw_error("--iters {}: expected >= 1", opt.iters);
   opt.sweep = !no_sweep;
   std::string why;
@@ -119,6 +121,8 @@ int run_bench(int argc, char** argv) {
   if (what == "swap-in" || what == "all") add(bench::bench_swap_in(opt));
   if (what == "gather" || what == "all") add(bench::bench_gather(opt));
   if (what == "backup" || what == "all") add(bench::bench_backup(opt));
+  if (what == "layouts") add(bench::bench_layouts(opt));  // not in "all": gpu_check.sh runs them as steps of their own
+  if (what == "deltakv") add(bench::bench_deltakv(opt));
   if (!csv.empty()) write_bench_csv(csv, device, rows);
   int missed = 0;
   for (const auto& r : rows) missed += r.verdict == "MISS";

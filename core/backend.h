@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/host_layout.h"
+#include "core/numerics/deltakv_args.h"
 #include "core/numerics/indexer_args.h"
 #include "core/numerics/sparse_attention_args.h"
 #include "core/numerics/topk_args.h"
@@ -106,6 +108,15 @@ class Backend {
   /// Top-k positions (TopkArgs, host pointers): K largest keys, ties to the smaller position, ascending output,
   /// rows shorter than K padded with -1. Thread-safe.
   virtual void topk(const TopkArgs& args) = 0;
+
+  /// Layout-aware copies between a host pool in one of SGLang's three layouts and the layer-first device pool
+  /// (core/host_layout.h): gather host → device over the view's layers, backup device → host. Thread-safe.
+  virtual void layout_gather(const LayoutCopyView& view) = 0;
+  virtual void layout_backup(const LayoutCopyView& view) = 0;
+
+  /// DeltaKV reconstruction (core/numerics/deltakv_args.h): reference mean plus scaled residual, bit exact.
+  /// Thread-safe.
+  virtual void deltakv_reconstruct(const DeltaKvArgs& args) = 0;
 
   /// Device backends honour it; the CPU reference accepts any mode.
   virtual void set_copy_mode(CopyMode mode) { copy_mode_ = mode; }

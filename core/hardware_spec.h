@@ -32,8 +32,12 @@ struct HardwareSpec {
   int64_t kernel_launch_ns = 0;          // read for older files; the cost model charges graph gaps (sim/cost/cost_params.h)
   int sm_count = 0;                      // streaming multiprocessors (0 = not given: zero-copy SM time not charged)
   PcieSpec pcie;
+  // NUMA (YAML block `numa:`): host DRAM bandwidth per NUMA node, the nodes per server (GPUs split evenly across
+  // them), and the share of that bandwidth a GPU gets when it reads a host pool on another node (a copy bound to
+  // the GPU's own node gets 1).
   double host_dram_bytes_per_s_per_numa = 0;
-  int numa_nodes = 2;                    // per node; GPUs split evenly across them
+  int numa_nodes = 2;
+  double numa_cross_node_factor = 1;     // (0, 1]
   int gpus_per_node = 8;
   NicSpec nic;
   // Measurements of this GPU the cost model loads by default (paths resolved against the hardware file; empty: none).
@@ -43,6 +47,8 @@ struct HardwareSpec {
   // the scenario's model whose ep is nearest the deployment's (sim/calibration/calibration_choice.h).
   std::vector<std::string> step_calibrations;
   std::string cost_model;        // the cost model's own terms with their sources (sim/cost/cost_params.h)
+  std::string deltakv_calibration;  // DeltaKV reconstruction timed on a GPU (scenarios/calibration/*deltakv*.yaml,
+                                    // sim/calibration/deltakv_calibration.h); empty: the planner's assumed cost
   std::string sglang_swap_in_calibration;  // SGLang's swap-in kernel fitted on this GPU (a calibration YAML; the
                                            // `calibration:` file holds this project's kernel)
   std::string attention_table;       // FlashMLA sparse decode timed on this GPU (CSV, sim/cost/attention_table.h)

@@ -310,12 +310,18 @@ HardwareSpec load_hardware_spec(const std::string& path) {
     pcie.get_integral("latency_ns", &h.pcie.latency_ns, 0, 100000000, Unit::kNanoseconds);
     pcie.finish();
   }
-  map.get("host_dram_bytes_per_s_per_numa", &h.host_dram_bytes_per_s_per_numa, 0, 1e13, Unit::kBytesPerSecond);
-  map.get("numa_nodes", &h.numa_nodes, 1, 64);
+  if (map.has("numa")) {
+    StrictMap numa = map.child("numa");
+    numa.get("nodes", &h.numa_nodes, 1, 64);
+    numa.get("dram_bytes_per_s_per_node", &h.host_dram_bytes_per_s_per_numa, 0, 1e13, Unit::kBytesPerSecond);
+    numa.get("cross_node_factor", &h.numa_cross_node_factor, 0.01, 1);
+    numa.finish();
+  }
   map.get("gpus_per_node", &h.gpus_per_node, 1, 1024);
   // Calibration files are named relative to the hardware file and must exist (a typo would silently fall back).
   for (auto [key, out] : {std::pair{"calibration", &h.calibration}, std::pair{"step_calibration", &h.step_calibration},
                           std::pair{"cost_model", &h.cost_model},
+                          std::pair{"deltakv_calibration", &h.deltakv_calibration},
                           std::pair{"sglang_swap_in_calibration", &h.sglang_swap_in_calibration},
                           std::pair{"attention_table", &h.attention_table},
                           std::pair{"attention_table_from", &h.attention_table_from}}) {

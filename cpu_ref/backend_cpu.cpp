@@ -12,6 +12,8 @@
 #include "cpu_ref/sparse_attention.h"
 #include "cpu_ref/swap_in.h"
 #include "cpu_ref/topk.h"
+#include "cpu_ref/deltakv.h"
+#include "cpu_ref/memory/host_layout_copy.h"
 
 namespace hisparse::cpu_ref {
 
@@ -99,5 +101,9 @@ void CpuBackend::sparse_attention(const SparseAttentionArgs& args, AttentionVari
 void CpuBackend::indexer_scores(const IndexerArgs& args) { cpu_ref::indexer_scores(args); }
 
 void CpuBackend::topk(const TopkArgs& args) { cpu_ref::topk(args); }
+
+void CpuBackend::layout_gather(const LayoutCopyView& view) { cpu_ref::layout_gather(view); }
+void CpuBackend::layout_backup(const LayoutCopyView& view) { cpu_ref::layout_backup(view); }
+void CpuBackend::deltakv_reconstruct(const DeltaKvArgs& args) { cpu_ref::deltakv_reconstruct(args); }
 
 }  // namespace hisparse::cpu_ref

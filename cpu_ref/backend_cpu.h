@@ -15,6 +15,9 @@ class CpuBackend final : public Backend {
   void sparse_attention(const SparseAttentionArgs& args, AttentionVariant variant) override;
   void indexer_scores(const IndexerArgs& args) override;
   void topk(const TopkArgs& args) override;
+  void layout_gather(const LayoutCopyView& view) override;
+  void layout_backup(const LayoutCopyView& view) override;
+  void deltakv_reconstruct(const DeltaKvArgs& args) override;
 };
 
 }  // namespace hisparse::cpu_ref

@@ -10,6 +10,7 @@
 #include "cuda/copy_rows.h"
 #include "cuda/detail/cuda_check.cuh"
 #include "cuda/indexer.h"
+#include "cuda/io_ops.h"
 #include "cuda/runtime.h"
 #include "cuda/sparse_attention.h"
 #include "cuda/swap_in.h"
@@ -226,5 +227,9 @@ void CudaBackend::sparse_attention(const SparseAttentionArgs& args, AttentionVar
 void CudaBackend::indexer_scores(const IndexerArgs& args) { indexer_scores_host(args); }
 
 void CudaBackend::topk(const TopkArgs& args) { topk_host(args, kernels_.topk); }
+
+void CudaBackend::layout_gather(const LayoutCopyView& view) { layout_gather_host(view); }
+void CudaBackend::layout_backup(const LayoutCopyView& view) { layout_backup_host(view); }
+void CudaBackend::deltakv_reconstruct(const DeltaKvArgs& args) { deltakv_host(args); }
 
 }  // namespace hisparse::cuda

@@ -23,6 +23,9 @@ class CudaBackend final : public Backend {
   void sparse_attention(const SparseAttentionArgs& args, AttentionVariant variant) override;
   void indexer_scores(const IndexerArgs& args) override;
   void topk(const TopkArgs& args) override;
+  void layout_gather(const LayoutCopyView& view) override;
+  void layout_backup(const LayoutCopyView& view) override;
+  void deltakv_reconstruct(const DeltaKvArgs& args) override;
 
   struct Scratch;  // device and pinned buffers reused across calls (defined in the .cu)
 

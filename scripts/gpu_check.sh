@@ -96,6 +96,9 @@ for variant in swap_in.cluster=0 swap_in.cluster=1 swap_in.cluster=2 swap_in.clu
     --only $ops
   record "validate $variant" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/$name.log" | tail -1)"
 done
+# The host pool's three layouts (gather per layer, backup all layers) and the DeltaKV reconstruction (issue 32).
+step validate_io 200 "$cli" validate --backend cuda --cases "$ocases" --seed 12 --only gather-layout backup-layout deltakv
+record "validate layouts/deltakv" $? "$(grep -o 'validate: [0-9]* cases.*' "$logs/validate_io.log" | tail -1)"
 # A retired environment knob must be refused, not silently ignored.
 step retired_env 20 env HISPARSE_SWAP_IN_CLUSTER=4 "$cli" validate --backend cuda --cases 1 --only swap-in
 rc=$?; [ $rc -ne 0 ] && grep -q "no longer read" "$logs/retired_env.log"; record "retired env refused" $? "exit $rc"
@@ -103,6 +106,10 @@ rc=$?; [ $rc -ne 0 ] && grep -q "no longer read" "$logs/retired_env.log"; record
 iters=20; [ $quick -eq 1 ] && iters=5
 step bench 150 "$cli" bench all --iters $iters --csv "$out/bench.csv"
 record bench $? "$(grep -o 'bench: .*targets missed' "$logs/bench.log" | tail -1)"
+step bench_io 150 "$cli" bench layouts --iters $iters --csv "$out/bench_io.csv"
+record "bench layouts" $? "$(grep -c '' "$out/bench_io.csv" 2>/dev/null) CSV lines"
+step bench_deltakv 60 "$cli" bench deltakv --iters $iters --csv "$out/bench_deltakv.csv"
+record "bench deltakv" $? "$(grep -c '' "$out/bench_deltakv.csv" 2>/dev/null) CSV lines"
 # Every op of a decode layer (the per-op calibration's input; `hisparse bench step --fit step.csv` fits it).
 step_batches=1,2,3,4,6,8,12,16,24,32,48,64,96,128,160,192,224,256; [ $quick -eq 1 ] && step_batches=1,8,64,256
 step bench_step 200 "$cli" bench step --batches $step_batches --contexts 2K,4K,8K,16K,32K,64K --csv "$out/step.csv"

@@ -32,6 +32,12 @@ const std::vector<ValidateOp>& validate_ops() {
       {"topk", "top-k positions (ties to the smaller position, ascending output), exactly", validate_topk},
       {"swap-in-v2", "HiSparse V2 swap-in (resident page / buffer hit / host copy), random states and --trace",
        validate_swap_in_v2},
+      {"gather-layout", "host pool (layer_first, page_first, page_head) -> layer-first device pool, per layer",
+       validate_layout_gather},
+      {"backup-layout", "layer-first device pool -> host pool (layer_first, page_first, page_head), all layers",
+       validate_layout_backup},
+      {"deltakv", "DeltaKV reconstruction: mean of bf16 reference rows + fp8 residual x scale, bit for bit",
+       validate_deltakv},
   };
   return table;
 }

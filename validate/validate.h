@@ -53,6 +53,9 @@ void validate_attention(const ValidateContext& ctx, std::vector<OpReport>& out);
 void validate_indexer(const ValidateContext& ctx, std::vector<OpReport>& out);        // validate_indexer_topk.cpp
 void validate_indexer_fp8(const ValidateContext& ctx, std::vector<OpReport>& out);    // validate_indexer_topk.cpp
 void validate_topk(const ValidateContext& ctx, std::vector<OpReport>& out);           // validate_indexer_topk.cpp
+void validate_layout_gather(const ValidateContext& ctx, std::vector<OpReport>& out);  // validate_io.cpp
+void validate_layout_backup(const ValidateContext& ctx, std::vector<OpReport>& out);  // validate_io.cpp
+void validate_deltakv(const ValidateContext& ctx, std::vector<OpReport>& out);        // validate_io.cpp
 void validate_swap_in_v2(const ValidateContext& ctx, std::vector<OpReport>& out);     // validate_swap_in_v2.cpp
 
 /// --trace's spec: a trace file, or "gen:PRESET[:shuffle][:empty]" for the seeded generator (no file needed on the

@@ -39,5 +39,11 @@ std::vector<BenchRow> bench_gather(const BenchOptions& options);
 std::vector<BenchRow> bench_backup(const BenchOptions& options);
 /// Bulk pinned cudaMemcpy host->device and device->host of 256 MiB (op "bulk", mode h2d|d2h): the link's ceiling.
 std::vector<BenchRow> bench_bulk(const BenchOptions& options);
+/// The layout-aware host-pool copies (bench/gpu/io_bench.cu): per layout, a per-layer gather and an all-layer
+/// backup at DeepSeek-V3.2's MLA shape and Llama-3.1-8B's GQA shape, each beside a bulk cudaMemcpy of the same
+/// bytes (CUDA-graph replays, both).
+std::vector<BenchRow> bench_layouts(const BenchOptions& options);
+/// DeltaKV reconstruction (op "deltakv"): rows of 576 elements, 1 / 4 / 16 references; `rows` = rows per call.
+std::vector<BenchRow> bench_deltakv(const BenchOptions& options);
 
 }  // namespace hisparse::bench

@@ -1,5 +1,6 @@
 // @brief Host-side argument checks of the attention, indexer and top-k operations (shared by every backend).
 #include "core/error.h"
+#include "core/numerics/deltakv_args.h"
 #include "core/numerics/indexer_args.h"
 #include "core/numerics/sparse_attention_args.h"
 #include "core/numerics/topk_args.h"
@@ -75,6 +76,20 @@ void check_topk_lengths(const TopkArgs& a) {
   for (int32_t r = 0; r < a.rows; ++r)
     if (a.length[r] < 0 || a.length[r] > a.stride)
       throw_error("topk: length[{}] = {}, expected 0 .. stride {}", r, a.length[r], a.stride);
+}
+
+void check_deltakv_args(const DeltaKvArgs& a) {
+  if (a.rows < 0 || a.dim <= 0 || a.pool_rows <= 0)
+    throw_error("deltakv: rows {}, dim {}, pool_rows {}: expected rows >= 0, dim and pool_rows > 0", a.rows, a.dim,
+                a.pool_rows);
+  if (a.refs < 1 || a.refs > kDeltaKvMaxRefs) throw_error("deltakv: refs = {}, expected 1 .. {}", a.refs, kDeltaKvMaxRefs);
+  if (a.rows == 0) return;
+  if (!a.ref_pool || !a.ref_index || !a.residual || !a.residual_scale || !a.out)
+    throw_error("deltakv: ref_pool, ref_index, residual, residual_scale and out must all be given");
+  for (int64_t i = 0; i < a.rows * a.refs; ++i)
+    if (a.ref_index[i] < 0 || a.ref_index[i] >= a.pool_rows)
+      throw_error("deltakv: ref_index[{}][{}] = {}, outside the {} reference rows", i / a.refs, i % a.refs,
+                  a.ref_index[i], a.pool_rows);
 }
 
 }  // namespace hisparse

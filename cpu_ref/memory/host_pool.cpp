@@ -1,4 +1,4 @@
-// @brief HostPool: page-granular host rows per request, req_to_host bookkeeping, layer-first addressing.
+// @brief HostPool: page-granular host rows per request, req_to_host bookkeeping, addressing in three layouts.
 #include "cpu_ref/memory/host_pool.h"
 
 #include <algorithm>
@@ -9,7 +9,8 @@
 namespace hisparse::cpu_ref {
 
 HostPool::HostPool(int64_t device_size, int64_t host_to_device_ratio, int64_t page_size, int64_t num_layers,
-                   int64_t row_bytes, int64_t max_requests, int64_t max_context_len, bool backed)
+                   int64_t row_bytes, int64_t max_requests, int64_t max_context_len, bool backed,
+                   HostLayout layout, int64_t heads)
     : max_requests_(max_requests), max_context_len_(max_context_len) {
   if (device_size <= 0 || host_to_device_ratio < 1 || page_size <= 0 || num_layers <= 0 || row_bytes <= 0 ||
       max_requests <= 0 || max_context_len <= 0) {
@@ -17,8 +18,14 @@ HostPool::HostPool(int64_t device_size, int64_t host_to_device_ratio, int64_t pa
                 "max_requests {}, max_context_len {}: all must be positive (ratio >= 1)",
                 device_size, host_to_device_ratio, page_size, num_layers, row_bytes, max_requests, max_context_len);
   }
+  if (heads < 1 || row_bytes % heads != 0)
+    throw_error("HostPool: heads {} must be >= 1 and divide row_bytes {}", heads, row_bytes);
+  if (layout != HostLayout::kPageHead && heads != 1)
+    throw_error("HostPool: heads {} with layout {}: only page_head splits a row into heads", heads,
+                host_layout_name(layout));
   const int64_t tokens = device_size * host_to_device_ratio;
-  layout_ = HostPoolLayout{(tokens + page_size - 1) / page_size * page_size, page_size, num_layers, row_bytes};
+  layout_ = HostPoolLayout{(tokens + page_size - 1) / page_size * page_size, page_size, num_layers, row_bytes, layout,
+                           heads};
   for (int64_t p = 0; p < num_pages(); ++p) free_pages_.push_back(p);
   page_owner_.assign(static_cast<size_t>(num_pages()), kNoOwner);
   req_to_host_.assign(static_cast<size_t>(max_requests * max_context_len), -1);
@@ -142,7 +149,9 @@ void HostPool::write_row(int64_t layer, int64_t loc, const uint8_t* src) {
   if (page_owner_[static_cast<size_t>(loc / page_size())] == kNoOwner) {
     throw_error("HostPool::write_row: host row {} lies in a free page", loc);
   }
-  std::memcpy(data_.data() + layout_.row_offset(layer, loc), src, static_cast<size_t>(layout_.row_bytes));
+  const int64_t chunk = layout_.row_bytes / layout_.heads;
+  for (int64_t h = 0; h < layout_.heads; ++h)
+    std::memcpy(data_.data() + layout_.chunk_offset(layer, loc, h), src + h * chunk, static_cast<size_t>(chunk));
 }
 
 void HostPool::read_row(int64_t layer, int64_t loc, uint8_t* dst) const {
@@ -151,7 +160,9 @@ void HostPool::read_row(int64_t layer, int64_t loc, uint8_t* dst) const {
   if (page_owner_[static_cast<size_t>(loc / page_size())] == kNoOwner) {
     throw_error("HostPool::read_row: host row {} lies in a free page", loc);
   }
-  std::memcpy(dst, data_.data() + layout_.row_offset(layer, loc), static_cast<size_t>(layout_.row_bytes));
+  const int64_t chunk = layout_.row_bytes / layout_.heads;
+  for (int64_t h = 0; h < layout_.heads; ++h)
+    std::memcpy(dst + h * chunk, data_.data() + layout_.chunk_offset(layer, loc, h), static_cast<size_t>(chunk));
 }
 
 std::vector<std::pair<int64_t, Owner>> HostPool::owned_pages() const {

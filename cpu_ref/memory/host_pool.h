@@ -1,4 +1,4 @@
-// @brief HostPool: the pinned host KV pool of HiSparse (layer-first rows, paged per request) and req_to_host.
+// @brief HostPool: the pinned host KV pool of HiSparse (SGLang's three layouts, paged per request) and req_to_host.
 #pragma once
 
 #include <cstdint>
@@ -6,22 +6,32 @@
 #include <utility>
 #include <vector>
 
+#include "core/host_layout.h"
 #include "cpu_ref/memory/allocator_common.h"
 
 namespace hisparse::cpu_ref {
 
 /// Shape of the host pool: device_size × host_to_device_ratio tokens rounded up to whole pages (SGLang sizes its
-/// MLATokenToKVPoolHost the same way), `num_layers` layers of `row_bytes` per token, layer-first:
-/// row (layer, loc) starts at base + layer × layer_bytes + loc × row_bytes, layer_bytes = size × row_bytes.
+/// MLATokenToKVPoolHost the same way), `num_layers` layers of `row_bytes` per token, in one of SGLang's three
+/// layouts (core/host_layout.h): layer_first (the default; row (layer, loc) at layer × layer_bytes + loc × row_bytes),
+/// page_first (a token's layers side by side) or page_head (MHA/GQA: a row is `heads` chunks of row_bytes / heads,
+/// grouped by page and head).
 struct HostPoolLayout {
   int64_t size = 0;        // tokens (a page multiple)
   int64_t page_size = 0;   // tokens per page
   int64_t num_layers = 0;  // layers stored
   int64_t row_bytes = 0;   // bytes of one token's KV row in one layer
+  HostLayout kind = HostLayout::kLayerFirst;
+  int64_t heads = 1;       // chunks per row (row_bytes / heads each)
   int64_t layer_bytes() const { return size * row_bytes; }
   int64_t total_bytes() const { return num_layers * layer_bytes(); }
-  /// Byte offset of a row from the pool base.
-  int64_t row_offset(int64_t layer, int64_t loc) const { return layer * layer_bytes() + loc * row_bytes; }
+  HostLayoutShape shape() const { return HostLayoutShape{size, page_size, num_layers, heads, row_bytes / heads}; }
+  /// Byte offset of head `head` of row (layer, loc) from the pool base.
+  int64_t chunk_offset(int64_t layer, int64_t loc, int64_t head) const {
+    return host_chunk_offset(kind, shape(), layer, loc, head);
+  }
+  /// Byte offset of a row's first chunk (the whole row for layer_first and page_first).
+  int64_t row_offset(int64_t layer, int64_t loc) const { return chunk_offset(layer, loc, 0); }
 };
 
 /// Pages are handed to requests as their tokens get host copies; req_to_host[req][pos] is the host row of token
@@ -34,7 +44,8 @@ class HostPool {
   static constexpr int64_t kMaxBackedBytes = int64_t{1} << 30;
 
   HostPool(int64_t device_size, int64_t host_to_device_ratio, int64_t page_size, int64_t num_layers,
-           int64_t row_bytes, int64_t max_requests, int64_t max_context_len, bool backed = false);
+           int64_t row_bytes, int64_t max_requests, int64_t max_context_len, bool backed = false,
+           HostLayout layout = HostLayout::kLayerFirst, int64_t heads = 1);
 
   const HostPoolLayout& layout() const { return layout_; }
   int64_t size() const { return layout_.size; }
@@ -61,10 +72,13 @@ class HostPool {
   /// Request holding a host page (kNoOwner if free).
   Owner page_owner(int64_t page) const;
 
-  /// Address arithmetic on the real buffer (0-based offsets when not backed).
+  /// Address of the row's first chunk on the real buffer (0-based offsets when not backed).
   uint64_t row_address(int64_t layer, int64_t loc) const;
   bool backed() const { return !data_.empty(); }
-  /// Copies row_bytes to/from row (layer, loc); the row's page must be held by some request.
+  /// The backed buffer ([total_bytes], laid out as layout().kind), for the layout-aware copies; nullptr if not backed.
+  uint8_t* data() { return data_.empty() ? nullptr : data_.data(); }
+  /// Copies row_bytes to/from row (layer, loc), chunk by chunk in page_head; the row's page must be held by some
+  /// request.
   void write_row(int64_t layer, int64_t loc, const uint8_t* src);
   void read_row(int64_t layer, int64_t loc, uint8_t* dst) const;
 

@@ -17,5 +17,8 @@ void CudaBackend::backup(const RowCopyView&) {}
 void CudaBackend::sparse_attention(const SparseAttentionArgs&, AttentionVariant) {}
 void CudaBackend::indexer_scores(const IndexerArgs&) {}
 void CudaBackend::topk(const TopkArgs&) {}
+void CudaBackend::layout_gather(const LayoutCopyView&) {}
+void CudaBackend::layout_backup(const LayoutCopyView&) {}
+void CudaBackend::deltakv_reconstruct(const DeltaKvArgs&) {}
 
 }  // namespace hisparse::cuda

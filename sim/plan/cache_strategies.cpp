@@ -30,6 +30,7 @@
 
 #include "core/error.h"
 #include "core/io/output_file.h"
+#include "sim/calibration/deltakv_calibration.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/plan/plan_report.h"
 #include "traces/json_value.h"
@@ -181,8 +182,26 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
   if (opt.compression_sinks < 0 || opt.compression_recent < 0)
     throw_error("plan: --compression-sinks {} / --compression-recent {} (expected >= 0)", opt.compression_sinks,
                 opt.compression_recent);
-  t.reconstruct_assumed = opt.reconstruct_bytes < 0;
-  t.reconstruct_bytes = t.reconstruct_assumed ? row / opt.compression_ratio + row : opt.reconstruct_bytes;
+  t.reconstruct_assumed = false;
+  if (opt.reconstruct_bytes >= 0) {
+    t.reconstruct_bytes = opt.reconstruct_bytes;
+    t.reconstruct_label = "--reconstruct-bytes";
+  } else if (!s.hardware.deltakv_calibration.empty()) {
+    // Measured time per row × the measuring GPU's HBM rate = the traffic that takes as long; scaled to this
+    // deployment's row by bytes (the kernel streams each row's residual in and its bf16 row out).
+    const DeltaKvCalibration cal = load_deltakv_calibration(s.hardware.deltakv_calibration);
+    const double measured_row = 2.0 * static_cast<double>(cal.dim);
+    t.reconstruct_bytes = cal.effective_bytes_per_row() * row / measured_row;
+    t.reconstruct_label = fmt::format(
+        "calibrated: {} ({}, {}): {:.2f} ns per {}-element row with {} references = {:.0f} B at its {:.3g} TB/s, "
+        "scaled by row bytes {:.0f} / {:.0f}",
+        cal.path, cal.device, cal.date, cal.ns_per_row, cal.dim, cal.refs, cal.effective_bytes_per_row(),
+        cal.hbm_bytes_per_s * 1e-12, row, measured_row);
+  } else {
+    t.reconstruct_assumed = true;
+    t.reconstruct_bytes = row / opt.compression_ratio + row;
+    t.reconstruct_label = "assumed: row / c + row, read compressed + write full precision";
+  }
   t.recall_source = opt.recall_file.empty() ? "none" : opt.recall_file;
   const double hbm_rate = s.hardware.hbm_bytes_per_s;
   if (!(hbm_rate > 0) && t.reconstruct_bytes > 0)
@@ -343,7 +362,7 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
       "compression: S = {} sinks, R = {} recent, ratio c = {}; reconstruction {:.0f} B of HBM traffic per compressed row "
       "attended per layer ({}), at hbm_bytes_per_s {:.3g} TB/s, added to the full-KV step",
       opt.compression_sinks, opt.compression_recent, opt.compression_ratio, t.reconstruct_bytes,
-      t.reconstruct_assumed ? "assumed: row / c + row, read compressed + write full precision" : "--reconstruct-bytes",
+      t.reconstruct_label,
       hbm_rate * 1e-12));
   if (opt.recall_top_k > 0 && !opt.recall_json.empty())
     t.notes.push_back(fmt::format(
@@ -406,11 +425,13 @@ std::string jn(double v) {
 std::string strategies_to_json(const StrategyTable& t) {
   std::string o = fmt::format(
       "{{\"eviction_budget\": {}, \"compression_sinks\": {}, \"compression_recent\": {}, \"compression_ratio\": {}, "
-      "\"reconstruct_bytes\": {}, \"reconstruct_assumed\": {}, \"recall_source\": {}, \"labels\": {{\"memory\": "
+      "\"reconstruct_bytes\": {}, \"reconstruct_assumed\": {}, \"reconstruct_label\": {}, \"recall_source\": {}, "
+      "\"labels\": {{\"memory\": "
       "\"modelled\", \"pcie\": \"modelled\", \"concurrency\": \"modelled\", \"tokens_per_s\": \"modelled\", \"recall\": "
       "\"measured by hisparse select, or null = not measured\"}},\n    \"rows\": [",
       t.eviction_budget, t.options.compression_sinks, t.options.compression_recent, jn(t.options.compression_ratio),
-      jn(t.reconstruct_bytes), t.reconstruct_assumed ? "true" : "false", json_quote(t.recall_source));
+      jn(t.reconstruct_bytes), t.reconstruct_assumed ? "true" : "false", json_quote(t.reconstruct_label),
+      json_quote(t.recall_source));
   for (size_t i = 0; i < t.rows.size(); ++i) {
     const StrategyRow& r = t.rows[i];
     o += fmt::format(

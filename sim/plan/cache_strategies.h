@@ -23,8 +23,9 @@ struct StrategyOptions {
   int64_t compression_sinks = 4;    // S: full-precision initial tokens (StreamingLLM's 4 sinks)
   int64_t compression_recent = 256; // R: full-precision newest tokens
   double compression_ratio = 4;     // c: bytes of a full-precision row / bytes of its compressed form (>= 1)
-  /// HBM bytes of reconstruction work per compressed row attended per layer; < 0 = the assumed default
-  /// row / c + row (read the compressed row, write the full-precision row attention then reads).
+  /// HBM bytes of reconstruction work per compressed row attended per layer; < 0 = the hardware's DeltaKV
+  /// calibration (`deltakv_calibration:`, sim/calibration/deltakv_calibration.h) where it has one, else the
+  /// assumed default row / c + row (read the compressed row, write the full-precision row attention then reads).
   double reconstruct_bytes = -1;
   std::string recall_file;          // `--recall-from`: select.json of `hisparse select`; "" = recall not measured
   std::string recall_json;          // its contents (apps/plan.cpp reads the file)
@@ -65,6 +66,7 @@ struct StrategyTable {
   int64_t eviction_budget = 0;      // E as used
   double reconstruct_bytes = 0;     // per compressed row attended per layer, as used
   bool reconstruct_assumed = true;
+  std::string reconstruct_label;    // "assumed: …" | "calibrated: <file> …" | "--reconstruct-bytes"
   std::string recall_source;        // the file, or "none"
   std::vector<StrategyRow> rows;    // per seq_len of the plan: full, hisparse, eviction, masking, compression
   std::vector<std::string> notes;

@@ -1,4 +1,4 @@
-// @brief CPU-only build: the GPU benchmarks (copies, attention, top-k) exist so `hisparse bench` links, and say the build has no CUDA.
+// @brief CPU-only build: the GPU benchmarks (copies, layouts, DeltaKV, attention, top-k) exist so `hisparse bench` links, and say the build has no CUDA.
 #include "core/error.h"
 #include "bench/gpu/copy_bench.h"
 #include "bench/gpu/op_bench.h"
@@ -14,6 +14,8 @@ std::vector<BenchRow> bench_swap_in(const BenchOptions&) { no_cuda(); }
 std::vector<BenchRow> bench_gather(const BenchOptions&) { no_cuda(); }
 std::vector<BenchRow> bench_backup(const BenchOptions&) { no_cuda(); }
 std::vector<BenchRow> bench_bulk(const BenchOptions&) { no_cuda(); }
+std::vector<BenchRow> bench_layouts(const BenchOptions&) { no_cuda(); }
+std::vector<BenchRow> bench_deltakv(const BenchOptions&) { no_cuda(); }
 std::vector<OpBenchRow> bench_attention(const OpBenchOptions&) { no_cuda(); }
 std::vector<OpBenchRow> bench_topk(const OpBenchOptions&) { no_cuda(); }
 

@@ -29,7 +29,8 @@ PlanOptions options(const StrategyOptions& so, std::vector<int64_t> lens = {3276
 }
 
 CapacityPlan plan_with(const StrategyOptions& so, std::vector<int64_t> lens = {32768}) {
-  const Scenario s = load_scenario("dsv32-8xh200-1tb");
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  s.hardware.deltakv_calibration.clear();  // the hand-worked figures use the assumed reconstruction cost
   return compute_capacity_plan(s, options(so, std::move(lens)), default_miss_curves(s));
 }
 
@@ -234,4 +235,32 @@ TEST_CASE("cache strategies: off by default, bad inputs refused") {
   so.compression_ratio = 0.5;
   CHECK_THROWS(plan_with(so));
   CHECK_THROWS(strategy_recall("eviction", "{not json", "x.json", 2048, 2048, 0));
+}
+
+TEST_CASE("cache strategies: the hardware's DeltaKV calibration replaces the assumed reconstruction cost") {
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  s.hardware.deltakv_calibration = std::string(HISPARSE_SOURCE_DIR) + "/tests/sim/data/deltakv_calibration_fixture.yaml";
+  StrategyOptions so;
+  so.enabled = true;
+  const CapacityPlan p = compute_capacity_plan(s, options(so, {32768}), default_miss_curves(s));
+  // Fixture: 0.5 ns per 576-element row on a 3.2 TB/s GPU = 1600 B of HBM time; the deployment's row is 1152 B,
+  // the measured row 2 × 576 = 1152 B, so 1600 B per compressed row attended per layer.
+  CHECK_FALSE(p.strategies.reconstruct_assumed);
+  CHECK(p.strategies.reconstruct_bytes == doctest::Approx(1600.0));
+  CHECK(p.strategies.reconstruct_label.rfind("calibrated: ", 0) == 0);
+  MESSAGE("--reconstruct-bytes still wins over the calibration");
+  so.reconstruct_bytes = 10;
+  const CapacityPlan q = compute_capacity_plan(s, options(so, {32768}), default_miss_curves(s));
+  CHECK(q.strategies.reconstruct_bytes == 10.0);
+  CHECK(q.strategies.reconstruct_label == "--reconstruct-bytes");
+}
+
+TEST_CASE("cache strategies: the shipped H200 names its measured DeltaKV calibration") {
+  const Scenario s = load_scenario("dsv32-8xh200-1tb");
+  StrategyOptions so;
+  const CapacityPlan p = compute_capacity_plan(s, options(so, {32768}), default_miss_curves(s));
+  // Expectation: 2.8476 ns per 1152-byte row × 4.8 TB/s = 13,668.48 B per compressed row and layer, labelled calibrated.
+  CHECK_FALSE(p.strategies.reconstruct_assumed);
+  CHECK(p.strategies.reconstruct_bytes == doctest::Approx(13668.48));
+  CHECK(p.strategies.reconstruct_label.find("h200-deltakv-2026-11-26.yaml") != std::string::npos);
 }
