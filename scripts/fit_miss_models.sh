@@ -36,11 +36,11 @@ smollm2_notes=(
   --note "The same model and prompts at K 128 (lists in score order): how the surface moves with K at equal H/K." \
   "${smollm2_notes[@]}"
 
-# Gemma 3 270M's full-attention layers at K 2048 and n 16K..20K (traces/real/README.md): the default surface from
-# top_k 1024 on (sim/miss/miss_surface.h default_miss_surface); it covers DSA models' 16K advice, not yet 32K.
+# Gemma 3 270M's full-attention layers at K 2048 and n 16K..20K (traces/real/README.md), by name
+# (--miss-curve gemma3-270m-real); it covers DSA models' 16K advice, not yet 32K.
 "$cli" fit-miss-model --trace traces/real/gemma3_270m_k2048_sorted.hstr --h-over-k "$ratios" --policy "$policies" \
   --name gemma3-270m-real --out "$out/gemma3-270m-real.yaml" --threads "$threads" \
-  --note "The default surface of hisparse simulate, plan and advise from top_k 1024 on (DeepSeek-V3.2, GLM-5.x)." \
+  --note "Real attention at DSA's K 2048 (DeepSeek-V3.2, GLM-5.x), by name: --miss-curve gemma3-270m-real." \
   --note "Gemma 3 270M (GGUF Q4_K_M), its 3 full-attention layers (5, 11, 17; the other 15 slide over 512 tokens)," \
   --note "teacher-forced over Pride and Prejudice: 2 requests ending at n = 16,384 and 20,480 (the second's text" \
   --note "extends the first's), 512 steps each; oracle top-2048 of the sum over 4 query heads of the softmax." \

@@ -32,7 +32,7 @@ LoadedMisses load_miss_curves(const MissChoice& m, const Scenario& s, const std:
                               const std::string& command) {
   LoadedMisses out;
   const int32_t K = s.deployment.hisparse.top_k;
-  const std::string surface_name = m.surface.empty() ? default_miss_surface(K) : m.surface;
+  const std::string surface_name = m.surface.empty() ? kDefaultMissSurface : m.surface;
   std::unique_ptr<MissCurves> model;
   if (m.fraction) {
     const double f = *m.fraction;

@@ -166,8 +166,7 @@ bool MissCurves::extrapolated(int32_t H, int64_t n) const {
 }
 
 MissCurves default_miss_curves(const Scenario& s, const std::string& policy) {
-  return MissCurves::from_surface(load_miss_surface(default_miss_surface(s.deployment.hisparse.top_k)), policy,
-                                 s.deployment.hisparse.top_k);
+  return MissCurves::from_surface(load_miss_surface(kDefaultMissSurface), policy, s.deployment.hisparse.top_k);
 }
 
 }  // namespace hisparse::sim

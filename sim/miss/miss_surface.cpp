@@ -10,10 +10,6 @@
 #include "core/error.h"
 
 namespace hisparse::sim {
-
-const char* default_miss_surface(int32_t top_k) {
-  return top_k >= kLongTopK ? kDefaultLongMissSurface : kDefaultMissSurface;
-}
 namespace {
 
 // Relative slack when comparing a query's ratio with a measured end: H/K and n/H are quotients of integers, and a

@@ -26,15 +26,8 @@
 
 namespace hisparse::sim {
 
-/// Name of the surface the simulator and the planner use by default below kLongTopK (scenarios/miss_models/
-/// smollm2-real.yaml: SmolLM2-135M at K 256, n 6K..8K).
+/// Name of the surface the simulator and the planner use by default (scenarios/miss_models/smollm2-real.yaml).
 inline constexpr const char* kDefaultMissSurface = "smollm2-real";
-/// The default from top_k kLongTopK on (DSA models: DeepSeek-V3.2 and GLM-5.x use K 2048): gemma3-270m-real.yaml,
-/// Gemma 3 270M's full-attention layers at K 2048, n 16K..32K, which covers their H/K and n/H at 16K and 32K.
-inline constexpr const char* kDefaultLongMissSurface = "gemma3-270m-real";
-inline constexpr int32_t kLongTopK = 1024;
-/// The default surface for a deployment's top_k (kDefaultLongMissSurface from kLongTopK on, else kDefaultMissSurface).
-const char* default_miss_surface(int32_t top_k);
 
 using RatioCurve = std::vector<std::pair<double, double>>;  // (x, fraction), x strictly ascending
 

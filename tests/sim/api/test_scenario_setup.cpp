@@ -142,9 +142,9 @@ TEST_CASE("loader: a bad override names the command, the flag, the value, what w
 TEST_CASE("loader: the miss model is a given fraction, a surface, or a trace over the surface") {
   const Scenario s = load_scenario(kDsv32);
   MissChoice m;
-  MESSAGE("no choice: the default surface for top_k 2048 (gemma3-270m-real), labelled as fitted");
+  MESSAGE("no choice: the default surface, labelled as fitted");
   LoadedMisses def = load_miss_curves(m, s, {4096}, "plan");
-  CHECK(def.label == "fitted (miss surface gemma3-270m-real, steady state)");
+  CHECK(def.label == "fitted (miss surface smollm2-real, steady state)");
   CHECK(def.curves->fraction(4096, 131072) > 0);
   MESSAGE("a fraction is the same at every H once n > H, and labelled as given");
   m.fraction = 0.25;

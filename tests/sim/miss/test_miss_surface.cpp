@@ -245,17 +245,13 @@ TEST_CASE("the shipped surfaces load with provenance; Belady stays at or below L
   CHECK(ratios == std::vector<double>{1, 1.25, 1.5, 2, 3, 4, 6, 8});  // scripts/fit_miss_models.sh's grid
 }
 
-TEST_CASE("the default surface by top_k: gemma3-270m-real from K 1024 on covers DSA's 16K advice") {
-  // Below K 1024 the SmolLM2 surface (K 256); from 1024 on the Gemma 3 270M one (K 2048, n 16K..20K).
-  CHECK(std::string(default_miss_surface(256)) == kDefaultMissSurface);
-  CHECK(std::string(default_miss_surface(1023)) == kDefaultMissSurface);
-  CHECK(std::string(default_miss_surface(1024)) == kDefaultLongMissSurface);
-  const MissSurface g = load_miss_surface(default_miss_surface(2048));
+TEST_CASE("gemma3-270m-real (K 2048, n 16K..20K) covers DeepSeek-V3.2's buffer sweep at 16K") {
+  const MissSurface g = load_miss_surface("gemma3-270m-real");
   CHECK(g.provenance.traces[0].path == "traces/real/gemma3_270m_k2048_sorted.hstr");
   CHECK(g.provenance.traces[0].top_k == 2048);
   // DeepSeek-V3.2's buffer sweep (H = K x 1..8) at 16K: every H with n > H reads measured data, n/H within its
-  // column's range, so `hisparse advise` prints no extrapolation warning there. (At 32K it would: the recorded
-  // lengths stop at 20K, traces/real/README.md.)
+  // column's range, so `hisparse advise --miss-curve gemma3-270m-real` prints no extrapolation warning there. (At 32K
+  // it would: the recorded lengths stop at 20K, traces/real/README.md.)
   const int32_t K = 2048;
   const int64_t n = 16384;
   for (double hk : {1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0}) {
@@ -293,12 +289,12 @@ TEST_CASE("miss_params_from_surface: the surface at the scenario's H/K, W = ceil
 
 TEST_CASE("the default simulate path uses the measured surface: first step, warm-up, then the steady curve") {
   const Scenario s = load_scenario("dsv32-8xh200-1tb");
-  const int32_t H = s.deployment.hisparse.device_buffer_size, K = s.deployment.hisparse.top_k;
-  const MissSurface surf = load_miss_surface(default_miss_surface(K));
+  const MissSurface surf = load_miss_surface(kDefaultMissSurface);
   const StatisticalMissParams d = default_miss_params(s);
+  const int32_t H = s.deployment.hisparse.device_buffer_size, K = s.deployment.hisparse.top_k;
   CHECK(d.warmup_steps == (H + K - 1) / K);
   CHECK(d.warmup_fraction == surf.warmup_fraction("sglang-lru", H, K));
-  CHECK(d.fitted_from.find("gemma3-270m-real") != std::string::npos);  // K 2048's default
+  CHECK(d.fitted_from.find("smollm2-real") != std::string::npos);
 
   // One request of 20 output tokens, n > H from the start (PD split: the buffer starts empty). The prefill gives the
   // first token, so 19 decode steps at n = 3H + 1 + step. Expected misses per step, (K − 1) × layers × f: step 0
@@ -319,7 +315,7 @@ TEST_CASE("the default simulate path uses the measured surface: first step, warm
     expected += per_step * (step <= d.warmup_steps ? d.warmup_fraction : surf.fraction("sglang-lru", H, n, K));
   }
   CHECK(std::abs(static_cast<double>(r.misses) - expected) <= 1.0);
-  CHECK(r.miss_model.find("gemma3-270m-real") != std::string::npos);
+  CHECK(r.miss_model.find("smollm2-real") != std::string::npos);
   // The placeholder, when named, gives a different total: every step after the first at 0.10.
   const auto ph = make_statistical_miss_model(placeholder_miss_params(s));
   opt.miss_model = ph.get();
