@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
 #include "sim/miss/miss_fitter.h"
+#include "sim/miss/miss_holdout.h"
 #include "sim/miss/miss_surface.h"
 #include "core/io/output_file.h"
 #include "traces/trace_source.h"
@@ -110,24 +111,47 @@ std::vector<std::string> header_lines(const sim::MissSurface& s, const std::stri
   return h;
 }
 
+/// The held-out length check's table: every held-out steady point against the training fit, then the errors.
+void print_holdout(const sim::HoldoutReport& rep, const std::vector<int64_t>& lengths) {
+  fmt::print("held-out check: fitted on the other requests, predicting the requests at n = {} (steady state)\n",
+             fmt::join(lengths, ","));
+  fmt::print("  {:<11} {:>6} {:>7} {:>9} {:>9} {:>8}\n", "policy", "H/K", "n/H", "measured", "predicted", "error");
+  for (const sim::HoldoutPoint& p : rep.points)
+    fmt::print("  {:<11} {:>6g} {:>7.2f} {:>9.4f} {:>9.4f} {:>+8.4f}{}\n", p.policy, p.h_over_k, p.n_over_h, p.measured,
+               p.predicted, p.predicted - p.measured,
+               p.extrapolated ? "  (outside the fit's n/H: its nearest point, flat)" : "");
+  fmt::print("  |error| over {} points: mean {:.4f}, max {:.4f}; inside the fit's n/H range ({} points): mean {:.4f}, "
+             "max {:.4f}\n",
+             rep.points.size(), rep.mean_abs_error, rep.max_abs_error, rep.inside, rep.mean_abs_error_inside,
+             rep.max_abs_error_inside);
+  for (const std::string& line : rep.unpredicted) fmt::print("  not predicted: {}\n", line);
+}
+
 }  // namespace
 
 int run_fit_miss_model(int argc, char** argv) {
   std::vector<std::string> trace_paths, notes;
-  std::string ratios_text = "1,1.25,1.5,2,3,4,6,8", policies_text = "sglang-lru,belady", name, out;
+  std::string ratios_text = "1,1.25,1.5,2,3,4,6,8", policies_text = "sglang-lru,belady", name, out, holdout_text;
   int threads = 1;
   po::options_description desc(
       "hisparse fit-miss-model --trace T [--trace T2 ...] --name NAME --out FILE.yaml [--h-over-k LIST]\n"
-      "                        [--policy LIST] [--threads N] [--note TEXT ...]\n\n"
+      "                        [--policy LIST] [--threads N] [--note TEXT ...]\n"
+      "hisparse fit-miss-model --trace T [--trace T2 ...] --holdout-lengths LIST [--h-over-k LIST] [--policy LIST]\n\n"
       "Replays each trace at H = round(h_over_k x its top_k) with every policy (one pass per trace), classifies each\n"
       "step-layer as first step, warm-up (steps 1..ceil(H/K)) or steady state, bins the steady state by n/H, pools\n"
-      "the traces at equal H/K and writes the miss surface with its provenance (sim/miss/miss_surface.h).\n\noptions");
+      "the traces at equal H/K and writes the miss surface with its provenance (sim/miss/miss_surface.h).\n"
+      "With --holdout-lengths it writes nothing: it fits on the requests whose n range holds none of the lengths,\n"
+      "predicts the steady-state fraction of the others from that fit and prints the error (sim/miss/miss_holdout.h).\n"
+      "\noptions");
   desc.add_options()("help,h", "this help")(
       "trace", po::value(&trace_paths)->required(), "top-k trace (native, .npy directory or JSON lines); repeatable")(
       "h-over-k", po::value(&ratios_text)->default_value(ratios_text), "buffer-to-top-k ratios, ascending")(
       "policy", po::value(&policies_text)->default_value(policies_text), "swap-in policies (cpu_ref/policies)")(
-      "name", po::value(&name)->required(), "surface name (letters, digits, '-', '_', '.')")(
-      "out,o", po::value(&out)->required(), "output YAML path (written atomically)")(
+      "name", po::value(&name), "surface name (letters, digits, '-', '_', '.'); required unless --holdout-lengths")(
+      "out,o", po::value(&out), "output YAML path (written atomically); required unless --holdout-lengths")(
+      "holdout-lengths", po::value(&holdout_text),
+      "sequence lengths (e.g. 20K,28K): hold out the requests whose n range holds one, fit on the rest, print the "
+      "prediction error")(
       "threads", po::value(&threads)->default_value(threads), "replay threads (across layers; output identical)")(
       "note", po::value(&notes), "a caveat line for the file's comment header; repeatable");
   po::variables_map vm;
@@ -141,8 +165,13 @@ int run_fit_miss_model(int argc, char** argv) {
   } catch (const po::error& e) {
     throw_error("{}", e.what());
   }
-  check_surface_name(kCommand, name);
-  if (out.size() <= 5 || out.compare(out.size() - 5, 5, ".yaml") != 0)
+  const bool holdout = !holdout_text.empty();
+  if (!holdout && (name.empty() || out.empty()))
+    throw_error("{}: --name and --out are required (unless --holdout-lengths)", kCommand);
+  if (holdout && (!name.empty() || !out.empty() || !notes.empty()))
+    throw_error("{}: --holdout-lengths writes no surface: drop --name, --out and --note", kCommand);
+  if (!holdout) check_surface_name(kCommand, name);
+  if (!holdout && (out.size() <= 5 || out.compare(out.size() - 5, 5, ".yaml") != 0))
     throw_error("{}: --out '{}' must end in .yaml (load_miss_surface tells names from paths by it)", kCommand, out);
   if (threads < 1) throw_error("{}: --threads {} (expected >= 1)", kCommand, threads);
   const std::vector<double> ratios = parse_ratios(ratios_text);
@@ -151,7 +180,11 @@ int run_fit_miss_model(int argc, char** argv) {
   for (const std::string& p : policies) cpu_ref::make_policy(p);  // rejects unknown names, listing the known ones
 
   const auto t0 = std::chrono::steady_clock::now();
-  sim::MissFitter fitter;
+  sim::MissFitter fitter, held_out;
+  sim::HoldoutSplit split;
+  if (holdout)
+    split.lengths = parse_count_list(holdout_text, kCommand, "--holdout-lengths", 1, int64_t{1} << 31, "20K,28K");
+  const sim::FitSplit fit_split{&held_out, [&split](const sim::ReplayRequestRows& rr) { return split.holds(rr); }};
   sim::MissProvenance prov;
   prov.command = quoted_command_line(kCommand, argc, argv);
   prov.fraction = "sum(misses) / sum(selected - newest_hits) per layer over step-layers with n > H (the newest token "
@@ -173,7 +206,11 @@ int run_fit_miss_model(int argc, char** argv) {
     fmt::print("replaying {} (top_k {}) at H = {} with {}\n", path, K, fmt::join(sizes, ","), fmt::join(policies, ","));
     std::fflush(stdout);
     prov.traces.push_back(sim::replay_into_fitter(fitter, path, policies, sizes, ratios, sim::ReplayOptions{}.row_bytes,
-                                                  threads));
+                                                  threads, nullptr, holdout ? &fit_split : nullptr));
+  }
+  if (holdout) {
+    print_holdout(sim::compare_held_out(fitter, held_out), split.lengths);
+    return 0;
   }
   std::vector<std::string> skipped;
   sim::MissSurface surface = fitter.surface(name, &skipped);

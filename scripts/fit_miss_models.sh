@@ -36,6 +36,18 @@ smollm2_notes=(
   --note "The same model and prompts at K 128 (lists in score order): how the surface moves with K at equal H/K." \
   "${smollm2_notes[@]}"
 
+# Gemma 3 270M's full-attention layers at K 2048 and n 16K..20K (traces/real/README.md), by name
+# (--miss-curve gemma3-270m-real); it covers DSA models' 16K advice, not yet 32K.
+"$cli" fit-miss-model --trace traces/real/gemma3_270m_k2048_sorted.hstr --h-over-k "$ratios" --policy "$policies" \
+  --name gemma3-270m-real --out "$out/gemma3-270m-real.yaml" --threads "$threads" \
+  --note "Real attention at DSA's K 2048 (DeepSeek-V3.2, GLM-5.x), by name: --miss-curve gemma3-270m-real." \
+  --note "Gemma 3 270M (GGUF Q4_K_M), its 3 full-attention layers (5, 11, 17; the other 15 slide over 512 tokens)," \
+  --note "teacher-forced over Pride and Prejudice: 2 requests ending at n = 16,384 and 20,480 (the second's text" \
+  --note "extends the first's), 512 steps each; oracle top-2048 of the sum over 4 query heads of the softmax." \
+  --note "A small model's full attention, not DeepSeek's trained indexer: DSA's lists may overlap more or less." \
+  --note "n stops at 20,480: at 32K every column is read beyond its measured n/H (flagged extrapolated)." \
+  --note "Held-out length check (fit on some lengths, predict the others): traces/real/README.md."
+
 # DeepSeek-V3.2 shape (K 2048) from the generator, at several prompt lengths so the columns overlap in n/H. Fewer
 # layers (8 of 61) and steps (128) than a real request keep the fit well under two minutes on one core; the
 # generator's layers are statistically alike, so more of them would add samples, not shape.

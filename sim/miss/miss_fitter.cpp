@@ -131,7 +131,7 @@ MissSurface MissFitter::surface(const std::string& name, std::vector<std::string
 MissTraceInfo replay_into_fitter(MissFitter& fitter, const std::string& trace_path,
                                  const std::vector<std::string>& policies, const std::vector<int32_t>& buffer_sizes,
                                  const std::vector<double>& h_over_k, int64_t row_bytes, int threads,
-                                 ReplayResult* result) {
+                                 ReplayResult* result, const FitSplit* split) {
   if (buffer_sizes.size() != h_over_k.size())
     throw_error("miss fit: {} buffer sizes but {} H/K columns", buffer_sizes.size(), h_over_k.size());
   if (std::set<int32_t>(buffer_sizes.begin(), buffer_sizes.end()).size() != buffer_sizes.size())
@@ -146,6 +146,7 @@ MissTraceInfo replay_into_fitter(MissFitter& fitter, const std::string& trace_pa
       throw_error("trace {}: buffer size {} is below the trace's top_k {} (docs/swap_in.md: H >= K)", trace_path, H,
                   meta.top_k);
   fitter.begin_trace(meta.top_k, configs);
+  if (split) split->held_out->begin_trace(meta.top_k, configs);
   ReplayOptions opt;
   opt.policies = policies;
   opt.buffer_sizes = buffer_sizes;
@@ -164,7 +165,10 @@ MissTraceInfo replay_into_fitter(MissFitter& fitter, const std::string& trace_pa
         info.n_min = std::min(info.n_min, row.seq_len);
         info.n_max = std::max(info.n_max, row.seq_len);
       }
-    fitter.add(rr);
+    if (split && split->held(rr))
+      split->held_out->add(rr);
+    else
+      fitter.add(rr);
   };
   ReplayResult res = run_replay(*src, opt, sink);
   info.requests = res.requests;

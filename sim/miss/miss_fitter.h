@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -72,12 +73,19 @@ class MissFitter {
   std::vector<Current> current_;  // [config of the trace declared last]
 };
 
+/// Where a replay's requests go when some are held out (sim/miss/miss_holdout.h): requests for which `held`
+/// returns true feed `held_out`, the others the fitter given to replay_into_fitter.
+struct FitSplit {
+  MissFitter* held_out = nullptr;
+  std::function<bool(const ReplayRequestRows&)> held;
+};
+
 /// Replays `trace_path` once with every policy at every H of `buffer_sizes` and feeds `fitter`; `h_over_k[i]` is the
 /// column of buffer_sizes[i]. Returns the trace's description for a provenance; `result`, when given, receives the
-/// replay's counters (hit rates).
+/// replay's counters (hit rates); `split`, when given, routes the held-out requests to its own fitter.
 MissTraceInfo replay_into_fitter(MissFitter& fitter, const std::string& trace_path,
                                  const std::vector<std::string>& policies, const std::vector<int32_t>& buffer_sizes,
                                  const std::vector<double>& h_over_k, int64_t row_bytes, int threads,
-                                 ReplayResult* result = nullptr);
+                                 ReplayResult* result = nullptr, const FitSplit* split = nullptr);
 
 }  // namespace hisparse::sim

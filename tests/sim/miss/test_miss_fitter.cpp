@@ -1,6 +1,6 @@
 // @brief MissFitter against known answers: uniform random selections (the n/H dependence), a cyclic pattern (the H/K
 // thresholds of the swap-in contract), the first-step / warm-up / steady split, one binning behind every fit, the
-// plan's buffer sweep, a trace at another top_k, and the steady-state bound.
+// plan's buffer sweep, a trace at another top_k, the steady-state bound, and the held-out length check.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/scenario_loader.h"
 #include "sim/miss/miss_fitter.h"
+#include "sim/miss/miss_holdout.h"
 #include "sim/miss/miss_model.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/serving/serving_simulation.h"
@@ -345,4 +346,60 @@ TEST_CASE("extrapolation: a replayed trace covers every length it recorded; the 
   CHECK(m.measured_range(5 * K).find(" and H/K 6 (n/H ") != std::string::npos);
   CHECK(m.measured_range(16 * K).find("its last column H/K 8 (") != std::string::npos);
   CHECK(MissCurves::constant(0.1, "given").measured_range(K).empty());
+}
+
+TEST_CASE("held-out lengths: the training fit predicts the held-out requests' steady fraction by interpolation in n/H") {
+  // Uniform random selections (the first test's pattern: LRU misses 1 − H/(n − 1) in expectation), one request per n.
+  // Holding out n = 400 and 1024 leaves the training requests at n/H 2.5, 4, 5 (H = 128; 4 and 5 share the bin
+  // [4, 6), so two training points: 2.5 and 4.5); the held-out points are 3.125
+  // (between training points: predicted by the linear interpolation, off by its chord error, ~0.02) and 8 (beyond
+  // the training range: flagged extrapolated, predicted by the last training point, off by ~0.08).
+  constexpr int32_t K = 64, L = 2, steps = 120, H = 128;
+  const std::vector<int32_t> ns = {320, 400, 512, 640, 1024};
+  std::vector<std::vector<int32_t>> seq_lens;
+  for (int32_t n : ns) seq_lens.push_back(std::vector<int32_t>(steps, n));
+  std::mt19937_64 rng(7);
+  const std::string path = scratch("holdout.hst");
+  write_trace(path, L, K, InitialState::kIdentity, seq_lens, [&](size_t, size_t, int32_t, int32_t n) {
+    std::vector<int32_t> pool(static_cast<size_t>(n - 1));
+    std::iota(pool.begin(), pool.end(), 0);
+    for (int32_t i = 0; i < K - 1; ++i) {
+      std::uniform_int_distribution<int32_t> pick(i, n - 2);
+      std::swap(pool[static_cast<size_t>(i)], pool[static_cast<size_t>(pick(rng))]);
+    }
+    std::vector<int32_t> sel(pool.begin(), pool.begin() + (K - 1));
+    sel.push_back(n - 1);
+    return sel;
+  });
+  MissFitter train, held;
+  HoldoutSplit split{{400, 1024}};
+  const FitSplit fs{&held, [&split](const ReplayRequestRows& rr) { return split.holds(rr); }};
+  replay_into_fitter(train, path, {"sglang-lru"}, {H}, {2.0}, 1152, 1, nullptr, &fs);
+  const HoldoutReport rep = compare_held_out(train, held);
+  // Exactly the two held-out requests' points, n/H ascending; the training column has the other three in two bins.
+  REQUIRE(rep.points.size() == 2);
+  CHECK(train.column("sglang-lru", 2.0).steady.size() == 2);
+  CHECK(rep.unpredicted.empty());
+  const auto expected = [](double n) { return 1.0 - static_cast<double>(H) / (n - 1); };
+  CHECK(rep.points[0].n_over_h == doctest::Approx(400.0 / H));
+  CHECK(rep.points[1].n_over_h == doctest::Approx(1024.0 / H));
+  CHECK(std::abs(rep.points[0].measured - expected(400)) < 0.02);
+  CHECK(std::abs(rep.points[1].measured - expected(1024)) < 0.02);
+  // The prediction is the training curve read as MissSurface reads it; inside its range it is close, beyond it not.
+  CHECK(rep.points[0].predicted == doctest::Approx(interpolate_ratio_curve(train.column("sglang-lru", 2.0).steady,
+                                                                           400.0 / H)));
+  CHECK_FALSE(rep.points[0].extrapolated);
+  CHECK(rep.points[1].extrapolated);
+  CHECK(std::abs(rep.points[0].predicted - rep.points[0].measured) < 0.035);
+  CHECK(rep.points[1].measured - rep.points[1].predicted > 0.05);
+  CHECK(rep.inside == 1);
+  CHECK(rep.max_abs_error == doctest::Approx(std::abs(rep.points[1].predicted - rep.points[1].measured)));
+  CHECK(rep.mean_abs_error_inside == doctest::Approx(std::abs(rep.points[0].predicted - rep.points[0].measured)));
+  // Holding out a length no request reaches leaves nothing to check: an error, not an empty report.
+  MissFitter train2, held2;
+  HoldoutSplit none{{5000}};
+  const FitSplit fs2{&held2, [&none](const ReplayRequestRows& rr) { return none.holds(rr); }};
+  replay_into_fitter(train2, path, {"sglang-lru"}, {H}, {2.0}, 1152, 1, nullptr, &fs2);
+  CHECK_THROWS_AS(compare_held_out(train2, held2), Error);
+  std::filesystem::remove(path);
 }

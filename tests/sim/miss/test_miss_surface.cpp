@@ -200,7 +200,7 @@ TEST_CASE("bad surface files are rejected naming the file and the key or entry")
 }
 
 TEST_CASE("the shipped surfaces load with provenance; Belady stays at or below LRU; the steady state falls with H/K") {
-  for (const char* name : {"smollm2-real", "smollm2-real-k128", "synthetic-dsv32"}) {
+  for (const char* name : {"smollm2-real", "smollm2-real-k128", "gemma3-270m-real", "synthetic-dsv32"}) {
     CAPTURE(name);
     const MissSurface s = load_miss_surface(name);
     CHECK(s.name == name);
@@ -243,6 +243,22 @@ TEST_CASE("the shipped surfaces load with provenance; Belady stays at or below L
   std::vector<double> ratios;
   for (const MissColumn& c : d.columns("sglang-lru")) ratios.push_back(c.h_over_k);
   CHECK(ratios == std::vector<double>{1, 1.25, 1.5, 2, 3, 4, 6, 8});  // scripts/fit_miss_models.sh's grid
+}
+
+TEST_CASE("gemma3-270m-real (K 2048, n 16K..20K) covers DeepSeek-V3.2's buffer sweep at 16K") {
+  const MissSurface g = load_miss_surface("gemma3-270m-real");
+  CHECK(g.provenance.traces[0].path == "traces/real/gemma3_270m_k2048_sorted.hstr");
+  CHECK(g.provenance.traces[0].top_k == 2048);
+  // DeepSeek-V3.2's buffer sweep (H = K x 1..8) at 16K: every H with n > H reads measured data, n/H within its
+  // column's range, so `hisparse advise --miss-curve gemma3-270m-real` prints no extrapolation warning there. (At 32K
+  // it would: the recorded lengths stop at 20K, traces/real/README.md.)
+  const int32_t K = 2048;
+  const int64_t n = 16384;
+  for (double hk : {1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0}) {
+    const auto H = static_cast<int32_t>(hk * K);
+    CAPTURE(H);
+    if (n > H) CHECK_FALSE(g.extrapolation("sglang-lru", H, n, K).any());
+  }
 }
 
 TEST_CASE("miss_params_from_surface: the surface at the scenario's H/K, W = ceil(H/K) warm-up steps") {
