@@ -136,7 +136,7 @@ TEST_CASE("two-batch overlap: the zero-copy swap-in's SM time lengthens the step
 }
 
 TEST_CASE("decode-side throughput: one value per decoding step, requests over its length") {
-  Scenario sc = scenario();
+  Scenario sc = dsv32_node();
   sc.deployment.max_running_requests = 2;
   const Workload w = generated(3, 60, 2);
   ServingOptions opt;
