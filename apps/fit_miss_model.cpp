@@ -81,7 +81,7 @@ std::vector<std::string> header_lines(const sim::MissSurface& s, const std::stri
                   s.name),
       "warm-up, steady state) and, in the steady state, by H/K (the columns) and n/H (the points of each column).",
       "Read by sim/miss/miss_surface.h: `hisparse simulate --miss-curve NAME`, `hisparse plan --miss-curve NAME`",
-      "(smollm2-real is the default of both).",
+      "(the default of both: smollm2-real below top_k 1024, gemma3-270m-real from 1024 on).",
       ""};
   add_wrapped(h, "Written by: " + command + (notes.empty() ? "" : " --note ... (the caveats below)"));
   h.push_back("(scripts/fit_miss_models.sh regenerates every shipped surface; the numbers do not depend on --threads)");
@@ -130,7 +130,8 @@ void print_holdout(const sim::HoldoutReport& rep, const std::vector<int64_t>& le
 }  // namespace
 
 int run_fit_miss_model(int argc, char** argv) {
-  std::vector<std::string> trace_paths, notes;
+  std::vector<std::string> trace_paths, notes, fitted_to;
+  double steady_scale = 1;
   std::string ratios_text = "1,1.25,1.5,2,3,4,6,8", policies_text = "sglang-lru,belady", name, out, holdout_text;
   int threads = 1;
   po::options_description desc(
@@ -153,7 +154,12 @@ int run_fit_miss_model(int argc, char** argv) {
       "sequence lengths (e.g. 20K,28K): hold out the requests whose n range holds one, fit on the rest, print the "
       "prediction error")(
       "threads", po::value(&threads)->default_value(threads), "replay threads (across layers; output identical)")(
-      "note", po::value(&notes), "a caveat line for the file's comment header; repeatable");
+      "note", po::value(&notes), "a caveat line for the file's comment header; repeatable")(
+      "steady-scale", po::value(&steady_scale),
+      "calibrate the level: every steady fraction times this (the shape in H/K and n/H stays measured; first step "
+      "and warm-up unscaled); needs --fitted-to")(
+      "fitted-to", po::value(&fitted_to),
+      "with --steady-scale: a field point run/point (scenarios/field/) the scale was fitted to; repeatable");
   po::variables_map vm;
   try {
     store_flags(po::parse_command_line(argc, argv, desc), vm);
@@ -174,6 +180,17 @@ int run_fit_miss_model(int argc, char** argv) {
   if (!holdout && (out.size() <= 5 || out.compare(out.size() - 5, 5, ".yaml") != 0))
     throw_error("{}: --out '{}' must end in .yaml (load_miss_surface tells names from paths by it)", kCommand, out);
   if (threads < 1) throw_error("{}: --threads {} (expected >= 1)", kCommand, threads);
+  const bool calibrated = vm.count("steady-scale") > 0;
+  if (calibrated && !(steady_scale > 0 && steady_scale <= 1e6))
+    throw_error("{}: --steady-scale {} (expected a number > 0)", kCommand, steady_scale);
+  if (calibrated != !fitted_to.empty())
+    throw_error("{}: --steady-scale and --fitted-to go together (the scale names the field points it was fitted to)",
+                kCommand);
+  if (calibrated && holdout) throw_error("{}: --holdout-lengths checks measured fractions: drop --steady-scale", kCommand);
+  for (const std::string& point : fitted_to)
+    if (point.find('/') == std::string::npos || point.front() == '/' || point.back() == '/')
+      throw_error("{}: --fitted-to '{}' (expected run/point, as `hisparse fidelity` names a field point)", kCommand,
+                  point);
   const std::vector<double> ratios = parse_ratios(ratios_text);
   const std::vector<std::string> policies = split_list(policies_text);
   if (policies.empty()) throw_error("{}: --policy '{}' names no policy", kCommand, policies_text);
@@ -216,6 +233,7 @@ int run_fit_miss_model(int argc, char** argv) {
   sim::MissSurface surface = fitter.surface(name, &skipped);
   surface.provenance = prov;
   surface.has_provenance = true;
+  if (calibrated) sim::calibrate_steady_level(surface, sim::MissCalibration{steady_scale, fitted_to});
   const std::vector<std::string> header =
       header_lines(surface, quoted_command_line(kCommand, argc, argv, "--note"), skipped, notes);
   write_file_atomically(out, sim::miss_surface_to_yaml(surface, header));

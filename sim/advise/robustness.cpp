@@ -138,7 +138,7 @@ std::vector<UncertaintyCase> uncertainty_cases(const Scenario& s, const CostPara
     UncertaintyCase c;
     c.name = surface.name;
     c.kind = "miss source";
-    c.label = fmt::format("fitted (miss surface {}, steady state)", surface.label());
+    c.label = surface.source_label(surface.label());
     c.misses = std::make_shared<const MissCurves>(MissCurves::from_surface(surface, policy, K));
     c.cost = cost;
     out.push_back(std::move(c));

@@ -42,7 +42,7 @@ AdviceSetup load_advice_setup(const AdviseRequest& r, const std::string& command
   out.info.miss_label = loaded.label;
   out.info.miss_source = out.misses->description();
   const bool surface_only = !misses.fraction && misses.trace.empty();
-  const std::string surface = misses.surface.empty() ? kDefaultMissSurface : misses.surface;
+  const std::string surface = misses.surface.empty() ? default_miss_surface(s.deployment.hisparse.top_k) : misses.surface;
   opt.rule = parse_decision_rule(r.decision_rule, command + ": --decision-rule");
   opt.own_source = misses.fraction ? fmt::format("--miss-fraction {}", *misses.fraction)
                    : surface_only  ? surface

@@ -120,6 +120,7 @@ class RunRoutes {
 
   const ScenarioSetup& setup() const { return setup_; }
   const std::string& miss_label() const { return misses_.label; }
+  const std::vector<std::string>& miss_fitted_to() const { return misses_.fitted_to; }
 
   const StepTimeModel& model(KvMode mode, const FieldPoint& p) const {
     if (mode == KvMode::kFull) return *full_;
@@ -331,6 +332,9 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
     out.fitted_points = setup.cost.fitted_points;
     for (const auto& [key, id] : run.derived_overrides) out.fitted_points.push_back({"override " + key, run.name + "/" + id});
     out.miss_label = routes.miss_label();
+    // A calibrated miss surface's level was fitted to field points: those points are not held out.
+    for (const std::string& point : routes.miss_fitted_to())
+      if (point.rfind(run.name + "/", 0) == 0) out.fitted_points.push_back({"miss surface level", point});
     bool steps = false;
     for (const FieldPoint& p : run.points) steps = steps || p.metric != FieldMetric::kMaxConcurrency;
     const bool simulate_runs = r.simulate && run.closed_loop && steps;

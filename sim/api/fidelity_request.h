@@ -21,7 +21,7 @@ struct FidelityRequest {
   std::string calibration = "auto";       // auto | none | a YAML of `hisparse bench --calibrate`
   std::string step_calibration = "auto";  // auto | none | a YAML of `hisparse bench step --fit`
   std::optional<OverlapMode> overlap;     // unset: the cost parameters'
-  MissChoice misses;                      // plan's default: the miss surface kDefaultMissSurface
+  MissChoice misses;                      // plan's default: the miss surface default_miss_surface(top_k)
   bool simulate = true;                   // closed-loop runs also through the serving simulation
   std::string command_line;               // for the reports' provenance
 };

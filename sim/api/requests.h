@@ -27,10 +27,10 @@ struct ScenarioChoice {
 };
 
 /// Where the misses of plan / advise / replay --scenario come from. A given fraction or the surface (default
-/// kDefaultMissSurface) is the model; a trace, when given, is replayed at every buffer size and the model fills in
+/// default_miss_surface(top_k)) is the model; a trace, when given, is replayed at every buffer size and the model fills in
 /// where it measured nothing.
 struct MissChoice {
-  std::string surface;              // miss surface name or .yaml path ("" = kDefaultMissSurface)
+  std::string surface;              // miss surface name or .yaml path ("" = default_miss_surface(top_k))
   std::optional<double> fraction;   // a constant per-layer miss fraction instead of the surface, in [0, 1]
   std::string trace;                // top-k trace replayed at every buffer size ("" = none)
   std::string policy = "sglang-lru";

@@ -32,7 +32,7 @@ LoadedMisses load_miss_curves(const MissChoice& m, const Scenario& s, const std:
                               const std::string& command) {
   LoadedMisses out;
   const int32_t K = s.deployment.hisparse.top_k;
-  const std::string surface_name = m.surface.empty() ? kDefaultMissSurface : m.surface;
+  const std::string surface_name = m.surface.empty() ? default_miss_surface(K) : m.surface;
   std::unique_ptr<MissCurves> model;
   if (m.fraction) {
     const double f = *m.fraction;
@@ -44,7 +44,8 @@ LoadedMisses load_miss_curves(const MissChoice& m, const Scenario& s, const std:
     // A trace replayed with a policy the surface lacks needs the surface only where the trace has no data.
     const std::string policy = surface.has_policy(m.policy) || m.trace.empty() ? m.policy : "sglang-lru";
     model = std::make_unique<MissCurves>(MissCurves::from_surface(surface, policy, K));
-    out.label = fmt::format("fitted (miss surface {}, steady state)", surface_name);
+    out.label = surface.source_label(surface_name);
+    if (surface.provenance.calibration) out.fitted_to = surface.provenance.calibration->fitted_to;
   }
   if (m.trace.empty()) {
     out.curves = std::move(model);

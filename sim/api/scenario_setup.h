@@ -32,6 +32,7 @@ ScenarioSetup load_scenario_setup(const ScenarioChoice& choice, const std::strin
 struct LoadedMisses {
   std::unique_ptr<MissCurves> curves;
   std::string label;  // "measured (replayed top-k trace, steady state)" | "fitted (miss surface …)" | "given (…)"
+  std::vector<std::string> fitted_to;  // field points (`run/point`) a calibrated surface's level was fitted to
 };
 
 /// The miss curves of `choice` on `scenario` over `buffer_sizes` (the sizes a trace is replayed at).

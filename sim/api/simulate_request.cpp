@@ -36,7 +36,7 @@ std::unique_ptr<MissModel> serving_miss_model(const SimulateRequest& r, const Sc
     if (!m.trace.empty())
       p = fit_statistical_miss_model(m.trace, m.policy, H, sc.model.layers, sc.model.latent_row_bytes);
     else if (m.fraction) p = placeholder_miss_params(sc);  // only layers, K, H matter: the fraction is given
-    else p = miss_params_from_surface(sc, load_miss_surface(m.surface.empty() ? kDefaultMissSurface : m.surface), m.policy);
+    else p = miss_params_from_surface(sc, load_miss_surface(m.surface.empty() ? default_miss_surface(sc.deployment.hisparse.top_k) : m.surface), m.policy);
     if (m.fraction) {
       p.by_ratio = {{1.0, *m.fraction}};
       p.warmup_steps = 0;  // the given fraction holds from the first step on

@@ -198,7 +198,8 @@ std::string MissCurves::measured_range(int32_t H) const {
 }
 
 MissCurves default_miss_curves(const Scenario& s, const std::string& policy) {
-  return MissCurves::from_surface(load_miss_surface(kDefaultMissSurface), policy, s.deployment.hisparse.top_k);
+  return MissCurves::from_surface(load_miss_surface(default_miss_surface(s.deployment.hisparse.top_k)), policy,
+                                 s.deployment.hisparse.top_k);
 }
 
 }  // namespace hisparse::sim

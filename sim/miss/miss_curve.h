@@ -71,7 +71,7 @@ class MissCurves {
   std::vector<int32_t> unmeasured_;
 };
 
-/// The default surface (kDefaultMissSurface) for `policy` at the scenario's top_k.
+/// The default surface (default_miss_surface of the scenario's top_k) for `policy` at that top_k.
 MissCurves default_miss_curves(const Scenario& scenario, const std::string& policy = "sglang-lru");
 
 }  // namespace hisparse::sim

@@ -10,6 +10,10 @@
 #include "core/error.h"
 
 namespace hisparse::sim {
+
+const char* default_miss_surface(int32_t top_k) {
+  return top_k >= kLongTopK ? kDefaultLongMissSurface : kDefaultMissSurface;
+}
 namespace {
 
 // Relative slack when comparing a query's ratio with a measured end: H/K and n/H are quotients of integers, and a
@@ -127,6 +131,20 @@ RatioCurve MissSurface::steady_curve(const std::string& policy, double h_over_k)
 }
 
 std::string MissSurface::label() const { return file.empty() ? name : fmt::format("{} ({})", name, file); }
+
+void calibrate_steady_level(MissSurface& surface, const MissCalibration& c) {
+  for (auto& [policy, cols] : surface.policies)
+    for (MissColumn& col : cols)
+      for (auto& point : col.steady) point.second = std::min(1.0, point.second * c.steady_scale);
+  surface.provenance.calibration = c;
+}
+
+std::string MissSurface::source_label(const std::string& shown) const {
+  if (!provenance.calibration) return fmt::format("fitted (miss surface {}, steady state)", shown);
+  const MissCalibration& c = *provenance.calibration;
+  return fmt::format("calibrated (miss surface {}, steady state: measured × {:g}, level fitted to {})", shown,
+                     c.steady_scale, fmt::join(c.fitted_to, ", "));
+}
 
 StatisticalMissParams miss_params_from_surface(const Scenario& s, const MissSurface& surface,
                                                const std::string& policy) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,8 +27,16 @@
 
 namespace hisparse::sim {
 
-/// Name of the surface the simulator and the planner use by default (scenarios/miss_models/smollm2-real.yaml).
+/// Name of the surface the simulator and the planner use by default below kLongTopK (scenarios/miss_models/
+/// smollm2-real.yaml: SmolLM2-135M at K 256, n 6K..8K).
 inline constexpr const char* kDefaultMissSurface = "smollm2-real";
+/// The default from top_k kLongTopK on (DSA models: DeepSeek-V3.2 and GLM-5.x use K 2048): gemma3-270m-field.yaml,
+/// the shape Gemma 3 270M's full-attention layers measure at K 2048 and n 16K..32K (covering their H/K and n/H at 16K
+/// and 32K), its steady level calibrated to a published DeepSeek-V3.2 run (the file's provenance names the point).
+inline constexpr const char* kDefaultLongMissSurface = "gemma3-270m-field";
+inline constexpr int32_t kLongTopK = 1024;
+/// The default surface for a deployment's top_k (kDefaultLongMissSurface from kLongTopK on, else kDefaultMissSurface).
+const char* default_miss_surface(int32_t top_k);
 
 using RatioCurve = std::vector<std::pair<double, double>>;  // (x, fraction), x strictly ascending
 
@@ -63,11 +72,21 @@ struct MissTraceInfo {
   int32_t n_min = 0, n_max = 0;
 };
 
+/// A surface whose steady level was calibrated to published field measurements: the steady fractions in the file
+/// are the measured ones times `steady_scale` (the shape in H/K and n/H stays the trace's; first-step and warm-up
+/// fractions are not scaled). `fitted_to` names the field points (`run/point`, scenarios/field/) the scale was
+/// fitted to, which `hisparse fidelity` then marks as fitted rather than held out.
+struct MissCalibration {
+  double steady_scale = 1;
+  std::vector<std::string> fitted_to;
+};
+
 struct MissProvenance {
   std::string command;      // the exact command line that wrote the file
   std::string fraction;     // what a fraction is
   std::string warmup_rule;  // how first / warm-up / steady steps were told apart
   std::vector<MissTraceInfo> traces;
+  std::optional<MissCalibration> calibration;  // absent: the fractions are as measured
 };
 
 /// Which part of a query lies outside what was measured.
@@ -102,7 +121,13 @@ struct MissSurface {
   RatioCurve steady_curve(const std::string& policy, double h_over_k) const;
   /// "name (file)" for reports.
   std::string label() const;
+  /// How reports label misses read from this surface, `shown` naming it: "fitted (miss surface SHOWN, steady
+  /// state)", or with a calibration "calibrated (miss surface SHOWN, steady state: measured × s, level fitted to P)".
+  std::string source_label(const std::string& shown) const;
 };
+
+/// Scales every steady fraction of `surface` by `c.steady_scale` (capped at 1) and records `c` in its provenance.
+void calibrate_steady_level(MissSurface& surface, const MissCalibration& c);
 
 /// `name_or_path`: a name (<scenario dir>/miss_models/<name>.yaml, dirs as scenario_dirs()) or a path ending in
 /// .yaml. Strict: throws hisparse::Error naming the file and the key or entry on an unknown or missing key, a

@@ -114,12 +114,30 @@ MissTraceInfo read_trace(StrictMap m) {
   return t;
 }
 
+MissCalibration read_calibration(StrictMap m) {
+  MissCalibration c;
+  m.get("steady_scale", &c.steady_scale, 1e-6, 1e6);
+  const YAML::Node pts = m.sequence("fitted_to");
+  m.finish();
+  require_all(m, {"steady_scale", "fitted_to"});
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", m.where("fitted_to"), i);
+    if (!pts[i].IsScalar() || pts[i].Scalar().find('/') == std::string::npos)
+      throw_error("{}: got {}, expected a field point as run/point", at, describe_node(pts[i]));
+    c.fitted_to.push_back(pts[i].Scalar());
+  }
+  if (c.fitted_to.empty())
+    throw_error("{}: got an empty list, expected the field points the scale was fitted to", m.where("fitted_to"));
+  return c;
+}
+
 MissProvenance read_provenance(StrictMap m) {
   MissProvenance p;
   m.get("command", &p.command);
   m.get("fraction", &p.fraction);
   m.get("warmup_rule", &p.warmup_rule);
   const YAML::Node ts = m.sequence("traces");
+  if (m.has("calibration")) p.calibration = read_calibration(m.child("calibration"));
   m.finish();
   require_all(m, {"command", "fraction", "warmup_rule", "traces"});
   for (size_t i = 0; i < ts.size(); ++i) {
@@ -207,6 +225,12 @@ std::string miss_surface_to_yaml(const MissSurface& s, const std::vector<std::st
       out += fmt::format("      initial_state: {}\n", traces::to_string(t.initial_state));
       out += fmt::format("      requests: {}\n      decode_steps: {}\n", t.requests, t.decode_steps);
       out += fmt::format("      n_range: [{}, {}]\n", t.n_min, t.n_max);
+    }
+    if (p.calibration) {
+      out += "  calibration:                  # steady fractions above = measured × steady_scale\n";
+      out += fmt::format("    steady_scale: {:g}\n", p.calibration->steady_scale);
+      out += "    fitted_to:\n";
+      for (const std::string& point : p.calibration->fitted_to) out += fmt::format("      - {}\n", json_quote(point));
     }
   }
   return out;

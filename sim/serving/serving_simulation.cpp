@@ -32,8 +32,9 @@ AdmissionCheck parse_admission_check(const std::string& text, const std::string&
 }
 
 StatisticalMissParams default_miss_params(const Scenario& s) {
-  // Measured on real top-k traces (scenarios/miss_models/smollm2-real.yaml), sglang-lru at the scenario's H/K.
-  return miss_params_from_surface(s, load_miss_surface(kDefaultMissSurface), "sglang-lru");
+  // Measured on real top-k traces (default_miss_surface: by the scenario's top_k), sglang-lru at its H/K.
+  return miss_params_from_surface(s, load_miss_surface(default_miss_surface(s.deployment.hisparse.top_k)),
+                                  "sglang-lru");
 }
 
 namespace serving {

@@ -156,7 +156,7 @@ ServingResult run_serving(const Scenario& scenario, const Workload& workload, co
                           ChromeTrace* trace = nullptr);
 
 /// The default statistical miss model for a scenario (layers, K, H from it; warm-up and steady curve from the
-/// measured miss surface kDefaultMissSurface at the scenario's H/K, policy sglang-lru; see sim/miss/miss_surface.h).
+/// measured miss surface default_miss_surface(top_k) at the scenario's H/K, policy sglang-lru; see sim/miss/miss_surface.h).
 StatisticalMissParams default_miss_params(const Scenario& scenario);
 
 }  // namespace hisparse::sim

@@ -16,8 +16,9 @@ const char* to_string(JobKind kind);
 
 /// Scalar settings shared by every point of a job (the `settings:` mapping); which apply depends on the kind.
 struct JobSettings {
-  // plan, simulate: the miss surface (scenarios/miss_models/<name>.yaml or a path).
-  std::string miss_curve = "smollm2-real";
+  // plan, simulate: the miss surface (scenarios/miss_models/<name>.yaml or a path); "" = the default for the
+  // scenario's top_k (sim/miss/miss_surface.h default_miss_surface).
+  std::string miss_curve;
   // plan: "all" | "memory" (as `hisparse plan --limits`).
   std::string limits = "all";
   // replay: bytes of one KV row per layer; 0 = the scenario's latent row in its kv_dtype, else 1152.

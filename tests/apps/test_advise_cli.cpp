@@ -95,7 +95,7 @@ TEST_CASE("hisparse advise: the recommended row of every printed sweep has the b
   CHECK(text.find("SGLang flags: ") != std::string::npos);
   CHECK(text.find("--max-running-requests ") != std::string::npos);
   CHECK(text.find("break-even: ") != std::string::npos);
-  CHECK(text.find("miss model: fitted (miss surface smollm2-real") != std::string::npos);
+  CHECK(text.find("miss model: calibrated (miss surface gemma3-270m-field") != std::string::npos);  // K 2048's default
   CHECK(text.find("cost: modelled") != std::string::npos);
   const std::string json = slurp(dir / "out" / "advise.json");
   CHECK(json.find("\"label\": \"16K\"") != std::string::npos);

@@ -101,13 +101,14 @@ TEST_CASE("robustness: the cases — every shipped surface but the advice's own,
   choice.scenario = "dsv32-8xh200-1tb";
   const ScenarioSetup setup = load_scenario_setup(choice, "test");
   const std::vector<UncertaintyCase> cases =
-      uncertainty_cases(s, setup.cost, kDefaultMissSurface, "sglang-lru", {});
+      uncertainty_cases(s, setup.cost, default_miss_surface(s.deployment.hisparse.top_k), "sglang-lru", {});
   std::vector<std::string> names;
   for (const auto& c : cases) names.push_back(c.name);
   CAPTURE(names.size());
   // The default surface is the advice's own: not a case. Another shipped surface is.
-  CHECK(std::find(names.begin(), names.end(), kDefaultMissSurface) == names.end());
+  CHECK(std::find(names.begin(), names.end(), default_miss_surface(s.deployment.hisparse.top_k)) == names.end());
   CHECK(std::find(names.begin(), names.end(), "synthetic-dsv32") != names.end());
+  CHECK(std::find(names.begin(), names.end(), kDefaultMissSurface) != names.end());  // smollm2-real, K 256
   for (const TermSource& t : setup.cost.sources) {
     SimTime CostParams::*m = cost_time_term(t.term);
     const bool live = t.kind == "assumed" && m && setup.cost.*m != 0;

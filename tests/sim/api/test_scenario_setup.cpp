@@ -142,9 +142,11 @@ TEST_CASE("loader: a bad override names the command, the flag, the value, what w
 TEST_CASE("loader: the miss model is a given fraction, a surface, or a trace over the surface") {
   const Scenario s = load_scenario(kDsv32);
   MissChoice m;
-  MESSAGE("no choice: the default surface, labelled as fitted");
+  MESSAGE("no choice: the default surface for top_k 2048 (gemma3-270m-field), labelled as calibrated with its point");
   LoadedMisses def = load_miss_curves(m, s, {4096}, "plan");
-  CHECK(def.label == "fitted (miss surface smollm2-real, steady state)");
+  CHECK(def.label.rfind("calibrated (miss surface gemma3-270m-field, steady state: measured × ", 0) == 0);
+  CHECK(def.label.find("level fitted to alibaba-hierarchical-sparse-dsv32-8xh200/gain_32k)") != std::string::npos);
+  CHECK(def.fitted_to == std::vector<std::string>{"alibaba-hierarchical-sparse-dsv32-8xh200/gain_32k"});
   CHECK(def.curves->fraction(4096, 131072) > 0);
   MESSAGE("a fraction is the same at every H once n > H, and labelled as given");
   m.fraction = 0.25;

@@ -341,7 +341,7 @@ TEST_CASE("extrapolation: a replayed trace covers every length it recorded; the 
   const Scenario s = load_scenario("dsv32-8xh200-1tb");
   const MissCurves m = default_miss_curves(s);
   const int32_t K = s.deployment.hisparse.top_k;
-  CHECK(m.measured_range(4 * K).find("miss surface smollm2-real, its column H/K 4 (n/H ") == 0);
+  CHECK(m.measured_range(4 * K).find("miss surface gemma3-270m-field, its column H/K 4 (n/H ") == 0);  // K 2048
   CHECK(m.measured_range(5 * K).find("its columns H/K 4 (n/H ") != std::string::npos);
   CHECK(m.measured_range(5 * K).find(" and H/K 6 (n/H ") != std::string::npos);
   CHECK(m.measured_range(16 * K).find("its last column H/K 8 (") != std::string::npos);

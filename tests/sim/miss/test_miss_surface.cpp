@@ -200,7 +200,8 @@ TEST_CASE("bad surface files are rejected naming the file and the key or entry")
 }
 
 TEST_CASE("the shipped surfaces load with provenance; Belady stays at or below LRU; the steady state falls with H/K") {
-  for (const char* name : {"smollm2-real", "smollm2-real-k128", "gemma3-270m-real", "synthetic-dsv32"}) {
+  for (const char* name :
+       {"smollm2-real", "smollm2-real-k128", "gemma3-270m-real", "gemma3-270m-field", "synthetic-dsv32"}) {
     CAPTURE(name);
     const MissSurface s = load_miss_surface(name);
     CHECK(s.name == name);
@@ -245,20 +246,100 @@ TEST_CASE("the shipped surfaces load with provenance; Belady stays at or below L
   CHECK(ratios == std::vector<double>{1, 1.25, 1.5, 2, 3, 4, 6, 8});  // scripts/fit_miss_models.sh's grid
 }
 
-TEST_CASE("gemma3-270m-real (K 2048, n 16K..20K) covers DeepSeek-V3.2's buffer sweep at 16K") {
-  const MissSurface g = load_miss_surface("gemma3-270m-real");
+TEST_CASE("the default surface by top_k: gemma3-270m-field from K 1024 on covers DSA's 16K and 32K advice") {
+  // Below K 1024 the SmolLM2 surface (K 256); from 1024 on the calibrated Gemma 3 270M one (K 2048, n 16K..32K).
+  CHECK(std::string(default_miss_surface(256)) == kDefaultMissSurface);
+  CHECK(std::string(default_miss_surface(1023)) == kDefaultMissSurface);
+  CHECK(std::string(default_miss_surface(1024)) == kDefaultLongMissSurface);
+  const MissSurface g = load_miss_surface(default_miss_surface(2048));
   CHECK(g.provenance.traces[0].path == "traces/real/gemma3_270m_k2048_sorted.hstr");
   CHECK(g.provenance.traces[0].top_k == 2048);
-  // DeepSeek-V3.2's buffer sweep (H = K x 1..8) at 16K: every H with n > H reads measured data, n/H within its
-  // column's range, so `hisparse advise --miss-curve gemma3-270m-real` prints no extrapolation warning there. (At 32K
-  // it would: the recorded lengths stop at 20K, traces/real/README.md.)
+  CHECK(g.provenance.traces[0].n_max == 32768);
+  // DeepSeek-V3.2's buffer sweep (H = K x 1..8) at 16K and at 32K: every H with n > H reads measured data, n/H
+  // within its column's range, so `hisparse advise` prints no extrapolation warning there.
   const int32_t K = 2048;
-  const int64_t n = 16384;
-  for (double hk : {1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0}) {
-    const auto H = static_cast<int32_t>(hk * K);
-    CAPTURE(H);
-    if (n > H) CHECK_FALSE(g.extrapolation("sglang-lru", H, n, K).any());
+  for (int64_t n : {16384, 32768})
+    for (double hk : {1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0}) {
+      const auto H = static_cast<int32_t>(hk * K);
+      CAPTURE(n);
+      CAPTURE(H);
+      if (n > H) CHECK_FALSE(g.extrapolation("sglang-lru", H, n, K).any());
+    }
+}
+
+TEST_CASE("gemma3-270m-field is gemma3-270m-real with its steady level scaled, and names the point it was fitted to") {
+  const MissSurface real = load_miss_surface("gemma3-270m-real"), field = load_miss_surface("gemma3-270m-field");
+  // Expected: the measured surface has no calibration; the field one carries its scale s and one field point, and
+  // every steady fraction is min(1, s x measured) to the file's 6 digits, while first-step and warm-up fractions and
+  // the measured n/H ranges are the measured ones (only the level of the steady state was calibrated).
+  CHECK_FALSE(real.provenance.calibration.has_value());
+  REQUIRE(field.provenance.calibration.has_value());
+  const MissCalibration& c = *field.provenance.calibration;
+  CHECK(c.steady_scale > 0);
+  CHECK(c.steady_scale < 1);
+  CHECK(c.fitted_to == std::vector<std::string>{"alibaba-hierarchical-sparse-dsv32-8xh200/gain_32k"});
+  for (const char* policy : {"sglang-lru", "belady"}) {
+    const auto& a = real.columns(policy);
+    const auto& b = field.columns(policy);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(b[i].first_step == a[i].first_step);
+      CHECK(b[i].warmup == a[i].warmup);
+      CHECK(b[i].n_over_h_max == a[i].n_over_h_max);
+      REQUIRE(b[i].steady.size() == a[i].steady.size());
+      for (size_t j = 0; j < a[i].steady.size(); ++j)
+        CHECK(b[i].steady[j].second == doctest::Approx(std::min(1.0, c.steady_scale * a[i].steady[j].second)).epsilon(1e-5));
+    }
   }
+  CHECK(field.source_label("x").rfind("calibrated (miss surface x, steady state: measured × ", 0) == 0);
+  CHECK(real.source_label("x") == "fitted (miss surface x, steady state)");
+}
+
+TEST_CASE("calibrate_steady_level: scales the steady state only, caps at 1, and round-trips through the YAML") {
+  MissSurface s;
+  s.name = "cal";
+  MissColumn col;
+  col.h_over_k = 1;
+  col.first_step = 0.9;
+  col.first_step_samples = 1;
+  col.warmup = 0.5;
+  col.warmup_samples = 1;
+  col.steady = {{2.0, 0.2}, {4.0, 0.8}};
+  col.samples = 2;
+  col.n_over_h_min = 2;
+  col.n_over_h_max = 4;
+  s.policies["sglang-lru"] = {col};
+  s.has_provenance = true;
+  s.provenance.command = "hisparse fit-miss-model test";
+  s.provenance.fraction = "f";
+  s.provenance.warmup_rule = "w";
+  s.provenance.traces.push_back(MissTraceInfo{"t.hstr", 1, 4, InitialState::kIdentity, 1, 2, 10, 20});
+  calibrate_steady_level(s, MissCalibration{1.5, {"run/point"}});
+  // Expected: 0.2 x 1.5 = 0.3; 0.8 x 1.5 = 1.2, capped at 1; first step and warm-up untouched.
+  const auto& c = s.columns("sglang-lru")[0];
+  CHECK(c.steady[0].second == doctest::Approx(0.3));
+  CHECK(c.steady[1].second == 1.0);
+  CHECK(c.first_step == 0.9);
+  CHECK(c.warmup == 0.5);
+  const std::string path = write_yaml("surface_calibrated", miss_surface_to_yaml(s, {}));
+  const MissSurface back = load_miss_surface(path);
+  REQUIRE(back.provenance.calibration.has_value());
+  CHECK(back.provenance.calibration->steady_scale == 1.5);
+  CHECK(back.provenance.calibration->fitted_to == std::vector<std::string>{"run/point"});
+  REQUIRE(back.columns("sglang-lru")[0].steady.size() == 2);
+  CHECK(back.columns("sglang-lru")[0].steady[0].second == doctest::Approx(0.3));  // to the file's 6 digits
+  CHECK(back.columns("sglang-lru")[0].steady[1].second == 1.0);
+  std::remove(path.c_str());
+  // Expected: a calibration that names no field point, or not as run/point, does not load, naming the key.
+  std::string text = miss_surface_to_yaml(s, {});
+  const std::string bad = text.substr(0, text.find("    fitted_to:")) + "    fitted_to: []\n";
+  const std::string p1 = write_yaml("surface_cal_empty", bad);
+  CHECK_THROWS_WITH_AS(load_miss_surface(p1), doctest::Contains("provenance.calibration.fitted_to"), Error);
+  std::remove(p1.c_str());
+  const std::string worse = text.substr(0, text.find("    fitted_to:")) + "    fitted_to: [justapoint]\n";
+  const std::string p2 = write_yaml("surface_cal_noslash", worse);
+  CHECK_THROWS_WITH_AS(load_miss_surface(p2), doctest::Contains("expected a field point as run/point"), Error);
+  std::remove(p2.c_str());
 }
 
 TEST_CASE("miss_params_from_surface: the surface at the scenario's H/K, W = ceil(H/K) warm-up steps") {
@@ -289,12 +370,12 @@ TEST_CASE("miss_params_from_surface: the surface at the scenario's H/K, W = ceil
 
 TEST_CASE("the default simulate path uses the measured surface: first step, warm-up, then the steady curve") {
   const Scenario s = load_scenario("dsv32-8xh200-1tb");
-  const MissSurface surf = load_miss_surface(kDefaultMissSurface);
-  const StatisticalMissParams d = default_miss_params(s);
   const int32_t H = s.deployment.hisparse.device_buffer_size, K = s.deployment.hisparse.top_k;
+  const MissSurface surf = load_miss_surface(default_miss_surface(K));
+  const StatisticalMissParams d = default_miss_params(s);
   CHECK(d.warmup_steps == (H + K - 1) / K);
   CHECK(d.warmup_fraction == surf.warmup_fraction("sglang-lru", H, K));
-  CHECK(d.fitted_from.find("smollm2-real") != std::string::npos);
+  CHECK(d.fitted_from.find("gemma3-270m-field") != std::string::npos);  // K 2048's default
 
   // One request of 20 output tokens, n > H from the start (PD split: the buffer starts empty). The prefill gives the
   // first token, so 19 decode steps at n = 3H + 1 + step. Expected misses per step, (K − 1) × layers × f: step 0
@@ -315,7 +396,7 @@ TEST_CASE("the default simulate path uses the measured surface: first step, warm
     expected += per_step * (step <= d.warmup_steps ? d.warmup_fraction : surf.fraction("sglang-lru", H, n, K));
   }
   CHECK(std::abs(static_cast<double>(r.misses) - expected) <= 1.0);
-  CHECK(r.miss_model.find("smollm2-real") != std::string::npos);
+  CHECK(r.miss_model.find("gemma3-270m-field") != std::string::npos);
   // The placeholder, when named, gives a different total: every step after the first at 0.10.
   const auto ph = make_statistical_miss_model(placeholder_miss_params(s));
   opt.miss_model = ph.get();
