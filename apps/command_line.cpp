@@ -1,7 +1,8 @@
-// @brief quoted_command_line and check_surface_name (see command_line.h).
+// @brief quoted_command_line, check_surface_name, store_flags and parse_flags (see command_line.h).
 #include "apps/command_line.h"
 
 #include <cstdint>
+#include <iostream>
 #include <limits>
 
 #include <fmt/format.h>
@@ -49,6 +50,20 @@ void store_flags(const po::parsed_options& parsed, po::variables_map& vm) {
     }
     throw_error("{} '{}' is not {}", flag, value, d ? expected_value(d->semantic().get()) : std::string("valid (see --help)"));
   }
+}
+
+bool parse_flags(const po::parsed_options& parsed, const po::options_description& desc, po::variables_map& vm) {
+  try {
+    store_flags(parsed, vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw_error("{}", e.what());  // the project's one exception type, boost's message
+  }
+  return true;
 }
 
 std::string quoted_command_line(const char* command, int argc, char** argv, const std::string& skip_flag) {

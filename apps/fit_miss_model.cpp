@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -155,16 +154,7 @@ int run_fit_miss_model(int argc, char** argv) {
       "threads", po::value(&threads)->default_value(threads), "replay threads (across layers; output identical)")(
       "note", po::value(&notes), "a caveat line for the file's comment header; repeatable");
   po::variables_map vm;
-  try {
-    store_flags(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw_error("{}", e.what());
-  }
+  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
   const bool holdout = !holdout_text.empty();
   if (!holdout && (name.empty() || out.empty()))
     throw_error("{}: --name and --out are required (unless --holdout-lengths)", kCommand);
