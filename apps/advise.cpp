@@ -41,11 +41,9 @@ int run_advise(int argc, char** argv) {
       "no-plots", "skip scripts/plot_advise.py (stale advise_*.png in DIR are removed)")("help,h", "this help");
   po::variables_map vm;
   if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
-  std::string command_line = "hisparse advise";
-  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
 
   sim::AdviseRequest request = advise_request(args, vm, "advise");
-  request.command_line = command_line;
+  request.command_line = typed_command_line("advise", argc, argv);
   sim::AdviseOutcome outcome =
       sim::run_advise(request, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
   const AdviseSetup& setup = outcome.setup;

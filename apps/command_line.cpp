@@ -1,4 +1,5 @@
-// @brief quoted_command_line, check_surface_name, store_flags and parse_flags (see command_line.h).
+// @brief quoted_command_line, typed_command_line, check_surface_name, store_flags and parse_flags (see
+// command_line.h).
 #include "apps/command_line.h"
 
 #include <cstdint>
@@ -86,6 +87,12 @@ std::string quoted_command_line(const char* command, int argc, char** argv, cons
     for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     out += " " + q + "'";
   }
+  return out;
+}
+
+std::string typed_command_line(const char* command, int argc, char** argv) {
+  std::string out = fmt::format("hisparse {}", command);
+  for (int i = 1; i < argc; ++i) out += std::string(" ") + argv[i];
   return out;
 }
 

@@ -13,6 +13,10 @@ namespace hisparse::apps {
 /// left out with its value, in both the "--flag value" and "--flag=value" forms.
 std::string quoted_command_line(const char* command, int argc, char** argv, const std::string& skip_flag = "");
 
+/// "hisparse <command> <args…>" joined by spaces and not quoted: the line the plan, advise and fidelity reports
+/// print (argv[0] is replaced by `command`).
+std::string typed_command_line(const char* command, int argc, char** argv);
+
 /// Throws unless `name` (a miss surface's --name) is letters, digits, '-', '_' or '.', naming `command`.
 void check_surface_name(const char* command, const std::string& name);
 

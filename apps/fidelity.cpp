@@ -40,8 +40,7 @@ int run_fidelity(int argc, char** argv) {
   if (vm.count("check") && vm.count("record"))
     throw_error("fidelity: --check and --record together would check the errors just recorded; give one");
   sim::FidelityRequest req;
-  req.command_line = "hisparse";
-  for (int i = 0; i < argc; ++i) req.command_line += std::string(" ") + (i == 0 ? "fidelity" : argv[i]);
+  req.command_line = typed_command_line("fidelity", argc, argv);
   const sim::ScenarioChoice c = scenario_choice(vm, "", "fidelity");
   req.cost_params = c.cost_params;
   req.calibration = c.calibration;

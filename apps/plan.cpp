@@ -73,8 +73,7 @@ int run_plan(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
   sim::PlanRequest req;
-  req.command_line = "hisparse";
-  for (int i = 0; i < argc; ++i) req.command_line += std::string(" ") + (i == 0 ? "plan" : argv[i]);
+  req.command_line = typed_command_line("plan", argc, argv);
   req.setup = scenario_choice(vm, scenario_name, "plan");
   req.misses = miss_choice(vm, /*with_trace=*/true);
   if (vm.count("batch-cap")) req.batch_cap = vm["batch-cap"].as<int64_t>();
