@@ -3,7 +3,6 @@
 // within the TPOT SLO, with the runner-up, the break-even and a Pareto plot. Writes advise.json, advise.md,
 // advise.html and PNGs (scripts/plot_advise.py).
 #include <algorithm>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,21 +40,10 @@ int run_advise(int argc, char** argv) {
   desc.add_options()("out,o", po::value(&out_dir)->default_value(out_dir), "output directory")(
       "no-plots", "skip scripts/plot_advise.py (stale advise_*.png in DIR are removed)")("help,h", "this help");
   po::variables_map vm;
-  try {
-    store_flags(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      fmt::print("{}\n", (std::ostringstream() << desc).str());
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw_error("{}", e.what());
-  }
-  std::string command_line = "hisparse advise";
-  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
 
   sim::AdviseRequest request = advise_request(args, vm, "advise");
-  request.command_line = command_line;
+  request.command_line = typed_command_line("advise", argc, argv);
   sim::AdviseOutcome outcome =
       sim::run_advise(request, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
   const AdviseSetup& setup = outcome.setup;

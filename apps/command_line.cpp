@@ -1,7 +1,9 @@
-// @brief quoted_command_line and check_surface_name (see command_line.h).
+// @brief quoted_command_line, typed_command_line, check_surface_name, store_flags and parse_flags (see
+// command_line.h).
 #include "apps/command_line.h"
 
 #include <cstdint>
+#include <iostream>
 #include <limits>
 
 #include <fmt/format.h>
@@ -51,6 +53,20 @@ void store_flags(const po::parsed_options& parsed, po::variables_map& vm) {
   }
 }
 
+bool parse_flags(const po::parsed_options& parsed, const po::options_description& desc, po::variables_map& vm) {
+  try {
+    store_flags(parsed, vm);
+    if (vm.count("help")) {
+      std::cout << desc << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw_error("{}", e.what());  // the project's one exception type, boost's message
+  }
+  return true;
+}
+
 std::string quoted_command_line(const char* command, int argc, char** argv, const std::string& skip_flag) {
   std::string out = "hisparse";
   for (int i = 0; i < argc; ++i) {
@@ -71,6 +87,12 @@ std::string quoted_command_line(const char* command, int argc, char** argv, cons
     for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     out += " " + q + "'";
   }
+  return out;
+}
+
+std::string typed_command_line(const char* command, int argc, char** argv) {
+  std::string out = fmt::format("hisparse {}", command);
+  for (int i = 1; i < argc; ++i) out += std::string(" ") + argv[i];
   return out;
 }
 

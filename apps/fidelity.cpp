@@ -2,7 +2,6 @@
 // docs/fidelity.md) through the plan's step model and capacity plan and, for closed-loop runs, the serving
 // simulation; prints published vs tool vs error per point and writes fidelity.json/.csv/.md/.html/.png. --check fails
 // points worse than their recorded error; --record writes the current errors into the field files.
-#include <sstream>
 #include <string>
 
 #include <boost/program_options.hpp>
@@ -37,21 +36,11 @@ int run_fidelity(int argc, char** argv) {
       "no-plots", "skip scripts/plot_fidelity.py (the reports say the plot is missing)");
   add_scenario_flags(desc, kCostFlags | kMissFlags);
   po::variables_map vm;
-  try {
-    store_flags(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      fmt::print("{}\n", (std::ostringstream() << desc).str());
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw_error("{}", e.what());
-  }
+  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
   if (vm.count("check") && vm.count("record"))
     throw_error("fidelity: --check and --record together would check the errors just recorded; give one");
   sim::FidelityRequest req;
-  req.command_line = "hisparse";
-  for (int i = 0; i < argc; ++i) req.command_line += std::string(" ") + (i == 0 ? "fidelity" : argv[i]);
+  req.command_line = typed_command_line("fidelity", argc, argv);
   const sim::ScenarioChoice c = scenario_choice(vm, "", "fidelity");
   req.cost_params = c.cost_params;
   req.calibration = c.calibration;

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -161,16 +160,7 @@ int run_fit_miss_model(int argc, char** argv) {
       "fitted-to", po::value(&fitted_to),
       "with --steady-scale: a field point run/point (scenarios/field/) the scale was fitted to; repeatable");
   po::variables_map vm;
-  try {
-    store_flags(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      std::cout << desc << "\n";
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw_error("{}", e.what());
-  }
+  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
   const bool holdout = !holdout_text.empty();
   if (!holdout && (name.empty() || out.empty()))
     throw_error("{}: --name and --out are required (unless --holdout-lengths)", kCommand);

@@ -3,7 +3,6 @@
 // sweeps — written as plan.json, plan.md, plan.html and PNG plots (scripts/plot_plan.py). The plan itself is the
 // library's (sim/api/plan_request.h); this file turns flags into a PlanRequest and prints / writes the result.
 #include <algorithm>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -72,19 +71,9 @@ int run_plan(int argc, char** argv) {
       "all | memory: with memory, only the max_running_requests cap and memory (HBM, pools, host DRAM) limit "
       "concurrency — the memory-only capacity question; PCIe and the TPOT SLO are reported, not applied");
   po::variables_map vm;
-  try {
-    store_flags(po::parse_command_line(argc, argv, desc), vm);
-    if (vm.count("help")) {
-      fmt::print("{}\n", (std::ostringstream() << desc).str());
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw_error("{}", e.what());
-  }
+  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
   sim::PlanRequest req;
-  req.command_line = "hisparse";
-  for (int i = 0; i < argc; ++i) req.command_line += std::string(" ") + (i == 0 ? "plan" : argv[i]);
+  req.command_line = typed_command_line("plan", argc, argv);
   req.setup = scenario_choice(vm, scenario_name, "plan");
   req.misses = miss_choice(vm, /*with_trace=*/true);
   if (vm.count("batch-cap")) req.batch_cap = vm["batch-cap"].as<int64_t>();

@@ -3,7 +3,6 @@
 // their recall of the oracle's attention mass, adjacent-step overlap, and sglang-lru misses / PCIe bytes per buffer
 // size; table, select.json, select.csv, select.md, a PNG, and optionally each row's lists as a native trace.
 #include <filesystem>
-#include <iostream>
 #include <string>
 #include <thread>
 
@@ -71,12 +70,7 @@ int run_select(int argc, char** argv) {
       "write each row's lists as <dir>/<selector>_k<K>[_p<P>][_kvh].hstr (native token traces for hisparse replay; "
       "page rows: replay with --page-size P; per-KV-head: layers x kv_heads lists)");
   po::variables_map vm;
-  store_flags(po::command_line_parser(argc, argv).options(desc).run(), vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  po::notify(vm);
+  if (!parse_flags(po::command_line_parser(argc, argv).options(desc).run(), desc, vm)) return 0;
   opt.selectors = split_list(selectors_text);
   opt.token_granularity = false;
   bool page_granularity = false;

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -88,12 +87,7 @@ int run_simulate(int argc, char** argv) {
       ("no-plots", "skip scripts/plot_sweep.py after a sweep");
   add_scenario_flags(desc, kSettingFlags | kDeploymentFlags | kCostFlags | kOverlapBoth | kMissFlags);
   po::variables_map vm;
-  store_flags(po::parse_command_line(argc, argv, desc), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
+  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
   if (scenario_name.empty()) throw_error("--scenario is required (e.g. dsv32-8xh200-1tb)");
   if (workload_name.empty()) throw_error("--workload is required (e.g. mooncake_conversation)");
   std::vector<KvMode> modes;

@@ -16,7 +16,6 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
-#include <iostream>
 #include <thread>
 
 #include <boost/program_options.hpp>
@@ -422,12 +421,7 @@ int run_sweep(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("grid", 1);
   po::variables_map vm;
-  store_flags(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << desc << "\n";
-    return 0;
-  }
-  po::notify(vm);
+  if (!parse_flags(po::command_line_parser(argc, argv).options(all).positional(pos).run(), desc, vm)) return 0;
   if (vm.count("worker")) return run_worker(vm["worker"].as<std::string>());
   if (inv.grid_path.empty()) throw_error("sweep: no grid given (usage: hisparse sweep GRID.yaml [--out DIR] [--jobs N])");
   inv.quiet = vm.count("quiet") > 0;

@@ -218,16 +218,35 @@ std::string full_kv_request_formula(const MemoryBudget& b, int64_t n) {
                      b.full_layers, row, num(b.indexer_key_bytes.value));
 }
 
+namespace {
+
+// requests_in_pool's arithmetic in words and numbers; the integer and the expected forms differ only in how the
+// request's length is named and how the numbers print.
+std::string pool_fit_formula(const char* pool_name, const char* paged_name, bool reserved, const std::string& pool,
+                             const std::string& paged, const std::string& reserve) {
+  if (!reserved) return fmt::format("floor({} / {}) = floor({} / {})", pool_name, paged_name, pool, paged);
+  return fmt::format("floor(({0} + reserved) / ({1} + reserved)) = floor(({2} + {4}) / ({3} + {4}))", pool_name,
+                     paged_name, pool, paged, reserve);
+}
+
+}  // namespace
+
 int64_t requests_in_pool(int64_t pool, int64_t paged, int64_t reserve, const char* pool_name, std::string* formula) {
   if (paged <= 0) throw_error("requests_in_pool: a request of {} tokens; expected at least 1", paged);
-  if (reserve <= 0) {
-    if (formula) *formula = fmt::format("floor({} / paged_seq_len) = floor({} / {})", pool_name, pool, paged);
-    return pool / paged;
-  }
+  reserve = std::max<int64_t>(0, reserve);
   if (formula)
-    *formula = fmt::format("floor(({0} + reserved) / (paged_seq_len + reserved)) = floor(({1} + {3}) / ({2} + {3}))",
-                           pool_name, pool, paged, reserve);
+    *formula = pool_fit_formula(pool_name, "paged_seq_len", reserve > 0, fmt::to_string(pool), fmt::to_string(paged),
+                                fmt::to_string(reserve));
   return (pool + reserve) / (paged + reserve);
+}
+
+int64_t requests_in_pool(double pool, double paged, double reserve, const char* pool_name, std::string* formula) {
+  if (!(paged > 0)) throw_error("requests_in_pool: a request of {} tokens on average; expected more than 0", paged);
+  reserve = reserve > 0 ? reserve : 0.0;
+  if (formula)
+    *formula = pool_fit_formula(pool_name, "E[paged seq_len]", reserve > 0, fmt::format("{:.0f}", pool),
+                                fmt::format("{:.1f}", paged), fmt::format("{:.0f}", reserve));
+  return static_cast<int64_t>(std::floor((pool + reserve) / (paged + reserve) + 1e-9));
 }
 
 int64_t full_pool_requests(const MemoryBudget& b, int64_t n, std::string* formula) {

@@ -119,6 +119,11 @@ int64_t full_pool_requests(const MemoryBudget& b, int64_t tokens, std::string* f
 /// (optional) gets the arithmetic with `pool_name` as the pool's name.
 int64_t requests_in_pool(int64_t pool, int64_t paged, int64_t reserve, const char* pool_name,
                          std::string* formula = nullptr);
+/// The same over expected (mix-averaged) footprints, as `advise` sizes a batch of a context mix: floor((pool +
+/// reserve) / (paged + reserve)) with `paged` = E[paged seq_len], a part in 10^9 of slack so that a quotient that is
+/// a whole number up to rounding counts whole. Equal to the integer form where its arguments are whole.
+int64_t requests_in_pool(double pool, double paged, double reserve, const char* pool_name,
+                         std::string* formula = nullptr);
 
 /// HBM per GPU, the same for every attention kind: fills hbm_bytes, weights_per_gpu_bytes, activation_reserve_bytes
 /// and kv_budget_bytes (HBM × mem_fraction_static − weights − reserve, or the deployment's overrides).

@@ -201,6 +201,10 @@ std::vector<DocBlock> build_document(const Scenario& s, const std::vector<Advice
                                  DocCell{plan_int(p.swap_per_rank)}});
       doc.push_back(dt_table);
     }
+    if (!a.mtp.empty()) {
+      heading(3, "MTP vs HiSparse", fmt::format("mtp-{}", i));
+      for (DocBlock& b : mtp_comparison_blocks(a.mtp)) doc.push_back(std::move(b));
+    }
     for (size_t k = 0; k < plots.size(); ++k) {
       if (plots[k].file.find(fmt::format("advise_{}_", i)) != 0) continue;
       DocBlock p;

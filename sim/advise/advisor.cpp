@@ -111,9 +111,7 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
   if (!hs) {
     const double pool = b.full_pool_tokens.value;
     c.pool_tokens = static_cast<int64_t>(pool);
-    lim("hbm").per_rank = fit_count(pool + R, paged + R);
-    lim("hbm").formula = fmt::format("floor((full_pool + reserved) / (E[paged seq_len] + reserved)) = floor(({:.0f} + "
-                                     "{:.0f}) / ({:.1f} + {:.0f}))", pool, R, paged, R);
+    lim("hbm").per_rank = requests_in_pool(pool, paged, R, "full_pool", &lim("hbm").formula);
     c.hbm_per_request = tokens * (L * row + b.indexer_layers * idx);
     lim("pcie").formula = "full KV: nothing crosses PCIe per step";
   } else {
@@ -127,10 +125,7 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
     c.host_pool_bytes_per_node = b.host_pool_bytes_per_node.value;
     lim("hbm").per_rank = fit_count(dev, slots);
     lim("hbm").formula = fmt::format("floor(device_pool / E[buffer_slots]) = floor({:.0f} / {:.1f})", dev, slots);
-    lim("logical_pool").per_rank = fit_count(logical + R, paged + R);
-    lim("logical_pool").formula =
-        fmt::format("floor((logical_pool + reserved) / (E[paged seq_len] + reserved)) = floor(({:.0f} + {:.0f}) / "
-                    "({:.1f} + {:.0f}))", logical, R, paged, R);
+    lim("logical_pool").per_rank = requests_in_pool(logical, paged, R, "logical_pool", &lim("logical_pool").formula);
     lim("host_pool").per_rank = fit_count(host, paged);
     lim("host_pool").formula = fmt::format("floor(host_pool / E[paged seq_len]) = floor({:.0f} / {:.1f})", host, paged);
     const int per_node = std::max(1, std::min(lay.gpus, s.hardware.gpus_per_node));

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/output_file.h"
 #include "sim/advise/advisor.h"
 #include "sim/cost/rank_layout.h"
 #include "sim/cost/speculative.h"
@@ -20,6 +21,10 @@ namespace {
 // 85–90 % of the time; the low end, one draft token, stands in when the deployment sets none.
 constexpr int kAssumedDraftTokens = 1;
 constexpr double kAssumedAcceptance = 0.85;
+
+const char* winner_name(const MtpPoint& p) {
+  return p.winner >= 0 ? kMtpCombos[static_cast<size_t>(p.winner)] : "nothing fits";
+}
 
 }  // namespace
 
@@ -75,27 +80,35 @@ MtpComparison compare_mtp(const Scenario& s, const ContextMix& mix, const MissCu
   return out;
 }
 
+std::string mtp_comparison_caption(const MtpComparison& m) {
+  return fmt::format(
+      "MTP vs HiSparse ({}; MTP: {} draft token{} at acceptance {:g} → {:.3f} accepted tokens per step, {}), decode "
+      "tokens/s per instance (modelled; each at min(concurrency, its own limit))",
+      m.hisparse_setting, m.draft_tokens, m.draft_tokens == 1 ? "" : "s", m.acceptance, m.accepted_tokens, m.source);
+}
+
 std::string mtp_comparison_text(const MtpComparison& m) {
   if (m.empty()) return "";
-  std::string o = fmt::format(
-      "MTP vs HiSparse ({}; MTP: {} draft token{} at acceptance {:g} → {:.3f} accepted tokens per step, {}), decode "
-      "tokens/s per instance (modelled; each at min(concurrency, its own limit)):\n",
-      m.hisparse_setting, m.draft_tokens, m.draft_tokens == 1 ? "" : "s", m.acceptance, m.accepted_tokens, m.source);
+  std::string o = mtp_comparison_caption(m) + ":\n";
   o += fmt::format("  {:>11} {:>12} {:>12} {:>12} {:>15}  {}\n", "concurrency", kMtpCombos[0], kMtpCombos[1],
                    kMtpCombos[2], kMtpCombos[3], "wins");
   for (const MtpPoint& p : m.points)
     o += fmt::format("  {:>11} {:>12} {:>12} {:>12} {:>15}  {}\n", plan_int(p.concurrency),
                      plan_int(std::llround(p.tokens_per_s[0])), plan_int(std::llround(p.tokens_per_s[1])),
                      plan_int(std::llround(p.tokens_per_s[2])), plan_int(std::llround(p.tokens_per_s[3])),
-                     p.winner >= 0 ? kMtpCombos[static_cast<size_t>(p.winner)] : "nothing fits");
+                     winner_name(p));
   return o;
 }
 
 std::string mtp_comparison_json(const MtpComparison& m) {
+  std::string limits;
+  for (size_t i = 0; i < kMtpCombos.size(); ++i)
+    limits += fmt::format("{}\"{}\": {}", i ? ", " : "", kMtpCombos[i], m.per_rank[i]);
   std::string o = fmt::format(
-      "{{\"draft_tokens\": {}, \"acceptance\": {:.6g}, \"accepted_tokens\": {:.6g}, \"source\": \"{}\", "
-      "\"hisparse_setting\": \"{}\", \"points\": [",
-      m.draft_tokens, m.acceptance, m.accepted_tokens, m.source, m.hisparse_setting);
+      "{{\"draft_tokens\": {}, \"acceptance\": {:.6g}, \"accepted_tokens\": {:.6g}, \"source\": {}, "
+      "\"hisparse_setting\": {}, \"tokens_per_s_label\": \"modelled\", \"largest_batch_per_rank\": {{{}}}, "
+      "\"points\": [",
+      m.draft_tokens, m.acceptance, m.accepted_tokens, json_quote(m.source), json_quote(m.hisparse_setting), limits);
   for (size_t k = 0; k < m.points.size(); ++k) {
     const MtpPoint& p = m.points[k];
     o += fmt::format("{}{{\"concurrency\": {}, \"batch_per_rank\": {}", k ? ", " : "", p.concurrency, p.batch_per_rank);
@@ -103,6 +116,30 @@ std::string mtp_comparison_json(const MtpComparison& m) {
     o += fmt::format(", \"wins\": \"{}\"}}", p.winner >= 0 ? kMtpCombos[static_cast<size_t>(p.winner)] : "");
   }
   return o + "]}";
+}
+
+std::vector<DocBlock> mtp_comparison_blocks(const MtpComparison& m) {
+  if (m.empty()) return {};
+  DocBlock t;
+  t.kind = DocBlock::kTable;
+  t.text = mtp_comparison_caption(m) + ":";
+  t.headers = {"concurrency", "batch per rank"};
+  for (const char* c : kMtpCombos) t.headers.push_back(fmt::format("{} tok/s", c));
+  t.headers.push_back("wins");
+  for (const MtpPoint& p : m.points) {
+    std::vector<DocCell> row = {DocCell{plan_int(p.concurrency)}, DocCell{plan_int(p.batch_per_rank)}};
+    for (size_t i = 0; i < kMtpCombos.size(); ++i)
+      row.push_back(DocCell{plan_int(std::llround(p.tokens_per_s[i])), p.winner == static_cast<int>(i)});
+    row.push_back(DocCell{winner_name(p), p.winner >= 0});
+    t.rows.push_back(std::move(row));
+  }
+  DocBlock limits;
+  limits.kind = DocBlock::kParagraph;
+  limits.text = "Largest batch per rank within memory and the TPOT SLO:";
+  for (size_t i = 0; i < kMtpCombos.size(); ++i)
+    limits.text += fmt::format("{} {} {}", i ? "," : "", kMtpCombos[i], plan_int(m.per_rank[i]));
+  limits.text += " (beyond it a combination stays at its limit).";
+  return {t, limits};
 }
 
 }  // namespace hisparse::sim

@@ -12,6 +12,7 @@
 #include "core/deployment_spec.h"
 #include "sim/cost/context_mix.h"
 #include "sim/miss/miss_curve.h"
+#include "sim/report/report_document.h"
 
 namespace hisparse::sim {
 
@@ -43,9 +44,14 @@ struct MtpComparison {
 MtpComparison compare_mtp(const Scenario& s, const ContextMix& mix, const MissCurves& misses, const Candidate& hs,
                           const AdviseOptions& options, const std::vector<int64_t>& batches);
 
+/// What the table compares and where each figure comes from: the HiSparse setting, d and a with their source
+/// (the deployment's, or assumed with its reference), tokens/s modelled. The text and the reports open with it.
+std::string mtp_comparison_caption(const MtpComparison& m);
 /// The table as terminal text (empty for an empty comparison).
 std::string mtp_comparison_text(const MtpComparison& m);
 /// The comparison as a JSON object.
 std::string mtp_comparison_json(const MtpComparison& m);
+/// The table as a report block for advise.md / advise.html, the winner of each row in bold (none when empty).
+std::vector<DocBlock> mtp_comparison_blocks(const MtpComparison& m);
 
 }  // namespace hisparse::sim

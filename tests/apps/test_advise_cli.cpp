@@ -102,6 +102,11 @@ TEST_CASE("hisparse advise: the recommended row of every printed sweep has the b
   CHECK(json.find("\"label\": \"64K\"") != std::string::npos);
   CHECK(fs::file_size(dir / "out" / "advise.md") > 1000);
   CHECK(fs::file_size(dir / "out" / "advise.html") > 1000);
+  // The reports and advise.json name the command as typed: "hisparse advise" and every argument after it.
+  const std::string typed = "hisparse advise --scenario dsv32-8xh200-1tb --seq-lens 16K,32K,65536 --no-plots "
+                            "--decision-rule default-source --out " + (dir / "out").string();
+  CHECK(slurp(dir / "out" / "advise.md").find("`" + typed + "`") != std::string::npos);
+  CHECK(json.find("\"command_line\": \"" + typed + "\"") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "out" / "advise_0_pareto.png"));  // --no-plots
   // A length that is not a count names the flag and the value.
   const std::string bad = cli() + " advise --scenario dsv32-8xh200-1tb --seq-lens 16Q --no-plots --out " +

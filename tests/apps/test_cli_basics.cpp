@@ -23,7 +23,8 @@ TEST_CASE("hisparse --version and the help of every subcommand exit 0") {
   CHECK(v.out.rfind("hisparse 0.", 0) == 0);
   for (const char* sub : {"trace gen --help", "trace info --help", "trace convert --help", "replay --help",
                           "plan --help", "advise --help", "simulate --help", "validate --help", "info --help",
-                          "fit-miss-model --help"}) {
+                          "fit-miss-model --help", "calibrate --help", "fidelity --help", "select --help",
+                          "sweep --help"}) {
     CAPTURE(sub);
     const Run h = run(sub, dir);
     CHECK(h.status == 0);

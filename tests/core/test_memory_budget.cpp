@@ -164,14 +164,24 @@ TEST_CASE("memory budget: building blocks") {
   CHECK(round_up_to_page(65, 64) == 128);
   CHECK(round_up_to_page(64, 64) == 64);
   // Without a reserve a pool of 1,000 holds floor(1000 / 100) = 10 requests of 100 tokens.
-  CHECK(requests_in_pool(1000, 100, 0, "pool") == 10);
+  CHECK(requests_in_pool(int64_t{1000}, int64_t{100}, int64_t{0}, "pool") == 10);
   // With 50 reserved per admitted request: floor((1000 + 50) / (100 + 50)) = 7; the 7th is admitted because
   // 6 × (100 + 50) + 100 = 1,000 ≤ 1,000, and an 8th would need 7 × 150 + 100 = 1,150 > 1,000.
   std::string f;
-  CHECK(requests_in_pool(1000, 100, 50, "pool", &f) == 7);
+  CHECK(requests_in_pool(int64_t{1000}, int64_t{100}, int64_t{50}, "pool", &f) == 7);
   CHECK(f == "floor((pool + reserved) / (paged_seq_len + reserved)) = floor((1000 + 50) / (100 + 50))");
   // A request of no tokens is an error, not a division by zero.
-  CHECK_THROWS_AS(requests_in_pool(1000, 0, 0, "pool"), Error);
+  CHECK_THROWS_AS(requests_in_pool(int64_t{1000}, int64_t{0}, int64_t{0}, "pool"), Error);
+  // Over expected (mix-averaged) lengths, as `advise` asks: whole arguments give the integer answers above.
+  CHECK(requests_in_pool(1000.0, 100.0, 0.0, "pool") == 10);
+  CHECK(requests_in_pool(1000.0, 100.0, 50.0, "pool", &f) == 7);
+  CHECK(f == "floor((pool + reserved) / (E[paged seq_len] + reserved)) = floor((1000 + 50) / (100.0 + 50))");
+  // A mix whose expected request is 137.5 tokens: floor(1050 / 187.5) = floor(5.6) = 5 (not rounded to 6).
+  CHECK(requests_in_pool(1000.0, 137.5, 50.0, "pool") == 5);
+  // A quotient that is whole up to rounding counts whole: 3 / (0.1 + 0.2) is 9.999999999999998 in doubles.
+  CHECK(requests_in_pool(3.0, 0.1 + 0.2, 0.0, "pool", &f) == 10);
+  CHECK(f == "floor(pool / E[paged seq_len]) = floor(3 / 0.3)");
+  CHECK_THROWS_AS(requests_in_pool(1000.0, 0.0, 0.0, "pool"), Error);
 }
 
 // ---- GQA / MHA and sliding-window hybrids (SGLang's MHATokenToKVPool and SWAKVPool; docs/capacity.md) ----
