@@ -292,8 +292,8 @@ void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
     if (h->decode_transfer.transfers > 0)
       s.rows.push_back({c("decode miss loads, one per layer"), muted("—"),
                         c(fmt::format("{} ({})", ms(h->decode_transfer.ns * 1e-6), h->decode_transfer.formula)),
-                        c("modelled: load_to_device_per_layer's granularity, latency pcie.latency_ns (assumed) per copy; "
-                          "a swap-in calibration prices each call as measured (h2d above)")});
+                        c("modelled: load_to_device_per_layer's granularity, pcie.latency_ns per copy (the hardware file's, "
+                          "assumed, or its calibration's); a swap-in calibration prices each call as measured (h2d above)")});
     if (h->prefill_offload.transfers > 0)
       s.rows.push_back({c("prefill → host offload per request, one batched all-layer copy"), muted("—"),
                         c(fmt::format("{} ({})", ms(h->prefill_offload.ns * 1e-6), h->prefill_offload.formula)),
