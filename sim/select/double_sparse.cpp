@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/error.h"
 
@@ -32,7 +31,7 @@ std::vector<double> double_sparse_scores(const DoubleSparseChannels& ds, const L
     throw_error("select: query n {} / {} heads against {} keys of {} KV heads", query.n, query.q_heads, keys.n_keys,
                 keys.kv_heads);
   const int32_t n = query.n, group = query.q_heads / keys.kv_heads;
-  std::vector<double> score(static_cast<size_t>(n), 0.0), e(static_cast<size_t>(n));
+  std::vector<double> score(static_cast<size_t>(n), 0.0), e;
   std::vector<float> acc;
   for (int32_t h = 0; h < query.q_heads; ++h) {
     const int32_t g = h / group;
@@ -42,11 +41,7 @@ std::vector<double> double_sparse_scores(const DoubleSparseChannels& ds, const L
       const float* col = keys.col(g, d);
       for (int32_t j = 0; j < n; ++j) acc[j] += q[d] * col[j];
     }
-    double m = -std::numeric_limits<double>::infinity();
-    for (int32_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(query.scaling) * acc[j]);
-    double z = 0;
-    for (int32_t j = 0; j < n; ++j) z += (e[j] = std::exp(static_cast<double>(query.scaling) * acc[j] - m));
-    for (int32_t j = 0; j < n; ++j) score[j] += e[j] / z;
+    add_softmax(acc, query.scaling, n, e, score);
   }
   return score;
 }

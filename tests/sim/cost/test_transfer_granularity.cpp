@@ -11,6 +11,8 @@
 #include "sim/calibration/calibration_choice.h"
 #include "sim/cost/step_estimate.h"
 #include "sim/cost/transfer_granularity.h"
+#include "sim/serving/serving_simulation.h"
+#include "tests/sim/serving_test_util.h"
 
 using namespace hisparse;
 using namespace hisparse::sim;
@@ -108,4 +110,23 @@ TEST_CASE("host_pool_numa is read from the deployment, local by default, and che
   // Expected: a value other than local / remote is refused, naming the field.
   std::ofstream(dir / "bad.yaml") << "model: deepseek-v3.2\nhardware: h200\nhost_dram_bytes: 1TB\nhost_pool_numa: far\n";
   CHECK_THROWS_WITH_AS(load_scenario((dir / "bad.yaml").string()), doctest::Contains("host_pool_numa"), Error);
+}
+
+TEST_CASE("simulate counts the per-layer miss loads and one all-layer staging copy per colocated request") {
+  // One HiSparse request of 10,000 prompt tokens, 3 output tokens, on the 8 × H200 DeepSeek-V3.2 node.
+  Scenario sc = dsv32_node();
+  ServingOptions opt;
+  opt.mode = KvMode::kHiSparse;
+  const int64_t L = sc.model.layers;
+  // PD: the KV arrives by RDMA, no staging copy; the first step misses (empty buffer), so at least one rank-step
+  // loads its misses in L per-layer copies, and every loading rank-step in exactly L.
+  const ServingResult pd = run_serving(sc, one_request(10000, 3), opt);
+  CHECK(pd.staging_copies == 0);
+  CHECK(pd.miss_transfers >= L);
+  CHECK(pd.miss_transfers % L == 0);
+  // Colocated: the prompt is backed up in one batched copy of every KV layer: 10,000 × 62 × 1,152 B.
+  sc.deployment.pd_disaggregation = false;
+  const ServingResult co = run_serving(sc, one_request(10000, 3), opt);
+  CHECK(co.staging_copies == 1);
+  CHECK(co.staging_bytes == doctest::Approx(10000.0 * 62 * 1152));
 }
