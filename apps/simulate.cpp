@@ -247,8 +247,8 @@ int run_simulate(int argc, char** argv) {
       if (!r.first_abort.empty()) fmt::print("  first host-pool failure: {}\n", r.first_abort);
       if (m != KvMode::kFull)
         fmt::print("  transfers (modelled, sim/cost/transfer_granularity.h): decode loads each layer's misses in its own "
-                   "copy, {} per-layer loads over {} busy rank-steps ({} ns latency each); prefill → host pool: {} "
-                   "batched all-layer copies ({}), host path {}\n",
+                   "copy, {} per-layer loads over {} busy rank-steps (pcie.latency_ns {} each, or as a swap-in calibration "
+                   "measured the call); prefill → host pool: {} batched all-layer copies ({}), host path {}\n",
                    r.miss_transfers, r.gpu_steps_busy, sc.hardware.pcie.latency_ns, r.staging_copies,
                    sc.deployment.pd_disaggregation ? "PD: the prefill instances write the host pool by RDMA instead"
                                                    : "colocated staging, one per request",
