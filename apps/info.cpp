@@ -104,19 +104,29 @@ void print_gqa_text(const Scenario& s, const MemoryBudget& b) {
              b.sliding_layer_count > 0 ? fmt::format(" · swa_full_tokens_ratio {}", d.swa_full_tokens_ratio) : "");
   fmt::print("  HiSparse: not applicable (no sparse indexer: HiSparse offloads what DeepSeek Sparse Attention's "
              "indexer selects)\n");
+  if (b.double_sparse) {
+    const DoubleSparsityConfig& ds = d.double_sparsity;
+    fmt::print("  Double Sparsity on: {} heavy channels per KV head ({} calibration), {} heavy tokens per step past {} "
+               "tokens (SGLang --enable-double-sparsity)\n",
+               ds.heavy_channel_num, ds.channel_type, ds.heavy_token_num, ds.sparse_decode_threshold);
+  }
   if (b.linear_layer_count > 0)
     fmt::print("  hybrid: {} of {} layers are linear attention with a fixed Mamba state per request (nothing to offload "
                "or select); a sparse indexer could offload only the KV of the {} full-attention layers\n",
                b.linear_layer_count, m.layers, b.full_layers);
   std::vector<const Figure*> per_token = {&b.kv_layers, &b.kv_heads_per_rank, &b.latent_row_bytes};
   if (b.sliding_layer_count > 0) per_token.insert(per_token.end(), {&b.full_attention_layers, &b.sliding_layers});
-  per_token.insert(per_token.end(), {&b.latent_bytes_per_token, &b.full_cell_bytes});
+  per_token.push_back(&b.latent_bytes_per_token);
+  if (b.double_sparse)
+    per_token.insert(per_token.end(), {&b.ds_heavy_channel_num, &b.label_row_bytes, &b.label_bytes_per_token});
+  per_token.push_back(&b.full_cell_bytes);
   print_section("Bytes per token", per_token);
   print_section("HBM per GPU", {&b.hbm_bytes, &b.weights_per_gpu_bytes, &b.activation_reserve_bytes, &b.kv_budget_bytes});
   std::vector<const Figure*> pools;
   if (b.sliding_layer_count > 0) pools = {&b.profile_pool_tokens, &b.swa_full_tokens_ratio, &b.full_pool_tokens,
                                           &b.swa_pool_tokens};
   else pools = {&b.full_pool_tokens};
+  if (b.double_sparse) pools.push_back(&b.label_pool_bytes);
   if (b.linear_layer_count > 0) {
     print_section("SGLang Mamba pools per GPU (HybridReqToTokenPool → MambaPool: one state slot per request)",
                   {&b.linear_layers, &b.mamba_state_per_request, &b.mamba_full_memory_ratio, &b.mamba_slots,
@@ -124,7 +134,8 @@ void print_gqa_text(const Scenario& s, const MemoryBudget& b) {
     print_section("SGLang KV pool per GPU (HybridLinearKVPool: full-attention layers only; max_total_num_tokens)", pools);
   } else {
     print_section(b.sliding_layer_count > 0 ? "SGLang SWA pools per GPU (SWAKVPool; full pool = max_total_num_tokens)"
-                                            : "SGLang pool per GPU (MHATokenToKVPool; max_total_num_tokens in the server log)",
+                  : b.double_sparse ? "SGLang pool per GPU (DoubleSparseTokenToKVPool: K, V and the label cache)"
+                                    : "SGLang pool per GPU (MHATokenToKVPool; max_total_num_tokens in the server log)",
                   pools);
   }
   fmt::print("\nOne request by sequence length (max requests: per dp rank, memory limits only — `hisparse plan` adds "

@@ -38,7 +38,7 @@ int run_select(int argc, char** argv) {
       "kq", po::value(&kq_path)->required(),
       ".npz (numpy savez / savez_compressed) or directory of .npy files: keys [layers, N, kv_heads, D], queries "
       "[steps, layers, q_heads, D], seq_lens [steps], scaling, optional layers (traces/real/README.md)")(
-      "selectors", po::value(&selectors_text)->default_value("oracle,indexer,quest,clusterkv,sink-recent"),
+      "selectors", po::value(&selectors_text)->default_value("oracle,indexer,quest,clusterkv,double-sparse,sink-recent"),
       "which selectors, in report order")(
       "top-k", po::value(&ks_text)->default_value("128,256"), "K values (the recorded SmolLM2 traces use 128 and 256)")(
       "buffer-multiples", po::value(&mult_text)->default_value("1,2,4"), "replay at H = m*K for each m")(
@@ -58,6 +58,9 @@ int run_select(int argc, char** argv) {
       "indexer stand-in: key dimensions kept per KV head (highest prefill energy)")(
       "indexer-heads", po::value(&opt.indexer_heads_per_group)->default_value(1),
       "indexer stand-in: query heads used per GQA group")(
+      "ds-channels", po::value(&opt.ds_channels)->default_value(16),
+      "double-sparse: heavy channels per KV head in the label cache (largest mean |k| over the prompt; SGLang "
+      "--ds-heavy-channel-num)")(
       "row-bytes", po::value(&opt.row_bytes)->default_value(0),
       "bytes moved per missed row and layer; 0: K and V in fp16 from the data's shape (2 * kv_heads * D * 2)")(
       "steps", po::value(&opt.max_steps)->default_value(0), "use the first N steps only (0: all)")(

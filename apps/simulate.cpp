@@ -239,6 +239,14 @@ int run_simulate(int argc, char** argv) {
                  tag, r.finished, r.arrivals, r.rejected, r.aborts, ttft, s.tpot_ms.p50, s.tpot_ms.p99, s.wait_ms.p50, s.wait_ms.p99,
                  s.tokens_per_s_per_gpu, s.batch_per_gpu.mean, s.hit_rate, 100 * s.pcie_h2d_util, 100 * s.io_stall_fraction, r.events, wall);
       if (!r.first_abort.empty()) fmt::print("  first host-pool failure: {}\n", r.first_abort);
+      if (m != KvMode::kFull)
+        fmt::print("  transfers (modelled, sim/cost/transfer_granularity.h): decode loads each layer's misses in its own "
+                   "copy, {} per-layer loads over {} busy rank-steps (pcie.latency_ns {} each, or as a swap-in calibration "
+                   "measured the call); prefill → host pool: {} batched all-layer copies ({}), host path {}\n",
+                   r.miss_transfers, r.gpu_steps_busy, sc.hardware.pcie.latency_ns, r.staging_copies,
+                   sc.deployment.pd_disaggregation ? "PD: the prefill instances write the host pool by RDMA instead"
+                                                   : "colocated staging, one per request",
+                   sc.deployment.host_pool_remote_numa ? "cross-NUMA (numa.cross_node_factor applies)" : "NUMA-local");
       const ModelSpec& model = sc.model;
       if (model.topk_anchor_layers() < model.layers || sc.deployment.mtp_draft_tokens > 0) {
         // IndexShare and MTP change the step's make-up: its terms, mean per busy GPU-step (modelled).

@@ -32,6 +32,19 @@ struct MemoryOverrides {
   int64_t host_pool_tokens = 0;      // per GPU: host pool size in tokens
 };
 
+/// SGLang's Double Sparsity (--enable-double-sparsity; server_args.py defaults below): a GQA / MHA model keeps, beside
+/// K and V, a label cache of each token's key on `heavy_channel_num` channels per KV head (DoubleSparseTokenToKVPool's
+/// label_buffer, [size + 1, head_num, heavy_channel_num] per layer in the KV dtype); decode scores every token on
+/// those channels and attends to the best `heavy_token_num` once a request is longer than `sparse_decode_threshold`.
+/// The channels come from an offline calibration file (--ds-channel-config-path).
+struct DoubleSparsityConfig {
+  bool enabled = false;
+  int heavy_channel_num = 32;          // --ds-heavy-channel-num
+  int heavy_token_num = 256;           // --ds-heavy-token-num
+  std::string channel_type = "qk";     // --ds-heavy-channel-type: qk, q or k (which calibration ranking)
+  int sparse_decode_threshold = 4096;  // --ds-sparse-decode-threshold
+};
+
 struct DeploymentSpec {
   std::string name;
   std::string model;                 // name of scenarios/models/<model>.yaml
@@ -41,6 +54,10 @@ struct DeploymentSpec {
                                      // prefill nodes outside the scenario)
   bool pd_disaggregation = false;    // prefill writes KV straight into the decode host pool by RDMA
   double host_dram_bytes = 0;        // per decode node
+  // Where each decode GPU's host pool lives (YAML host_pool_numa: local | remote): local = bound to the GPU's own NUMA
+  // node (numactl --membind, SGLang's default intent); remote = on the other socket, read at the hardware's
+  // numa.cross_node_factor share of that node's DRAM bandwidth (sim/cost/transfer_granularity.h).
+  bool host_pool_remote_numa = false;
   double mem_fraction_static = 0.85;
   int page_size = 64;
   KvDtype kv_dtype = KvDtype::kBf16;
@@ -75,6 +92,7 @@ struct DeploymentSpec {
   std::string swap_in_kernel;
   const std::string& swap_in_kernel_used() const { return swap_in_kernel.empty() ? engine : swap_in_kernel; }
   HiSparseConfig hisparse;
+  DoubleSparsityConfig double_sparsity;  // YAML `double_sparsity:` (absent: off)
   MemoryOverrides memory;
 };
 

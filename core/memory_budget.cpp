@@ -27,6 +27,12 @@
 //    full = int(total / (F × n_full + r × S × n_swa)), swa = int(full × r), each then rounded down to whole pages;
 //    SWAKVPool(size = full, size_swa = swa). A sliding layer frees tokens once they leave the window, so a request
 //    holds at most window + page_size of them there (modelled bound: the page holding the window's first token).
+// Double Sparsity (--enable-double-sparsity), mem_cache/memory_pool.py DoubleSparseTokenToKVPool: K and V as
+//    MHATokenToKVPool plus label_buffer[layer] = [size + 1, head_num, heavy_channel_num] in the KV dtype, head_num =
+//    get_num_kv_heads(attention_tp). SGLang's get_cell_size_per_token leaves the label out, so the real server sizes
+//    max_total_num_tokens as without it and the label buffer comes out of the 1 − mem_fraction_static headroom; here
+//    the label is part of the cell (one budget for everything the pool allocates), so the KV pool is smaller by the
+//    factor kv_row / (kv_row + label_row) and the headroom is left to activations (docs/capacity.md).
 #include "core/memory_budget.h"
 
 #include <algorithm>
@@ -84,10 +90,13 @@ std::vector<const Figure*> MemoryBudget::figures() const {
   if (attention == "gqa" || attention == "gqa+swa" || attention == "gqa+mamba") {
     std::vector<const Figure*> f = {&kv_layers, &kv_heads_per_rank, &latent_row_bytes};
     if (sliding_layer_count > 0) f.insert(f.end(), {&full_attention_layers, &sliding_layers});
-    f.insert(f.end(), {&latent_bytes_per_token, &full_cell_bytes, &hbm_bytes, &weights_per_gpu_bytes,
-                       &activation_reserve_bytes, &kv_budget_bytes});
+    f.push_back(&latent_bytes_per_token);
+    if (double_sparse) f.insert(f.end(), {&ds_heavy_channel_num, &label_row_bytes, &label_bytes_per_token});
+    f.insert(f.end(), {&full_cell_bytes, &hbm_bytes, &weights_per_gpu_bytes, &activation_reserve_bytes,
+                       &kv_budget_bytes});
     if (sliding_layer_count > 0) f.insert(f.end(), {&profile_pool_tokens, &swa_full_tokens_ratio});
     f.push_back(&full_pool_tokens);
+    if (double_sparse) f.push_back(&label_pool_bytes);
     if (sliding_layer_count > 0) f.push_back(&swa_pool_tokens);
     if (linear_layer_count > 0)
       f.insert(f.end(), {&linear_layers, &mamba_state_per_request, &mamba_full_memory_ratio, &mamba_slots,
@@ -193,7 +202,7 @@ int64_t sliding_tokens_kept(const MemoryBudget& b, int64_t tokens) {
 }
 
 double full_kv_request_bytes(const MemoryBudget& b, int64_t tokens) {
-  const double row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
+  const double row = b.latent_row_bytes.value + b.label_row_bytes.value, idx = b.indexer_key_bytes.value;
   return static_cast<double>(tokens) * (b.full_layers * row + b.indexer_layers * idx) +
          static_cast<double>(sliding_tokens_kept(b, tokens)) * b.sliding_layer_count * row +
          b.mamba_state_per_request.value;
@@ -201,6 +210,9 @@ double full_kv_request_bytes(const MemoryBudget& b, int64_t tokens) {
 
 std::string full_kv_request_formula(const MemoryBudget& b, int64_t n) {
   const std::string row = num(b.latent_row_bytes.value);
+  if (b.double_sparse)
+    return fmt::format("seq_len × kv_layers × (kv_row + label_row) = {} × {} × ({} + {})", n, b.full_layers, row,
+                       num(b.label_row_bytes.value));
   if (b.sliding_layer_count > 0)
     return fmt::format("(seq_len × full_layers + min(seq_len, window + page) × sliding_layers) × kv_row = ({} × {} + "
                        "{} × {}) × {}",
@@ -571,10 +583,29 @@ MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& s
   b.latent_bytes_per_token = fig("kv_bytes_per_token", "K + V per token, all layers", static_cast<double>(L * row),
                                  "B/token", fmt::format("kv_layers × kv_row = {} × {}", L, row));
   b.indexer_bytes_per_token = fig("indexer_bytes_per_token", "indexer keys per token, all KV layers", 0, "B/token", na);
-  const double cell = static_cast<double>(L * row);
+  const DoubleSparsityConfig& ds = d.double_sparsity;
+  b.double_sparse = ds.enabled;
+  const int64_t label_row = ds.enabled ? int64_t{kvh} * ds.heavy_channel_num * elem : 0;
+  if (ds.enabled) {
+    b.ds_heavy_channel_num = fig("ds_heavy_channel_num", "Double Sparsity heavy channels per KV head",
+                                 ds.heavy_channel_num, "channels",
+                                 "deployment double_sparsity.heavy_channel_num (SGLang --ds-heavy-channel-num, "
+                                 "default 32)");
+    b.label_row_bytes = fig("label_row_bytes", "label per token per layer", static_cast<double>(label_row), "B",
+                            fmt::format("kv_heads_per_rank × heavy_channel_num × {} = {} × {} × {}",
+                                        elem == 1 ? "1 (fp8)" : "2 (bf16)", kvh, ds.heavy_channel_num, elem));
+    b.label_bytes_per_token = fig("label_bytes_per_token", "label per token, all layers",
+                                  static_cast<double>(L * label_row), "B/token",
+                                  fmt::format("kv_layers × label_row = {} × {}", L, label_row));
+  }
+  const double cell = static_cast<double>(L * (row + label_row));
   b.full_cell_bytes = fig("full_cell_bytes", "SGLang cell size, full KV", cell, "B/token",
                           swa ? fmt::format("(full_layers + sliding_layers) × kv_row = ({} + {}) × {} (the profile "
                                             "cell of every layer, before the SWA split)", Lf, Ls, row)
+                          : ds.enabled
+                              ? fmt::format("kv_layers × (kv_row + label_row) = {} × ({} + {}) "
+                                            "(DoubleSparseTokenToKVPool; SGLang's own cell leaves the label out)",
+                                            L, row, label_row)
                               : fmt::format("kv_layers × kv_row = {} × {} ({})", L, row,
                                             Ll > 0 ? "HybridLinearKVPool" : "MHATokenToKVPool"));
   b.hisparse_cell_bytes = fig("hisparse_cell_bytes", "SGLang cell size, HiSparse", 0, "B/token", na);
@@ -620,6 +651,13 @@ MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& s
     b.full_pool_tokens.value = static_cast<double>(ov.full_pool_tokens);
     b.full_pool_tokens.formula = "deployment memory.full_pool_tokens (override)";
   }
+  if (ds.enabled) {
+    const auto pool = static_cast<int64_t>(b.full_pool_tokens.value);
+    b.label_pool_bytes = fig("label_pool_bytes", "Double Sparsity label pool", static_cast<double>(pool + 1) * L *
+                             static_cast<double>(label_row), "B",
+                             fmt::format("(max_total_num_tokens + 1) × kv_layers × label_row = ({} + 1) × {} × {}",
+                                         pool, L, label_row));
+  }
   for (Figure* f : {&b.device_pool_tokens, &b.logical_pool_tokens, &b.indexer_pool_tokens, &b.device_latent_pool_bytes,
                     &b.indexer_pool_bytes, &b.host_pool_tokens, &b.host_pool_bytes_per_gpu, &b.host_pool_bytes_per_node,
                     &b.device_buffer_tokens, &b.device_buffer_bytes, &b.max_buffers_per_device_pool}) {
@@ -635,8 +673,12 @@ MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& s
     SeqLenBudget q;
     q.seq_len = n;
     const double bytes = full_kv_request_bytes(b, n);
-    q.full_kv_bytes = fig("full_kv_bytes", "full KV (K + V)", bytes, "B", full_kv_request_formula(b, n));
-    q.full_latent_bytes = fig("full_latent_bytes", "K + V", bytes, "B", "= full KV (no indexer keys)");
+    q.full_kv_bytes = fig("full_kv_bytes", ds.enabled ? "full KV (K + V + label)" : "full KV (K + V)", bytes, "B",
+                          full_kv_request_formula(b, n));
+    q.full_latent_bytes =
+        ds.enabled ? fig("full_latent_bytes", "K + V", static_cast<double>(n) * L * row, "B",
+                         fmt::format("seq_len × kv_layers × kv_row = {} × {} × {}", n, L, row))
+                   : fig("full_latent_bytes", "K + V", bytes, "B", "= full KV (no indexer keys)");
     q.full_indexer_bytes = fig("full_indexer_bytes", "indexer keys", 0, "B", na);
     q.hisparse_hbm_bytes = fig("hisparse_hbm_bytes", "HiSparse HBM (buffer + indexer keys)", 0, "B", na);
     q.hisparse_host_bytes = fig("hisparse_host_bytes", "HiSparse host (latent)", 0, "B", na);

@@ -59,6 +59,12 @@ struct MemoryBudget {
   Figure mamba_slots;                // max_mamba_cache_size
   Figure mamba_pool_bytes;
   Figure max_requests_by_mamba;      // floor(mamba_slots / 3): SGLang's cap on max_running_requests
+  // GQA with SGLang's Double Sparsity (deployment double_sparsity:): the label cache beside K and V.
+  bool double_sparse = false;
+  Figure ds_heavy_channel_num;       // channels per KV head kept in the label cache
+  Figure label_row_bytes;            // per token per layer: kv_heads_per_rank × heavy_channel_num × dtype
+  Figure label_bytes_per_token;      // all KV layers
+  Figure label_pool_bytes;           // (max_total_num_tokens + 1) × layers × label_row (label_buffer's size + 1 rows)
   // Per token.
   Figure kv_layers;                  // layers + MTP layers
   Figure latent_row_bytes;           // per token per layer, in the deployment's KV dtype (GQA: K + V, key kv_row_bytes)

@@ -373,6 +373,9 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   read_instance(map.child("prefill"), &d.prefill);
   map.get("pd_disaggregation", &d.pd_disaggregation);
   map.get("host_dram_bytes", &d.host_dram_bytes, 0, 1e16, Unit::kBytes);
+  std::string numa_binding = "local";
+  map.get_choice("host_pool_numa", &numa_binding, {"local", "remote"});
+  d.host_pool_remote_numa = numa_binding == "remote";
   map.get("mem_fraction_static", &d.mem_fraction_static, 0.01, 1.0);
   map.get("page_size", &d.page_size, 1, 65536);
   std::string dtype = "bf16";
@@ -401,6 +404,16 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   } else {
     StrictMap hs = map.child("hisparse");
     d.hisparse = HiSparseConfig::from_map(hs);
+  }
+  if (map.has("double_sparsity")) {
+    StrictMap ds = map.child("double_sparsity");
+    d.double_sparsity.enabled = true;
+    ds.get("enabled", &d.double_sparsity.enabled);
+    ds.get("heavy_channel_num", &d.double_sparsity.heavy_channel_num, 1, 4096);
+    ds.get("heavy_token_num", &d.double_sparsity.heavy_token_num, 1, 1 << 24);
+    ds.get_choice("channel_type", &d.double_sparsity.channel_type, {"qk", "q", "k"});
+    ds.get("sparse_decode_threshold", &d.double_sparsity.sparse_decode_threshold, 0, 1 << 26);
+    ds.finish();
   }
   {
     StrictMap mem = map.child("memory");
@@ -541,6 +554,21 @@ Scenario load_scenario(const std::string& name_or_path) {
   if (s.deployment.mtp_draft_tokens > 0 && s.model.mtp_layers == 0)
     throw_error("{}: mtp_draft_tokens: got {}, expected 0: model {} has no MTP layer (mtp_layers 0) to draft with", path,
                 s.deployment.mtp_draft_tokens, s.model.name);
+  if (s.deployment.double_sparsity.enabled) {
+    // SGLang builds DoubleSparseTokenToKVPool only off the MLA branch (model_runner: MLA first, then double sparsity):
+    // the label cache is a slice of per-head keys, which an MLA latent row does not have.
+    const ModelSpec& m = s.model;
+    if (!m.is_gqa())
+      throw_error("{}: double_sparsity: model {} has MLA attention; expected a GQA / MHA model (SGLang's "
+                  "DoubleSparseTokenToKVPool labels per-KV-head keys, Llama-style models)", path, m.name);
+    if (m.sliding_layer_count() > 0 || m.has_linear_attention())
+      throw_error("{}: double_sparsity: model {} has {} layers; expected every layer full attention (the label pool "
+                  "is one MHA-style pool over all layers)", path, m.name,
+                  m.sliding_layer_count() > 0 ? "sliding-window" : "linear-attention");
+    if (s.deployment.double_sparsity.heavy_channel_num > m.head_dim)
+      throw_error("{}: double_sparsity.heavy_channel_num: got {}, expected at most the model's head_dim {}", path,
+                  s.deployment.double_sparsity.heavy_channel_num, m.head_dim);
+  }
   if (s.model.is_gqa()) {
     // SGLang shards KV heads over the attention TP group and replicates them when the group is larger.
     const int atp = std::max(1, s.deployment.decode.tp / std::max(1, s.deployment.decode.dp_attention));

@@ -36,11 +36,12 @@ StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params,
   // IndexShare: the layers that reuse an anchor's top-k, whose copies the side stream may prefetch.
   if (hisparse_ && m.layers > 0)
     shared_share_ = static_cast<double>(m.layers - m.topk_anchor_layers()) / static_cast<double>(m.layers);
-  // Every GPU of a NUMA node copies at once in a lockstep step: each gets its max-min fair share of the node's DRAM.
-  const double dram = hw.host_dram_bytes_per_s_per_numa > 0 ? hw.host_dram_bytes_per_s_per_numa / layout_.gpus_per_numa
-                                                            : hw.pcie.h2d_bulk_bytes_per_s;
-  h2d_link_ = std::min(hw.pcie.h2d_bulk_bytes_per_s, dram);
-  d2h_rate_ = std::min(hw.pcie.d2h_bulk_bytes_per_s, dram);
+  // Every GPU of a NUMA node copies at once in a lockstep step: each gets its max-min fair share of the node's DRAM,
+  // times the cross-node factor when its host pool sits on the other socket.
+  placement_ = {layout_.gpus_per_numa, !scenario.deployment.host_pool_remote_numa};
+  // A hardware file without PCIe rates (full KV only) has no host path.
+  h2d_link_ = hw.pcie.h2d_bulk_bytes_per_s > 0 ? host_path_bytes_per_s(hw, true, placement_) : 0;
+  d2h_rate_ = hw.pcie.d2h_bulk_bytes_per_s > 0 ? host_path_bytes_per_s(hw, false, placement_) : 0;
 }
 
 void StepEstimator::add_request(GpuBatch& b, int64_t n, bool swap) const {
@@ -153,11 +154,24 @@ CopyCall StepEstimator::miss_copy(int64_t requests, double misses) const {
     c.latency = layers * k.copy_latency_ns(call, pcie.h2d_bulk_bytes_per_s);
     c.max_rate = k.copy_rate(requests);
   } else {
-    // One swap-in kernel per layer, each paying the per-operation latency; rows move at most at the gather rate.
-    c.latency = layers * pcie.latency_ns;
+    // One swap-in kernel per layer (decode's per-layer granularity), each paying the per-operation latency; rows
+    // move at most at the gather rate.
+    c.latency = decode_transfer(misses).transfers * pcie.latency_ns;
     c.max_rate = pcie.gather_row_bytes_per_s;
   }
   return c;
+}
+
+TransferCost StepEstimator::decode_transfer(double misses) const {
+  // The misses of one layer are loaded by one call before that layer runs: `layers` calls whenever any row misses.
+  const auto per_layer = static_cast<int64_t>(std::ceil(misses / cost_.layers()));
+  return decode_per_layer_cost(rank_scenario_.hardware, per_layer, cost_.layers(), static_cast<int64_t>(row_bytes_),
+                               placement_);
+}
+
+TransferCost StepEstimator::prefill_offload(int64_t tokens) const {
+  return prefill_offload_cost(rank_scenario_.hardware, tokens, cost_.kv_layers(), static_cast<int64_t>(row_bytes_),
+                              placement_);
 }
 
 CopyCall StepEstimator::backup(int64_t requests) const {

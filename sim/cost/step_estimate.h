@@ -23,6 +23,7 @@
 #include "sim/cost/kv_mode.h"
 #include "sim/cost/rank_layout.h"
 #include "sim/cost/step_cost.h"
+#include "sim/cost/transfer_granularity.h"
 #include "sim/engine/sim_time.h"
 
 namespace hisparse::sim {
@@ -125,6 +126,11 @@ class StepEstimator {
   /// Rate of the miss copy in the closed form: min(the call's cap, PCIe H2D, host DRAM share per GPU).
   double h2d_rate(const CopyCall& call) const { return call.max_rate > 0 ? std::min(call.max_rate, h2d_link_) : h2d_link_; }
   double h2d_link() const { return h2d_link_; }  // min(PCIe H2D, host DRAM share per GPU)
+  /// Transfer granularity (sim/cost/transfer_granularity.h) on this GPU's host path: decode loads `misses` rows (all
+  /// layers) one layer at a time; prefill offloads `tokens` rows of every layer in one batched copy.
+  TransferCost decode_transfer(double misses) const;
+  TransferCost prefill_offload(int64_t tokens) const;
+  const NumaPlacement& numa_placement() const { return placement_; }
   double d2h_rate() const { return d2h_rate_; }
 
   const DecodeCostModel& cost() const { return cost_; }
@@ -146,6 +152,7 @@ class StepEstimator {
   double collective_bytes_per_s_ = 0;
   bool internode_ = false;  // the instance spans nodes: its collectives pay the internode latencies
   double row_bytes_ = 0, h2d_link_ = 0, d2h_rate_ = 0;
+  NumaPlacement placement_;
   int64_t top_k_ = 0, H_ = 0;
   int64_t window_ = 0;  // GQA sliding layers: tokens attended (0 = none)
   int64_t mtp_draft_ = 0;     // MTP draft tokens per step (0 = off)

@@ -155,6 +155,10 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
   r.max_per_rank = bind.per_rank;
   r.max_concurrency = r.max_per_rank * c.lay.ranks;
   r.at_max = model.step(r.max_per_rank, n);
+  if (mode != KvMode::kFull) {
+    r.decode_transfer = model.estimator().decode_transfer(r.at_max.misses);
+    r.prefill_offload = model.estimator().prefill_offload(n);
+  }
   r.decode_tokens_per_s = r.at_max.tokens_per_s;
   r.miss_fraction = r.misses_per_request_step > 0
                         ? r.misses_per_request_step / (static_cast<double>(std::min<int64_t>(n, d.hisparse.top_k) - 1) *
@@ -348,6 +352,11 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
           p.layout.attention_tp, d.decode.tp, p.layout.ranks, s.model.attention_heads / p.layout.attention_tp,
           s.model.attention_heads, static_cast<int64_t>(p.budget.kv_heads_per_rank.value), s.model.num_key_value_heads,
           p.budget.kv_heads_per_rank.formula));
+    if (d.double_sparsity.enabled)
+      p.warnings.push_back(fmt::format(
+          "double_sparsity: the label pool ({} B per token) is in the capacity; the step model still prices dense "
+          "attention over every token (the label scoring and the attention over the {} heavy tokens are not modelled)",
+          formula_number(p.budget.label_bytes_per_token.value), d.double_sparsity.heavy_token_num));
     if (options.strategies.enabled) p.strategies = compute_cache_strategies(p, options.strategies);
     return p;
   }
@@ -391,6 +400,12 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
   for (int32_t h : misses.unmeasured())
     p.warnings.push_back(fmt::format("the trace never exceeds device_buffer_size {}: its misses there come from the "
                                      "fallback miss model (the miss surface or --miss-fraction), not the replay", h));
+  if (d.host_pool_remote_numa)
+    p.warnings.push_back(fmt::format(
+        "host_pool_numa remote: each GPU reads its host pool across sockets at cross_node_factor {:g} of a node's DRAM "
+        "share (assumed; miss copy rate {:.4g} GB/s per GPU, backup {:.4g} GB/s): bind the pool to the GPU's node "
+        "(numactl --membind) to lift it",
+        s.hardware.numa_cross_node_factor, hs.estimator().h2d_link() * 1e-9, hs.estimator().d2h_rate() * 1e-9));
   if (p.layout.attention_tp > 1)
     p.warnings.push_back(fmt::format(
         "attention TP {} (tp {} / dp_attention {}): each rank's requests are replicated on its {} GPUs; the step "

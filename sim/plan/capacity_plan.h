@@ -65,6 +65,9 @@ struct PlanRow {
   Figure gpu_indexer_per_request;
   std::vector<PlanLimit> limits;     // every key of limit_keys(), in that order
   StepEstimate at_max;               // the step at max_per_rank
+  // Transfer granularity (HiSparse and dynamic rows; sim/cost/transfer_granularity.h): at_max's misses loaded one
+  // layer at a time, and one request's prompt offloaded to the host pool in one batched all-layer copy.
+  TransferCost decode_transfer, prefill_offload;
   double misses_per_request_step = 0;
   double miss_fraction = 0;          // per-layer fraction used at this n (HiSparse, n > H)
   std::string slo_note;              // what the step is made of just past the SLO limit

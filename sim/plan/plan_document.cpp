@@ -288,6 +288,20 @@ void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
                       c(fmt::format("{} (fraction {:.4f})", compact(h->misses_per_request_step), h->miss_fraction)),
                       c("modelled: " + p.miss_source)});
     s.rows.push_back({c("H2D bytes per GPU per step"), muted("—"), c(plan_bytes(h->at_max.h2d_bytes)), c("modelled: misses × row bytes")});
+    // Transfer granularity (sim/cost/transfer_granularity.h): decode's per-layer loads, prefill's one batched offload.
+    if (h->decode_transfer.transfers > 0)
+      s.rows.push_back({c("decode miss loads, one per layer"), muted("—"),
+                        c(fmt::format("{} ({})", ms(h->decode_transfer.ns * 1e-6), h->decode_transfer.formula)),
+                        c("modelled: load_to_device_per_layer's granularity, pcie.latency_ns per copy (the hardware file's, "
+                          "assumed, or its calibration's); a swap-in calibration prices each call as measured (h2d above)")});
+    if (h->prefill_offload.transfers > 0)
+      s.rows.push_back({c("prefill → host offload per request, one batched all-layer copy"), muted("—"),
+                        c(fmt::format("{} ({})", ms(h->prefill_offload.ns * 1e-6), h->prefill_offload.formula)),
+                        c(p.scenario.deployment.pd_disaggregation
+                              ? "modelled: backup_from_device_all_layer's granularity; this PD deployment writes the "
+                                "host pool by RDMA instead (not on the decode step)"
+                              : "modelled: backup_from_device_all_layer's granularity (colocated staging, before the "
+                                "request's first decode step)")});
     s.rows.push_back({c("decode tokens/s per instance"), strong(tps(f->decode_tokens_per_s)), strong(tps(h->decode_tokens_per_s)),
                       c("modelled: requests per instance / TPOT")});
     doc.push_back(s);
@@ -407,9 +421,15 @@ void method(std::vector<DocBlock>& doc, const CapacityPlan& p, const PlanRunInfo
       "the miss copy (layers × PCIe latency + bytes / rate), attention, then MoE + all-to-all + LM head + step overhead "
       "for the instance's B × ranks tokens. TPOT = step time.",
       fmt::format("Miss copy rate {:.4g} GB/s per GPU = min(gathered-row rate {:.4g} GB/s, PCIe H2D {:.4g} GB/s, host DRAM "
-                  "{:.4g} GB/s per NUMA node / {} GPUs); backup rate {:.4g} GB/s.",
+                  "{:.4g} GB/s per NUMA node / {} GPUs{}); backup rate {:.4g} GB/s.",
                   p.h2d_rate * 1e-9, s.hardware.pcie.gather_row_bytes_per_s * 1e-9, s.hardware.pcie.h2d_bulk_bytes_per_s * 1e-9,
-                  s.hardware.host_dram_bytes_per_s_per_numa * 1e-9, p.layout.gpus_per_numa, p.d2h_rate * 1e-9),
+                  s.hardware.host_dram_bytes_per_s_per_numa * 1e-9, p.layout.gpus_per_numa,
+                  s.deployment.host_pool_remote_numa
+                      ? fmt::format(" × cross_node_factor {:g}: host pool on the other socket (host_pool_numa remote; "
+                                    "the factor is assumed, docs/cost_model.md gives its sensitivity)",
+                                    s.hardware.numa_cross_node_factor)
+                      : std::string(", host pool NUMA-local"),
+                  p.d2h_rate * 1e-9),
       "Misses: " + p.miss_source + ". Misses per request per step = (min(n, K) − 1) × layers × fraction(n / H) when n > H, else 0.",
       fmt::format("Cost model: overlap {}; {}. Each cost term, its value, kind and source is in the table below.",
                   to_string(cp.overlap), info.calibration.empty() ? "built-in test defaults" : info.calibration),

@@ -25,6 +25,11 @@ std::string jfig(const Figure& f) {
                      esc(f.label), jnum(f.value), esc(f.unit), esc(f.formula));
 }
 
+std::string jtransfer(const TransferCost& t) {
+  return fmt::format("{{\"transfers\": {}, \"bytes\": {}, \"bytes_per_s\": {}, \"ns\": {}, \"formula\": {}}}", t.transfers,
+                     jnum(t.bytes), jnum(t.bytes_per_s), t.ns, esc(t.formula));
+}
+
 std::string jstep(const StepEstimate& e) {
   std::string out = "{";
   for (int i = 0; i < kStepCostFieldCount; ++i)
@@ -111,12 +116,13 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
              "\"tpot_ms\": {}, \"misses_per_request_step\": {}, \"miss_fraction\": {}, \"slo_note\": {},\n"
              "      \"per_request\": [{}, {}, {}, {}],\n      \"hbm_use\": {{\"latent_pool\": {}, \"indexer_pool\": {}, "
              "\"latent_used\": {}, \"indexer_used\": {}}}, \"host_used_bytes_per_gpu\": {},\n      \"step_at_max\": {},\n"
-             "      \"limits\": {}}}",
+             "      \"transfers\": {{\"decode_per_layer\": {}, \"prefill_offload\": {}}},\n      \"limits\": {}}}",
              r.seq_len, to_string(r.mode), r.max_per_rank, p.layout.ranks, esc(r.binding_limit), jnum(r.at_max.tpot_ns * 1e-6),
              jnum(r.misses_per_request_step), jnum(r.miss_fraction), esc(r.slo_note), jfig(r.hbm_per_request),
              jfig(r.host_per_request), jfig(r.gpu_latent_per_request), jfig(r.gpu_indexer_per_request),
              jnum(r.latent_pool_bytes), jnum(r.indexer_pool_bytes), jnum(r.latent_used_bytes), jnum(r.indexer_used_bytes),
-             jnum(r.host_used_bytes_per_gpu), jstep(r.at_max), lim);
+             jnum(r.host_used_bytes_per_gpu), jstep(r.at_max), jtransfer(r.decode_transfer), jtransfer(r.prefill_offload),
+             lim);
        }, "    ") + ",\n";
   std::vector<std::string> gains;
   for (size_t i = 0; i + 1 < p.rows.size(); i += 2) {

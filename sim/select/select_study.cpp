@@ -16,6 +16,7 @@
 #include "core/parallel/task_pool.h"
 #include "core/io/output_file.h"
 #include "sim/replay/replay_engine.h"
+#include "sim/select/double_sparse.h"
 #include "sim/select/npz_reader.h"
 #include "sim/select/page_select.h"
 #include "sim/select/selectors.h"
@@ -52,6 +53,7 @@ struct Scope {
   IndexerStandIn ix;
   std::map<int32_t, QuestPages> quest;  // by page size
   ClusterIndex ci;
+  DoubleSparseChannels ds;
 };
 
 /// What one step of one scope yields: the true score, the token oracle and every selector's ranked lists up to the
@@ -73,6 +75,8 @@ ScopeStep run_scope(const Scope& sc, const Query& q, const StudyOptions& opt, in
   const auto uses = [&](const char* s) { return std::find(opt.selectors.begin(), opt.selectors.end(), s) != opt.selectors.end(); };
   if (uses("indexer")) ix_score = indexer_scores(sc.ix, *sc.keys, q);
   if (uses("clusterkv")) ckv_score = clusterkv_scores(sc.ci, *sc.keys, q);
+  std::vector<double> ds_score;
+  if (uses("double-sparse")) ds_score = double_sparse_scores(sc.ds, *sc.keys, q);
   if (opt.token_granularity) {
     st.tokens.resize(NS);
     for (size_t si = 0; si < NS; ++si) {
@@ -81,6 +85,7 @@ ScopeStep run_scope(const Scope& sc, const Query& q, const StudyOptions& opt, in
       else if (sel == "indexer") st.tokens[si] = top_k_by_score(ix_score, q.n, kmax);
       else if (sel == "quest") st.tokens[si] = quest_select(sc.quest.at(opt.page_size), *sc.keys, q, kmax);
       else if (sel == "clusterkv") st.tokens[si] = top_k_by_score(ckv_score, q.n, kmax);
+      else if (sel == "double-sparse") st.tokens[si] = top_k_by_score(ds_score, q.n, kmax);
     }
   }
   for (int32_t P : opt.page_sizes) {
@@ -96,6 +101,8 @@ ScopeStep run_scope(const Scope& sc, const Query& q, const StudyOptions& opt, in
       else if (sel == "quest") per[si] = top_pages(quest_page_scores(sc.quest.at(P), *sc.keys, q), budget);
       // ClusterKV's token score is an estimated attention probability: summed over a page it is the page's mass.
       else if (sel == "clusterkv") per[si] = top_pages(page_sums(ckv_score, q.n, P), budget);
+      // Double Sparsity's label score is an estimated attention probability too.
+      else if (sel == "double-sparse") per[si] = top_pages(page_sums(ds_score, q.n, P), budget);
     }
     st.pages.push_back(std::move(per));
   }
@@ -147,7 +154,8 @@ class RecordSource : public traces::TraceSource {
 }  // namespace
 
 const std::vector<std::string>& selector_names() {
-  static const std::vector<std::string> names = {"oracle", "indexer", "quest", "clusterkv", "sink-recent"};
+  static const std::vector<std::string> names = {"oracle", "indexer", "quest", "clusterkv", "double-sparse",
+                                                  "sink-recent"};
   return names;
 }
 
@@ -227,7 +235,8 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt, const std::fu
     throw_error("select: need at least one selector, top-k and buffer multiple");
   for (const auto& s : opt.selectors)
     if (std::find(selector_names().begin(), selector_names().end(), s) == selector_names().end())
-      throw_error("select: unknown selector '{}' (known: oracle, indexer, quest, clusterkv, sink-recent)", s);
+      throw_error("select: unknown selector '{}' (known: oracle, indexer, quest, clusterkv, double-sparse, "
+                  "sink-recent)", s);
   for (int32_t k : opt.top_ks)
     if (k < 1 || k > data.n_keys) throw_error("select: --top-k {} outside [1, {}]", k, data.n_keys);
   for (int32_t m : opt.buffer_multiples)
@@ -261,6 +270,8 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt, const std::fu
     throw_error("select: --row-bytes {} is not divisible by the {} KV heads: a per-KV-head buffer moves one head's share",
                 r.row_bytes, G);
   r.options = opt;
+  // One element of the K / V rows: the row holds K and V of every KV head.
+  const double elem_bytes = static_cast<double>(r.row_bytes) / (2.0 * G * D);
 
   std::vector<Config> configs;
   for (int32_t P : opt.token_granularity ? std::vector<int32_t>{0} : std::vector<int32_t>{}) {
@@ -310,6 +321,7 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt, const std::fu
     for (int32_t P : quest_sizes)
       if (!shared.quest.count(P)) shared.quest.emplace(P, build_quest_pages(keys, P));
     if (uses("clusterkv")) shared.ci = build_cluster_index(keys, data.prefill(), opt.clusters, opt.kmeans_iters, opt.seed);
+    if (uses("double-sparse")) shared.ds = build_double_sparse(keys, data.prefill(), opt.ds_channels);
     std::vector<LayerKeys> hkeys;
     std::vector<Scope> heads;
     if (opt.per_kv_head) {
@@ -320,6 +332,7 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt, const std::fu
         // The same dims and centroids as the shared selection: only the scope of the scores differs.
         if (uses("indexer")) h.ix = head_indexer(shared.ix, g);
         if (uses("clusterkv")) h.ci = head_clusters(shared.ci, g);
+        if (uses("double-sparse")) h.ds = head_double_sparse(shared.ds, g);
         for (int32_t P : quest_sizes)
           if (!h.quest.count(P)) h.quest.emplace(P, build_quest_pages(hkeys[g], P));
         heads.push_back(std::move(h));
@@ -462,6 +475,13 @@ StudyResult run_study(const KqData& data, const StudyOptions& opt, const std::fu
           row.overlap = tot.pairs ? tot.overlap / static_cast<double>(tot.pairs) : 0;
           row.tokens = tot.tokens / nn;
           row.page_recall = cf.page_size > 0 ? tot.page_recall / nn : -1;
+          // Quest scores pages of its own P at token granularity, of the row's P at page granularity.
+          double sb = 0;
+          for (int32_t s = 0; s < S; ++s)
+            sb += selector_score_bytes(row.selector, data.seq_lens[s], G, D, elem_bytes, opt.indexer_dims,
+                                       cf.page_size > 0 ? cf.page_size : opt.page_size, opt.clusters, opt.ds_channels);
+          row.score_bytes = sb / S;
+          row.read_bytes = row.score_bytes + row.tokens * static_cast<double>(r.row_bytes);
           for (double g : tot.group) row.group_recall.push_back(g / nn);
           for (size_t h = 0; h < NH; ++h) {
             BufferStats b;

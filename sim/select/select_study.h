@@ -49,6 +49,8 @@ struct StudyOptions {
   uint64_t seed = 1;
   int32_t indexer_dims = 16;            // stand-in indexer: key dims kept per KV head (a quarter of head_dim 64)
   int32_t indexer_heads_per_group = 1;  // stand-in indexer: query heads per GQA group
+  int32_t ds_channels = 16;             // double-sparse: heavy channels per KV head (SGLang's default 32 of head_dim
+                                        // 128 is a quarter; the same quarter of head_dim 64)
   int64_t row_bytes = 0;                // bytes per KV row per layer; 0: K and V in fp16 = 2 * kv_heads * head_dim * 2
   int32_t max_steps = 0;                // 0: every step
   int threads = 1;
@@ -81,6 +83,10 @@ struct StudyRow {
   double mass_share = 0;  // mean over step-layers of (attention mass kept, summed over heads) / q_heads
   double overlap = 0;     // mean over steps >= 1 of |S_t ∩ S_t-1| / |S_t| in tokens covered (per KV head: mean of heads)
   double tokens = 0;      // mean tokens a list covers (<= K; a page list's partial newest page covers fewer)
+  // Modelled bytes read per step-layer (all KV heads): what the selector reads to score (selector_score_bytes, at the
+  // mean over steps), and that plus the selected tokens' K and V (tokens × row_bytes).
+  double score_bytes = 0;
+  double read_bytes = 0;
   double page_recall = -1;  // page rows: as recall, against the page oracle (the K/P pages of most mass); -1: token row
   std::vector<double> group_recall;  // with per_kv_head: per KV head g, mean of mass_g(list of g) / mass_g(oracle_g)
   std::vector<BufferStats> buffers;  // one per H

@@ -57,19 +57,25 @@ LayerKeys::LayerKeys(std::vector<float> rows_, int32_t n_keys_, int32_t kv_heads
       for (int32_t d = 0; d < head_dim; ++d) kt[(static_cast<size_t>(g) * head_dim + d) * n_keys + j] = row(j, g)[d];
 }
 
+void add_softmax(const std::vector<float>& logits, float scaling, int32_t n, std::vector<double>& e,
+                 std::vector<double>& score) {
+  e.resize(static_cast<size_t>(n));
+  double m = -std::numeric_limits<double>::infinity();
+  for (int32_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(scaling) * logits[j]);
+  double z = 0;
+  for (int32_t j = 0; j < n; ++j) z += (e[j] = std::exp(static_cast<double>(scaling) * logits[j] - m));
+  for (int32_t j = 0; j < n; ++j) score[j] += e[j] / z;
+}
+
 std::vector<double> true_scores(const LayerKeys& keys, const Query& query) {
   check_query(keys, query);
   const int32_t n = query.n;
   std::vector<double> score(static_cast<size_t>(n), 0.0);
   std::vector<float> logits;
-  std::vector<double> e(static_cast<size_t>(n));
+  std::vector<double> e;
   for (int32_t h = 0; h < query.q_heads; ++h) {
     dot_all(keys, group_of(h, query.q_heads, keys.kv_heads), query.head(h, keys.head_dim), n, logits);
-    double m = -std::numeric_limits<double>::infinity();
-    for (int32_t j = 0; j < n; ++j) m = std::max(m, static_cast<double>(query.scaling) * logits[j]);
-    double z = 0;
-    for (int32_t j = 0; j < n; ++j) z += (e[j] = std::exp(static_cast<double>(query.scaling) * logits[j] - m));
-    for (int32_t j = 0; j < n; ++j) score[j] += e[j] / z;
+    add_softmax(logits, query.scaling, n, e, score);
   }
   return score;
 }

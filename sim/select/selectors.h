@@ -33,6 +33,9 @@ struct Query {
   const float* head(int32_t h, int32_t head_dim) const { return q + static_cast<size_t>(h) * head_dim; }
 };
 
+/// score[j] += softmax_j(scaling · logits[j]) over j < n, in double (`e`: scratch space of the caller).
+void add_softmax(const std::vector<float>& logits, float scaling, int32_t n, std::vector<double>& e,
+                 std::vector<double>& score);
 /// True score of every position j < n: Σ_h softmax_j(scaling · q_h · k_{j, g(h)}) (so Σ_j score = q_heads).
 std::vector<double> true_scores(const LayerKeys& keys, const Query& query);
 

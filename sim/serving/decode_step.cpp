@@ -126,6 +126,7 @@ void Engine::begin_io(Rank& g, int32_t gi) {
     // GPU's PCIe link and its NUMA node's DRAM with the other flows.
     const CopyCall c = step_.miss_copy(static_cast<int64_t>(g.running.size()), static_cast<double>(g.misses));
     g.io_pending = gpr_;
+    result_.miss_transfers += step_.decode_transfer(static_cast<double>(g.misses)).transfers;
     start_rank_flows(g, c.bytes, c.latency, c.max_rate, true, false, true, false, cookie(kMissFlow, gi));
     return;
   }

@@ -117,11 +117,14 @@ void Engine::prefill_chunks_done(Instance& inst) {
       if (r.output_tokens <= 1) { complete(i); continue; }
       if (!hisparse_) { rt.n = r.input_tokens + 1; make_ready(i); continue; }
       // Staging (admit_request_into_staging): host pages for every prompt token, then the prompt's latent is backed
-      // up device → host before the request enters HiSparse decode.
+      // up device → host before the request enters HiSparse decode, in one batched copy of every layer (transfer
+      // granularity: backup_from_device_all_layer).
       if (!host_alloc(i, r.input_tokens, "admit_request_into_staging")) continue;
       rt.pending = gpr_;
-      const double bytes = static_cast<double>(r.input_tokens) * kv_layers_ * row_;
-      start_rank_flows(g, bytes, sc_.hardware.pcie.latency_ns, 0, false, true, true, false, cookie(kStaging, i));
+      const TransferCost off = step_.prefill_offload(r.input_tokens);
+      ++result_.staging_copies;
+      start_rank_flows(g, off.bytes, off.transfers * sc_.hardware.pcie.latency_ns, 0, false, true, true, false,
+                       cookie(kStaging, i));
     }
   }
 }

@@ -164,6 +164,8 @@ std::string summary_json(const ServingResult& r, const Scenario& sc) {
   o += fmt::format("  \"bytes\": {{\"miss_h2d\": {:.17g}, \"admission_h2d\": {:.17g}, \"backup_d2h\": {:.17g}, \"staging_d2h\": {:.17g}, "
                    "\"rdma\": {:.17g}, \"row_bytes\": {:.17g}}},\n",
                    r.miss_flow_bytes, r.admission_h2d_bytes, r.backup_bytes, r.staging_bytes, r.rdma_bytes, r.row_bytes);
+  o += fmt::format("  \"transfers\": {{\"miss_per_layer_h2d\": {}, \"staging_all_layer_d2h\": {}}},\n", r.miss_transfers,
+                   r.staging_copies);
   o += fmt::format("  \"conservation\": {{\"ok\": true, \"miss_bytes_equal_misses_times_row_bytes_times_gpus_per_rank\": true, "
                    "\"admitted_equals_finished\": {}, \"no_page_leaked\": true, \"time_monotone\": true}}\n}}",
                    r.admitted == r.finished ? "true" : "false");

@@ -234,12 +234,16 @@ void Engine::build_topology() {
     Instance inst;
     inst.first_rank = static_cast<int32_t>(ranks_.size());
     inst.ranks = layout_.layout.ranks;
-    // Per node of the instance: its NUMA nodes' DRAM and its NICs; per GPU: its PCIe links.
+    // Per node of the instance: its NUMA nodes' DRAM and its NICs; per GPU: its PCIe links. A host pool on the other
+    // socket (host_pool_numa: remote) reaches its GPUs at cross_node_factor of the node's DRAM rate, as the closed
+    // form's host path (sim/cost/transfer_granularity.h).
+    const double dram_rate =
+        hw.host_dram_bytes_per_s_per_numa * (d.host_pool_remote_numa ? hw.numa_cross_node_factor : 1.0);
     std::vector<int32_t> dram, nic;
     for (int32_t nd = 0; nd < layout_.nodes; ++nd) {
       for (int32_t k = 0; k < numa; ++k)
         dram.push_back(m.add_link(layout_.nodes > 1 ? fmt::format("d{}.n{}.dram{}", i, nd, k) : fmt::format("d{}.dram{}", i, k),
-                                  hw.host_dram_bytes_per_s_per_numa));
+                                  dram_rate));
       for (int32_t k = 0; k < nics; ++k)
         nic.push_back(m.add_link(layout_.nodes > 1 ? fmt::format("d{}.n{}.nic{}", i, nd, k) : fmt::format("d{}.nic{}", i, k),
                                  hw.nic.bits_per_s / 8));

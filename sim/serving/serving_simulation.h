@@ -141,6 +141,9 @@ struct ServingResult {
   int64_t selected = 0, misses = 0;
   double miss_flow_bytes = 0;    // bytes the miss copies carried (conservation: = misses × row_bytes × gpus_per_rank)
   double admission_h2d_bytes = 0, backup_bytes = 0, rdma_bytes = 0, staging_bytes = 0;
+  // Transfer granularity (sim/cost/transfer_granularity.h): host → device loads of the miss copies (one per layer of a
+  // rank-step that missed) and the batched all-layer device → host copies of colocated staging (one per request).
+  int64_t miss_transfers = 0, staging_copies = 0;
   double row_bytes = 0;
   // Dynamic residency: demotions to swap mode and the device-pool tokens they released (SGLang's
   // num_dynamic_demotions / num_dynamic_demoted_tokens); rank-steps on the resident and on the swap graph.

@@ -25,7 +25,7 @@ TEST_CASE("hisparse select on the shipped SmolLM2 data: every selector, oracle r
                      dir);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
-  for (const char* sel : {"oracle", "indexer", "quest", "clusterkv", "sink-recent"})
+  for (const char* sel : {"oracle", "indexer", "quest", "clusterkv", "double-sparse", "sink-recent"})
     CHECK(r.out.find(std::string("\n") + sel + " ") != std::string::npos);
   // Oracle rows: recall exactly 1 (all layers, then each of the 4 recorded layers).
   size_t oracle_rows = 0;
@@ -86,8 +86,8 @@ TEST_CASE("hisparse select at page granularity and per KV head; its page traces 
                      dir);
   INFO(r.out << r.err);
   REQUIRE(r.status == 0);
-  for (const char* row : {"\noracle       token   shared ", "\noracle       page16  shared ",
-                          "\nquest        page16  per-kv-head ", "\nsink-recent  page16  per-kv-head "})
+  for (const char* row : {"\noracle        token   shared ", "\noracle        page16  shared ",
+                          "\nquest         page16  per-kv-head ", "\nsink-recent   page16  per-kv-head "})
     CHECK(r.out.find(row) != std::string::npos);
   CHECK(r.out.find("recall per KV head group") != std::string::npos);
   const std::string json = slurp(out / "select.json");

@@ -304,6 +304,7 @@ TEST_CASE("the study on the fixture: every selector, oracle recall 1, lists vali
   o.page_size = 4;
   o.sinks = 2;
   o.indexer_dims = 2;
+  o.ds_channels = 2;
   o.threads = 1;
   const StudyResult r = run_study(d, o);
   CHECK(r.row_bytes == 2 * 1 * 4 * 2);

@@ -117,6 +117,7 @@ TEST_CASE("the study at page granularity and per KV head on the fixture: invaria
   const KqData d = load_kq(kData + "/kq_stored.npz");
   StudyOptions o;
   o.selectors = selector_names();
+  o.ds_channels = 2;  // of the fixture's head_dim 4
   o.top_ks = {4, 8};
   o.buffer_multiples = {1, 2};
   o.clusters = 4;
@@ -127,8 +128,8 @@ TEST_CASE("the study at page granularity and per KV head on the fixture: invaria
   o.indexer_dims = 2;
   o.threads = 1;
   const StudyResult r = run_study(d, o);
-  // 3 granularities x {shared, per KV head} x 5 selectors x 2 K x (all + 2 layers).
-  REQUIRE(r.rows.size() == 3 * 2 * 5 * 2 * 3);
+  // 3 granularities x {shared, per KV head} x 6 selectors x 2 K x (all + 2 layers).
+  REQUIRE(r.rows.size() == 3 * 2 * 6 * 2 * 3);
   CHECK(r.rows.front().selector == "oracle");
   CHECK(r.rows.front().page_size == 0);
   CHECK(!r.rows.front().per_kv_head);
