@@ -109,6 +109,8 @@ struct ModelSpec {
   /// Layers that attend (and cache) every token: all of them less the sliding-window and linear-attention ones.
   int full_attention_layer_count() const { return kv_layers() - sliding_layer_count() - linear_layer_count(); }
   bool is_compressed() const { return !compress_ratios.empty(); }
+  /// Layers whose selections HiSparse serves (and can miss): every main layer; DeepSeek-V4 its C4 layers.
+  int offload_layers() const { return is_compressed() ? compressed_layer_count(4) : layers; }
   /// Main-model layers (MTP excluded, as SGLang's DSV4 pool slices compress_ratios by the model's own layers) with
   /// this compression ratio.
   int compressed_layer_count(int ratio) const {

@@ -376,8 +376,8 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   map.get("mem_fraction_static", &d.mem_fraction_static, 0.01, 1.0);
   map.get("page_size", &d.page_size, 1, 65536);
   std::string dtype = "bf16";
-  map.get_choice("kv_dtype", &dtype, {"bf16", "fp8"});
-  d.kv_dtype = dtype == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;
+  map.get_choice("kv_dtype", &dtype, {"bf16", "fp8", "nvfp4"});
+  d.kv_dtype = dtype == "fp8" ? KvDtype::kFp8 : dtype == "nvfp4" ? KvDtype::kNvfp4 : KvDtype::kBf16;
   map.get("context_length", &d.context_length, 1, 1 << 26);
   map.get("max_running_requests", &d.max_running_requests, 0, 1 << 24);
   map.get("num_reserved_decode_tokens", &d.num_reserved_decode_tokens, 0, 1 << 24);
@@ -575,6 +575,10 @@ Scenario load_scenario(const std::string& name_or_path) {
       if (given)
         throw_error("{}: {}: expected absent: model {} has no linear-attention (Mamba) layers", path, key,
                     s.model.name);
+  // NVFP4 rows exist only where the model publishes their size (DeepSeek-V4: 416 B main + 132 B indexer, #35237).
+  if (s.deployment.kv_dtype == KvDtype::kNvfp4 && s.model.latent_row_bytes_nvfp4 <= 0)
+    throw_error("{}: kv_dtype: got nvfp4, expected bf16 or fp8: model {} publishes no NVFP4 row "
+                "(latent_row_bytes_nvfp4)", path, s.model.name);
   // SGLang asserts whole 128-token compression blocks per page for DeepSeek-V4's C4 / C128 pools.
   if (s.model.is_compressed() && s.deployment.page_size % 128 != 0)
     throw_error("{}: page_size: got {}, expected a multiple of 128 for model {} (compressed attention)", path,

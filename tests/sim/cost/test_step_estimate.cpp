@@ -346,8 +346,6 @@ TEST_CASE("the planner's step equals the serving engine's steady-state step, eve
   int cases = 0, with_calibration = 0, hisparse_cases = 0;
   for (const std::string& d : deployments) {
     const Scenario s = load_scenario(d);
-    // DeepSeek-V4's compressed pools are sized by `info` only; plan and the engine refuse them (docs/capacity.md).
-    if (s.model.is_compressed()) continue;
     std::vector<KvMode> modes = {KvMode::kFull};
     if (s.model.has_sparse_indexer()) modes.push_back(KvMode::kHiSparse);
     std::vector<bool> calibrations = {false};
