@@ -19,7 +19,7 @@ TEST_CASE("info on dsv4-flash-8xh200: DSV4 pools, #33979 and #30909 with formula
   REQUIRE(r.status == 0);
   // The figures of tests/core/test_dsv4_pool_budget.cpp, each next to its formula.
   for (const char* s : {"nvfp4  main   416 B + C4 indexer  132 B", "15,156,736 tokens", "floor(full / (4 × shrink))",
-                        "757,836 entries", "R × Q = 65 × 1088", "16,568,320 tokens", "1,394,606,080",
+                        "757,836 entries", "R × Q = 65 × 1088", "16,568,320 tokens", "ceil((65 × 256 + 256 + 1) / 128)",
                         "min(logical_available, c4_device × 4)", "HiSparse offloads the C4 main KV only"}) {
     CAPTURE(s);
     CHECK(r.out.find(s) != std::string::npos);
