@@ -185,15 +185,8 @@ void print_dsv4_text(const Scenario& s, const Dsv4PoolBudget& v) {
                 {&v.usage_capacity_before, &v.usage_empty_before, &v.usage_empty_after});
   // The memory budget plan, simulate and advise read: both modes' pools and a request's footprint and capacity.
   const MemoryBudget b = dsv4_memory_budget(s, default_seq_lens());
-  fmt::print("\nOne request by sequence length (per dp rank, memory limits only; full KV: full pool {} / window pool {} "
-             "tokens; HiSparse: full {} / window {} tokens, C4 device {} / host {} entries; `hisparse plan` adds PCIe "
-             "and SLO limits)\n",
-             group_digits(static_cast<int64_t>(b.full_pool_tokens.value)),
-             group_digits(static_cast<int64_t>(b.swa_pool_tokens.value)),
-             group_digits(static_cast<int64_t>(b.logical_pool_tokens.value)),
-             group_digits(static_cast<int64_t>(b.hisparse_swa_pool_tokens.value)),
-             group_digits(static_cast<int64_t>(b.device_pool_tokens.value)),
-             group_digits(static_cast<int64_t>(b.host_pool_tokens.value)));
+  fmt::print("\nOne request by sequence length (per dp rank, memory limits only; {}; `hisparse plan` adds PCIe and SLO "
+             "limits)\n", dsv4_pools_line(b));
   fmt::print("  {:>8} {:>12} {:>14} {:>14} {:>9} {:>9}\n", "seq_len", "full KV", "HiSparse HBM", "HiSparse host",
              "max full", "max HiSp");
   for (const auto& q : b.per_seq_len)

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text_format.h"
 
 namespace hisparse {
 
@@ -233,6 +234,14 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& s) {
       "the extra PD decode request slots (SGLang's disaggregation_decode_extra_slots): taken as 0 in the C128 states "
       "and in #33979's R"};
   return b;
+}
+
+std::string dsv4_pools_line(const MemoryBudget& b) {
+  auto n = [](const Figure& f) { return group_digits(static_cast<int64_t>(f.value)); };
+  return fmt::format("full KV: full {} / sliding-window {} tokens; HiSparse: full (logical) {} / sliding-window {} "
+                     "tokens, C4 device pool {} entries, C4 host pool {} entries",
+                     n(b.full_pool_tokens), n(b.swa_pool_tokens), n(b.logical_pool_tokens), n(b.hisparse_swa_pool_tokens),
+                     n(b.device_pool_tokens), n(b.host_pool_tokens));
 }
 
 Dsv4RequestLimits dsv4_request_limits(const MemoryBudget& b, int64_t n, bool hisparse) {

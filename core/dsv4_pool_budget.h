@@ -61,6 +61,10 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& scenario);
 /// device / host pools in entries), and per sequence length the bytes and requests of each mode.
 MemoryBudget dsv4_memory_budget(const Scenario& scenario, const std::vector<int64_t>& seq_lens);
 
+/// The pools of a DSV4 memory budget in one line: "full KV: full … / sliding-window … tokens; HiSparse: full (logical)
+/// … / sliding-window … tokens, C4 device pool … entries, C4 host pool … entries" (info and plan print it).
+std::string dsv4_pools_line(const MemoryBudget& budget);
+
 /// What one request of `tokens` holds in the DSV4 pools, and how many such requests each pool admits (per dp rank;
 /// the PD decode reserve applies to the token pools as in requests_in_pool). Full KV: the full and sliding-window
 /// pools; HiSparse: the C4 device pool (device buffer of H + page / 4 entries, or every entry when they fit), the
