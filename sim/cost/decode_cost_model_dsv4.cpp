@@ -49,11 +49,17 @@ GpuPhases DecodeCostModel::dsv4_phases(const GpuBatch& b) const {
   const SimTime attend = attention(win) * swa_only + attention(win + b.sum_attended) * c4_layers_ +
                          attention(win + c128_rows) * c128_layers_;
 
-  // Projections of every layer: q_a, q_b, kv_a and the output projection at the model's shapes (V4 caches its
-  // 512-wide entry itself: no absorbed w_kv_b). V4's grouped low-rank output projection is priced as one dense
-  // heads × v_head_dim → hidden GEMM (assumed: an upper bound, about 2× its weights).
+  // Projections of every layer: q_a, q_b, kv_a at the model's shapes (V4 caches its 512-wide entry itself: no
+  // absorbed w_kv_b), and the output projection: V4's grouped low-rank one (o_groups groups of heads, each to
+  // o_lora_rank, as one GEMM of the groups' weights; then o_groups × o_lora_rank → hidden), else a dense o_proj.
+  const double h = m.hidden_size, bpp = m.dense_weight_bytes_per_param >= 2 ? 2.0 : 1.0;
+  const SimTime out_proj =
+      m.o_groups > 0 ? gemm_ns(double(m.o_groups) * m.o_lora_rank, double(m.attention_heads) * m.v_head_dim / m.o_groups,
+                               B, bpp) +
+                           gemm_ns(h, double(m.o_groups) * m.o_lora_rank, B, bpp)
+                     : op_ns("o_proj", work);
   const SimTime proj =
-      ops_ns({"rmsnorm_hidden", "q_a", "rmsnorm_q", "q_b", "rope_q", "kv_a", "rmsnorm_kv", "o_proj"}, work) * layers_;
+      (ops_ns({"rmsnorm_hidden", "q_a", "rmsnorm_q", "q_b", "rope_q", "kv_a", "rmsnorm_kv"}, work) + out_proj) * layers_;
 
   // Compressors (per compressed layer, every step): the fused kv + score projection of the new token, hidden →
   // 2 × coff × head_dim (coff 2: C4's overlapping windows; 1: C128), and on C4 layers the indexer's own, hidden →
@@ -61,7 +67,6 @@ GpuPhases DecodeCostModel::dsv4_phases(const GpuBatch& b) const {
   // a C4 layer reads its ring of c4_ring rows every 4th token, a C128 layer its c128_ring rows every 128th (modelled:
   // SGLang's V4 compressor; rows from core/dsv4_pool_budget.h). One memory-bound kernel per compressed layer.
   const Dsv4StateRows st = dsv4_state_rows(m);
-  const double h = m.hidden_size, bpp = m.dense_weight_bytes_per_param >= 2 ? 2.0 : 1.0;
   const double c4_state = static_cast<double>(st.c4_state_bytes + st.c4_indexer_state_bytes);
   const double c4_state_step = c4_state * (1.0 + st.c4_ring / 4.0);
   const double c128_state_step = static_cast<double>(st.c128_state_bytes) * (1.0 + st.c128_ring / 128.0);

@@ -166,6 +166,12 @@ TEST_CASE("dsv4: the loader refuses a malformed compressed-attention model or pa
   // No C4 layer: nothing for the indexer (and HiSparse) to work on.
   CHECK(model_error("noc4", base + "compress_ratios: [0, 128, 128, 0]\n").find("no layer has ratio 4") !=
         std::string::npos);
+  // The grouped output projection needs both its fields, and groups that divide the heads.
+  const std::string ok = base + "compress_ratios: [0, 4, 128, 0]\n";
+  CHECK(model_error("ogroups", ok + "o_groups: 2\n").find("got one without the other") != std::string::npos);
+  CHECK(model_error("ogroups3", ok + "o_groups: 3\no_lora_rank: 64\n").find("expected a divisor of attention_heads 8") !=
+        std::string::npos);
+  CHECK(model_error("ogroups_ok", ok + "o_groups: 2\no_lora_rank: 64\n").empty());
   // window_size without compress_ratios is a mistake, not a no-op.
   CHECK(model_error("window", "layers: 3\nkv_lora_rank: 512\nindexer_heads: 4\nindexer_head_dim: 128\n"
                               "attention_heads: 8\ntop_k: 64\nweight_bytes: 1e9\nwindow_size: 128\n")
