@@ -427,6 +427,9 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
         "pool, the C4 indexer keys and the compress states stay on the GPU. Misses: the miss model read at n / 4 "
         "entries (assumed: a C4 selection misses as a DSA selection over as many tokens); dynamic residency is not "
         "planned for compressed attention");
+  if (d.kv_dtype == KvDtype::kNvfp4 && options.cost.attention.table)
+    p.warnings.push_back("NVFP4 KV: the measured FlashMLA table holds no NVFP4 kernel; the attention is priced by its "
+                         "roofline at efficiency.attention (modelled), not by the table the cost-model line names");
   if (options.memory_only)
     p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and memory (HBM, pools, host "
                                      "DRAM) limit concurrency; PCIe and the TPOT SLO of {} ms are not applied, so the "

@@ -53,6 +53,11 @@ TEST_CASE("plan, advise and simulate run on the DeepSeek-V4 deployments") {
   CHECK(p.out.find("the C128 pool, the C4 indexer keys and the compress states stay on the GPU") != std::string::npos);
   // Expected: no warning of unpriced state reads (the compress states are read and priced every step).
   CHECK(p.out.find("not priced") == std::string::npos);
+  // Expected: NVFP4 KV runs, and says its attention is not the measured table's.
+  const Run nv = run("plan --scenario dsv4-flash-8xh200 --kv-dtype nvfp4 --seq-lens 128K --no-plots --out " +
+                         (dir / "nv").string(), dir);
+  REQUIRE(nv.status == 0);
+  CHECK(nv.out.find("NVFP4 KV: the measured FlashMLA table holds no NVFP4 kernel") != std::string::npos);
   // Expected: --strategies is refused with a message naming the model.
   const Run st = run("plan --scenario dsv4-flash-8xh200 --strategies --no-plots --out " + (dir / "s").string(), dir);
   CHECK(st.status != 0);
