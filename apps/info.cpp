@@ -100,7 +100,7 @@ void print_gqa_text(const Scenario& s, const MemoryBudget& b) {
                                        : "",
              s.hardware.name, d.decode.count, d.decode.gpus, d.decode.tp, d.decode.dp_attention, d.decode.ep);
   fmt::print("  page_size {} · {} KV · mem_fraction_static {}{}\n", d.page_size,
-             d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.mem_fraction_static,
+             to_string(d.kv_dtype), d.mem_fraction_static,
              b.sliding_layer_count > 0 ? fmt::format(" · swa_full_tokens_ratio {}", d.swa_full_tokens_ratio) : "");
   fmt::print("  HiSparse: not applicable (no sparse indexer: HiSparse offloads what DeepSeek Sparse Attention's "
              "indexer selects)\n");
@@ -169,7 +169,7 @@ void print_dsv4_text(const Scenario& s, const Dsv4PoolBudget& v) {
   fmt::print("  HiSparse {} · top_k {} · device_buffer_size {} · host_to_device_ratio {} · page_size {} · {} KV · "
              "mem_fraction_static {} · max_running_requests {}\n",
              d.hisparse_enabled ? "on (C4 caches only)" : "off", hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio,
-             d.page_size, d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.mem_fraction_static, d.max_running_requests);
+             d.page_size, to_string(d.kv_dtype), d.mem_fraction_static, d.max_running_requests);
   fmt::print("\nKV entry sizes per layer (the deployment's kv_dtype picks one)\n");
   for (const Dsv4RowSize& r : v.rows)
     fmt::print("  {:<6} main {:>5} B + C4 indexer {:>4} B   {}\n", r.dtype,
@@ -177,11 +177,11 @@ void print_dsv4_text(const Scenario& s, const Dsv4PoolBudget& v) {
   print_section("Layers and entries", {&v.swa_only_layers, &v.c4_layers, &v.c128_layers, &v.mtp_inflation, &v.kv_row_bytes,
                                        &v.indexer_key_bytes, &v.window_size, &v.swa_full_tokens_ratio,
                                        &v.c4_shrink_factor, &v.c4_state_ring, &v.c4_state_bytes,
-                                       &v.c4_indexer_state_bytes});
+                                       &v.c4_indexer_state_bytes, &v.c128_state_ring, &v.c128_state_bytes});
   print_section("Bytes per full token (SGLang DSV4PoolConfigurator)",
                 {&v.swa_term, &v.c4_term, &v.c128_term, &v.indexer_term, &v.c4_state_term, &v.bytes_per_full_token});
   print_section("HBM per GPU", {&v.hbm.hbm_bytes, &v.hbm.weights_per_gpu_bytes, &v.hbm.activation_reserve_bytes,
-                                &v.hbm.kv_budget_bytes});
+                                &v.hbm.kv_budget_bytes, &v.c128_state_fixed_bytes});
   print_section("SGLang DSV4 pools per GPU (dp rank); full = max_total_num_tokens in the server log",
                 {&v.full_tokens, &v.swa_tokens, &v.c4_device_entries, &v.c128_entries, &v.c4_state_rows,
                  &v.c4_host_entries, &v.c4_host_bytes});
@@ -194,6 +194,17 @@ void print_dsv4_text(const Scenario& s, const Dsv4PoolBudget& v) {
                "max_running_requests > 0)\n");
   print_section("Full token usage of an empty pool (sglang PR #30909, open)",
                 {&v.usage_capacity_before, &v.usage_empty_before, &v.usage_empty_after});
+  // The memory budget plan, simulate and advise read: both modes' pools and a request's footprint and capacity.
+  const MemoryBudget b = dsv4_memory_budget(s, default_seq_lens());
+  fmt::print("\nOne request by sequence length (per dp rank, memory limits only; {}; `hisparse plan` adds PCIe and SLO "
+             "limits)\n", dsv4_pools_line(b));
+  fmt::print("  {:>8} {:>12} {:>14} {:>14} {:>9} {:>9}\n", "seq_len", "full KV", "HiSparse HBM", "HiSparse host",
+             "max full", "max HiSp");
+  for (const auto& q : b.per_seq_len)
+    fmt::print("  {:>8} {:>12} {:>14} {:>14} {:>9} {:>9}\n", group_digits(q.seq_len), human_bytes(q.full_kv_bytes.value),
+               human_bytes(q.hisparse_hbm_bytes.value), human_bytes(q.hisparse_host_bytes.value),
+               group_digits(static_cast<int64_t>(q.max_requests_full.value)),
+               group_digits(static_cast<int64_t>(q.max_requests_hisparse.value)));
   fmt::print("\nHiSparse offloads the C4 main KV only; the sliding-window, C128, indexer and state pools stay on the "
              "GPU.\nNot modelled:\n");
   for (const std::string& n : v.not_modelled) fmt::print("  - {}\n", n);
@@ -205,7 +216,7 @@ void print_dsv4_json(const Scenario& s, const Dsv4PoolBudget& v) {
   const std::vector<const Figure*> figs = {
       &v.swa_only_layers, &v.c4_layers, &v.c128_layers, &v.mtp_inflation, &v.kv_row_bytes, &v.indexer_key_bytes,
       &v.window_size, &v.swa_full_tokens_ratio, &v.c4_shrink_factor, &v.c4_state_ring, &v.c4_state_bytes,
-      &v.c4_indexer_state_bytes, &v.swa_term, &v.c4_term, &v.c128_term, &v.indexer_term, &v.c4_state_term,
+      &v.c4_indexer_state_bytes, &v.c128_state_ring, &v.c128_state_bytes, &v.c128_state_fixed_bytes, &v.swa_term, &v.c4_term, &v.c128_term, &v.indexer_term, &v.c4_state_term,
       &v.bytes_per_full_token, &v.hbm.hbm_bytes, &v.hbm.weights_per_gpu_bytes, &v.hbm.activation_reserve_bytes,
       &v.hbm.kv_budget_bytes, &v.full_tokens, &v.swa_tokens, &v.c4_device_entries, &v.c128_entries, &v.c4_state_rows,
       &v.c4_host_entries, &v.c4_host_bytes, &v.usage_capacity_before, &v.usage_empty_before, &v.usage_empty_after};
@@ -237,7 +248,7 @@ void print_text(const Scenario& s, const MemoryBudget& b) {
   fmt::print("  HiSparse {} · top_k {} · device_buffer_size {} · {} · page_size {} · {} KV · "
              "mem_fraction_static {}\n",
              d.hisparse_enabled ? "on" : "off", hs.top_k, hs.device_buffer_size, host_knob, d.page_size,
-             d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", d.mem_fraction_static);
+             to_string(d.kv_dtype), d.mem_fraction_static);
   if (hs.host_pool_gib > 0)
     fmt::print("  vLLM: HiSparseConnector kv_connector_extra_config '{{\"host_pool_gib\": {}}}', hisparse_config "
                "device_buffer_size {}\n", hs.host_pool_gib, hs.device_buffer_size);

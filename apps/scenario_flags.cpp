@@ -26,7 +26,7 @@ void add_scenario_flags(po::options_description& out, unsigned groups, const std
     add("top-k", po::value<int>(), "HiSparse top_k (replaces the deployment's)")(
         "mem-fraction-static", po::value<double>(), "SGLang --mem-fraction-static, per GPU, in (0, 1]")(
         "page-size", po::value<int>(), "KV page size, tokens")(
-        "kv-dtype", po::value<std::string>(), "KV cache dtype: bf16 | fp8")(
+        "kv-dtype", po::value<std::string>(), "KV cache dtype: bf16 | fp8 | nvfp4 (models with an NVFP4 row: DeepSeek-V4)")(
         "tpot-slo-ms", po::value<double>(), "TPOT SLO, ms per output token (replaces the deployment's)")(
         "mtp-draft-tokens", po::value<int>(), "speculative decoding with the model's MTP layer: d draft tokens per "
         "step (SGLang --speculative-num-steps d, eagle-topk 1; 0 = off; replaces the deployment's mtp_draft_tokens)")(

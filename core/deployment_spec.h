@@ -10,7 +10,9 @@
 
 namespace hisparse {
 
-enum class KvDtype { kBf16, kFp8 };
+// NVFP4: DeepSeek-V4's 4-bit KV rows (SGLang PR #35237); only models that publish latent_row_bytes_nvfp4 accept it.
+enum class KvDtype { kBf16, kFp8, kNvfp4 };
+inline const char* to_string(KvDtype d) { return d == KvDtype::kFp8 ? "fp8" : d == KvDtype::kNvfp4 ? "nvfp4" : "bf16"; }
 
 struct InstanceSpec {
   int count = 1;                     // instances of this role

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text_format.h"
 
 namespace hisparse {
 
@@ -35,15 +36,20 @@ Figure fig(const char* key, const char* label, double value, const char* unit, s
   return Figure{key, label, value, unit, std::move(formula)};
 }
 
-// SGLang's compress-state rows per window of SWA tokens: 8 entries, 16 with a speculative draft (the ring sizes of
-// sglang PR #40337's measurement table, get_compress_state_ring_size).
-int c4_ring_size(const ModelSpec& m) { return m.mtp_layers > 0 ? 16 : 8; }
-
 // Compress-state element size: SGLANG_DSV4_COMPRESS_STATE_DTYPE accepts float32 or bfloat16; its default is not in
 // the stored source, so fp32 (the larger, conservative one) is assumed.
 constexpr int64_t kStateDtypeBytes = 4;
 
 }  // namespace
+
+Dsv4StateRows dsv4_state_rows(const ModelSpec& m) {
+  // Rings (get_compress_state_ring_size): C4 8 rows per window of SWA tokens, C128 128 rows per request slot; 16 and
+  // 256 with a speculative draft (the C4 sizes also in sglang PR #40337's measurement table).
+  const bool spec = m.mtp_layers > 0;
+  const int64_t head = int64_t{m.kv_lora_rank} + m.qk_rope_head_dim;
+  return Dsv4StateRows{spec ? 16 : 8, spec ? 256 : 128, 2 * 2 * head * kStateDtypeBytes,
+                       2 * 2 * int64_t{m.indexer_head_dim} * kStateDtypeBytes, 2 * head * kStateDtypeBytes};
+}
 
 std::vector<Dsv4RowSize> dsv4_row_sizes(const ModelSpec& m) {
   const int64_t idx = m.indexer_key_bytes;
@@ -82,7 +88,8 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& s) {
   const int W = m.window_size;
   const double r = d.swa_full_tokens_ratio;
   const int shrink = d.hisparse_enabled ? d.hisparse.host_to_device_ratio : 1;
-  const int ring = c4_ring_size(m);
+  const Dsv4StateRows st = dsv4_state_rows(m);
+  const int ring = st.c4_ring;
   const double infl = static_cast<double>(L + m.mtp_layers) / L;
 
   b.swa_only_layers = fig("swa_only_layers", "sliding-window-only layers", n0, "layers", "compress_ratios entries 0");
@@ -90,7 +97,7 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& s) {
   b.c128_layers = fig("c128_layers", "C128 layers (heavily compressed)", n128, "layers", "compress_ratios entries 128");
   b.mtp_inflation = fig("mtp_inflation", "speculative draft inflation", infl, "",
                         fmt::format("(layers + mtp_layers) / layers = ({} + {}) / {}", L, m.mtp_layers, L));
-  const Dsv4RowSize& row = d.kv_dtype == KvDtype::kFp8 ? b.rows[1] : b.rows[0];
+  const Dsv4RowSize& row = b.rows[d.kv_dtype == KvDtype::kFp8 ? 1 : d.kv_dtype == KvDtype::kNvfp4 ? 2 : 0];
   b.kv_row_bytes = fig("kv_row_bytes", "KV entry per layer", static_cast<double>(kv), "B",
                        fmt::format("{}: {}", row.dtype, row.formula));
   b.indexer_key_bytes = fig("indexer_key_bytes", "C4 indexer key per entry", static_cast<double>(idx), "B",
@@ -105,12 +112,35 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& s) {
                         m.mtp_layers > 0 ? "16 with a speculative draft (sglang PR #40337 table)"
                                          : "8 without a speculative draft (sglang PR #40337 table)");
   const int64_t head = int64_t{m.kv_lora_rank} + m.qk_rope_head_dim;
-  const int64_t state = 2 * 2 * head * kStateDtypeBytes, idx_state = 2 * 2 * int64_t{m.indexer_head_dim} * kStateDtypeBytes;
+  const int64_t state = st.c4_state_bytes, idx_state = st.c4_indexer_state_bytes;
   b.c4_state_bytes = fig("c4_state_bytes", "C4 attention state per row", static_cast<double>(state), "B",
                          fmt::format("2 × 2 × head_dim × 4 = 2 × 2 × {} × 4 (assumed fp32 state)", head));
   b.c4_indexer_state_bytes = fig("c4_indexer_state_bytes", "C4 indexer state per row", static_cast<double>(idx_state),
                                  "B", fmt::format("2 × 2 × index_head_dim × 4 = 2 × 2 × {} × 4 (assumed fp32 state)",
                                                   m.indexer_head_dim));
+
+  // C128 states (pool_configurator.py _get_c128_state_fixed_bytes): slots = M + E + 1 request slots of `ring` rows,
+  // plus ring + 1, rounded up to 128 rows, each 2 × head_dim state values (kv, score; no overlap), per C128 layer.
+  const int ring128 = st.c128_ring;
+  const int64_t state128 = st.c128_state_bytes;
+  b.c128_state_ring = fig("c128_state_ring", "C128 compress-state ring", ring128, "rows",
+                          m.mtp_layers > 0 ? "256 with a speculative draft (get_compress_state_ring_size)"
+                                           : "128 without a speculative draft (get_compress_state_ring_size)");
+  b.c128_state_bytes = fig("c128_state_bytes", "C128 state per row", static_cast<double>(state128), "B",
+                           fmt::format("2 × head_dim × 4 = 2 × {} × 4 (assumed fp32 state)", head));
+  if (d.max_running_requests > 0) {
+    const int64_t slots = int64_t{d.max_running_requests} + 1;
+    const int64_t rows = (slots * ring128 + ring128 + 1 + 127) / 128 * 128;
+    b.c128_state_fixed_bytes =
+        fig("c128_state_fixed_bytes", "C128 compress states (fixed)", static_cast<double>(rows * state128 * n128), "B",
+            fmt::format("ceil((slots × ring + ring + 1) / 128) × 128 × state × c128_layers = ceil(({} × {} + {} + 1) / "
+                        "128) × 128 × {} × {}; slots = M + E + 1 = {} + 0 + 1 (E: extra decode slots, assumed 0)",
+                        slots, ring128, ring128, state128, n128, d.max_running_requests));
+  } else {
+    b.c128_state_fixed_bytes = fig("c128_state_fixed_bytes", "C128 compress states (fixed)", 0, "B",
+                                   "max_running_requests unset: SGLang then sizes them from the token capacity (not "
+                                   "modelled), taken as 0");
+  }
 
   // Bytes per full token, term by term.
   const double t_swa = r * kv * L, t_c4 = static_cast<double>(kv) * n4 / (4.0 * shrink),
@@ -133,10 +163,12 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& s) {
                                                       num(t_idx), num(t_state), num(infl)));
 
   hbm_figures(s, b.hbm);
-  const double budget = b.hbm.kv_budget_bytes.value;
+  const double c128_fixed = b.c128_state_fixed_bytes.value;
+  const double budget = b.hbm.kv_budget_bytes.value - c128_fixed;
   int64_t full = pool_tokens(budget, bpf, page);
-  std::string full_formula = fmt::format("floor(kv_budget / bytes_per_full_token / page) × page = floor({} / {} / {}) × {}",
-                                         num(budget), num(bpf), page, page);
+  std::string full_formula = fmt::format("floor((kv_budget − C128 states) / bytes_per_full_token / page) × page = "
+                                         "floor(({} − {}) / {} / {}) × {}", num(b.hbm.kv_budget_bytes.value),
+                                         num(c128_fixed), num(bpf), page, page);
   if (d.memory.full_pool_tokens > 0) {
     full = d.memory.full_pool_tokens / page * page;
     full_formula = fmt::format("deployment memory.full_pool_tokens (override) {} rounded to pages of {}",
@@ -183,8 +215,9 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& s) {
                                                                       num(bpf), num(t_c4), num(infl)));
     const int64_t rc_full = pool_tokens(budget - fixed, base, page);
     b.rc_full_tokens = fig("rc_full_tokens", "full (logical) pool (#33979)", static_cast<double>(rc_full), "tokens",
-                           fmt::format("floor((kv_budget − C4 fixed) / base / page) × page = floor(({} − {}) / {} / {}) × {}",
-                                       num(budget), num(fixed), num(base), page, page));
+                           fmt::format("floor((kv_budget − C128 states − C4 fixed) / base / page) × page = floor(({} − "
+                                       "{} − {}) / {} / {}) × {}", num(b.hbm.kv_budget_bytes.value), num(c128_fixed),
+                                       num(fixed), num(base), page, page));
   }
 
   // PR #30909: the usage an empty pool reported.
@@ -198,8 +231,160 @@ Dsv4PoolBudget compute_dsv4_pool_budget(const Scenario& s) {
   b.usage_empty_after = fig("usage_empty_after", "empty-pool usage reported after #30909", 0, "",
                             "1 − logical_available / full = 0 (capacity = logical_available)");
   b.not_modelled = {
-      "C128 compress state: SGLang sizes it per request slot once max_running_requests is known and subtracts it "
-      "before the per-token split (its ring size is not in the stored source)"};
+      "the extra PD decode request slots (SGLang's disaggregation_decode_extra_slots): taken as 0 in the C128 states "
+      "and in #33979's R"};
+  return b;
+}
+
+std::string dsv4_pools_line(const MemoryBudget& b) {
+  auto n = [](const Figure& f) { return group_digits(static_cast<int64_t>(f.value)); };
+  return fmt::format("full KV: full {} / sliding-window {} tokens; HiSparse: full (logical) {} / sliding-window {} "
+                     "tokens, C4 device pool {} entries, C4 host pool {} entries",
+                     n(b.full_pool_tokens), n(b.swa_pool_tokens), n(b.logical_pool_tokens), n(b.hisparse_swa_pool_tokens),
+                     n(b.device_pool_tokens), n(b.host_pool_tokens));
+}
+
+Dsv4RequestLimits dsv4_request_limits(const MemoryBudget& b, int64_t n, bool hisparse) {
+  Dsv4RequestLimits r;
+  const int page = std::max(1, b.page_size);
+  const int64_t paged = round_up_to_page(n, page), reserve = static_cast<int64_t>(b.reserved_decode_tokens.value);
+  r.c4_entries = paged / 4;
+  r.swa_tokens = round_up_to_page(sliding_tokens_kept(b, n), page);
+  if (!hisparse) {
+    // Full KV: the full and sliding-window pools (C4 = full / 4 and C128 = full / 128 entries never bind first).
+    r.hbm = full_pool_requests(b, n, &r.hbm_formula);
+    return r;
+  }
+  const auto Q = static_cast<int64_t>(b.device_buffer_tokens.value);
+  const int64_t H = Q - page / 4;
+  r.device_slots = r.c4_entries <= H ? r.c4_entries : Q;
+  const auto c4_dev = static_cast<int64_t>(b.device_pool_tokens.value);
+  const int64_t by_c4 = r.device_slots > 0 ? c4_dev / r.device_slots : 0;
+  std::string f_swa;
+  const int64_t by_swa = requests_in_pool(static_cast<int64_t>(b.hisparse_swa_pool_tokens.value), r.swa_tokens, reserve,
+                                          "swa_pool", &f_swa);
+  r.hbm = std::min(by_c4, by_swa);
+  r.hbm_formula = fmt::format("min(floor(c4_device_pool / c4_slots) = floor({} / {}), {}); c4_slots = {}", c4_dev,
+                              r.device_slots, f_swa,
+                              r.c4_entries <= H ? "paged seq_len / 4 (all entries fit the buffer)"
+                                                : "device_buffer_size + page / 4");
+  r.logical = requests_in_pool(static_cast<int64_t>(b.logical_pool_tokens.value), paged, reserve, "logical_pool",
+                               &r.logical_formula);
+  const auto host = static_cast<int64_t>(b.host_pool_tokens.value);
+  r.host = r.c4_entries > 0 ? host / r.c4_entries : 0;
+  r.host_formula = fmt::format("floor(c4_host_pool / (paged seq_len / 4)) = floor({} / {})", host, r.c4_entries);
+  return r;
+}
+
+MemoryBudget dsv4_memory_budget(const Scenario& s, const std::vector<int64_t>& seq_lens) {
+  const ModelSpec& m = s.model;
+  const DeploymentSpec& d = s.deployment;
+  // The same arithmetic twice: the pools of a server without HiSparse, and with it.
+  Scenario off = s, on = s;
+  off.deployment.hisparse_enabled = false;
+  on.deployment.hisparse_enabled = true;
+  const Dsv4PoolBudget f = compute_dsv4_pool_budget(off), h = compute_dsv4_pool_budget(on);
+  const int page = d.page_size, L = m.layers, n4 = m.compressed_layer_count(4), n128 = m.compressed_layer_count(128);
+  const int64_t kv = latent_row_bytes(m, d.kv_dtype), idx = m.indexer_key_bytes;
+  const int W = m.window_size;
+  const int64_t H = d.hisparse.device_buffer_size, Q = H + page / 4;
+  MemoryBudget b;
+  b.attention = "dsv4";
+  b.sparse_indexer = true;
+  b.page_size = page;
+  b.sliding_window = W;
+  b.sliding_layer_count = L;  // every layer keeps the window (full_pool_requests then bounds by the SWA pool too)
+  b.indexer_layers = n4;
+  b.c4_layers = n4;
+  b.c128_layers = n128;
+  b.kv_layers = fig("kv_layers", "KV layers", L + m.mtp_layers, "layers",
+                    fmt::format("layers + mtp_layers = {} + {} (every layer keeps the window; {} C4, {} C128)", L,
+                                m.mtp_layers, n4, n128));
+  b.latent_row_bytes = f.kv_row_bytes;
+  b.latent_row_bytes.key = "latent_row_bytes";
+  b.indexer_key_bytes = f.indexer_key_bytes;
+  b.full_cell_bytes = f.bytes_per_full_token;
+  b.full_cell_bytes.key = "full_cell_bytes";
+  b.full_cell_bytes.label = "bytes per full token, full KV";
+  b.hisparse_cell_bytes = h.bytes_per_full_token;
+  b.hisparse_cell_bytes.key = "hisparse_cell_bytes";
+  b.hisparse_cell_bytes.label = "bytes per full token, HiSparse";
+  for (auto [dst, src] : {std::pair{&b.hbm_bytes, &f.hbm.hbm_bytes}, {&b.weights_per_gpu_bytes, &f.hbm.weights_per_gpu_bytes},
+                          {&b.activation_reserve_bytes, &f.hbm.activation_reserve_bytes},
+                          {&b.kv_budget_bytes, &f.hbm.kv_budget_bytes},
+                          {&b.reserved_decode_tokens, &f.hbm.reserved_decode_tokens}})
+    *dst = *src;
+  b.c128_state_fixed_bytes = f.c128_state_fixed_bytes;
+  auto renamed = [](Figure x, const char* key, const char* label) {
+    x.key = key;
+    x.label = label;
+    return x;
+  };
+  b.full_pool_tokens = renamed(f.full_tokens, "full_pool_tokens", "full pool, full KV (max_total_num_tokens)");
+  b.swa_pool_tokens = renamed(f.swa_tokens, "swa_pool_tokens", "sliding-window pool, full KV");
+  b.logical_pool_tokens = renamed(h.full_tokens, "logical_pool_tokens", "full (logical) pool, HiSparse");
+  b.hisparse_swa_pool_tokens = renamed(h.swa_tokens, "hisparse_swa_pool_tokens", "sliding-window pool, HiSparse");
+  b.device_pool_tokens = renamed(h.c4_device_entries, "device_pool_tokens", "C4 device pool, HiSparse (entries)");
+  b.host_pool_tokens = renamed(h.c4_host_entries, "host_pool_tokens", "C4 host pool (entries)");
+  b.host_pool_bytes_per_gpu = renamed(h.c4_host_bytes, "host_pool_bytes_per_gpu", "host pool bytes per GPU");
+  const int gpus_node = std::min(d.decode.gpus, s.hardware.gpus_per_node);
+  const double host_node = h.c4_host_bytes.value * gpus_node;
+  b.host_pool_bytes_per_node = fig("host_pool_bytes_per_node", "host pools per decode node", host_node, "B",
+                                   fmt::format("host_pool_bytes_per_gpu × GPUs per node = {} × {}",
+                                               num(h.c4_host_bytes.value), gpus_node));
+  b.host_dram_bytes = fig("host_dram_bytes", "host DRAM per decode node", d.host_dram_bytes, "B", "deployment host_dram_bytes");
+  b.host_dram_left_bytes = fig("host_dram_left_bytes", "host DRAM left after host pools", d.host_dram_bytes - host_node,
+                               "B", fmt::format("host_dram − host_pools_per_node = {} − {}", num(d.host_dram_bytes),
+                                                num(host_node)));
+  const auto c4_dev = static_cast<int64_t>(h.c4_device_entries.value);
+  b.device_latent_pool_bytes = fig("device_latent_pool_bytes", "C4 device pool bytes", static_cast<double>(c4_dev) * n4 * kv,
+                                   "B", fmt::format("c4_device × c4_layers × kv = {} × {} × {}", c4_dev, n4, kv));
+  b.device_buffer_tokens = fig("device_buffer_tokens", "device buffer per request (C4 entries)", static_cast<double>(Q),
+                               "entries", fmt::format("device_buffer_size + page / 4 = {} + {}", H, page / 4));
+  b.device_buffer_bytes = fig("device_buffer_bytes", "device buffer bytes per request",
+                              static_cast<double>(Q) * n4 * kv, "B",
+                              fmt::format("(H + page / 4) × c4_layers × kv = {} × {} × {}", Q, n4, kv));
+  b.max_buffers_per_device_pool = fig("max_buffers_per_device_pool", "full device buffers per C4 device pool",
+                                      static_cast<double>(c4_dev / Q), "requests",
+                                      fmt::format("floor(c4_device / (H + page / 4)) = floor({} / {})", c4_dev, Q));
+
+  // Per request: what stays on the GPU in both modes (the window of every layer, the C128 entries, the C4 indexer
+  // keys, the C4 compress-state rows of its window pages, its slot's C128 states) and the C4 entries, all on the
+  // GPU (full KV) or in the buffer with the rest on the host (HiSparse).
+  const int64_t state4 = static_cast<int64_t>(f.c4_state_bytes.value + f.c4_indexer_state_bytes.value);
+  const auto ring4 = static_cast<int64_t>(f.c4_state_ring.value), ring128 = static_cast<int64_t>(f.c128_state_ring.value);
+  const auto state128 = static_cast<int64_t>(f.c128_state_bytes.value);
+  for (int64_t n : seq_lens) {
+    SeqLenBudget q;
+    q.seq_len = n;
+    const Dsv4RequestLimits lf = dsv4_request_limits(b, n, false), lh = dsv4_request_limits(b, n, true);
+    const int64_t e = lf.c4_entries, kept = lf.swa_tokens, paged = round_up_to_page(n, page), e128 = paged / 128;
+    const double fixed = static_cast<double>(kept) * L * kv + static_cast<double>(e128) * n128 * kv;
+    const double states = static_cast<double>(kept / W * ring4 * state4 * n4 + ring128 * state128 * n128);
+    const std::string fixed_formula = fmt::format(
+        "swa × layers × kv + paged / 128 × c128_layers × kv + states = {} × {} × {} + {} × {} × {} + ({} / {} × {} × {} "
+        "× {} + {} × {} × {})", kept, L, kv, e128, n128, kv, kept, W, ring4, state4, n4, ring128, state128, n128);
+    q.swa_tokens = fig("swa_tokens", "tokens kept in the window", static_cast<double>(kept), "tokens",
+                       fmt::format("paged(min(seq_len, window + page)) = paged(min({}, {} + {}))", n, W, page));
+    q.full_latent_bytes = fig("full_latent_bytes", "C4 entries", static_cast<double>(e) * n4 * kv, "B",
+                              fmt::format("paged / 4 × c4_layers × kv = {} × {} × {}", e, n4, kv));
+    q.full_indexer_bytes = fig("full_indexer_bytes", "C4 indexer keys", static_cast<double>(e) * n4 * idx, "B",
+                               fmt::format("paged / 4 × c4_layers × indexer = {} × {} × {}", e, n4, idx));
+    q.full_kv_bytes = fig("full_kv_bytes", "full KV (all pools)",
+                          q.full_latent_bytes.value + q.full_indexer_bytes.value + fixed + states, "B",
+                          fmt::format("C4 + indexer + device-only pools = {} + {} + ({})",
+                                      num(q.full_latent_bytes.value), num(q.full_indexer_bytes.value), fixed_formula));
+    q.hisparse_hbm_bytes = fig("hisparse_hbm_bytes", "HiSparse HBM (C4 buffer + device-only pools)",
+                               static_cast<double>(lh.device_slots) * n4 * kv + q.full_indexer_bytes.value + fixed + states,
+                               "B", fmt::format("c4_slots × c4_layers × kv + indexer + device-only pools = {} × {} × {} + {} + {}",
+                                                lh.device_slots, n4, kv, num(q.full_indexer_bytes.value),
+                                                num(fixed + states)));
+    q.hisparse_host_bytes = fig("hisparse_host_bytes", "HiSparse host (C4 entries)", q.full_latent_bytes.value, "B",
+                                q.full_latent_bytes.formula);
+    set_max_requests(q, d, lf.hbm, lf.hbm_formula, std::min({lh.hbm, lh.logical, lh.host}),
+                     fmt::format("min({}, {}, {})", lh.hbm_formula, lh.logical_formula, lh.host_formula));
+    b.per_seq_len.push_back(q);
+  }
   return b;
 }
 

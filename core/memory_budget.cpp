@@ -40,6 +40,7 @@
 
 #include <fmt/format.h>
 
+#include "core/dsv4_pool_budget.h"
 #include "core/error.h"
 
 namespace hisparse {
@@ -68,6 +69,7 @@ const std::vector<int64_t>& default_seq_lens() {
 }
 
 int64_t latent_row_bytes(const ModelSpec& model, KvDtype dtype) {
+  if (dtype == KvDtype::kNvfp4) return model.latent_row_bytes_nvfp4;
   return dtype == KvDtype::kFp8 ? model.latent_row_bytes_fp8 : model.latent_row_bytes;
 }
 
@@ -87,6 +89,13 @@ int64_t host_pool_tokens(int64_t logical_tokens, int page_size) { return (logica
 int64_t round_up_to_page(int64_t tokens, int page_size) { return (tokens + page_size - 1) / page_size * page_size; }
 
 std::vector<const Figure*> MemoryBudget::figures() const {
+  if (attention == "dsv4")
+    return {&kv_layers, &latent_row_bytes, &indexer_key_bytes, &full_cell_bytes, &hisparse_cell_bytes, &hbm_bytes,
+            &weights_per_gpu_bytes, &activation_reserve_bytes, &kv_budget_bytes, &c128_state_fixed_bytes,
+            &full_pool_tokens, &swa_pool_tokens, &logical_pool_tokens, &hisparse_swa_pool_tokens, &device_pool_tokens,
+            &host_pool_tokens, &host_pool_bytes_per_gpu, &host_pool_bytes_per_node, &host_dram_bytes,
+            &host_dram_left_bytes, &device_buffer_tokens, &device_buffer_bytes, &max_buffers_per_device_pool,
+            &reserved_decode_tokens};
   if (attention == "gqa" || attention == "gqa+swa" || attention == "gqa+mamba") {
     std::vector<const Figure*> f = {&kv_layers, &kv_heads_per_rank, &latent_row_bytes};
     if (sliding_layer_count > 0) f.insert(f.end(), {&full_attention_layers, &sliding_layers});
@@ -261,6 +270,20 @@ int64_t requests_in_pool(double pool, double paged, double reserve, const char* 
   return static_cast<int64_t>(std::floor((pool + reserve) / (paged + reserve) + 1e-9));
 }
 
+void set_max_requests(SeqLenBudget& q, const DeploymentSpec& d, int64_t full, const std::string& full_formula,
+                      int64_t hisparse, const std::string& hisparse_formula) {
+  std::string cap;
+  if (d.max_running_requests > 0) {
+    full = std::min<int64_t>(full, d.max_running_requests);
+    hisparse = std::min<int64_t>(hisparse, d.max_running_requests);
+    cap = fmt::format(", capped at max_running_requests {}", d.max_running_requests);
+  }
+  q.max_requests_full = fig("max_requests_full", "max requests full-KV (memory)", static_cast<double>(full), "requests",
+                            full_formula + cap);
+  q.max_requests_hisparse = fig("max_requests_hisparse", "max requests HiSparse (memory)", static_cast<double>(hisparse),
+                                "requests", hisparse_formula + cap);
+}
+
 int64_t full_pool_requests(const MemoryBudget& b, int64_t n, std::string* formula) {
   const int page = std::max(1, b.page_size);
   const int64_t paged = round_up_to_page(n, page);
@@ -285,12 +308,9 @@ int64_t full_pool_requests(const MemoryBudget& b, int64_t n, std::string* formul
 
 MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>& seq_lens) {
   if (s.model.is_gqa()) return compute_gqa_budget(s, seq_lens);
-  // A compressed-attention cache entry covers 4 or 128 tokens and lives in one of five pools: the per-token MLA
-  // figures below would misstate every one of them.
-  if (s.model.is_compressed())
-    throw_error("{}: model {} has compressed attention (DeepSeek-V4: sliding-window, C4 and C128 pools); its pools are "
-                "sized by `hisparse info` (core/dsv4_pool_budget.h); plan, simulate and advise price per-token MLA + "
-                "DSA caches and do not model them yet", s.source, s.model.name);
+  // A compressed-attention cache entry covers 4 or 128 tokens and lives in one of five pools: the DSV4 pool
+  // arithmetic sizes them (core/dsv4_pool_budget.h), with HiSparse on and off.
+  if (s.model.is_compressed()) return dsv4_memory_budget(s, seq_lens);
   const ModelSpec& m = s.model;
   const DeploymentSpec& d = s.deployment;
   const HiSparseConfig& hs = d.hisparse;
@@ -458,22 +478,11 @@ MemoryBudget compute_memory_budget(const Scenario& s, const std::vector<int64_t>
     q.hisparse_host_bytes = fig("hisparse_host_bytes", "HiSparse host (latent)", static_cast<double>(n) * L * row, "B",
                                 fmt::format("seq_len × kv_layers × latent_row_bytes = {} × {} × {}", n, L, row));
     std::string f_full, f_logical;
-    int64_t max_full = full_pool_requests(b, n, &f_full);
+    const int64_t max_full = full_pool_requests(b, n, &f_full);
     const int64_t by_logical =
         requests_in_pool(logical, paged, static_cast<int64_t>(b.reserved_decode_tokens.value), "logical_pool", &f_logical);
-    int64_t max_hs = std::min(N / dev_tokens, by_logical);
-    std::string cap;
-    if (d.max_running_requests > 0) {
-      max_full = std::min<int64_t>(max_full, d.max_running_requests);
-      max_hs = std::min<int64_t>(max_hs, d.max_running_requests);
-      cap = fmt::format(", capped at max_running_requests {}", d.max_running_requests);
-    }
-    q.max_requests_full = fig("max_requests_full", "max requests full-KV (memory)", static_cast<double>(max_full),
-                              "requests", f_full + cap);
-    q.max_requests_hisparse = fig("max_requests_hisparse", "max requests HiSparse (memory)", static_cast<double>(max_hs),
-                                  "requests",
-                                  fmt::format("min(floor(device_pool / buffer) = floor({} / {}), {}){}", N, dev_tokens,
-                                              f_logical, cap));
+    set_max_requests(q, d, max_full, f_full, std::min(N / dev_tokens, by_logical),
+                     fmt::format("min(floor(device_pool / buffer) = floor({} / {}), {})", N, dev_tokens, f_logical));
     b.per_seq_len.push_back(q);
   }
   return b;

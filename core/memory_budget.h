@@ -42,6 +42,12 @@ struct MemoryBudget {
   int64_t sliding_window = 0;        // tokens (0 = none)
   int full_layers = 0, sliding_layer_count = 0;  // KV layers of each kind (MLA: all full)
   int indexer_layers = 0;  // layers with an indexer-key cache (MLA+DSA: top-k anchors + MTP layers; else 0)
+  // DeepSeek-V4 ("dsv4", core/dsv4_pool_budget.h): HiSparse offloads the C4 pool, counted in compressed entries
+  // (one per 4 tokens); device_pool_tokens / host_pool_tokens / device_buffer_tokens are C4 entries, logical_pool_tokens
+  // the full (token) pool; every layer's sliding window, the C128 pool and the compress states stay on the GPU.
+  int c4_layers = 0, c128_layers = 0;
+  Figure hisparse_swa_pool_tokens;   // DSV4: the sliding-window pool with HiSparse on (the full pool grows with it)
+  Figure c128_state_fixed_bytes;     // DSV4: the C128 compress states, sized per request slot before the split
   // GQA only (absent from figures() for MLA).
   Figure kv_heads_per_rank;          // max(1, num_key_value_heads / attention TP)
   Figure full_attention_layers;
@@ -131,6 +137,10 @@ int64_t requests_in_pool(int64_t pool, int64_t paged, int64_t reserve, const cha
 int64_t requests_in_pool(double pool, double paged, double reserve, const char* pool_name,
                          std::string* formula = nullptr);
 
+/// Fills q.max_requests_full / q.max_requests_hisparse from each mode's memory limit and its formula, both capped at
+/// the deployment's max_running_requests when it sets one.
+void set_max_requests(SeqLenBudget& q, const DeploymentSpec& d, int64_t full, const std::string& full_formula,
+                      int64_t hisparse, const std::string& hisparse_formula);
 /// HBM per GPU, the same for every attention kind: fills hbm_bytes, weights_per_gpu_bytes, activation_reserve_bytes
 /// and kv_budget_bytes (HBM × mem_fraction_static − weights − reserve, or the deployment's overrides).
 void hbm_figures(const Scenario& scenario, MemoryBudget& budget);

@@ -61,6 +61,9 @@ struct ModelSpec {
   std::vector<int> compress_ratios;
   int window_size = 0;                   // sliding window every V4 layer keeps (config sliding_window, 128)
   int64_t latent_row_bytes_nvfp4 = 0;    // bytes per cached entry in the NVFP4 KV layout (0 = not published)
+  // V4's grouped low-rank output projection (config o_groups, o_lora_rank): o_groups groups of heads each project to
+  // o_lora_rank, then o_groups × o_lora_rank → hidden (0 = a dense heads × v_head_dim → hidden o_proj).
+  int o_groups = 0, o_lora_rank = 0;
   double weight_bytes = 0;           // all weights as deployed (FP8 ≈ 690e9 with MTP)
   // Weights each attention-TP group holds whole: attention + indexer projections of all KV layers and the token
   // embedding. With attention data parallelism the attention TP size is tp / dp, so each GPU holds dp / tp of
@@ -109,6 +112,8 @@ struct ModelSpec {
   /// Layers that attend (and cache) every token: all of them less the sliding-window and linear-attention ones.
   int full_attention_layer_count() const { return kv_layers() - sliding_layer_count() - linear_layer_count(); }
   bool is_compressed() const { return !compress_ratios.empty(); }
+  /// Layers whose selections HiSparse serves (and can miss): every main layer; DeepSeek-V4 its C4 layers.
+  int offload_layers() const { return is_compressed() ? compressed_layer_count(4) : layers; }
   /// Main-model layers (MTP excluded, as SGLang's DSV4 pool slices compress_ratios by the model's own layers) with
   /// this compression ratio.
   int compressed_layer_count(int ratio) const {

@@ -45,7 +45,8 @@ const std::vector<const char*>& mla_only_keys() {
                                              "latent_row_bytes_fp8", "indexer_heads", "indexer_head_dim",
                                              "indexer_key_bytes", "top_k", "topk_layer_group", "topk_skip_offset",
                                              "q_lora_rank", "qk_nope_head_dim", "v_head_dim", "dp_replicated_weight_bytes",
-                                             "compress_ratios", "window_size", "latent_row_bytes_nvfp4"};
+                                             "compress_ratios", "window_size", "latent_row_bytes_nvfp4", "o_groups",
+                                             "o_lora_rank"};
   return k;
 }
 const std::vector<const char*>& gqa_only_keys() {
@@ -188,7 +189,7 @@ void read_gqa_model(StrictMap& map, ModelSpec* m) {
 /// sliding window; the NVFP4 row size is only meaningful with them.
 void read_compressed_attention(StrictMap& map, ModelSpec* m) {
   const bool has_ratios = map.has("compress_ratios");
-  for (const char* key : {"window_size", "latent_row_bytes_nvfp4"})
+  for (const char* key : {"window_size", "latent_row_bytes_nvfp4", "o_groups", "o_lora_rank"})
     if (map.has(key) && !has_ratios)
       throw_error("{}: only for compressed attention; expected compress_ratios with it (DeepSeek-V4)", map.where(key));
   if (!has_ratios) return;
@@ -210,6 +211,14 @@ void read_compressed_attention(StrictMap& map, ModelSpec* m) {
   map.require("window_size");
   map.get("window_size", &m->window_size, 1, 1 << 20);
   map.get_integral("latent_row_bytes_nvfp4", &m->latent_row_bytes_nvfp4, 0, kMaxInt, Unit::kBytes);
+  map.get("o_groups", &m->o_groups, 1, 1 << 10);
+  map.get("o_lora_rank", &m->o_lora_rank, 1, 1 << 20);
+  if ((m->o_groups > 0) != (m->o_lora_rank > 0))
+    throw_error("{}: o_groups and o_lora_rank: got one without the other, expected both (V4's grouped output "
+                "projection) or neither", map.where(m->o_groups > 0 ? "o_groups" : "o_lora_rank"));
+  if (m->o_groups > 0 && m->attention_heads % m->o_groups != 0)
+    throw_error("{}: got {}, expected a divisor of attention_heads {}", map.where("o_groups"), m->o_groups,
+                m->attention_heads);
 }
 
 }  // namespace
@@ -379,8 +388,8 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   map.get("mem_fraction_static", &d.mem_fraction_static, 0.01, 1.0);
   map.get("page_size", &d.page_size, 1, 65536);
   std::string dtype = "bf16";
-  map.get_choice("kv_dtype", &dtype, {"bf16", "fp8"});
-  d.kv_dtype = dtype == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;
+  map.get_choice("kv_dtype", &dtype, {"bf16", "fp8", "nvfp4"});
+  d.kv_dtype = dtype == "fp8" ? KvDtype::kFp8 : dtype == "nvfp4" ? KvDtype::kNvfp4 : KvDtype::kBf16;
   map.get("context_length", &d.context_length, 1, 1 << 26);
   map.get("max_running_requests", &d.max_running_requests, 0, 1 << 24);
   map.get("num_reserved_decode_tokens", &d.num_reserved_decode_tokens, 0, 1 << 24);
@@ -603,6 +612,10 @@ Scenario load_scenario(const std::string& name_or_path) {
       if (given)
         throw_error("{}: {}: expected absent: model {} has no linear-attention (Mamba) layers", path, key,
                     s.model.name);
+  // NVFP4 rows exist only where the model publishes their size (DeepSeek-V4: 416 B main + 132 B indexer, #35237).
+  if (s.deployment.kv_dtype == KvDtype::kNvfp4 && s.model.latent_row_bytes_nvfp4 <= 0)
+    throw_error("{}: kv_dtype: got nvfp4, expected bf16 or fp8: model {} publishes no NVFP4 row "
+                "(latent_row_bytes_nvfp4)", path, s.model.name);
   // SGLang asserts whole 128-token compression blocks per page for DeepSeek-V4's C4 / C128 pools.
   if (s.model.is_compressed() && s.deployment.page_size % 128 != 0)
     throw_error("{}: page_size: got {}, expected a multiple of 128 for model {} (compressed attention)", path,

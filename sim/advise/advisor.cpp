@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/dsv4_pool_budget.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 
@@ -42,6 +43,65 @@ namespace {
 int64_t fit_count(double pool, double per_request) {
   if (!(per_request > 0)) return 0;
   return static_cast<int64_t>(std::floor(pool / per_request + 1e-9));
+}
+
+// HiSparse's pools of a candidate (device, logical, host) and its logical-pool limit, the PD decode reserve `R`
+// applied as in requests_in_pool.
+void hisparse_pools(Candidate& c, const MemoryBudget& b, double paged, double R) {
+  const double logical = b.logical_pool_tokens.value;
+  c.pool_tokens = static_cast<int64_t>(b.device_pool_tokens.value);
+  c.logical_pool_tokens = static_cast<int64_t>(logical);
+  c.host_pool_tokens = static_cast<int64_t>(b.host_pool_tokens.value);
+  c.host_pool_bytes_per_node = b.host_pool_bytes_per_node.value;
+  PlanLimit& l = find_limit(c.limits, "logical_pool");
+  l.per_rank = requests_in_pool(logical, paged, R, "logical_pool", &l.formula);
+}
+
+// DeepSeek-V4: the DSV4 pools (core/dsv4_pool_budget.h dsv4_request_limits) at the mix's expected use per request:
+// full KV the full and sliding-window pools; HiSparse the C4 device and sliding-window pools (hbm), the full pool
+// (logical), the C4 host pool and host DRAM. The C128 states are sized without max_running_requests (the advisor's
+// output), as SGLang sizes them from the token capacity then (taken as 0, core/dsv4_pool_budget.cpp).
+void dsv4_limits(Candidate& c, const MemoryBudget& b, const ContextMix& mix, bool hs, double dram_per_gpu) {
+  auto lim = [&](const std::string& key) -> PlanLimit& { return find_limit(c.limits, key); };
+  auto expect = [&](const std::function<double(const Dsv4RequestLimits&, const SeqLenBudget&)>& f) {
+    return mix.expect([&](int64_t n) {
+      for (const SeqLenBudget& q : b.per_seq_len)
+        if (q.seq_len == n) return f(dsv4_request_limits(b, n, hs), q);
+      throw_error("advise: no memory budget for seq_len {}", n);
+    });
+  };
+  const int page = b.page_size;
+  const double R = b.reserved_decode_tokens.value;
+  const double paged = mix.expect([&](int64_t n) { return static_cast<double>(round_up_to_page(n, page)); });
+  const double kept = expect([](const Dsv4RequestLimits& l, const SeqLenBudget&) { return static_cast<double>(l.swa_tokens); });
+  const double entries = expect([](const Dsv4RequestLimits& l, const SeqLenBudget&) { return static_cast<double>(l.c4_entries); });
+  const double swa = hs ? b.hisparse_swa_pool_tokens.value : b.swa_pool_tokens.value;
+  std::string swa_formula;
+  const int64_t by_swa = requests_in_pool(swa, kept, R, "swa_pool", &swa_formula);
+  if (!hs) {
+    const double pool = b.full_pool_tokens.value;
+    c.pool_tokens = static_cast<int64_t>(pool);
+    std::string full_formula;
+    lim("hbm").per_rank = std::min(requests_in_pool(pool, paged, R, "full_pool", &full_formula), by_swa);
+    lim("hbm").formula = fmt::format("min({}, {}) with E[window tokens] for the swa_pool", full_formula, swa_formula);
+    c.hbm_per_request = expect([](const Dsv4RequestLimits&, const SeqLenBudget& q) { return q.full_kv_bytes.value; });
+    lim("pcie").formula = "full KV: nothing crosses PCIe per step";
+    return;
+  }
+  const double slots = expect([](const Dsv4RequestLimits& l, const SeqLenBudget&) { return static_cast<double>(l.device_slots); });
+  const double dev = b.device_pool_tokens.value, host = b.host_pool_tokens.value;
+  hisparse_pools(c, b, paged, R);
+  lim("hbm").per_rank = std::min(fit_count(dev, slots), by_swa);
+  lim("hbm").formula = fmt::format("min(floor(c4_device_pool / E[c4_slots]) = floor({:.0f} / {:.1f}), {})", dev, slots,
+                                   swa_formula);
+  lim("host_pool").per_rank = fit_count(host, entries);
+  lim("host_pool").formula = fmt::format("floor(c4_host_pool / E[paged seq_len / 4]) = floor({:.0f} / {:.1f})", host, entries);
+  const double host_req = entries * b.c4_layers * b.latent_row_bytes.value;
+  lim("host_dram").per_rank = fit_count(dram_per_gpu, host_req);
+  lim("host_dram").formula = fmt::format("floor((host_dram − reserve) / GPUs_per_node / (E[paged / 4] × c4_layers × kv)) = "
+                                         "floor({:.4g} / {:.4g})", dram_per_gpu, host_req);
+  c.hbm_per_request = expect([](const Dsv4RequestLimits&, const SeqLenBudget& q) { return q.hisparse_hbm_bytes.value; });
+  c.host_per_request = host_req;
 }
 
 }  // namespace
@@ -108,7 +168,10 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
   const double tokens = mix.mean_seq_len();
   // A PD decode server keeps this many tokens free per running request (docs/capacity.md, requests_in_pool).
   const double R = b.reserved_decode_tokens.value;
-  if (!hs) {
+  if (b.attention == "dsv4") {
+    dsv4_limits(c, b, mix, hs, std::max(0.0, d.host_dram_bytes - o.host_reserve_bytes) /
+                                   std::max(1, std::min(lay.gpus, s.hardware.gpus_per_node)));
+  } else if (!hs) {
     const double pool = b.full_pool_tokens.value;
     c.pool_tokens = static_cast<int64_t>(pool);
     lim("hbm").per_rank = requests_in_pool(pool, paged, R, "full_pool", &lim("hbm").formula);
@@ -118,14 +181,10 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
     const double slots = mix.expect([&](int64_t n) {
       return static_cast<double>(n <= H ? round_up_to_page(n, page) : int64_t{H} + page);
     });
-    const double dev = b.device_pool_tokens.value, logical = b.logical_pool_tokens.value, host = b.host_pool_tokens.value;
-    c.pool_tokens = static_cast<int64_t>(dev);
-    c.logical_pool_tokens = static_cast<int64_t>(logical);
-    c.host_pool_tokens = static_cast<int64_t>(host);
-    c.host_pool_bytes_per_node = b.host_pool_bytes_per_node.value;
+    const double dev = b.device_pool_tokens.value, host = b.host_pool_tokens.value;
+    hisparse_pools(c, b, paged, R);
     lim("hbm").per_rank = fit_count(dev, slots);
     lim("hbm").formula = fmt::format("floor(device_pool / E[buffer_slots]) = floor({:.0f} / {:.1f})", dev, slots);
-    lim("logical_pool").per_rank = requests_in_pool(logical, paged, R, "logical_pool", &lim("logical_pool").formula);
     lim("host_pool").per_rank = fit_count(host, paged);
     lim("host_pool").formula = fmt::format("floor(host_pool / E[paged seq_len]) = floor({:.0f} / {:.1f})", host, paged);
     const int per_node = std::max(1, std::min(lay.gpus, s.hardware.gpus_per_node));
@@ -134,6 +193,10 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
     lim("host_dram").formula = fmt::format("floor((host_dram − reserve) / GPUs_per_node / (E[paged seq_len] × "
                                            "kv_layers × latent_row_bytes)) = floor({:.4g} / {:.1f} / {:.0f})",
                                            d.host_dram_bytes - o.host_reserve_bytes, paged * L * row, 1.0 * per_node);
+    c.hbm_per_request = slots * L * row + tokens * b.indexer_layers * idx;
+    c.host_per_request = paged * L * row;
+  }
+  if (hs) {
     if (b.host_pool_bytes_per_node.value > d.host_dram_bytes - o.host_reserve_bytes) {
       // SGLang allocates the host pools at start-up: a setting whose pools exceed host DRAM does not launch.
       lim("host_dram").per_rank = 0;
@@ -142,8 +205,6 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
                                              b.host_pool_bytes_per_node.value * 1e-9,
                                              (d.host_dram_bytes - o.host_reserve_bytes) * 1e-9);
     }
-    c.hbm_per_request = slots * L * row + tokens * b.indexer_layers * idx;
-    c.host_per_request = paged * L * row;
     c.misses_per_request_step = mix.expect([&](int64_t n) { return model.misses_per_request(n); });
     if (c.misses_per_request_step > 0) {
       lim("pcie").per_rank = model.max_batch_io_within(mix, slo, o.batch_cap);
@@ -151,7 +212,9 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
                                         "backup each fit the SLO of {} ms on one PCIe link",
                                         c.misses_per_request_step, fmt::format("{:.0f} B", row), d.tpot_slo_ms);
     } else {
-      lim("pcie").formula = "every length of the mix fits the buffer (n ≤ H): nothing is loaded";
+      lim("pcie").formula = b.attention == "dsv4"
+                                ? "every length of the mix fits the buffer (n / 4 C4 entries ≤ H): nothing is loaded"
+                                : "every length of the mix fits the buffer (n ≤ H): nothing is loaded";
     }
   }
   const int64_t slo_b = model.max_batch_within(mix, slo, o.batch_cap);
@@ -316,7 +379,11 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
   if (a.best_full >= 0 && a.best_hisparse >= 0)
     a.break_even = break_even(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
                               a.candidates[static_cast<size_t>(a.best_hisparse)], o);
-  if (a.best_full >= 0 && a.best_hisparse >= 0)
+  // Dynamic residency keeps whole token caches resident; DeepSeek-V4's pools are not modelled for it.
+  if (s.model.is_compressed())
+    a.notes.push_back("DeepSeek-V4: dynamic residency is not evaluated for compressed attention; the C128 states are "
+                      "sized without max_running_requests (the advisor's output)");
+  else if (a.best_full >= 0 && a.best_hisparse >= 0)
     a.dynamic = advise_dynamic(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
                                a.candidates[static_cast<size_t>(a.best_hisparse)], o);
   if (a.best_hisparse >= 0 && !a.break_even.by_concurrency.empty()) {

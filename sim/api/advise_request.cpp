@@ -84,17 +84,20 @@ void add_extrapolation_warnings(AdviceSetup& setup, const std::vector<Advice>& a
     const Candidate* rec = a.recommended();
     if (!rec || rec->mode != KvMode::kHiSparse) continue;
     const int32_t H = rec->buffer_size;
+    // DeepSeek-V4 reads the miss model at its n / 4 C4 entries (StepTimeModel::misses_per_request).
+    const bool c4 = setup.scenario.model.is_compressed();
     std::vector<int64_t> lens;
     for (const auto& c : a.mix.classes)
-      if (c.seq_len > H && setup.misses->extrapolated(H, c.seq_len)) lens.push_back(c.seq_len);
+      if (const int64_t e = c4 ? c.seq_len / 4 : c.seq_len; e > H && setup.misses->extrapolated(H, e)) lens.push_back(e);
     if (lens.empty()) continue;
     std::string list;
     for (int64_t n : lens) list += fmt::format("{}{}", list.empty() ? "" : ", ", n);
     setup.info.warnings.push_back(fmt::format(
         "{}: the recommendation (H = {}, H/K {:.3g}) reads the miss model outside the range it was measured over at "
-        "n = {} (n/H {:.3g}–{:.3g}); it reads {}: the nearest measured fraction is held, capped by the steady-state "
+        "{}n = {} (n/H {:.3g}–{:.3g}); it reads {}: the nearest measured fraction is held, capped by the steady-state "
         "bound (n − H)/(K − 1); {}",
-        a.mix.label, H, static_cast<double>(H) / setup.scenario.deployment.hisparse.top_k, list,
+        a.mix.label, H, static_cast<double>(H) / setup.scenario.deployment.hisparse.top_k,
+        c4 ? "C4 entries (tokens / 4) " : "", list,
         static_cast<double>(lens.front()) / H, static_cast<double>(lens.back()) / H, setup.misses->measured_range(H),
         setup.misses->from_trace() ? "the given trace does not reach these lengths"
                                    : "a trace recorded at these lengths (--trace) would measure it"));

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/dsv4_pool_budget.h"
 #include "core/io/output_file.h"
 #include "core/io/read_file.h"
 #include "core/memory_budget.h"
@@ -65,7 +66,11 @@ std::string plan_console_text(const PlanOutcome& out) {
   } else {
     o += fmt::format("scenario {} ({}): {} rank{} per decode instance; miss model: {}\n", d.name, s.source, plan.layout.ranks,
                plan.layout.ranks == 1 ? "" : "s", plan.miss_source);
-    o += fmt::format("SGLang pools per GPU: full-KV max_total_num_tokens {}, HiSparse device pool {} (max_total_num_tokens), "
+    if (b.attention == "dsv4")
+      o += fmt::format("SGLang DSV4 pools per GPU: {} = {:.2f} GB\n", dsv4_pools_line(b),
+                       b.host_pool_bytes_per_gpu.value * 1e-9);
+    else
+      o += fmt::format("SGLang pools per GPU: full-KV max_total_num_tokens {}, HiSparse device pool {} (max_total_num_tokens), "
                "logical {}, host pool {} tokens = {:.2f} GB\n",
                plan_int(static_cast<int64_t>(b.full_pool_tokens.value)),
                plan_int(static_cast<int64_t>(b.device_pool_tokens.value)),

@@ -46,8 +46,12 @@ void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string&
     d.swap_in_kernel = *o.swap_in_kernel;
   }
   if (o.kv_dtype) {
-    if (*o.kv_dtype != "bf16" && *o.kv_dtype != "fp8") bad(command, "kv-dtype", *o.kv_dtype, s, "kv_dtype", "bf16 or fp8");
-    d.kv_dtype = *o.kv_dtype == "fp8" ? KvDtype::kFp8 : KvDtype::kBf16;
+    const std::string& v = *o.kv_dtype;
+    if (v != "bf16" && v != "fp8" && v != "nvfp4") bad(command, "kv-dtype", v, s, "kv_dtype", "bf16, fp8 or nvfp4");
+    // NVFP4 rows exist only where the model publishes their size (DeepSeek-V4, SGLang PR #35237).
+    if (v == "nvfp4" && s.model.latent_row_bytes_nvfp4 <= 0)
+      bad(command, "kv-dtype", v, s, "kv_dtype", "bf16 or fp8 (the model publishes no latent_row_bytes_nvfp4)");
+    d.kv_dtype = v == "fp8" ? KvDtype::kFp8 : v == "nvfp4" ? KvDtype::kNvfp4 : KvDtype::kBf16;
   }
   if (o.tpot_slo_ms) {
     if (!(*o.tpot_slo_ms > 0)) bad(command, "tpot-slo-ms", *o.tpot_slo_ms, s, "tpot_slo_ms", "a number of ms > 0");

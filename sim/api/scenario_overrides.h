@@ -24,7 +24,7 @@ struct ScenarioOverrides {
   // Server settings.
   std::optional<double> mem_fraction_static;  // in (0, 1]
   std::optional<int32_t> page_size;           // tokens
-  std::optional<std::string> kv_dtype;        // bf16 | fp8
+  std::optional<std::string> kv_dtype;        // bf16 | fp8 | nvfp4
   std::optional<std::string> swap_in_kernel;  // sglang | project: the kernel that prices the swap-in
   std::optional<double> tpot_slo_ms;          // > 0
   std::optional<int32_t> mtp_draft_tokens;    // MTP draft tokens per step, 0..16 (0 = off)

@@ -27,14 +27,15 @@ std::unique_ptr<MissModel> serving_miss_model(const SimulateRequest& r, const Sc
                   "`hisparse plan --trace T --rescale-trace-top-k`, which applies it at the same H/K)",
                   m.trace, trace_k, sc.deployment.name, sc.deployment.hisparse.top_k, sc.deployment.hisparse.top_k);
   }
+  const int32_t layers = sc.model.offload_layers();  // DeepSeek-V4: its C4 layers
   if (r.miss_model == "trace") {
     if (m.trace.empty()) throw_error("--miss-model trace needs --miss-trace PATH");
-    return make_trace_miss_model(m.trace, m.policy, H, sc.model.layers, sc.model.latent_row_bytes);
+    return make_trace_miss_model(m.trace, m.policy, H, layers, sc.model.latent_row_bytes);
   }
   if (r.miss_model == "statistical") {
     StatisticalMissParams p;
     if (!m.trace.empty())
-      p = fit_statistical_miss_model(m.trace, m.policy, H, sc.model.layers, sc.model.latent_row_bytes);
+      p = fit_statistical_miss_model(m.trace, m.policy, H, layers, sc.model.latent_row_bytes);
     else if (m.fraction) p = placeholder_miss_params(sc);  // only layers, K, H matter: the fraction is given
     else p = miss_params_from_surface(sc, load_miss_surface(m.surface.empty() ? default_miss_surface(sc.deployment.hisparse.top_k) : m.surface), m.policy);
     if (m.fraction) {

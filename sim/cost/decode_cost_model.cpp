@@ -44,6 +44,10 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   layers_ = m.layers;
   kv_layers_ = m.kv_layers();
   selecting_layers_ = m.topk_anchor_layers();  // IndexShare: only the anchors score and select (GLM-5.2: 21 of 78)
+  if (m.is_compressed()) {  // DeepSeek-V4: the C4 layers score and select
+    c4_layers_ = selecting_layers_ = m.compressed_layer_count(4);
+    c128_layers_ = m.compressed_layer_count(128);
+  }
   kv_row_bytes_ = static_cast<double>(hisparse::kv_row_bytes(m, sc_.deployment.decode, sc_.deployment.kv_dtype));
   if (m.is_gqa()) {
     const int atp = std::max(1, sc_.deployment.decode.tp / std::max(1, sc_.deployment.decode.dp_attention));
@@ -110,10 +114,9 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   GpuPhases out;
   if (b.requests == 0) return out;
   if (sc_.model.is_gqa()) return gqa_phases(b);
+  if (c4_layers_ > 0) return dsv4_phases(b);
   const ModelSpec& m = sc_.model;
   const double B = static_cast<double>(b.requests);
-  const double K = hisparse_ ? sc_.deployment.hisparse.top_k : m.top_k;
-  const double H = sc_.deployment.hisparse.device_buffer_size;
   const auto& e = p_.efficiency;
   // The layer's ops at this batch and its mean context: projections, norms and top-k per op (top-k's work is linear
   // in the summed context); the indexer's scoring and the attention from the batch's exact sums.
@@ -145,24 +148,32 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
                           work) +
                    sparse_attention) *
                   layers_;
-  if (hisparse_ && p_.swap_in_cost.calibrated) {
+  out.swap_in = swap_in_ns(b);
+  return out;
+}
+
+SimTime DecodeCostModel::swap_in_ns(const GpuBatch& b) const {
+  if (!hisparse_) return 0;
+  const double B = static_cast<double>(b.requests), K = sc_.deployment.hisparse.top_k;
+  const double H = sc_.deployment.hisparse.device_buffer_size;
+  SimTime t = 0;
+  if (p_.swap_in_cost.calibrated) {
     // Measured on this device (one call per layer); the slow path walks the H slots of the LRU.
-    out.swap_in = p_.swap_in_cost.plan_ns(b.requests, b.slow_path > 0 ? static_cast<int64_t>(H) : 0) * layers_;
-  } else if (hisparse_) {
+    t = p_.swap_in_cost.plan_ns(b.requests, b.slow_path > 0 ? static_cast<int64_t>(H) : 0) * offload_layers();
+  } else {
     // Hit detection: read the K selections and write slot ids; the slow path also walks slot_token and lru.
     const double bytes = B * K * 8.0 + static_cast<double>(b.slow_path) * H * 8.0;
-    out.swap_in = kernel(0, bytes, fp8_peak(), e.swap_in) * layers_;
+    t = kernel(0, bytes, fp8_peak(), p_.efficiency.swap_in) * offload_layers();
   }
   // SGLang's coordinator clears the B × K int32 output slots before each layer's swap-in kernel (swap_in_selected_pages:
   // top_k_device_locs fill -1): one more memset kernel per layer in the graph (docs/cost_model.md, HiSparse's
   // decode path in SGLang).
-  if (hisparse_) out.swap_in += hisparse_output_clear_ns(b.requests);
-  return out;
+  return t + hisparse_output_clear_ns(b.requests);
 }
 
 SimTime DecodeCostModel::hisparse_output_clear_ns(int64_t requests) const {
   const double bytes = static_cast<double>(requests) * sc_.deployment.hisparse.top_k * 4.0;
-  return kernel(0, bytes, fp8_peak(), p_.efficiency.dense) * layers_;
+  return kernel(0, bytes, fp8_peak(), p_.efficiency.dense) * offload_layers();
 }
 
 DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tokens) const {
@@ -240,8 +251,10 @@ SimTime DecodeCostModel::prefill_time(int64_t tokens) const {
   // over min(position, K) rows per token.
   const double attended = n <= K ? n * (n + 1) / 2 : K * (K + 1) / 2 + (n - K) * K;
   const double flops = 2.0 * m.active_params * n +
-                       2.0 * m.indexer_heads * m.indexer_head_dim * (n * (n + 1) / 2) * selecting_layers_ +
-                       2.0 * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * attended * layers_;
+                       (c4_layers_ > 0 ? dsv4_prefill_attention_flops(n)
+                                       : 2.0 * m.indexer_heads * m.indexer_head_dim * (n * (n + 1) / 2) * selecting_layers_ +
+                                             2.0 * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * attended *
+                                                 layers_);
   const double chunks = std::ceil(n / p_.prefill_chunk_tokens);
   // Prefill runs outside CUDA graphs, but its kernels are long enough that the host launches run ahead of them.
   const double t = std::max(flops / (gpus * fp8_peak() * p_.efficiency.prefill.compute),

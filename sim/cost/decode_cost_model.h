@@ -51,6 +51,8 @@ class DecodeCostModel {
   /// HiSparse: SGLang's clear of the `requests` × K int32 output slots before each layer's swap-in kernel (one memset
   /// kernel per layer, all layers; part of `swap_in`).
   SimTime hisparse_output_clear_ns(int64_t requests) const;
+  /// HiSparse: the hit-detection (swap-in plan) kernel and the output clear of every offloaded layer (0 in full KV).
+  SimTime swap_in_ns(const GpuBatch& batch) const;
   /// The LM head (bf16 weights, vocabulary split over the TP group) over `instance_tokens`, one kernel (part of moe).
   SimTime lm_head_ns(double instance_tokens) const;
   int selecting_layers() const { return selecting_layers_; }  // layers that run the indexer and top-k
@@ -61,6 +63,12 @@ class DecodeCostModel {
   double kv_row_bytes() const { return kv_row_bytes_; }           // latent (GQA: K + V) row bytes per token per layer
   double indexer_key_bytes() const { return indexer_key_bytes_; } // indexer key bytes per token per layer
   int kv_layers() const { return kv_layers_; }
+  // DeepSeek-V4 (ModelSpec::is_compressed): HiSparse offloads the C4 layers' entries, one per 4 tokens; elsewhere
+  // every layer's tokens. The miss copy runs once per offloaded layer; the backup copies each new entry.
+  int offload_layers() const { return c4_layers_ > 0 ? c4_layers_ : layers_; }
+  int compress_ratio() const { return c4_layers_ > 0 ? 4 : 1; }
+  /// Rows one request backs up per decode token: one per KV layer; DSV4 one C4 entry per 4 tokens per C4 layer.
+  double backup_rows_per_token() const { return c4_layers_ > 0 ? c4_layers_ / 4.0 : kv_layers_; }
 
  private:
   /// The ops of one layer as deployed (fp8 projections, bf16 when the model serves dense_weight_bytes_per_param >= 2)
@@ -89,6 +97,12 @@ class DecodeCostModel {
   SimTime expert_all_to_all_ns(double tokens) const;
   /// One all-reduce of `tokens` bf16 hidden states over the instance's `gpus` GPUs (0 for one GPU).
   SimTime hidden_allreduce_ns(double tokens, int gpus) const;
+  // DeepSeek-V4 (sim/cost/decode_cost_model_dsv4.cpp): window, C4 and C128 attention, indexer over C4 entries,
+  // compressors and their state reads, per layer type.
+  GpuPhases dsv4_phases(const GpuBatch& batch) const;
+  /// Prefill's attention and indexer FLOPs of `n` tokens over all layers (causal; window, C4 top-k, C128 rows).
+  double dsv4_prefill_attention_flops(double n) const;
+  int c4_layers_ = 0, c128_layers_ = 0;
   int kv_heads_ = 0;           // GQA: KV heads one GPU holds (replicated when attention TP > KV heads)
   int full_attn_layers_ = 0, sliding_attn_layers_ = 0;
 

@@ -25,7 +25,9 @@ StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params,
   internode_ = collective_link(scenario).nodes > 1;
   row_bytes_ = cost_.kv_row_bytes();
   top_k_ = hisparse_ ? scenario.deployment.hisparse.top_k : scenario.model.top_k;
-  window_ = scenario.model.is_gqa() ? scenario.model.sliding_window : 0;
+  window_ = scenario.model.is_gqa() ? scenario.model.sliding_window
+                                     : scenario.model.is_compressed() ? scenario.model.window_size : 0;
+  compress_ = cost_.compress_ratio();
   H_ = scenario.deployment.hisparse.device_buffer_size;
   const ModelSpec& m = scenario.model;
   mtp_draft_ = scenario.deployment.mtp_draft_tokens;
@@ -50,7 +52,7 @@ void StepEstimator::add_request(GpuBatch& b, int64_t n, bool swap) const {
   b.sum_n += static_cast<double>(n);
   b.sum_attended += static_cast<double>(attended(n));
   if (window_ > 0) b.sum_window_attended += static_cast<double>(std::min(attended(n), window_));
-  if (hisparse_ && swap && n > H_) ++b.slow_path;
+  if (hisparse_ && swap && entries(n) > H_) ++b.slow_path;
 }
 
 GpuBatch StepEstimator::batch(int64_t B, const ContextMix& mix, double swap) const {
@@ -64,7 +66,7 @@ GpuBatch StepEstimator::batch(int64_t B, const ContextMix& mix, double swap) con
   if (!hisparse_) return b;
   if (!dynamic_) {
     b.swap = B;
-    b.slow_path = std::llround(Bd * mix.expect([&](int64_t n) { return n > H_ ? 1.0 : 0.0; }));
+    b.slow_path = std::llround(Bd * mix.expect([&](int64_t n) { return entries(n) > H_ ? 1.0 : 0.0; }));
     return b;
   }
   // Dynamic: `swap` of the B requests in swap mode, the longest first; the others resident.
@@ -72,7 +74,7 @@ GpuBatch StepEstimator::batch(int64_t B, const ContextMix& mix, double swap) con
   const std::vector<double> share = swap_share_by_class(mix, Bd > 0 ? s / Bd : 0);
   double slow = 0;
   for (size_t c = 0; c < mix.classes.size(); ++c)
-    if (mix.classes[c].seq_len > H_) slow += Bd * mix.classes[c].weight * share[c];
+    if (entries(mix.classes[c].seq_len) > H_) slow += Bd * mix.classes[c].weight * share[c];
   b.swap = std::llround(s);
   b.slow_path = std::llround(slow);
   return b;
@@ -143,14 +145,14 @@ CopyCall StepEstimator::miss_copy(int64_t requests, double misses) const {
   CopyCall c;
   c.bytes = misses * row_bytes_;
   if (!(c.bytes > 0)) return c;
-  const auto layers = static_cast<SimTime>(cost_.layers());
+  const auto layers = static_cast<SimTime>(cost_.offload_layers());
   const PcieSpec& pcie = rank_scenario_.hardware.pcie;
   if (const SwapInCopyCost& k = params_.swap_in_cost; k.calibrated) {
     // Measured: a fixed cost per copying call, rows at the small-row rate, few requests bound by their own rate.
     // The copy's latency rounds (sim/cost/swap_in_cost.h) are not a rate: what they add over the transfer is part of
     // each call's fixed latency, the rows are the flow. One call's rows are the layer's mean (misses / layers),
     // spread evenly over the requests (the rounds follow the busiest one: an estimate from below).
-    const SwapInCall call{requests, misses / cost_.layers(), static_cast<int64_t>(row_bytes_), H_, top_k_};
+    const SwapInCall call{requests, misses / cost_.offload_layers(), static_cast<int64_t>(row_bytes_), H_, top_k_};
     c.latency = layers * k.copy_latency_ns(call, pcie.h2d_bulk_bytes_per_s);
     c.max_rate = k.copy_rate(requests);
   } else {
@@ -170,14 +172,18 @@ TransferCost StepEstimator::decode_transfer(double misses) const {
 }
 
 TransferCost StepEstimator::prefill_offload(int64_t tokens) const {
-  return prefill_offload_cost(rank_scenario_.hardware, tokens, cost_.kv_layers(), static_cast<int64_t>(row_bytes_),
-                              placement_);
+  // DeepSeek-V4 offloads only the C4 pool: one entry per whole 4 tokens, in its C4 layers.
+  const bool compressed = cost_.compress_ratio() > 1;
+  return prefill_offload_cost(rank_scenario_.hardware, compressed ? tokens / cost_.compress_ratio() : tokens,
+                              compressed ? cost_.offload_layers() : cost_.kv_layers(),
+                              static_cast<int64_t>(row_bytes_), placement_);
 }
 
 CopyCall StepEstimator::backup(int64_t requests) const {
-  // Each request backs up its previous token's row of every KV layer, on the copy engine beside the compute.
+  // Each request backs up its previous token's row of every KV layer (DeepSeek-V4: a new C4 entry every 4 tokens),
+  // on the copy engine beside the compute.
   CopyCall c;
-  c.bytes = static_cast<double>(requests) * mtp_accepted_ * cost_.kv_layers() * row_bytes_;
+  c.bytes = static_cast<double>(requests) * mtp_accepted_ * cost_.backup_rows_per_token() * row_bytes_;
   c.latency = rank_scenario_.hardware.pcie.latency_ns;
   return c;
 }

@@ -84,8 +84,11 @@ class StepEstimator {
   StepEstimator& operator=(const StepEstimator&) = delete;
 
   // The batch description: a rank's requests by their lengths, or B requests following a mix (expectations).
-  /// Rows attention reads per layer: the top-k of a sparse model, every token of a dense one (top_k 0).
-  int64_t attended(int64_t n) const { return top_k_ > 0 ? std::min<int64_t>(n, top_k_) : n; }
+  /// Rows attention reads per layer: the top-k of a sparse model, every token of a dense one (top_k 0). DeepSeek-V4:
+  /// of a C4 layer's entries(n) = n / 4 compressed entries.
+  int64_t attended(int64_t n) const { return top_k_ > 0 ? std::min<int64_t>(entries(n), top_k_) : n; }
+  /// Entries the offloaded cache holds for `n` tokens: n, or n / 4 C4 entries (DeepSeek-V4).
+  int64_t entries(int64_t n) const { return n / compress_; }
   /// `swap`: the request is in the device-buffer mode (always in HiSparse mode; dynamic: once demoted).
   void add_request(GpuBatch& batch, int64_t n, bool swap = true) const;
   /// B requests following `mix`; dynamic: the `swap` requests of them in swap mode, the longest classes first (the
@@ -154,7 +157,8 @@ class StepEstimator {
   double row_bytes_ = 0, h2d_link_ = 0, d2h_rate_ = 0;
   NumaPlacement placement_;
   int64_t top_k_ = 0, H_ = 0;
-  int64_t window_ = 0;  // GQA sliding layers: tokens attended (0 = none)
+  int64_t window_ = 0;  // GQA sliding layers, DeepSeek-V4's every layer: tokens attended (0 = none)
+  int64_t compress_ = 1;  // tokens per offloaded entry (DeepSeek-V4's C4: 4)
   int64_t mtp_draft_ = 0;     // MTP draft tokens per step (0 = off)
   double mtp_accepted_ = 1;   // E, accepted tokens per step
   double shared_share_ = 0;   // IndexShare: the fraction of layers that reuse an anchor's top-k

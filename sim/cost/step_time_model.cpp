@@ -40,14 +40,17 @@ double StepTimeModel::h2d_rate(int64_t batch) const {
 SimTime StepTimeModel::h2d_fixed_ns(int64_t batch) const {
   const SwapInCopyCost& c = est_.params().swap_in_cost;
   const SimTime per_call = c.calibrated ? c.copy_latency_ns(batch) : est_.rank_scenario().hardware.pcie.latency_ns;
-  return static_cast<SimTime>(est_.cost().layers()) * per_call;
+  return static_cast<SimTime>(est_.cost().offload_layers()) * per_call;
 }
 
 double StepTimeModel::misses_per_request(int64_t n) const {
-  if (!est_.hisparse() || n <= est_.device_buffer() || !miss_fraction_) return 0;
-  const double f = std::clamp(miss_fraction_(n), 0.0, 1.0);
-  // The newest token sits in its reserved slot, so at most min(n, K) − 1 selections per layer can miss.
-  return static_cast<double>(std::min<int64_t>(n, est_.top_k()) - 1) * est_.cost().layers() * f;
+  // DeepSeek-V4: the C4 layers select among n / 4 entries; their misses follow the miss model at that many entries
+  // (assumed: a C4 selection over n / 4 entries misses as a DSA selection over as many tokens).
+  const int64_t e = est_.entries(n);
+  if (!est_.hisparse() || e <= est_.device_buffer() || !miss_fraction_) return 0;
+  const double f = std::clamp(miss_fraction_(e), 0.0, 1.0);
+  // The newest entry sits in its reserved slot, so at most min(e, K) − 1 selections per layer can miss.
+  return static_cast<double>(std::min<int64_t>(e, est_.top_k()) - 1) * est_.cost().offload_layers() * f;
 }
 
 StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix, int64_t instance_requests) const {

@@ -65,7 +65,8 @@ class StepTimeModel {
   /// rank holds `batch`): a load that does not fill every rank, as `hisparse fidelity` prices a concurrency.
   StepEstimate step(int64_t batch, const ContextMix& mix, int64_t instance_requests) const;
 
-  /// Rows one request loads per step: 0 on the fast path (n ≤ H), else (min(n, K) − 1) × layers × fraction(n).
+  /// Rows one request loads per step: 0 on the fast path (e ≤ H), else (min(e, K) − 1) × offloaded layers ×
+  /// fraction(e), e = n (DeepSeek-V4: n / 4 C4 entries over its C4 layers).
   double misses_per_request(int64_t seq_len) const;
   /// Dynamic residency: requests of B (per rank) in swap mode in the steady state (0 in the other modes).
   int64_t swap_requests(int64_t batch, const ContextMix& mix) const;

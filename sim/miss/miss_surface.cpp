@@ -149,7 +149,7 @@ std::string MissSurface::source_label(const std::string& shown) const {
 StatisticalMissParams miss_params_from_surface(const Scenario& s, const MissSurface& surface,
                                                const std::string& policy) {
   StatisticalMissParams p;
-  p.layers = s.model.layers;
+  p.layers = s.model.offload_layers();
   p.top_k = s.deployment.hisparse.top_k;
   p.H = s.deployment.hisparse.device_buffer_size;
   const double h_over_k = ratio(p.H, p.top_k);
@@ -165,7 +165,7 @@ StatisticalMissParams miss_params_from_surface(const Scenario& s, const MissSurf
 
 StatisticalMissParams placeholder_miss_params(const Scenario& s) {
   StatisticalMissParams p;
-  p.layers = s.model.layers;
+  p.layers = s.model.offload_layers();
   p.top_k = s.deployment.hisparse.top_k;
   p.H = s.deployment.hisparse.device_buffer_size;
   p.by_ratio = {{1.0, 0.10}};

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/dsv4_pool_budget.h"
 #include "core/error.h"
 
 namespace hisparse::sim {
@@ -49,6 +50,44 @@ std::string describe_step_past(const StepTimeModel& model, int64_t B, int64_t n)
   return out;
 }
 
+// DeepSeek-V4: the memory limits of its pools (core/dsv4_pool_budget.h dsv4_request_limits): full KV is bounded by the
+// full and sliding-window pools; HiSparse by the C4 device and sliding-window pools (hbm), the full pool (logical),
+// the C4 host pool and host DRAM.
+void dsv4_memory_limits(const RowContext& c, const SeqLenBudget& q, bool hs, PlanRow& r) {
+  const MemoryBudget& b = c.b;
+  auto lim = [&](const char* key) -> PlanLimit& { return find_limit(r.limits, key); };
+  const Dsv4RequestLimits x = dsv4_request_limits(b, q.seq_len, hs);
+  const double kv = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
+  const int n4 = b.c4_layers;
+  r.hbm_per_request = hs ? q.hisparse_hbm_bytes : q.full_kv_bytes;
+  r.gpu_indexer_per_request = q.full_indexer_bytes;
+  r.gpu_latent_per_request = Figure{"device_kv_bytes", "device KV", r.hbm_per_request.value - q.full_indexer_bytes.value,
+                                    "B", "HBM per request less its C4 indexer keys (window, C4 on device, C128, states)"};
+  lim("hbm").per_rank = x.hbm;
+  lim("hbm").formula = x.hbm_formula;
+  const double indexer_pool = std::floor((hs ? b.logical_pool_tokens.value : b.full_pool_tokens.value) / 4) * n4 * idx;
+  r.indexer_pool_bytes = indexer_pool;
+  r.latent_pool_bytes = b.kv_budget_bytes.value - indexer_pool;
+  if (!hs) {
+    r.host_per_request = Figure{"host_bytes_per_request", "host", 0, "B", "full KV keeps nothing in host memory"};
+    const char* na = "full KV: no host pool";
+    lim("logical_pool").formula = lim("host_pool").formula = lim("host_dram").formula = na;
+    lim("pcie").formula = "full KV: nothing crosses PCIe per step";
+    return;
+  }
+  r.host_per_request = q.hisparse_host_bytes;
+  lim("logical_pool").per_rank = x.logical;
+  lim("logical_pool").formula = x.logical_formula;
+  lim("host_pool").per_rank = x.host;
+  lim("host_pool").formula = x.host_formula;
+  const double per_req_host = static_cast<double>(x.c4_entries) * n4 * kv;
+  lim("host_dram").per_rank = c.dram_per_gpu > 0 ? static_cast<int64_t>(std::floor(c.dram_per_gpu / per_req_host)) : 0;
+  lim("host_dram").formula = fmt::format(
+      "floor((host_dram − reserve) / GPUs_per_node / (paged_seq_len / 4 × c4_layers × kv)) = floor({} / {} / ({} × {} "
+      "× {}))", num(c.s.deployment.host_dram_bytes - c.o.host_reserve_bytes),
+      std::min(c.lay.gpus, c.s.hardware.gpus_per_node), x.c4_entries, n4, num(kv));
+}
+
 PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const StepTimeModel& model) {
   const DeploymentSpec& d = c.s.deployment;
   const MemoryBudget& b = c.b;
@@ -73,7 +112,10 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
     lim("max_running_requests").formula = "not set (0 = unlimited)";
   }
 
-  if (!hs) {
+  const bool dsv4 = b.attention == "dsv4";
+  if (dsv4) {
+    dsv4_memory_limits(c, q, hs, r);
+  } else if (!hs) {
     r.hbm_per_request = q.full_kv_bytes;
     r.host_per_request = Figure{"host_bytes_per_request", "host", 0, "B", "full KV keeps nothing in host memory"};
     r.gpu_latent_per_request = q.full_latent_bytes;
@@ -112,6 +154,10 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
         "floor((host_dram − reserve) / GPUs_per_node / (paged_seq_len × kv_layers × latent_row_bytes)) = "
         "floor({} / {} / ({} × {} × {}))",
         num(d.host_dram_bytes - c.o.host_reserve_bytes), std::min(c.lay.gpus, c.s.hardware.gpus_per_node), paged, L, num(row));
+    r.latent_pool_bytes = static_cast<double>(dev) * L * row;
+    r.indexer_pool_bytes = static_cast<double>(logical) * Li * idx;
+  }
+  if (hs) {
     r.misses_per_request_step = model.misses_per_request(n);
     if (c.o.memory_only) {
       lim("pcie").formula = "not applied (--limits memory)";
@@ -123,10 +169,9 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
           ms(model.h2d_fixed_ns()), r.misses_per_request_step, num(row), gbs(model.h2d_rate()),
           c.o.cost.swap_in_cost.calibrated ? " (calibrated: rate depends on B)" : "", num(d.tpot_slo_ms));
     } else {
-      lim("pcie").formula = fmt::format("unbounded: n = {} ≤ H = {}, every selection stays resident", n, H);
+      lim("pcie").formula = fmt::format("unbounded: {} = {} ≤ H = {}, every selection stays resident",
+                                        dsv4 ? "C4 entries n / 4" : "n", model.estimator().entries(n), H);
     }
-    r.latent_pool_bytes = static_cast<double>(dev) * L * row;
-    r.indexer_pool_bytes = static_cast<double>(logical) * Li * idx;
   }
 
   const int64_t slo_b = model.max_batch_within(n, slo, c.o.batch_cap);
@@ -161,11 +206,15 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
   }
   r.decode_tokens_per_s = r.at_max.tokens_per_s;
   r.miss_fraction = r.misses_per_request_step > 0
-                        ? r.misses_per_request_step / (static_cast<double>(std::min<int64_t>(n, d.hisparse.top_k) - 1) *
-                                                       model.rank_scenario().model.layers)
+                        ? r.misses_per_request_step / (static_cast<double>(model.estimator().attended(n) - 1) *
+                                                       model.estimator().cost().offload_layers())
                         : 0;
   const double B = static_cast<double>(r.max_per_rank);
-  if (hs) {
+  if (dsv4) {
+    r.latent_used_bytes = B * r.gpu_latent_per_request.value;
+    r.indexer_used_bytes = B * r.gpu_indexer_per_request.value;
+    r.host_used_bytes_per_gpu = B * r.host_per_request.value;
+  } else if (hs) {
     r.latent_used_bytes = B * r.gpu_latent_per_request.value;
     r.indexer_used_bytes = B * static_cast<double>(paged) * Li * idx;
     r.host_used_bytes_per_gpu = B * static_cast<double>(paged) * L * row;
@@ -304,6 +353,9 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
   if (!(d.tpot_slo_ms > 0)) throw_error("{}: tpot_slo_ms {} (expected > 0)", s.source, d.tpot_slo_ms);
   if (options.batch_cap < 1) throw_error("plan: batch cap {} (expected >= 1)", options.batch_cap);
   if (s.model.has_sparse_indexer()) d.hisparse.validate(s.source + ": hisparse");
+  if (s.model.is_compressed() && options.strategies.enabled)
+    throw_error("{}: plan --strategies: model {} has compressed attention; the cache strategies compare per-token "
+                "caches and do not model DeepSeek-V4's pools (run plan without --strategies)", s.source, s.model.name);
   p.budget = compute_memory_budget(s, options.seq_lens);
   p.layout = rank_layout(s);
   p.hbm.hbm = p.budget.hbm_bytes.value;
@@ -370,12 +422,23 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
     p.curves.push_back(make_curve(p.rows.back(), full, options, slo, p.layout.ranks));
     p.rows.push_back(plan_row(ctx, q, KvMode::kHiSparse, hs));
     p.curves.push_back(make_curve(p.rows.back(), hs, options, slo, p.layout.ranks));
-    p.dynamic_rows.push_back(plan_row(ctx, q, KvMode::kDynamic, dyn));
-    p.dynamic_rows.back().resident_per_rank = dyn.max_resident_batch(ContextMix::single(q.seq_len), options.batch_cap);
+    if (p.budget.attention != "dsv4") {
+      p.dynamic_rows.push_back(plan_row(ctx, q, KvMode::kDynamic, dyn));
+      p.dynamic_rows.back().resident_per_rank = dyn.max_resident_batch(ContextMix::single(q.seq_len), options.batch_cap);
+    }
     if (q.seq_len > d.context_length)
       p.warnings.push_back(fmt::format("seq_len {} exceeds the deployment's context_length {}", q.seq_len, d.context_length));
   }
 
+  if (p.budget.attention == "dsv4")
+    p.warnings.push_back(
+        "DeepSeek-V4: HiSparse offloads the C4 entries (one per 4 tokens) of its C4 layers; the sliding window, the C128 "
+        "pool, the C4 indexer keys and the compress states stay on the GPU. Misses: the miss model read at n / 4 "
+        "entries (assumed: a C4 selection misses as a DSA selection over as many tokens); dynamic residency is not "
+        "planned for compressed attention");
+  if (d.kv_dtype == KvDtype::kNvfp4 && options.cost.attention.table)
+    p.warnings.push_back("NVFP4 KV: the measured FlashMLA table holds no NVFP4 kernel; the attention is priced by its "
+                         "roofline at efficiency.attention (modelled), not by the table the cost-model line names");
   if (options.memory_only)
     p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and memory (HBM, pools, host "
                                      "DRAM) limit concurrency; PCIe and the TPOT SLO of {} ms are not applied, so the "
@@ -391,7 +454,7 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
         p.budget.host_pool_bytes_per_node.value * 1e-9, dram_usable * 1e-9));
   std::string beyond;
   for (int64_t n : options.seq_lens)
-    if (n > H && misses.extrapolated(H, n)) beyond += fmt::format("{}{}", beyond.empty() ? "" : ", ", n);
+    if (hs.estimator().entries(n) > H && misses.extrapolated(H, hs.estimator().entries(n))) beyond += fmt::format("{}{}", beyond.empty() ? "" : ", ", n);
   if (!beyond.empty())
     p.warnings.push_back(fmt::format("at device_buffer_size {} the miss model reads outside the (H/K, n/H) range it was "
                                      "measured over for seq_len {}: the nearest measured fraction is held, capped by "

@@ -84,7 +84,7 @@ std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
       "\"hisparse\": {{\"top_k\": {}, \"device_buffer_size\": {}, \"host_to_device_ratio\": {}}}}},\n",
       esc(d.name), esc(s.source), esc(s.model.name), esc(s.hardware.name), d.decode.count, p.layout.gpus, d.decode.tp,
       d.decode.dp_attention, d.decode.ep, p.layout.ranks, p.layout.attention_tp, d.page_size,
-      d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16", jnum(d.mem_fraction_static), jnum(d.tpot_slo_ms),
+      to_string(d.kv_dtype), jnum(d.mem_fraction_static), jnum(d.tpot_slo_ms),
       d.max_running_requests, jnum(d.host_dram_bytes), jnum(p.options.host_reserve_bytes), d.hisparse.top_k,
       d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio);
   o += fmt::format("  \"attention\": {}, \"hisparse_applicable\": {}, \"hisparse_not_applicable\": {},\n",

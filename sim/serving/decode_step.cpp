@@ -93,10 +93,12 @@ void Engine::plan_rank(Rank& g) {
     step_.add_request(b, rt.n, swap);
     if (swap && dynamic_) ++g.swap_requests;
     if (hisparse_) {
-      const MissQuery q = dynamic_ ? MissQuery{i, swap ? rt.step - rt.swap_since + 1 : 0, rt.n, false}
-                                   : MissQuery{i, rt.step, rt.n, rt.empty_start};
+      // The offloaded cache's entries: n, or DeepSeek-V4's n / 4 C4 entries over its C4 layers.
+      const auto e = static_cast<int32_t>(step_.entries(rt.n));
+      const MissQuery q = dynamic_ ? MissQuery{i, swap ? rt.step - rt.swap_since + 1 : 0, e, false}
+                                   : MissQuery{i, rt.step, e, rt.empty_start};
       const MissResult m = swap ? miss_->step(q, rt.carry)
-                                : MissResult{static_cast<int64_t>(std::min(rt.n, K_)) * cost_.layers(), 0};
+                                : MissResult{static_cast<int64_t>(std::min(e, K_)) * cost_.offload_layers(), 0};
       g.selected += m.selected * pos;
       g.misses += m.misses * pos;
       o.selected += m.selected * pos;
@@ -104,7 +106,8 @@ void Engine::plan_rank(Rank& g) {
       // The previous step's token is backed up at the start of every step but the first (docs/swap_in.md).
       if (rt.step > 0) ++g.backups;
     } else {
-      const int64_t sel = static_cast<int64_t>(std::min(rt.n, K_)) * cost_.layers() * pos;
+      const int64_t sel = static_cast<int64_t>(std::min(static_cast<int32_t>(step_.entries(rt.n)), K_)) *
+                          cost_.offload_layers() * pos;
       g.selected += sel;
       o.selected += sel;
     }

@@ -155,6 +155,10 @@ class Engine final : public EventHandler, public FlowListener {
   int32_t K_ = 0, H_ = 0, page_ = 64, kv_layers_ = 0, gpr_ = 1;
   int32_t idx_layers_ = 0;  // layers holding indexer keys (top-k anchors + MTP layers)
   double row_ = 0, idx_ = 0;
+  // Bytes per prompt token: the KV the PD transfer carries (with the indexer keys apart), and the offloaded cache
+  // staged to the host or preloaded to the buffer. MLA: every KV layer's row; DeepSeek-V4: its C4 and C128 entries
+  // (one per 4 / 128 tokens; the ≤ window + page tokens each layer keeps are left out), the C4 ones offloaded.
+  double kv_bytes_per_token_ = 0, idx_bytes_per_token_ = 0, offload_bytes_per_token_ = 0;
   PoolSizes pool_sizes_;
   std::vector<Rank> ranks_;
   std::vector<Instance> instances_;

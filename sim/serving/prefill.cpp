@@ -38,7 +38,7 @@ void Engine::start_transfer(int64_t i) {
   const auto& r = spec(i);
   const Rank& g = rank_of(i);
   // Every GPU of the rank receives the whole KV (attention TP replicates the latent).
-  const double bytes = static_cast<double>(r.input_tokens) * (kv_layers_ * row_ + idx_layers_ * idx_);
+  const double bytes = static_cast<double>(r.input_tokens) * (kv_bytes_per_token_ + idx_bytes_per_token_);
   // One message per page per layer (how SGLang's transfer engines slice KV); their overhead is serial.
   const int64_t messages = (static_cast<int64_t>(r.input_tokens) + page_ - 1) / page_ * kv_layers_;
   rt_[static_cast<size_t>(i)].pending = gpr_;
@@ -53,8 +53,8 @@ void Engine::rdma_done(int64_t i) {
   if (!hisparse_) { make_ready(i); return; }
   rt.empty_start = rt.n > H_;  // the KV is in the host pool, the device buffer starts empty
   // The indexer keys of every token live on the GPU; a short request (n <= H) also preloads its latent rows.
-  double bytes = static_cast<double>(r.input_tokens) * idx_layers_ * idx_;
-  if (rt.n <= H_) bytes += static_cast<double>(r.input_tokens) * kv_layers_ * row_;
+  double bytes = static_cast<double>(r.input_tokens) * idx_bytes_per_token_;
+  if (rt.n <= H_) bytes += static_cast<double>(r.input_tokens) * offload_bytes_per_token_;
   rt.pending = gpr_;
   start_rank_flows(rank_of(i), bytes, sc_.hardware.pcie.latency_ns, 0, true, false, true, false, cookie(kAdmitH2d, i));
 }

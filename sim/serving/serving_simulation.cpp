@@ -66,19 +66,30 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
   if (!d.pd_disaggregation) prefill_mode_ = PrefillMode::kColocated;
   else prefill_mode_ = d.prefill.count > 0 ? PrefillMode::kPd : PrefillMode::kPdExternal;
   K_ = hisparse_ ? d.hisparse.top_k : sc.model.top_k;
-  H_ = d.hisparse.device_buffer_size;
+  // DeepSeek-V4 (core/dsv4_pool_budget.h): the pools count C4 entries, one per 4 tokens; the engine's token pools hold
+  // 4 tokens per entry, so its buffer is 4 × H tokens (H + page / 4 entries with the page).
+  const int c4 = cost_.compress_ratio();
+  H_ = d.hisparse.device_buffer_size * c4;
   page_ = std::max(1, d.page_size);
   row_ = cost_.kv_row_bytes();
   idx_ = cost_.indexer_key_bytes();
   kv_layers_ = cost_.kv_layers();
   idx_layers_ = sc.model.indexer_key_layers();
+  if (sc.model.is_compressed()) {
+    offload_bytes_per_token_ = cost_.offload_layers() * row_ / 4;
+    kv_bytes_per_token_ = offload_bytes_per_token_ + sc.model.compressed_layer_count(128) * row_ / 128;
+    idx_bytes_per_token_ = cost_.offload_layers() * idx_ / 4;
+  } else {
+    kv_bytes_per_token_ = offload_bytes_per_token_ = kv_layers_ * row_;
+    idx_bytes_per_token_ = idx_layers_ * idx_;
+  }
   gpr_ = layout_.gpus_per_rank;
   const MemoryBudget mb = compute_memory_budget(sc, {});
   pool_sizes_.page = page_;
   if (hisparse_) {
-    pool_sizes_.device = static_cast<int64_t>(mb.device_pool_tokens.value);
+    pool_sizes_.device = static_cast<int64_t>(mb.device_pool_tokens.value) * c4;
     pool_sizes_.logical = static_cast<int64_t>(mb.logical_pool_tokens.value);
-    pool_sizes_.host = static_cast<int64_t>(mb.host_pool_tokens.value);
+    pool_sizes_.host = static_cast<int64_t>(mb.host_pool_tokens.value) * c4;
   } else {
     pool_sizes_.logical = static_cast<int64_t>(mb.full_pool_tokens.value);
   }

@@ -85,18 +85,25 @@ TEST_CASE("dsv4: dsv4-flash-8xh200 pools by hand (SGLang DSV4PoolConfigurator)")
   CHECK(v.c4_state_term.value == doctest::Approx(2688));
   CHECK(v.bytes_per_full_token.value == doctest::Approx(6596.65 * 44 / 43));
   // KV budget: 150,754,820,096 × 0.85 − ((157e9 − 5.5e9) / 8 + 5.5e9) = 128,141,597,081.6 − 24,437,500,000
-  // = 103,704,097,081.6 B; full = floor(103,704,097,081.6 / 6,750.0605) = 15,363,432 → pages of 256: 15,363,328.
+  // = 103,704,097,081.6 B.
   CHECK(v.hbm.kv_budget_bytes.value == doctest::Approx(103704097081.6));
-  CHECK(v.full_tokens.value == 15363328);
-  // swa = floor(15,363,328 × 0.1) = 1,536,332 → 1,536,256; C4 device = floor(15,363,328 / 20) = 768,166;
-  // C128 = floor(15,363,328 / 128) = 120,026; state rows = floor(1,536,256 / 128) × 16 = 192,032;
-  // host C4 = 15,363,328 / 4 = 3,840,832 entries × 21 × 584 = 47,103,963,648 B.
-  CHECK(v.swa_tokens.value == 1536256);
-  CHECK(v.c4_device_entries.value == 768166);
-  CHECK(v.c128_entries.value == 120026);
-  CHECK(v.c4_state_rows.value == 192032);
-  CHECK(v.c4_host_entries.value == 3840832);
-  CHECK(v.c4_host_bytes.value == 47103963648.0);
+  // C128 states (pool_configurator.py _get_c128_state_fixed_bytes): slots 64 + 0 + 1 = 65, ring 256 (MTP draft);
+  // rows 65 × 256 + 256 + 1 = 16,897 → 133 × 128 = 17,024; × 2 × 512 × 4 = 4,096 B × 20 C128 layers
+  // = 1,394,606,080 B, taken off the budget before the split.
+  CHECK(v.c128_state_ring.value == 256);
+  CHECK(v.c128_state_bytes.value == 4096);
+  CHECK(v.c128_state_fixed_bytes.value == 1394606080.0);
+  // full = floor((103,704,097,081.6 − 1,394,606,080) / 6,750.0605) = 15,156,825 → pages of 256: 15,156,736.
+  CHECK(v.full_tokens.value == 15156736);
+  // swa = floor(15,156,736 × 0.1) = 1,515,673 → 1,515,520; C4 device = floor(15,156,736 / 20) = 757,836;
+  // C128 = 15,156,736 / 128 = 118,412; state rows = floor(1,515,520 / 128) × 16 = 189,440;
+  // host C4 = 15,156,736 / 4 = 3,789,184 entries × 21 × 584 = 46,470,552,576 B.
+  CHECK(v.swa_tokens.value == 1515520);
+  CHECK(v.c4_device_entries.value == 757836);
+  CHECK(v.c128_entries.value == 118412);
+  CHECK(v.c4_state_rows.value == 189440);
+  CHECK(v.c4_host_entries.value == 3789184);
+  CHECK(v.c4_host_bytes.value == 46470552576.0);
 }
 
 TEST_CASE("dsv4: golden sglang PR #30909, the full token usage of an empty HiSparse pool") {
@@ -131,9 +138,10 @@ TEST_CASE("dsv4: golden sglang PR #33979, the C4 device pool by request capacity
   CHECK(v.rc_c4_device_entries.value == 70720);
   CHECK(v.rc_c4_device_bytes.value == 867310080.0);
   // Base bytes per full token = 6,750.0605 − 613.2 × 44 / 43 = 6,122.6; full = floor((103,704,097,081.6 −
-  // 867,310,080) / 6,122.6) = 16,796,260 → pages of 256: 16,796,160 (9.3 % more than 15,363,328).
+  // 1,394,606,080 (C128 states) − 867,310,080) / 6,122.6) = 16,568,480 → pages of 256: 16,568,320 (9.3 % more than
+  // 15,156,736).
   CHECK(v.rc_base_bytes_per_full_token.value == doctest::Approx(6122.6));
-  CHECK(v.rc_full_tokens.value == 16796160);
+  CHECK(v.rc_full_tokens.value == 16568320);
   // The PR's point: the C4 device pool no longer grows with host_to_device_ratio. At ratio 10 today's C4 pool
   // follows the larger full pool, the request-capacity one stays R × Q.
   const Dsv4PoolBudget r10 = compute_dsv4_pool_budget(
@@ -158,6 +166,12 @@ TEST_CASE("dsv4: the loader refuses a malformed compressed-attention model or pa
   // No C4 layer: nothing for the indexer (and HiSparse) to work on.
   CHECK(model_error("noc4", base + "compress_ratios: [0, 128, 128, 0]\n").find("no layer has ratio 4") !=
         std::string::npos);
+  // The grouped output projection needs both its fields, and groups that divide the heads.
+  const std::string ok = base + "compress_ratios: [0, 4, 128, 0]\n";
+  CHECK(model_error("ogroups", ok + "o_groups: 2\n").find("got one without the other") != std::string::npos);
+  CHECK(model_error("ogroups3", ok + "o_groups: 3\no_lora_rank: 64\n").find("expected a divisor of attention_heads 8") !=
+        std::string::npos);
+  CHECK(model_error("ogroups_ok", ok + "o_groups: 2\no_lora_rank: 64\n").empty());
   // window_size without compress_ratios is a mistake, not a no-op.
   CHECK(model_error("window", "layers: 3\nkv_lora_rank: 512\nindexer_heads: 4\nindexer_head_dim: 128\n"
                               "attention_heads: 8\ntop_k: 64\nweight_bytes: 1e9\nwindow_size: 128\n")

@@ -119,7 +119,7 @@ TEST_CASE("loader: a bad override names the command, the flag, the value, what w
   bytes.hbm_bytes = -1;
   for (const Case& k : {Case{"page size", page, "advise: --page-size 0: expected >= 1 (the flag replaces "},
                         Case{"memory fraction", frac, "advise: --mem-fraction-static 1.5: expected in (0, 1] (the flag replaces "},
-                        Case{"dtype", dtype, "advise: --kv-dtype int4: expected bf16 or fp8 (the flag replaces "},
+                        Case{"dtype", dtype, "advise: --kv-dtype int4: expected bf16, fp8 or nvfp4 (the flag replaces "},
                         Case{"SLO", slo, "advise: --tpot-slo-ms 0: expected a number of ms > 0 (the flag replaces "},
                         Case{"bytes", bytes, "advise: --hbm-bytes -1: expected a byte size >= 0 (the flag replaces "}}) {
     const std::string what = k.what;

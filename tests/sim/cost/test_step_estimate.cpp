@@ -267,16 +267,19 @@ struct Pinned {
 };
 
 /// M near 10 % of the selections that can miss, such that the planner's (K − 1) × layers × (M / ((K − 1) × layers))
-/// gives M back exactly.
+/// gives M back exactly (layers: those whose selections can miss, DeepSeek-V4's C4 layers).
 Pinned pinned_for(const Scenario& s, bool hisparse) {
   Pinned pin;
   const int64_t H = s.deployment.hisparse.device_buffer_size, K = hisparse ? s.deployment.hisparse.top_k : s.model.top_k;
-  pin.prompt = std::max<int64_t>({H, K, 256}) + 3000;
+  // DeepSeek-V4 selects among n / 4 C4 entries of its C4 layers: the prompt's entries must pass H and K.
+  const int64_t per_entry = s.model.is_compressed() ? 4 : 1;
+  pin.prompt = std::max<int64_t>({H, K, 256}) * per_entry + 3000;
   if (!hisparse) return pin;
-  const double slots = static_cast<double>(K - 1) * s.model.layers;
+  const int64_t layers = s.model.offload_layers();
+  const double slots = static_cast<double>(K - 1) * layers;
   for (int64_t m = static_cast<int64_t>(slots / 10);; ++m) {
     const double f = static_cast<double>(m) / slots;
-    if (static_cast<double>(K - 1) * s.model.layers * f == static_cast<double>(m)) {
+    if (static_cast<double>(K - 1) * layers * f == static_cast<double>(m)) {
       pin.misses = m;
       pin.fraction = f;
       break;
@@ -297,7 +300,8 @@ int check_engine_equals_planner(const std::string& deployment, KvMode mode, Over
   const StepTimeModel planner(s, opt.cost, hs, [f = pin.fraction](int64_t) { return f; });
   const int ranks = planner.layout().ranks;
   if (hs) REQUIRE(planner.misses_per_request(pin.prompt + 2) == static_cast<double>(pin.misses));
-  FixedMisses fixed(s.deployment.hisparse.device_buffer_size, s.deployment.hisparse.top_k, s.model.layers, pin.misses);
+  FixedMisses fixed(s.deployment.hisparse.device_buffer_size, s.deployment.hisparse.top_k, s.model.offload_layers(),
+                    pin.misses);
   if (hs) opt.miss_model = &fixed;
 
   Workload w;
@@ -346,8 +350,6 @@ TEST_CASE("the planner's step equals the serving engine's steady-state step, eve
   int cases = 0, with_calibration = 0, hisparse_cases = 0;
   for (const std::string& d : deployments) {
     const Scenario s = load_scenario(d);
-    // DeepSeek-V4's compressed pools are sized by `info` only; plan and the engine refuse them (docs/capacity.md).
-    if (s.model.is_compressed()) continue;
     std::vector<KvMode> modes = {KvMode::kFull};
     if (s.model.has_sparse_indexer()) modes.push_back(KvMode::kHiSparse);
     std::vector<bool> calibrations = {false};
