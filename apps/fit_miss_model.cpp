@@ -80,7 +80,8 @@ std::vector<std::string> header_lines(const sim::MissSurface& s, const std::stri
                   s.name),
       "warm-up, steady state) and, in the steady state, by H/K (the columns) and n/H (the points of each column).",
       "Read by sim/miss/miss_surface.h: `hisparse simulate --miss-curve NAME`, `hisparse plan --miss-curve NAME`",
-      "(the default of both: smollm2-real below top_k 1024, gemma3-270m-real from 1024 on).",
+      fmt::format("(the default of both: {} below top_k {}, {} from {} on).", sim::kDefaultMissSurface, sim::kLongTopK,
+                  sim::kDefaultLongMissSurface, sim::kLongTopK),
       ""};
   add_wrapped(h, "Written by: " + command + (notes.empty() ? "" : " --note ... (the caveats below)"));
   h.push_back("(scripts/fit_miss_models.sh regenerates every shipped surface; the numbers do not depend on --threads)");

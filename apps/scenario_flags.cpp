@@ -69,7 +69,7 @@ void add_scenario_flags(po::options_description& out, unsigned groups, const std
                                                  : "none | two-batch (default: the cost parameters')");
   if (groups & kMissFlags)
     add("miss-curve", po::value<std::string>(), "miss surface: scenarios/miss_models/<name>.yaml or a .yaml path "
-        "(written by `hisparse fit-miss-model`; default smollm2-real below top_k 1024, gemma3-270m-real from 1024 on); with a trace, used where it measured nothing")(
+        "(written by `hisparse fit-miss-model`; default smollm2-real below top_k 1024, gemma3-270m-field from 1024 on); with a trace, used where it measured nothing")(
         "miss-fraction", po::value<double>(), "a constant per-layer miss fraction of K once n > H, in [0, 1], instead "
         "of the surface");
   if (groups & kTraceMissFlags)

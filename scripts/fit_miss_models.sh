@@ -29,7 +29,7 @@ smollm2_notes=(
 
 "$cli" fit-miss-model --trace traces/real/smollm2_k256_sorted.hstr --h-over-k "$ratios" --policy "$policies" \
   --name smollm2-real --out "$out/smollm2-real.yaml" --threads "$threads" \
-  --note "The default surface of hisparse simulate and hisparse plan." "${smollm2_notes[@]}"
+  --note "The default surface of hisparse simulate, plan and advise below top_k 1024." "${smollm2_notes[@]}"
 
 "$cli" fit-miss-model --trace traces/real/smollm2_k128.hstr --h-over-k "$ratios" --policy "$policies" \
   --name smollm2-real-k128 --out "$out/smollm2-real-k128.yaml" --threads "$threads" \

@@ -365,7 +365,10 @@ def cmd_record(args):
     # A run of some passes keeps the summary of the passes an earlier run into the same --out recorded.
     previous = os.path.join(args.out, "summary.json")
     if only is not None and os.path.exists(previous):
-        summary["passes"] = [p for p in json.load(open(previous))["passes"] if p["pass"] not in only]
+        earlier = json.load(open(previous))
+        summary["passes"] = [p for p in earlier["passes"] if p["pass"] not in only]
+        if "greedy_check" in earlier and not args.greedy_check:
+            summary["greedy_check"] = earlier["greedy_check"]
     S = args.steps
     for pid, novel, tokens, pass_ends in PASSES:
         if only is not None and pid not in only:

@@ -165,9 +165,11 @@ CopyCall StepEstimator::miss_copy(int64_t requests, double misses) const {
 }
 
 TransferCost StepEstimator::decode_transfer(double misses) const {
-  // The misses of one layer are loaded by one call before that layer runs: `layers` calls whenever any row misses.
-  const auto per_layer = static_cast<int64_t>(std::ceil(misses / cost_.layers()));
-  return decode_per_layer_cost(rank_scenario_.hardware, per_layer, cost_.layers(), static_cast<int64_t>(row_bytes_),
+  // The misses of one layer are loaded by one call before that layer runs: one call per offloaded layer (every
+  // layer; DeepSeek-V4's C4 layers) whenever any row misses.
+  const int layers = cost_.offload_layers();
+  const auto per_layer = static_cast<int64_t>(std::ceil(misses / layers));
+  return decode_per_layer_cost(rank_scenario_.hardware, per_layer, layers, static_cast<int64_t>(row_bytes_),
                                placement_);
 }
 
