@@ -62,7 +62,7 @@ gemma_scale=0.56
   --note "Shape measured (below), level calibrated: steady fractions = Gemma's x $gemma_scale, the scale at which" \
   --note "hisparse plan reproduces the lowest HiSparse gain Alibaba reports for DeepSeek-V3.2 at 32K (2.0x; field" \
   --note "point alibaba-hierarchical-sparse-dsv32-8xh200/gain_32k, scripts/calibrate_miss_level.py). As measured," \
-  --note "Gemma's lists move more than the published DSA runs imply: unscaled, five field points leave their band." \
+  --note "Gemma's lists move more than the published DSA runs imply: unscaled, 4 of 21 field points are out of band (1 scaled)." \
   "${gemma_notes[@]}"
 
 # DeepSeek-V3.2 shape (K 2048) from the generator, at several prompt lengths so the columns overlap in n/H. Fewer
