@@ -160,6 +160,10 @@ StatisticalMissParams miss_params_from_surface(const Scenario& s, const MissSurf
   p.fitted_from = fmt::format("miss surface {}, policy {}, at H/K {:.4g} (steady state capped by min(1, (n - H) / "
                               "(K - 1)))",
                               surface.label(), policy, h_over_k);
+  if (surface.provenance.calibration)
+    p.fitted_from += fmt::format("; steady level calibrated: measured × {:g}, fitted to {}",
+                                 surface.provenance.calibration->steady_scale,
+                                 fmt::join(surface.provenance.calibration->fitted_to, ", "));
   return p;
 }
 

@@ -376,6 +376,7 @@ TEST_CASE("the default simulate path uses the measured surface: first step, warm
   CHECK(d.warmup_steps == (H + K - 1) / K);
   CHECK(d.warmup_fraction == surf.warmup_fraction("sglang-lru", H, K));
   CHECK(d.fitted_from.find("gemma3-270m-field") != std::string::npos);  // K 2048's default
+  CHECK(d.fitted_from.find("steady level calibrated: measured × 0.56, fitted to alibaba-") != std::string::npos);
 
   // One request of 20 output tokens, n > H from the start (PD split: the buffer starts empty). The prefill gives the
   // first token, so 19 decode steps at n = 3H + 1 + step. Expected misses per step, (K − 1) × layers × f: step 0
