@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "core/budget_figure.h"
 #include "core/error.h"
 #include "core/text_format.h"
 
@@ -30,11 +31,8 @@ namespace hisparse {
 
 namespace {
 
-std::string num(double v) { return formula_number(v); }
-
-Figure fig(const char* key, const char* label, double value, const char* unit, std::string formula) {
-  return Figure{key, label, value, unit, std::move(formula)};
-}
+using budget_detail::fig;
+using budget_detail::num;
 
 // Compress-state element size: SGLANG_DSV4_COMPRESS_STATE_DTYPE accepts float32 or bfloat16; its default is not in
 // the stored source, so fp32 (the larger, conservative one) is assumed.
