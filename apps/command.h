@@ -22,6 +22,7 @@ const std::vector<Command>& commands();
 // One declaration per subcommand file.
 int run_info(int argc, char** argv);
 int run_validate(int argc, char** argv);
+int run_validate_engine_record(const std::string& path);  // validate_engine_record.cpp: `validate --engine-record`
 int run_bench(int argc, char** argv);
 int run_bench_ops(int argc, char** argv);  // bench_attention.cpp: `bench attention|topk`
 int run_bench_step(int argc, char** argv);  // bench_step.cpp: `bench step`

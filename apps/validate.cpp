@@ -1,6 +1,7 @@
 // @brief `hisparse validate --backend cuda`: the flags and the printed table of the validation library
 // (validate/validate.h): random cases and traces through the CPU reference and a device backend, every output,
-// state array and copied byte compared; one table row per operation; non-zero exit on any mismatch.
+// state array and copied byte compared; one table row per operation; non-zero exit on any mismatch. With
+// `--engine-record FILE` it checks a record of the engine's own kernels instead (validate_engine_record.cpp).
 #include <cstdio>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 
 #include "apps/command_line.h"
 #include "apps/command.h"
+#include "core/error.h"
 #include "cuda/kernel_config.h"
 #include "validate/validate.h"
 
@@ -34,6 +36,7 @@ int run_validate(int argc, char** argv) {
   namespace po = boost::program_options;
   validation::ValidateRequest req;
   validation::ValidateOptions& opt = req.options;
+  std::string engine_record;
   po::options_description desc(
       "hisparse validate: the CPU reference against a device backend, bit for bit\n"
       "(every output, every state array, every copied KV byte). Options");
@@ -47,7 +50,10 @@ int run_validate(int argc, char** argv) {
       "trace-steps", po::value(&opt.trace_steps)->default_value(0), "replay at most this many step records (0 = all)")(
       "only", po::value(&opt.only)->multitoken(), "run only these operations (see the list below)")(
       "kernel-config", po::value(&req.kernel_config)->default_value(req.kernel_config),
-      "cuda: kernel variants validated, key=value,... (keys below; every variant must match bit for bit)");
+      "cuda: kernel variants validated, key=value,... (keys below; every variant must match bit for bit)")(
+      "engine-record", po::value(&engine_record),
+      "instead: check a record of the engine's kernels (.npz of bench/engine_ops/engine_checks.py: SGLang's V2 plan, "
+      "FlashMLA, DeepGEMM) against the CPU reference; CPU only, no other option applies");
   po::variables_map vm;
   store_flags(po::parse_command_line(argc, argv, desc), vm);
   if (vm.count("help")) {
@@ -59,6 +65,12 @@ int run_validate(int argc, char** argv) {
     return 0;
   }
   po::notify(vm);
+  if (vm.count("engine-record")) {
+    for (const char* flag : {"backend", "cases", "start-case", "seed", "trace", "trace-steps", "only", "kernel-config"})
+      if (vm.count(flag) && !vm[flag].defaulted())
+        throw_error("validate: --engine-record checks a recorded file on the CPU; --{} does not apply to it", flag);
+    return run_validate_engine_record(engine_record);
+  }
   req.backend_defaulted = vm["backend"].defaulted();
   const validation::ValidateResult result = validation::run_validation(req, [](const std::string& line) {
     fmt::print("{}\n", line);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/error.h"
 #include "core/numerics/online_softmax.h"
 
 namespace hisparse::cpu_ref {
@@ -71,9 +72,12 @@ void sparse_attention(const SparseAttentionArgs& args) {
     for (int32_t h = 0; h < args.heads; ++h) attention_row(args, t, h, qf, tile_t, acc);
 }
 
-void sparse_attention_f64(const SparseAttentionArgs& a, std::vector<double>& out64, std::vector<double>& lse64) {
-  check_sparse_attention_args(a);
-  check_sparse_attention_indices(a);
+namespace {
+
+/// The float64 two-pass softmax over any KV row source: kv_at(slot) points at the slot's 576 values, kv_value reads one.
+template <typename Row, typename Value>
+void attention_f64(const SparseAttentionArgs& a, Row kv_at, Value kv_value, std::vector<double>& out64,
+                   std::vector<double>& lse64) {
   out64.assign(size_t(a.tokens) * a.heads * kMlaVDim, 0.0);
   lse64.assign(size_t(a.tokens) * a.heads, -std::numeric_limits<double>::infinity());
   std::vector<double> s(size_t(a.top_k));
@@ -85,9 +89,9 @@ void sparse_attention_f64(const SparseAttentionArgs& a, std::vector<double>& out
       for (int32_t j = 0; j < a.top_k; ++j) {
         s[j] = -std::numeric_limits<double>::infinity();
         if (!entry_valid(idx[j], a.slots)) continue;
-        const num::Bf16Bits* k = a.kv + int64_t(idx[j]) * kMlaQkDim;
+        const auto k = kv_at(idx[j]);
         double d = 0.0;
-        for (int e = 0; e < kMlaQkDim; ++e) d += double(num::bf16_to_float(q[e])) * double(num::bf16_to_float(k[e]));
+        for (int e = 0; e < kMlaQkDim; ++e) d += double(num::bf16_to_float(q[e])) * kv_value(k, e);
         s[j] = d * double(a.sm_scale);
         mx = std::max(mx, s[j]);
       }
@@ -98,13 +102,37 @@ void sparse_attention_f64(const SparseAttentionArgs& a, std::vector<double>& out
         if (!entry_valid(idx[j], a.slots)) continue;
         const double p = std::exp(s[j] - mx);
         sum += p;
-        const num::Bf16Bits* v = a.kv + int64_t(idx[j]) * kMlaQkDim;
-        for (int c = 0; c < kMlaVDim; ++c) o[c] += p * double(num::bf16_to_float(v[c]));
+        const auto v = kv_at(idx[j]);
+        for (int c = 0; c < kMlaVDim; ++c) o[c] += p * kv_value(v, c);
       }
       for (int c = 0; c < kMlaVDim; ++c) o[c] /= sum;
       lse64[size_t(t) * a.heads + h] = mx + std::log(sum);
     }
   }
+}
+
+}  // namespace
+
+void sparse_attention_f64(const SparseAttentionArgs& a, std::vector<double>& out64, std::vector<double>& lse64) {
+  check_sparse_attention_args(a);
+  check_sparse_attention_indices(a);
+  attention_f64(
+      a, [&](int32_t slot) { return a.kv + int64_t(slot) * kMlaQkDim; },
+      [](const num::Bf16Bits* row, int e) { return double(num::bf16_to_float(row[e])); }, out64, lse64);
+}
+
+void sparse_attention_f64(const SparseAttentionArgs& a, const std::vector<double>& kv64, std::vector<double>& out64,
+                          std::vector<double>& lse64) {
+  if (a.slots < 0 || kv64.size() != size_t(a.slots) * kMlaQkDim)
+    throw_error("sparse_attention_f64: kv64 holds {} values, expected slots {} x {}", kv64.size(), a.slots, kMlaQkDim);
+  SparseAttentionArgs shape = a;  // the rows come from kv64: args.kv is not read, so it is not required
+  shape.kv = nullptr;
+  shape.slots = 0;
+  check_sparse_attention_args(shape);
+  check_sparse_attention_indices(a);
+  attention_f64(
+      a, [&](int32_t slot) { return kv64.data() + int64_t(slot) * kMlaQkDim; },
+      [](const double* row, int e) { return row[e]; }, out64, lse64);
 }
 
 }  // namespace hisparse::cpu_ref

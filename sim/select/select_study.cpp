@@ -17,13 +17,17 @@
 #include "core/io/output_file.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/select/double_sparse.h"
-#include "sim/select/npz_reader.h"
 #include "sim/select/page_select.h"
 #include "sim/select/selectors.h"
+#include "traces/npz_reader.h"
 #include "traces/page_trace_source.h"
 
 namespace hisparse::sim::select {
 namespace {
+
+// The arrays are read by the traces layer's .npy/.npz reader (traces/npz_reader.h).
+using traces::NumArray;
+using traces::read_arrays;
 
 const NumArray& need(const std::map<std::string, NumArray>& a, const std::string& name, const std::string& path,
                      size_t rank) {

@@ -1,4 +1,4 @@
-// @brief The selection study: .npz / .npy reading (good, truncated, corrupt input), and each selector on constructed
+// @brief The selection study: load_kq's errors, and each selector on constructed
 // inputs whose answer is known (Quest's bound, a dominant key, sink + recent positions, separated clusters, the
 // indexer's dims), and the study's invariants (oracle recall 1) on a small fixture.
 #include <doctest/doctest.h>
@@ -15,12 +15,15 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "sim/select/npz_reader.h"
+#include "traces/npz_reader.h"
 #include "sim/select/select_study.h"
 #include "sim/select/selectors.h"
 
 namespace hisparse::sim::select {
 namespace {
+
+using traces::NumArray;
+using traces::parse_npy;
 
 namespace fs = std::filesystem;
 
@@ -42,9 +45,6 @@ void write(const std::string& p, const std::string& bytes) {
   out << bytes;
 }
 
-/// The fixture pattern of make_npz_fixtures.py: flat index i -> ((i % 17) - 8) / 8.
-float pattern(int64_t i) { return static_cast<float>((i % 17) - 8) / 8.0f; }
-
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
@@ -62,36 +62,7 @@ std::vector<float> random_keys(int32_t n, int32_t kv, int32_t dim, uint32_t seed
   return v;
 }
 
-TEST_CASE("half_to_float is exact on normal, subnormal and special values") {
-  CHECK(half_to_float(0x3C00) == 1.0f);
-  CHECK(half_to_float(0xC000) == -2.0f);
-  CHECK(half_to_float(0x7BFF) == 65504.0f);
-  CHECK(half_to_float(0x0001) == std::ldexp(1.0f, -24));
-  CHECK(half_to_float(0x3555) == 0.333251953125f);
-  CHECK(std::isinf(half_to_float(0x7C00)));
-  CHECK(std::isnan(half_to_float(0x7E00)));
-}
-
-TEST_CASE("npz deflated, npz stored and a .npy directory read the same arrays") {
-  const auto a = read_arrays(kData + "/kq_deflate.npz");
-  const auto b = read_arrays(kData + "/kq_stored.npz");
-  const auto c = read_arrays(kData + "/kq_dir");
-  REQUIRE(a.size() == 5);
-  for (const auto& [name, arr] : a) {
-    INFO(name);
-    REQUIRE(b.count(name));
-    REQUIRE(c.count(name));
-    CHECK(arr.dtype == b.at(name).dtype);
-    CHECK(arr.shape == c.at(name).shape);
-    CHECK(arr.bytes == b.at(name).bytes);
-    CHECK(arr.bytes == c.at(name).bytes);
-  }
-  const NumArray& keys = a.at("keys");
-  CHECK(keys.dtype == "<f2");
-  CHECK(keys.shape == std::vector<int64_t>{2, 40, 1, 4});
-  const auto kv = keys.to_float();
-  for (int64_t i = 0; i < keys.elements(); ++i) REQUIRE(kv[i] == pattern(i));
-
+TEST_CASE("load_kq reads the fixture's layers, shapes, scaling and sequence lengths") {
   const KqData d = load_kq(kData + "/kq_deflate.npz");
   CHECK(d.layers == 2);
   CHECK(d.layer_ids == std::vector<int32_t>{3, 7});
@@ -102,52 +73,7 @@ TEST_CASE("npz deflated, npz stored and a .npy directory read the same arrays") 
   CHECK(d.scaling == 0.5f);
   CHECK(d.seq_lens == std::vector<int32_t>{35, 36, 37, 38, 39, 40});
   CHECK(d.prefill() == 34);
-  CHECK(d.queries[5] == pattern(5));
-}
-
-TEST_CASE("truncated, corrupt and malformed .npz input is refused with the file and member named") {
-  const std::string good = slurp(kData + "/kq_deflate.npz");
-  const std::string stored = slurp(kData + "/kq_stored.npz");
-  REQUIRE(good.size() > 200);
-
-  const std::string trunc = scratch("trunc.npz");
-  write(trunc, good.substr(0, good.size() / 2));
-  std::string e = error_of([&] { read_arrays(trunc); });
-  CHECK(e.find(trunc) != std::string::npos);
-  CHECK(e.find("truncated") != std::string::npos);
-
-  // The central directory intact, a member's data cut off: the member is named.
-  const std::string cut = scratch("cut.npz");
-  write(cut, std::string(good.size() - 40, '\0') + good.substr(good.size() - 40));
-  e = error_of([&] { read_arrays(cut); });
-  CHECK(!e.empty());
-
-  // One flipped byte inside the stored keys array: the CRC check names keys.npy.
-  std::string flipped = stored;
-  const size_t at = stored.find("keys.npy") + 8 + 200;  // inside the keys member's data (local header + 768 bytes)
-  flipped[at] = static_cast<char>(flipped[at] ^ 0x5A);
-  const std::string crc = scratch("crc.npz");
-  write(crc, flipped);
-  e = error_of([&] { read_arrays(crc); });
-  CHECK(e.find("keys.npy") != std::string::npos);
-  CHECK(e.find("CRC") != std::string::npos);
-
-  // Garbage in a deflated member: zlib's error or the CRC, with the member named.
-  std::string bad = good;
-  const size_t kat = good.find("keys.npy") + 8 + 40;
-  for (size_t i = kat; i < kat + 30; ++i) bad[i] = static_cast<char>(0xFF);
-  const std::string badz = scratch("bad.npz");
-  write(badz, bad);
-  e = error_of([&] { read_arrays(badz); });
-  CHECK(e.find(badz) != std::string::npos);
-
-  const std::string text = scratch("text.npz");
-  write(text, "this is not a zip file at all, just text long enough");
-  e = error_of([&] { read_arrays(text); });
-  CHECK(e.find("not a zip") != std::string::npos);
-
-  e = error_of([&] { read_arrays(scratch("missing.npz")); });
-  CHECK(e.find("no such file") != std::string::npos);
+  CHECK(d.queries[5] == static_cast<float>((5 % 17) - 8) / 8.0f);
 }
 
 TEST_CASE("load_kq names the array and the shapes that do not fit") {

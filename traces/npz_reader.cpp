@@ -1,6 +1,7 @@
-// @brief `.npy` / `.npz` reading for the selection study. The zip walk reads only what numpy's savez writes: the end
+// @brief `.npy` / `.npz` reading (the selection study's keys and queries, the engine-kernel record of `hisparse
+// validate --engine-record`). The zip walk reads only what numpy's savez writes: the end
 // of central directory (zip64 too), central-directory entries, local headers, stored (0) or deflated (8) members.
-#include "sim/select/npz_reader.h"
+#include "traces/npz_reader.h"
 
 #include <zlib.h>
 
@@ -18,7 +19,7 @@
 #include "core/error.h"
 #include "traces/npy_array.h"
 
-namespace hisparse::sim::select {
+namespace hisparse::traces {
 namespace {
 
 namespace fs = std::filesystem;
@@ -29,7 +30,7 @@ constexpr uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEocdSig = 
 constexpr uint32_t kZip64EocdSig = 0x06064b50, kZip64LocatorSig = 0x07064b50;
 constexpr size_t kLocalFixed = 30, kCentralFixed = 46, kEocdFixed = 22, kZip64LocatorSize = 20, kZip64EocdFixed = 56;
 constexpr size_t kMaxZipComment = 0xFFFF;  // the EOCD comment length is a u16
-// Largest array the study reads: keys of 4 layers x 8K tokens x 3 heads x 64 fp32 is 25 MB; 4 GiB bounds a hostile
+// Largest array read: the study's: keys of 4 layers x 8K tokens x 3 heads x 64 fp32 is 25 MB; 4 GiB bounds a hostile
 // size field before it is allocated.
 constexpr uint64_t kMaxMemberBytes = uint64_t{1} << 32;
 
@@ -40,7 +41,8 @@ uint64_t le(const std::string& b, size_t off, int bytes) {
 }
 
 int dtype_size(const std::string& dtype) {
-  if (dtype == "<f2") return 2;
+  if (dtype == "|u1") return 1;
+  if (dtype == "<f2" || dtype == "<u2") return 2;
   if (dtype == "<f4" || dtype == "<i4") return 4;
   if (dtype == "<i8") return 8;
   return 0;
@@ -103,6 +105,12 @@ std::vector<float> NumArray::to_float() const {
       out[i] = half_to_float(h);
     } else if (dtype == "<f4") {
       std::memcpy(&out[i], p + 4 * i, 4);
+    } else if (dtype == "|u1") {
+      out[i] = static_cast<float>(p[i]);
+    } else if (dtype == "<u2") {
+      uint16_t v;
+      std::memcpy(&v, p + 2 * i, 2);
+      out[i] = static_cast<float>(v);
     } else if (dtype == "<i4") {
       int32_t v;
       std::memcpy(&v, p + 4 * i, 4);
@@ -144,7 +152,7 @@ NumArray parse_npy(const std::string& b, const std::string& source) {
   a.dtype = dict.descr;
   a.shape = dict.shape;
   const int isz = dtype_size(a.dtype);
-  if (isz == 0) throw_error("{}: dtype '{}' is not supported (expected <f2, <f4, <i4 or <i8)", source, a.dtype);
+  if (isz == 0) throw_error("{}: dtype '{}' is not supported (expected <f2, <f4, <i4, <i8, <u2 or |u1)", source, a.dtype);
   uint64_t n = 1;
   for (int64_t d : a.shape) {
     if (d != 0 && n > kMaxMemberBytes / static_cast<uint64_t>(d)) throw_error("{}: shape {} too large", source, a.shape_text());
@@ -256,4 +264,4 @@ std::map<std::string, NumArray> read_arrays(const std::string& path) {
   return read_npz_memory(slurp(path), path);
 }
 
-}  // namespace hisparse::sim::select
+}  // namespace hisparse::traces
