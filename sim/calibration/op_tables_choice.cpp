@@ -81,7 +81,8 @@ std::string apply_op_tables(const std::string& flag, const Scenario& s, CostPara
                                         "or the cost terms)", index_path, t.note)});
     }
   }
-  std::string line = fmt::format("op tables {} ({}, SGLang's kernels):", index_path, s.hardware.name);
+  std::string line = fmt::format("op tables {} ({}, SGLang's kernels; a term they measure supersedes its price above):",
+                                 index_path, s.hardware.name);
   std::vector<std::string> parts;
   for (const auto& [file, terms] : measured) parts.push_back(fmt::format("measured ({}) {}", file, join(terms)));
   for (const auto& [file, terms] : from_ranks)

@@ -124,7 +124,7 @@ TEST_CASE("op table step: the cost line, the cost-terms rows and plan's step tab
   const ScenarioSetup s = setup(kIndex);
   // Expected in the cost line: which terms are measured and from which file, which are modelled from the 2/4-GPU
   // tables (with the rule), which stay modelled as before.
-  CHECK(s.cost_line.find("op tables " + kIndex + " (h200, SGLang's kernels)") != std::string::npos);
+  CHECK(s.cost_line.find("op tables " + kIndex + " (h200, SGLang's kernels;") != std::string::npos);
   CHECK(s.cost_line.find("measured (engine_ops_h200_2026-11-28.csv) indexer_logits, q_a, experts_gate_up, "
                          "experts_down, lm_head") != std::string::npos);
   CHECK(s.cost_line.find("modelled from fewer-GPU measurements (engine_ops_comm_h200x4_2026-11-28.csv) ep_dispatch, "
