@@ -45,6 +45,7 @@ int run_fidelity(int argc, char** argv) {
   req.cost_params = c.cost_params;
   req.calibration = c.calibration;
   req.step_calibration = c.step_calibration;
+  req.op_tables = c.op_tables;
   req.overlap = c.overlap;
   req.misses = miss_choice(vm, /*with_trace=*/false);
   req.simulate = !vm.count("no-simulate");

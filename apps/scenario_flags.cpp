@@ -60,6 +60,10 @@ void add_scenario_flags(po::options_description& out, unsigned groups, const std
         "attention-table", po::value<std::string>()->default_value("auto"),
         "measured FlashMLA sparse-attention times: auto (the hardware file's attention_table, or the table it carries "
         "over with attention_table_from), none (the roofline at efficiency.attention), or a CSV path")(
+        "op-tables", po::value<std::string>()->default_value("auto"),
+        "the engine's kernels timed per GPU (DeepGEMM, FlashMLA, DeepEP, NCCL, SGLang's): auto (the tables of "
+        "scenarios/measurements/engine_ops.yaml measured on the deployment's hardware, SGLang deployments), none "
+        "(every term modelled as without tables), or an index YAML")(
         "swap-in-kernel", po::value<std::string>(),
         "whose swap-in kernel prices the plan and miss copy: sglang (SGLang's, the hardware's "
         "sglang_swap_in_calibration) | project (this project's, the hardware's calibration); default: the "
@@ -133,6 +137,7 @@ sim::ScenarioChoice scenario_choice(const po::variables_map& all, const std::str
   if (vm.count("calibration")) c.calibration = vm["calibration"].as<std::string>();
   if (vm.count("step-calibration")) c.step_calibration = vm["step-calibration"].as<std::string>();
   if (vm.count("attention-table")) c.attention_table = vm["attention-table"].as<std::string>();
+  if (vm.count("op-tables")) c.op_tables = vm["op-tables"].as<std::string>();
   o.swap_in_kernel = opt<std::string>(vm, "swap-in-kernel");
   // `both` is simulate's to expand; every other value is one mode.
   if (vm.count("overlap") && vm["overlap"].as<std::string>() != "both")

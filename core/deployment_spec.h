@@ -92,6 +92,12 @@ struct DeploymentSpec {
   // which swap-in kernel prices the plan and miss copy ("" = the engine's own).
   std::string engine = "sglang";
   std::string swap_in_kernel;
+  // SGLang's --deepep-mode (attention DP with --moe-a2a-backend deepep): low_latency (DeepEP's low-latency kernels,
+  // DeepGEMM's masked grouped GEMM), normal (normal kernels, contiguous grouped GEMM) or auto (SGLang's rule: normal
+  // for prefill/extend batches, low_latency for decode). The decode step's op-table terms follow it.
+  std::string deepep_mode = "auto";
+  /// The mode a decode batch runs: auto resolves to low_latency.
+  std::string decode_deepep_mode() const { return deepep_mode == "normal" ? "normal" : "low_latency"; }
   const std::string& swap_in_kernel_used() const { return swap_in_kernel.empty() ? engine : swap_in_kernel; }
   HiSparseConfig hisparse;
   DoubleSparsityConfig double_sparsity;  // YAML `double_sparsity:` (absent: off)

@@ -228,6 +228,7 @@ NB_MODULE(_core, m) {
       .def(nb::init<>()) HS_RW(sim::ScenarioChoice, scenario) HS_RW(sim::ScenarioChoice, overrides)
       HS_RW(sim::ScenarioChoice, cost_params) HS_RW(sim::ScenarioChoice, calibration)
       HS_RW(sim::ScenarioChoice, step_calibration) HS_RW(sim::ScenarioChoice, attention_table)
+      HS_RW(sim::ScenarioChoice, op_tables)
       // The overlap mode by its flag spelling (none | two-batch; None: the cost parameters').
       .def_prop_rw(
           "overlap",

@@ -86,6 +86,7 @@ ScenarioChoice choice_of(const FidelityRequest& r, const FieldRun& run) {
   c.cost_params = r.cost_params;
   c.calibration = r.calibration;
   c.step_calibration = r.step_calibration;
+  c.op_tables = r.op_tables;
   c.overlap = r.overlap;
   return c;
 }

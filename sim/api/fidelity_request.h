@@ -20,6 +20,7 @@ struct FidelityRequest {
   std::string cost_params = "auto";       // as ScenarioChoice: auto (the hardware file's cost_model) or a YAML
   std::string calibration = "auto";       // auto | none | a YAML of `hisparse bench --calibrate`
   std::string step_calibration = "auto";  // auto | none | a YAML of `hisparse bench step --fit`
+  std::string op_tables = "auto";         // as ScenarioChoice: auto (engine_ops.yaml's tables) | none | an index YAML
   std::optional<OverlapMode> overlap;     // unset: the cost parameters'
   MissChoice misses;                      // plan's default: the miss surface default_miss_surface(top_k)
   bool simulate = true;                   // closed-loop runs also through the serving simulation

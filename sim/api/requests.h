@@ -22,6 +22,7 @@ struct ScenarioChoice {
   std::string calibration = "auto";   // auto | none | a YAML of `hisparse bench --calibrate`
   std::string step_calibration = "auto";  // auto | none | a YAML of `hisparse bench step --fit`
   std::string attention_table = "auto";   // auto (the hardware file's) | none (roofline) | a FlashMLA timing CSV
+  std::string op_tables = "auto";         // auto (scenarios/measurements/engine_ops.yaml) | none | an index YAML
   std::optional<OverlapMode> overlap;     // unset: the cost parameters'
   bool require_sparse_indexer = false;    // advise and simulate model HiSparse only
 };

@@ -9,6 +9,7 @@
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "sim/calibration/calibration_choice.h"
+#include "sim/calibration/op_tables_choice.h"
 #include "sim/miss/miss_surface.h"
 
 namespace hisparse::sim {
@@ -24,6 +25,9 @@ ScenarioSetup load_scenario_setup(const ScenarioChoice& c, const std::string& co
   const std::string attention = apply_attention_table(c.attention_table, out.scenario, &out.cost);
   out.cost_line = terms + "; " + apply_calibrations(c.calibration, c.step_calibration, &out.scenario, &out.cost) +
                   "; " + attention;
+  // The engine's kernels timed on this GPU, where the index holds them (nothing is added when no table applies).
+  const std::string tables = apply_op_tables(c.op_tables, out.scenario, &out.cost);
+  if (!tables.empty()) out.cost_line += "; " + tables;
   if (c.overlap) out.cost.overlap = *c.overlap;
   return out;
 }

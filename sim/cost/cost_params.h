@@ -9,6 +9,7 @@
 #include "sim/engine/sim_time.h"
 #include "sim/cost/attention_table.h"
 #include "sim/cost/collective_cost.h"
+#include "sim/cost/op_table_pricing.h"
 #include "sim/cost/swap_in_cost.h"
 
 namespace hisparse::sim {
@@ -82,6 +83,10 @@ struct CostParams {
   // projection GEMMs (MLA and indexer projections, absorbed w_kv_b, router, shared expert, dense MLP) and of top-k
   // (DecodeCostModel says which terms stay roofline and why).
   std::shared_ptr<const StepCalibration> step;
+  // The engine's own kernels timed on this GPU (sim/optables/, scenarios/measurements/engine_ops.yaml): where they
+  // hold a term's op at the deployment's shape they price it ahead of the per-op calibration and the roofline
+  // (DecodeCostModel); null: no table applies. Its `terms` say, per term, what they answered (for the reports).
+  std::shared_ptr<const OpTableUse> op_tables;
   // Provenance: the file the terms came from ("" = these built-in test defaults) and each term's source.
   std::string terms_file;
   std::vector<TermSource> sources;

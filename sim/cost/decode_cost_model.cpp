@@ -60,6 +60,10 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   lm_head_params_ = static_cast<double>(m.vocab_size) * m.hidden_size;
   a2a_site_ = collective_site(sc_, p_, /*all_to_all=*/true);
   allreduce_site_ = collective_site(sc_, p_, /*all_to_all=*/false);
+  deepep_ = sc_.deployment.decode.ep > 1 && sc_.deployment.decode.dp_attention > 1;
+  // The op tables time SGLang's kernels of MLA models (set only for SGLang deployments: sim/calibration/
+  // op_tables_choice.h); a GQA model's layer is priced by its own roofline.
+  if (p_.op_tables && !m.is_gqa()) tables_ = OpTablePricing(p_.op_tables->set, sc_, p_.efficiency.nvlink);
   if (p_.step && !m.calibrated_by(p_.step->model))
     throw_error("{}: the per-op calibration is for model {}, the scenario's model is {} (use --step-calibration none "
                 "or a calibration of this model)", sc_.source, p_.step->model, m.name);
@@ -89,6 +93,8 @@ SimTime DecodeCostModel::op_ns(const char* op, const std::vector<DecodeOpWork>& 
   for (const DecodeOpWork& x : work)  // top-k's name says whether every position is selected
     if (x.op == name || (name == "topk" && x.op == "topk_all")) w = &x;
   if (!w) throw_error("cost model: {} is not an op of core/decode_layer_ops.h", name);
+  // The engine's own kernel timed on this GPU (graph-timed: its gap to the next kernel included) comes first.
+  if (const SimTime t = tables_.decode_op_ns(w->op, w->tokens); t >= 0) return t * count;
   if (p_.step && is_calibrated(*w)) {
     const OpTimeModel* m = p_.step->find(w->op, w->dtype);
     if (!m) throw_error("per-op calibration of {}: no model for {} ({})", p_.step->device, w->op, w->dtype);
@@ -125,9 +131,14 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   // is written per key. Once per selecting layer.
   const double idx_flops = 2.0 * m.indexer_heads * m.indexer_head_dim * b.sum_n;
   const double idx_bytes = b.sum_n * (indexer_key_bytes_ + 4.0);
-  out.indexer = (ops_ns({"indexer_q", "indexer_k", "indexer_w"}, work) + kernel(idx_flops, idx_bytes, fp8_peak(), e.indexer)) *
+  // DeepGEMM's fp8 MQA logits and SGLang's top-k from the op tables where they hold them (at the batch and mean
+  // context), else the roofline and the per-op model.
+  const SimTime logits = tables_.term_ns("indexer_logits", B, b.sum_n / B);
+  const SimTime topk = tables_.term_ns("indexer_topk", B, b.sum_n / B);
+  out.indexer = (ops_ns({"indexer_q", "indexer_k", "indexer_w"}, work) +
+                 (logits >= 0 ? logits : kernel(idx_flops, idx_bytes, fp8_peak(), e.indexer))) *
                 selecting_layers_;
-  out.topk = op_ns("topk", work) * selecting_layers_;
+  out.topk = (topk >= 0 ? topk : op_ns("topk", work)) * selecting_layers_;
   // Sparse attention over Σ min(n, K) cached rows (bf16 math, FlashMLA-style), reading the query and writing the
   // latent output per head; the MLA projections, the absorbed w_kv_b, and the norms/RoPE around them.
   const double attn_flops = b.sum_attended * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * 2.0;
@@ -135,8 +146,14 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
                             B * m.attention_heads * (m.cache_row_width() + m.kv_lora_rank) * 2.0;
   // With a measured FlashMLA table (sim/cost/attention_table.h) the kernel is its graph-timed time, which holds its
   // gap to the next kernel, at this GPU's batch, heads and mean attended rows; else the roofline.
+  // The op tables' FlashMLA row (the engine's kernel at this shape, timed at K rows per request) supersedes the
+  // attention table when every request attends its full K (mean attended rows = top_k); shorter contexts keep the
+  // attention table, which interpolates in K.
+  const SimTime table_attention =
+      b.sum_attended / B >= m.top_k ? tables_.term_ns("sparse_attention", B) : SimTime{-1};
   const SimTime sparse_attention =
-      p_.attention.table
+      table_attention >= 0 ? table_attention
+      : p_.attention.table
           ? seconds_to_ns_ceil(p_.attention
                                    .layer_us(sc_.deployment.kv_dtype, B, m.attention_heads, b.sum_attended / B,
                                              attn_flops, attn_bytes, sc_.hardware)
@@ -198,8 +215,18 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
     const double p_touched = 1.0 - std::pow(1.0 - 1.0 / m.routed_experts, picks);
     const double routed_here = m.routed_experts / ep * p_touched;
     const double routed_tokens = picks / ep;
-    out.compute += kernel(2.0 * expert_params_ * routed_tokens, routed_here * expert_params_ * bpp, fp8_peak(), e.moe) *
-                   moe_layers;
+    // DeepGEMM's grouped GEMMs in SGLang's DeepEP layout (masked in low-latency mode, contiguous in normal mode)
+    // at the busiest GPU's decode tokens, with the activation over the rows it receives, where the op tables hold
+    // both GEMMs; else the roofline of the expected experts read.
+    const SimTime gate_up = deepep_ ? tables_.term_ns("experts_gate_up", max_gpu_tokens) : SimTime{-1};
+    const SimTime down = deepep_ ? tables_.term_ns("experts_down", max_gpu_tokens) : SimTime{-1};
+    if (gate_up >= 0 && down >= 0) {
+      const SimTime act = tables_.term_ns("experts_silu", routed_tokens);
+      out.compute += (gate_up + down + std::max<SimTime>(0, act)) * moe_layers;
+    } else {
+      out.compute += kernel(2.0 * expert_params_ * routed_tokens, routed_here * expert_params_ * bpp, fp8_peak(), e.moe) *
+                     moe_layers;
+    }
     if (sc_.deployment.decode.ep > 1 && sc_.deployment.decode.dp_attention > 1) {
       // Attention data parallel with experts spread: each GPU dispatches its own tokens to the experts' GPUs and
       // combines their outputs (SGLang's --moe-a2a-backend deepep, low-latency mode in decode).
@@ -219,6 +246,7 @@ DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tok
 }
 
 SimTime DecodeCostModel::lm_head_ns(double T) const {
+  if (const SimTime t = tables_.term_ns("lm_head", T); t >= 0) return t;
   const double tp = std::max(1, sc_.deployment.decode.tp);
   return kernel(2.0 * lm_head_params_ / tp * T, lm_head_params_ / tp * 2.0, sc_.hardware.bf16_flops, p_.efficiency.dense);
 }
@@ -227,6 +255,11 @@ SimTime DecodeCostModel::expert_all_to_all_ns(double tokens) const {
   const ModelSpec& m = sc_.model;
   const int ep = std::max(1, sc_.deployment.decode.ep);
   if (ep <= 1 || !(tokens > 0)) return 0;
+  if (!a2a_site_.internode) {  // the tables hold one node's DeepEP (2 and 4 GPUs measured, 8 modelled from them)
+    const SimTime d = tables_.expert_collective_ns("ep_dispatch", ep, tokens, a2a_site_.link_bytes_per_s);
+    const SimTime c = tables_.expert_collective_ns("ep_combine", ep, tokens, a2a_site_.link_bytes_per_s);
+    if (d >= 0 && c >= 0) return d + c;
+  }
   if (!p_.deepep.empty())
     return deepep_ns(p_.deepep, ExpertOp::kDispatch, ep, tokens, m.hidden_size, m.experts_per_token, a2a_site_) +
            deepep_ns(p_.deepep, ExpertOp::kCombine, ep, tokens, m.hidden_size, m.experts_per_token, a2a_site_);
@@ -236,6 +269,12 @@ SimTime DecodeCostModel::expert_all_to_all_ns(double tokens) const {
 }
 
 SimTime DecodeCostModel::hidden_allreduce_ns(double tokens, int gpus) const {
+  // NCCL's all-reduce from the op tables (one node only; any model: the collective does not depend on it).
+  if (!allreduce_site_.internode)
+    if (const SimTime t = table_all_reduce_ns(p_.op_tables ? p_.op_tables->set.get() : nullptr, gpus, tokens * sc_.model.hidden_size * 2.0,
+                                              allreduce_site_.link_bytes_per_s, p_.efficiency.nvlink);
+        t >= 0)
+      return t;
   return allreduce_ns(tokens * sc_.model.hidden_size * 2.0, gpus, allreduce_site_, p_.efficiency.nvlink);
 }
 

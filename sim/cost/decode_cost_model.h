@@ -9,6 +9,7 @@
 #include "core/decode_layer_ops.h"
 #include "core/deployment_spec.h"
 #include "sim/cost/cost_params.h"
+#include "sim/cost/op_table_pricing.h"
 #include "sim/engine/sim_time.h"
 
 namespace hisparse::sim {
@@ -114,6 +115,10 @@ class DecodeCostModel {
   double expert_params_ = 0;   // per expert (gate, up, down)
   double lm_head_params_ = 0;
   CollectiveSite a2a_site_, allreduce_site_;  // where the instance's collectives run (sim/cost/rank_layout.h)
+  // The engine's kernels timed on this GPU (CostParams::op_tables): a term they hold is their time, ahead of the
+  // per-op calibration and the roofline; one they do not hold keeps its modelled price.
+  OpTablePricing tables_;
+  bool deepep_ = false;  // attention DP with experts spread: DeepEP dispatch/combine and DeepGEMM's grouped layouts
 };
 
 }  // namespace hisparse::sim

@@ -72,6 +72,12 @@ SimTime attention_allreduce_ns(int gpus_per_rank, double collective_bytes_per_s,
   if (gpus_per_rank <= 1 || batch <= 0) return 0;
   const CollectiveSite site{internode, p.all_reduce_latency_ns(internode), collective_bytes_per_s};
   const double bytes = static_cast<double>(batch) * model.hidden_size * 2.0;
+  // NCCL's all-reduce from the op tables (one node only), else the ring over the link.
+  if (!internode)
+    if (const SimTime t = table_all_reduce_ns(p.op_tables ? p.op_tables->set.get() : nullptr, gpus_per_rank, bytes, collective_bytes_per_s,
+                                              p.efficiency.nvlink);
+        t >= 0)
+      return t * model.layers;
   return allreduce_ns(bytes, gpus_per_rank, site, p.efficiency.nvlink) * model.layers;
 }
 

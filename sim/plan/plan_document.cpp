@@ -158,8 +158,27 @@ void memory(std::vector<DocBlock>& doc, const CapacityPlan& p, const std::vector
   doc.push_back(u);
 }
 
-/// How one term of the step is obtained under `cp` (the per-op and swap-in calibrations it loaded, or the roofline).
-std::string step_term_kind(const CostParams& cp, const std::string& field) {
+/// What the op tables price of one step field (CostParams::op_tables): "; op tables: measured q_a, o_proj
+/// (engine_ops_….csv); modelled from fewer-GPU measurements ep_dispatch (…)", or "" without tables.
+std::string op_table_suffix(const CostParams& cp, const std::string& field) {
+  std::map<std::string, std::vector<std::string>> measured, from_ranks;  // file -> terms
+  if (!cp.op_tables) return "";
+  for (const OpTermStatus& t : cp.op_tables->terms) {
+    if (t.field != field || !t.series) continue;
+    (t.label == OpLabel::kFromRanks ? from_ranks : measured)[t.series->table->file].push_back(t.term);
+  }
+  std::string out;
+  for (const auto& [file, terms] : measured) out += fmt::format("; measured from op table {}: {}", file, fmt::join(terms, ", "));
+  for (const auto& [file, terms] : from_ranks)
+    out += fmt::format("; modelled from fewer-GPU measurements ({}): {}", file, fmt::join(terms, ", "));
+  return out;
+}
+
+/// How one term of the step is obtained under `cp` (the per-op and swap-in calibrations it loaded, or the roofline),
+/// with what the op tables price of it.
+std::string step_term_kind(const CostParams& cp, const std::string& field);
+
+std::string step_term_kind_base(const CostParams& cp, const std::string& field) {
   const bool step = cp.step != nullptr, swap = cp.swap_in_cost.calibrated;
   if (field == "indexer")
     return step ? "projections calibrated per op; scoring modelled (roofline at efficiency.indexer)" : "modelled (roofline)";
@@ -183,6 +202,10 @@ std::string step_term_kind(const CostParams& cp, const std::string& field) {
   if (field == "prefetch_hidden")
     return "modelled: the shared layers' share of the copy, up to their attention (SGLang #29637's side-stream prefetch)";
   return "modelled";  // stall, sync
+}
+
+std::string step_term_kind(const CostParams& cp, const std::string& field) {
+  return step_term_kind_base(cp, field) + op_table_suffix(cp, field);
 }
 
 /// One sequence length of a model without a sparse indexer: the full-KV row alone.

@@ -13,6 +13,7 @@
 
 #include "core/scenario_loader.h"
 #include "sim/calibration/calibration_choice.h"
+#include "sim/calibration/op_tables_choice.h"
 #include "sim/cost/step_estimate.h"
 #include "sim/cost/step_time_model.h"
 #include "sim/cost/zero_copy_sm_share.h"
@@ -24,11 +25,13 @@ using namespace hisparse::sim;
 
 namespace {
 
-/// The shipped cost terms of the scenario's hardware, its calibrations ("auto") or none, and an overlap mode.
-CostParams shipped_params(Scenario* s, bool calibrated, OverlapMode overlap) {
+/// The shipped cost terms of the scenario's hardware, its calibrations ("auto") or none, an overlap mode, and the
+/// op tables of an index (sim/calibration/op_tables_choice.h; "none": none).
+CostParams shipped_params(Scenario* s, bool calibrated, OverlapMode overlap, const std::string& op_tables = "none") {
   CostParams p;
   load_cost_terms("auto", *s, &p);
   apply_calibrations(calibrated ? "auto" : "none", calibrated ? "auto" : "none", s, &p);
+  apply_op_tables(op_tables, *s, &p);
   p.overlap = overlap;
   return p;
 }
@@ -288,13 +291,14 @@ Pinned pinned_for(const Scenario& s, bool hisparse) {
   return pin;
 }
 
-int check_engine_equals_planner(const std::string& deployment, KvMode mode, OverlapMode overlap, bool calibrated) {
+int check_engine_equals_planner(const std::string& deployment, KvMode mode, OverlapMode overlap, bool calibrated,
+                                const std::string& op_tables = "none") {
   Scenario s = load_scenario(deployment);
   s.deployment.pd_disaggregation = true;
   s.deployment.prefill.count = 0;
   ServingOptions opt;
   opt.mode = mode;
-  opt.cost = shipped_params(&s, calibrated, overlap);
+  opt.cost = shipped_params(&s, calibrated, overlap, op_tables);
   const bool hs = mode == KvMode::kHiSparse;
   const Pinned pin = pinned_for(s, hs);
   const StepTimeModel planner(s, opt.cost, hs, [f = pin.fraction](int64_t) { return f; });
@@ -370,4 +374,15 @@ TEST_CASE("the planner's step equals the serving engine's steady-state step, eve
   CHECK(cases >= 2 * static_cast<int>(deployments.size()));
   CHECK(with_calibration > 0);
   CHECK(hisparse_cases > 0);
+}
+
+TEST_CASE("the planner's step equals the serving engine's with op tables (fixture), term by term") {
+  const std::string index = std::string(HISPARSE_SOURCE_DIR) + "/tests/sim/optables/data/engine_ops.yaml";
+  // Expected: the table-priced terms (DeepEP dispatch/combine and the MoE GEMMs under attention DP; the attention
+  // all-reduce under attention TP, 8 GPUs modelled from 2 and 4) are the same in both callers.
+  for (const char* d : {"dsv32-8xh200-1tb", "glm51-8xh200-tp8-r11"})
+    for (OverlapMode overlap : {OverlapMode::kNone, OverlapMode::kTwoBatch}) {
+      INFO(d << " " << to_string(overlap));
+      CHECK(check_engine_equals_planner(d, KvMode::kHiSparse, overlap, true, index) == 4);
+    }
 }
