@@ -41,6 +41,12 @@ std::string apply_op_tables(const std::string& flag, const Scenario& s, CostPara
     return given ? fmt::format("op tables {}: none measured on hardware {}; every term modelled as before", index_path,
                                s.hardware.name)
                  : "";
+  // The tables hold the MLA + DSA decode layer's kernels: a GQA model asks them nothing (its step is as before), and
+  // DeepSeek-V4's own step (compressed attention, grouped output projection) does not map its ops to them yet.
+  if (s.model.is_gqa()) return "";
+  if (s.model.is_compressed())
+    return fmt::format("op tables of {} not read: DeepSeek-V4's step does not map its per-layer ops to them yet "
+                       "(every term priced as before)", s.hardware.name);
   if (s.deployment.engine != "sglang")
     return fmt::format("op tables of {} not used: they time SGLang's kernels and the deployment's engine is {}",
                        s.hardware.name, s.deployment.engine);
@@ -51,13 +57,14 @@ std::string apply_op_tables(const std::string& flag, const Scenario& s, CostPara
   const DeploymentSpec& d = s.deployment;
   const bool deepep = d.decode.ep > 1 && d.decode.dp_attention > 1;
   const bool moe = s.model.layers > s.model.dense_layers && s.model.routed_experts > 0;
+  const int expert_ep = deepep ? d.decode.ep : 0;  // the grouped GEMMs run on each GPU, however many nodes
   const int ep_ranks = deepep && !internode ? d.decode.ep : 0;
   const int allreduce_ranks = !internode && ((moe && !deepep) || s.model.dense_layers > 0) ? std::max(1, d.decode.tp) : 0;
   const int attention_tp = internode ? 0 : layout.attention_tp;
   const OpTablePricing pricing(set, rank, p->efficiency.nvlink);
   auto use = std::make_shared<OpTableUse>();
   use->set = set;
-  use->terms = pricing.status(ep_ranks, allreduce_ranks, attention_tp);
+  use->terms = pricing.status(expert_ep, ep_ranks, allreduce_ranks, attention_tp);
   p->op_tables = use;
   std::map<std::string, std::vector<std::string>> measured, from_ranks;  // table file -> terms
   std::vector<std::string> absent;

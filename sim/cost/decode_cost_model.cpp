@@ -63,7 +63,7 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   deepep_ = sc_.deployment.decode.ep > 1 && sc_.deployment.decode.dp_attention > 1;
   // The op tables time SGLang's kernels of MLA models (set only for SGLang deployments: sim/calibration/
   // op_tables_choice.h); a GQA model's layer is priced by its own roofline.
-  if (p_.op_tables && !m.is_gqa()) tables_ = OpTablePricing(p_.op_tables->set, sc_, p_.efficiency.nvlink);
+  if (p_.op_tables && !m.is_gqa() && !m.is_compressed()) tables_ = OpTablePricing(p_.op_tables->set, sc_, p_.efficiency.nvlink);
   if (p_.step && !m.calibrated_by(p_.step->model))
     throw_error("{}: the per-op calibration is for model {}, the scenario's model is {} (use --step-calibration none "
                 "or a calibration of this model)", sc_.source, p_.step->model, m.name);

@@ -25,6 +25,15 @@ void OpTablePricing::add(const std::string& term, const std::string& field, cons
   q.params = std::move(params);
   q.prefer = std::move(prefer);
   q.series = tables_->find(q.op, q.params, q.prefer, &q.note);
+  // A stand-in row (impl=torch-standin: torch's kernel where SGLang's own was not built) times another
+  // implementation than the engine's, so it never supersedes a term's calibrated or modelled price.
+  if (q.series) {
+    const auto impl = q.series->params.find("impl");
+    if (impl != q.series->params.end() && impl->second.find("standin") != std::string::npos) {
+      q.note = fmt::format("{} rows are {} (not SGLang's kernel): kept as priced before", q.op, impl->second);
+      q.series = nullptr;
+    }
+  }
   queries_[term] = std::move(q);
   order_.push_back(term);
 }
@@ -63,17 +72,31 @@ OpTablePricing::OpTablePricing(std::shared_ptr<const OpTableSet> tables, const S
   add("indexer_topk", "topk", "indexer_topk", {{"topk", std::to_string(m.top_k)}}, {{"model", model}});
   // Attention side of every layer, at the heads one GPU computes.
   add("rmsnorm_hidden", "attention", "rmsnorm", {{"model", model}, {"hidden", num(h)}}, {});
-  dense("q_a", "attention", "q_a", m.q_lora_rank, h, dtype, atp);
+  // q_a and kv_a: SGLang's fused_qkv_a_proj_with_mqa (one GEMM to q_lora + kv_lora + rope) where the tables time it,
+  // else the two GEMMs apart.
+  const double qkv_a_n = double(m.q_lora_rank) + m.kv_lora_rank + m.qk_rope_head_dim;
+  qkv_a_fused_ = tables_->find("dense_gemm", {{"model", model}, {"name", "fused_qkv_a"}, {"n", num(qkv_a_n)}, {"k", num(h)}},
+                               {{"dtype", dtype}, {"tp", std::to_string(atp)}}, nullptr) != nullptr;
+  if (qkv_a_fused_)
+    dense("q_a", "attention", "fused_qkv_a", qkv_a_n, h, dtype, atp);
+  else
+    dense("q_a", "attention", "q_a", m.q_lora_rank, h, dtype, atp);
   add("rmsnorm_q", "attention", "rmsnorm", {{"model", model}, {"hidden", std::to_string(m.q_lora_rank)}}, {});
   dense("q_b", "attention", "q_b", heads * (m.qk_nope_head_dim + m.qk_rope_head_dim), m.q_lora_rank, dtype, atp);
   add("rope_q", "attention", "rope",
       {{"model", model}, {"heads", num(heads)}, {"rope_dim", std::to_string(m.qk_rope_head_dim)}}, {});
-  dense("kv_a", "attention", "kv_a", m.kv_lora_rank + m.qk_rope_head_dim, h, dtype, atp);
+  if (!qkv_a_fused_) dense("kv_a", "attention", "kv_a", m.kv_lora_rank + m.qk_rope_head_dim, h, dtype, atp);
   add("rmsnorm_kv", "attention", "rmsnorm", {{"model", model}, {"hidden", std::to_string(m.kv_lora_rank)}}, {});
   // The absorbed w_kv_b: two per-head batched GEMMs (q side nope -> latent, output side latent -> v); the heads per
   // GPU are told apart by the TP that splits them.
-  dense("w_kv_b_q", "attention", "kv_b_absorbed", m.kv_lora_rank, m.qk_nope_head_dim, "bf16", atp, true);
-  dense("w_kv_b_o", "attention", "kv_b_absorbed", m.v_head_dim, m.kv_lora_rank, "bf16", atp, true);
+  // SGLang runs them as bf16 torch.bmm over the heads on the GPU (kv_b dequantized at load): the collector's
+  // head_bmm rows (w_kc: nope -> kv_lora, w_vc: kv_lora -> v), keyed by heads per GPU.
+  add("w_kv_b_q", "attention", "head_bmm",
+      {{"model", model}, {"name", "w_kc"}, {"heads", num(heads)}, {"k", std::to_string(m.qk_nope_head_dim)},
+       {"n", std::to_string(m.kv_lora_rank)}}, {});
+  add("w_kv_b_o", "attention", "head_bmm",
+      {{"model", model}, {"name", "w_vc"}, {"heads", num(heads)}, {"k", std::to_string(m.kv_lora_rank)},
+       {"n", std::to_string(m.v_head_dim)}}, {});
   add("sparse_attention", "attention", "flashmla_sparse_decode",
       {{"kv", d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16"}, {"heads", num(heads)}, {"topk", std::to_string(m.top_k)}},
       {{"model", model}, {"layout", "v32"}});
@@ -104,6 +127,7 @@ OpTablePricing::OpTablePricing(std::shared_ptr<const OpTableSet> tables, const S
 }
 
 SimTime OpTablePricing::at(const std::string& term, double batch, double context) const {
+  if (term == "kv_a" && qkv_a_fused_) return 0;  // inside q_a's fused GEMM
   const auto it = queries_.find(term);
   if (it == queries_.end() || !it->second.series) return -1;
   const OpLookup l = OpTableSet::at(*it->second.series, batch, context, 0);
@@ -147,12 +171,25 @@ SimTime OpTablePricing::all_reduce_ns(int ranks, double bytes, double link_bytes
   return table_all_reduce_ns(tables_.get(), ranks, bytes, link_bytes_per_s, nvlink_efficiency_);
 }
 
-std::vector<OpTermStatus> OpTablePricing::status(int ep_ranks, int allreduce_ranks, int attention_tp) const {
+std::vector<OpTermStatus> OpTablePricing::status(int expert_ep, int ep_ranks, int allreduce_ranks,
+                                                 int attention_tp) const {
   std::vector<OpTermStatus> out;
   if (!tables_) return out;
   for (const std::string& term : order_) {
     const Query& q = queries_.at(term);
-    if (term.rfind("experts_", 0) == 0 && ep_ranks <= 1) continue;  // routed experts from tables: DeepEP only
+    if (term.rfind("experts_", 0) == 0 && expert_ep <= 1) continue;  // routed experts from tables: DeepEP only
+    if (term == "q_a" && qkv_a_fused_) {
+      // The fused GEMM prices q_a; kv_a is reported beside it as measured at no extra time.
+      OpTermStatus st;
+      st.term = "q_a", st.field = q.field, st.op = q.op, st.params = q.params, st.series = q.series;
+      st.label = OpLabel::kMeasured;
+      st.note = "fused_qkv_a_proj_with_mqa: q_a and kv_a in one GEMM";
+      out.push_back(st);
+      st.term = "kv_a";
+      st.note = "inside q_a's fused GEMM (no time of its own)";
+      out.push_back(std::move(st));
+      continue;
+    }
     OpTermStatus st;
     st.term = term, st.field = q.field, st.op = q.op, st.params = q.params;
     st.series = q.series;

@@ -63,10 +63,12 @@ class OpTablePricing {
   SimTime all_reduce_ns(int ranks, double bytes, double link_bytes_per_s) const;
 
   /// Every term the step model asks the tables for at this deployment, in step order, with the answer at the
-  /// deployment's own rank counts: `ep_ranks` the EP size where the step runs DeepEP (attention DP, ep > 1, one
-  /// node), else 0 (routed experts and dispatch/combine are then not table terms); `allreduce_ranks` the GPUs of the
-  /// MoE / dense-MLP all-reduce (0: none); `attention_tp` those of the attention all-reduce (<= 1: none).
-  std::vector<OpTermStatus> status(int ep_ranks, int allreduce_ranks, int attention_tp) const;
+  /// deployment's own rank counts: `expert_ep` the EP size where the step runs DeepEP's grouped GEMMs (attention
+  /// DP, ep > 1, on any number of nodes), else 0 (routed experts are then not table terms); `ep_ranks` the same
+  /// where dispatch/combine stay inside one node (the tables hold intranode runs only), else 0; `allreduce_ranks`
+  /// the GPUs of the MoE / dense-MLP all-reduce (0: none); `attention_tp` those of the attention all-reduce (<= 1:
+  /// none).
+  std::vector<OpTermStatus> status(int expert_ep, int ep_ranks, int allreduce_ranks, int attention_tp) const;
   /// low_latency | normal: the DeepEP mode SGLang runs in decode (deployment deepep_mode; auto = low_latency).
   const std::string& deepep_mode() const { return deepep_mode_; }
 
@@ -86,6 +88,9 @@ class OpTablePricing {
   std::string deepep_mode_ = "low_latency";
   double nvlink_efficiency_ = 1;
   int hidden_ = 0, topk_ = 0, experts_ = 0;
+  // SGLang runs q_a and kv_a as one GEMM (fused_qkv_a_proj_with_mqa); where the tables time that GEMM, q_a carries
+  // it and kv_a costs nothing more.
+  bool qkv_a_fused_ = false;
 };
 
 }  // namespace hisparse::sim
