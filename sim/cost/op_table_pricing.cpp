@@ -66,26 +66,23 @@ OpTablePricing::OpTablePricing(std::shared_ptr<const OpTableSet> tables, const S
   // Indexer (selecting layers): its two table-measured projections, the fp8 MQA logits and the top-k.
   dense("indexer_q", "indexer", "wq_indexer", double(m.indexer_heads) * m.indexer_head_dim, m.q_lora_rank, dtype, atp);
   dense("indexer_k", "indexer", "wk_indexer", m.indexer_head_dim, h, dtype, atp);
+  dense("indexer_w", "indexer", "weights_proj", m.indexer_heads, h, "bf16", atp);  // the per-head weights (bf16)
   add("indexer_logits", "indexer", "indexer_logits",
       {{"model", model}, {"heads", std::to_string(m.indexer_heads)}, {"head_dim", std::to_string(m.indexer_head_dim)}},
       {});
   add("indexer_topk", "topk", "indexer_topk", {{"topk", std::to_string(m.top_k)}}, {{"model", model}});
   // Attention side of every layer, at the heads one GPU computes.
   add("rmsnorm_hidden", "attention", "rmsnorm", {{"model", model}, {"hidden", num(h)}}, {});
-  // q_a and kv_a: SGLang's fused_qkv_a_proj_with_mqa (one GEMM to q_lora + kv_lora + rope) where the tables time it,
-  // else the two GEMMs apart.
-  const double qkv_a_n = double(m.q_lora_rank) + m.kv_lora_rank + m.qk_rope_head_dim;
-  qkv_a_fused_ = tables_->find("dense_gemm", {{"model", model}, {"name", "fused_qkv_a"}, {"n", num(qkv_a_n)}, {"k", num(h)}},
-                               {{"dtype", dtype}, {"tp", std::to_string(atp)}}, nullptr) != nullptr;
-  if (qkv_a_fused_)
-    dense("q_a", "attention", "fused_qkv_a", qkv_a_n, h, dtype, atp);
-  else
-    dense("q_a", "attention", "q_a", m.q_lora_rank, h, dtype, atp);
+  dense("q_a", "attention", "q_a", m.q_lora_rank, h, dtype, atp);
   add("rmsnorm_q", "attention", "rmsnorm", {{"model", model}, {"hidden", std::to_string(m.q_lora_rank)}}, {});
   dense("q_b", "attention", "q_b", heads * (m.qk_nope_head_dim + m.qk_rope_head_dim), m.q_lora_rank, dtype, atp);
   add("rope_q", "attention", "rope",
       {{"model", model}, {"heads", num(heads)}, {"rope_dim", std::to_string(m.qk_rope_head_dim)}}, {});
-  if (!qkv_a_fused_) dense("kv_a", "attention", "kv_a", m.kv_lora_rank + m.qk_rope_head_dim, h, dtype, atp);
+  dense("kv_a", "attention", "kv_a", m.kv_lora_rank + m.qk_rope_head_dim, h, dtype, atp);
+  // SGLang fuses q_a and kv_a into one GEMM (fused_qkv_a_proj_with_mqa): where the tables time it, it prices both
+  // (q_a carries the call, kv_a none), ahead of separate q_a / kv_a rows.
+  dense("fused_qkv_a", "attention", "fused_qkv_a", double(m.q_lora_rank) + m.kv_lora_rank + m.qk_rope_head_dim, h,
+        dtype, atp);
   add("rmsnorm_kv", "attention", "rmsnorm", {{"model", model}, {"hidden", std::to_string(m.kv_lora_rank)}}, {});
   // The absorbed w_kv_b: two per-head batched GEMMs (q side nope -> latent, output side latent -> v); the heads per
   // GPU are told apart by the TP that splits them.
@@ -118,7 +115,7 @@ OpTablePricing::OpTablePricing(std::shared_ptr<const OpTableSet> tables, const S
   decode_op_term_ = {{"q_a", "q_a"},           {"q_b", "q_b"},
                      {"kv_a", "kv_a"},         {"o_proj", "o_proj"},
                      {"w_kv_b_q", "w_kv_b_q"}, {"w_kv_b_o", "w_kv_b_o"},
-                     {"indexer_q", "indexer_q"}, {"indexer_k", "indexer_k"},
+                     {"indexer_q", "indexer_q"}, {"indexer_k", "indexer_k"}, {"indexer_w", "indexer_w"},
                      {"rmsnorm_hidden", "rmsnorm_hidden"}, {"rmsnorm_q", "rmsnorm_q"},
                      {"rmsnorm_kv", "rmsnorm_kv"}, {"rope_q", "rope_q"},
                      {"router", "router"},     {"shared_gate_up", "shared_gate_up"},
@@ -127,7 +124,6 @@ OpTablePricing::OpTablePricing(std::shared_ptr<const OpTableSet> tables, const S
 }
 
 SimTime OpTablePricing::at(const std::string& term, double batch, double context) const {
-  if (term == "kv_a" && qkv_a_fused_) return 0;  // inside q_a's fused GEMM
   const auto it = queries_.find(term);
   if (it == queries_.end() || !it->second.series) return -1;
   const OpLookup l = OpTableSet::at(*it->second.series, batch, context, 0);
@@ -136,6 +132,10 @@ SimTime OpTablePricing::at(const std::string& term, double batch, double context
 
 SimTime OpTablePricing::decode_op_ns(const std::string& op, double batch) const {
   if (!tables_) return -1;
+  if ((op == "q_a" || op == "kv_a") && queries_.at("fused_qkv_a").series) {
+    const SimTime fused = at("fused_qkv_a", batch, 0);
+    if (fused >= 0) return op == "q_a" ? fused : 0;
+  }
   const auto it = decode_op_term_.find(op);
   return it == decode_op_term_.end() ? -1 : at(it->second, batch, 0);
 }
@@ -178,23 +178,14 @@ std::vector<OpTermStatus> OpTablePricing::status(int expert_ep, int ep_ranks, in
   for (const std::string& term : order_) {
     const Query& q = queries_.at(term);
     if (term.rfind("experts_", 0) == 0 && expert_ep <= 1) continue;  // routed experts from tables: DeepEP only
-    if (term == "q_a" && qkv_a_fused_) {
-      // The fused GEMM prices q_a; kv_a is reported beside it as measured at no extra time.
-      OpTermStatus st;
-      st.term = "q_a", st.field = q.field, st.op = q.op, st.params = q.params, st.series = q.series;
-      st.label = OpLabel::kMeasured;
-      st.note = "fused_qkv_a_proj_with_mqa: q_a and kv_a in one GEMM";
-      out.push_back(st);
-      st.term = "kv_a";
-      st.note = "inside q_a's fused GEMM (no time of its own)";
-      out.push_back(std::move(st));
-      continue;
-    }
+    if (term == "fused_qkv_a") continue;  // not a term of its own: it prices q_a and kv_a where timed
+    const Query& fused = queries_.at("fused_qkv_a");
+    const Query& asked = (term == "q_a" || term == "kv_a") && fused.series ? fused : q;
     OpTermStatus st;
-    st.term = term, st.field = q.field, st.op = q.op, st.params = q.params;
-    st.series = q.series;
-    st.label = q.series ? OpLabel::kMeasured : OpLabel::kAbsent;
-    st.note = q.note;
+    st.term = term, st.field = q.field, st.op = asked.op, st.params = asked.params;
+    st.series = asked.series;
+    st.label = asked.series ? OpLabel::kMeasured : OpLabel::kAbsent;
+    st.note = &asked == &fused ? "one fused GEMM with kv_a, charged to q_a" : asked.note;
     out.push_back(std::move(st));
   }
   // Collectives at the deployment's rank counts: the table's own, or modelled from fewer GPUs.

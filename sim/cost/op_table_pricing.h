@@ -88,9 +88,6 @@ class OpTablePricing {
   std::string deepep_mode_ = "low_latency";
   double nvlink_efficiency_ = 1;
   int hidden_ = 0, topk_ = 0, experts_ = 0;
-  // SGLang runs q_a and kv_a as one GEMM (fused_qkv_a_proj_with_mqa); where the tables time that GEMM, q_a carries
-  // it and kv_a costs nothing more.
-  bool qkv_a_fused_ = false;
 };
 
 }  // namespace hisparse::sim

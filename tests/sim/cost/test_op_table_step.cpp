@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "core/decode_layer_ops.h"
 #include "sim/api/plan_request.h"
@@ -129,7 +131,8 @@ TEST_CASE("op table step: the cost line, the cost-terms rows and plan's step tab
                          "experts_down, lm_head") != std::string::npos);
   CHECK(s.cost_line.find("modelled from fewer-GPU measurements (engine_ops_comm_h200x4_2026-11-28.csv) ep_dispatch, "
                          "ep_combine, all_reduce_moe") != std::string::npos);
-  CHECK(s.cost_line.find("not in the tables, modelled as before: indexer_q, indexer_k, indexer_topk") != std::string::npos);
+  CHECK(s.cost_line.find("not in the tables, modelled as before: indexer_q, indexer_k, indexer_w, indexer_topk") !=
+        std::string::npos);
   CHECK(s.cost_line.find("more GPUs than measured: t(ranks) = max(") != std::string::npos);
   // Expected a cost-terms row per term: q_a measured with its file and lines; ep_dispatch modelled at 8 GPUs.
   auto row = [&](const std::string& term) -> const TermSource* {
@@ -171,4 +174,31 @@ TEST_CASE("op table step: deepep_mode normal asks for the contiguous GEMM and no
   // auto is low_latency in decode (SGLang's rule).
   s.scenario.deployment.deepep_mode = "auto";
   CHECK(OpTablePricing(s.cost.op_tables->set, rank_scenario(s.scenario), 0.765).term_ns("experts_gate_up", 8) == 40000);
+}
+
+TEST_CASE("op table step: SGLang's fused q_a + kv_a GEMM prices both, charged to q_a; weights_proj prices indexer_w") {
+  // A table holding the fused GEMM (n = 1536 + 512 + 64 = 2112) and the indexer's weights projection, as the
+  // collector writes them (made-up times).
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hs_optables_fused";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string g = "NVIDIA H200,580.159.04,1980,";
+  std::ofstream(dir / "engine_ops_h200_2026-11-28.csv")
+      << "op,library,commit,gpu,driver,sm_clock_mhz,params,batch,context,bytes,median_us,p10_us,p90_us,iters,method\n"
+      << "dense_gemm,deep_gemm,abc," << g << "dtype=fp8;k=7168;model=deepseek-v3.2;n=2112;name=fused_qkv_a;tp=1,1,0,0,11,11,11,9,graph\n"
+      << "dense_gemm,deep_gemm,abc," << g << "dtype=fp8;k=7168;model=deepseek-v3.2;n=2112;name=fused_qkv_a;tp=1,8,0,0,15,15,15,9,graph\n"
+      << "dense_gemm,torch,2.9," << g << "dtype=bf16;k=7168;model=deepseek-v3.2;n=64;name=weights_proj;tp=1,1,0,0,6,6,6,9,graph\n"
+      << "dense_gemm,torch,2.9," << g << "dtype=bf16;k=7168;model=deepseek-v3.2;n=64;name=weights_proj;tp=1,8,0,0,8,8,8,9,graph\n";
+  std::ofstream(dir / "engine_ops.yaml")
+      << "tables:\n  - {file: engine_ops_h200_2026-11-28.csv, hardware: h200, gpus: 1, date: 2026-11-28, command: c, "
+         "libraries: {deep_gemm: abc, torch: 2.9}, device_log: bench/results/x/device.log}\n";
+  const ScenarioSetup s = setup((dir / "engine_ops.yaml").string());
+  const OpTablePricing pricing(s.cost.op_tables->set, rank_scenario(s.scenario), s.cost.efficiency.nvlink);
+  // Expected at batch 4: the fused call 11 + 4 × 3/7 µs charged to q_a, nothing to kv_a; indexer_w 6 + 2 × 3/7.
+  CHECK(pricing.decode_op_ns("q_a", 4) == ns(11 + 4 * 3.0 / 7));
+  CHECK(pricing.decode_op_ns("kv_a", 4) == 0);
+  CHECK(pricing.decode_op_ns("indexer_w", 4) == ns(6 + 2 * 3.0 / 7));
+  // Expected labels: q_a and kv_a measured by the fused row (no term of its own), indexer_w by weights_proj.
+  CHECK(s.cost_line.find("measured (engine_ops_h200_2026-11-28.csv) indexer_w, q_a, kv_a;") != std::string::npos);
+  CHECK(s.cost_line.find("fused_qkv_a") == std::string::npos);
 }
