@@ -73,7 +73,7 @@ TEST_CASE("the fixtures load as written, with the default context input + output
 
 TEST_CASE("an unknown key is an error naming the file, the key path and its line") {
   const std::string e = load_error(std::string(kHead) + "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n"
-                                   "    concurrency: 1\n    published: 10\n    tolerance_pct: 15\n    tolerence: 3\n");
+                                   "    concurrency: 1\n    published: 10\n    tolerance_pct: 10\n    tolerence: 3\n");
   // Expect the point's key path and line 19 (the misspelt key).
   CHECK(e.find("t.yaml") != std::string::npos);
   CHECK(e.find("points[0].tolerence") != std::string::npos);
@@ -90,19 +90,19 @@ TEST_CASE("a metric outside the schema is an error listing the four") {
 
 TEST_CASE("a point needs exactly one of published and published_range") {
   const std::string point = "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n    concurrency: 1\n";
-  const std::string none = load_error(std::string(kHead) + point + "    tolerance_pct: 15\n");
+  const std::string none = load_error(std::string(kHead) + point + "    tolerance_pct: 10\n");
   CHECK(none.find("exactly one of published and published_range (got neither)") != std::string::npos);
   CHECK(none.find("line 13") != std::string::npos);
   const std::string both =
-      load_error(std::string(kHead) + point + "    published: 1\n    published_range: [1, 2]\n    tolerance_pct: 15\n");
+      load_error(std::string(kHead) + point + "    published: 1\n    published_range: [1, 2]\n    tolerance_pct: 10\n");
   CHECK(both.find("(got both)") != std::string::npos);
   const std::string bad_range =
-      load_error(std::string(kHead) + point + "    published_range: [3, 2]\n    tolerance_pct: 15\n");
+      load_error(std::string(kHead) + point + "    published_range: [3, 2]\n    tolerance_pct: 10\n");
   CHECK(bad_range.find("0 < low <= high") != std::string::npos);
 }
 
 TEST_CASE("values are range-checked and the schema's cross-field rules hold") {
-  const std::string base = "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n    published: 10\n    tolerance_pct: 15\n";
+  const std::string base = "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n    published: 10\n    tolerance_pct: 10\n";
   // Expect concurrency 0 refused (clients >= 1), a gain with a mode refused, max_concurrency with a concurrency refused.
   CHECK(load_error(std::string(kHead) + base + "    concurrency: 0\n").find("points[0].concurrency") != std::string::npos);
   CHECK(load_error(std::string(kHead) + "  - id: g\n    metric: gain\n    mode: hisparse\n    concurrency: 4\n"
@@ -112,7 +112,7 @@ TEST_CASE("values are range-checked and the schema's cross-field rules hold") {
                    "    published: 2\n    tolerance_pct: 5\n")
             .find("omit concurrency") != std::string::npos);
   CHECK(load_error(std::string(kHead) + base + "    concurrency: 1\n  - id: a\n    metric: tpot_ms\n    mode: full\n"
-                   "    concurrency: 1\n    published: 1\n    tolerance_pct: 1\n")
+                   "    concurrency: 1\n    published: 1\n    tolerance_pct: 10\n")
             .find("id 'a' appears twice") != std::string::npos);
   std::string renamed = std::string(kHead) + base + "    concurrency: 1\n";
   renamed.replace(renamed.find("name: t"), 7, "name: other");
