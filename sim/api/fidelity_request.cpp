@@ -19,6 +19,7 @@
 #include "core/yaml_reader.h"
 #include "sim/api/plan_request.h"
 #include "sim/api/scenario_setup.h"
+#include "sim/api/fidelity_fit.h"
 #include "sim/api/simulate_request.h"
 #include "sim/serving/serving_report.h"
 
@@ -63,6 +64,13 @@ ScenarioOverrides overrides_of(const FieldRun& run) {
     o->kv_dtype = v;
   }
   opt_real("tpot_slo_ms", &o->tpot_slo_ms, 1e-6, 1e6, Unit::kNone);
+  opt_int("mtp_draft_tokens", &o->mtp_draft_tokens, 0);
+  opt_real("mtp_acceptance", &o->mtp_acceptance, 0, 1, Unit::kNone);
+  if (m.has("swap_in_kernel")) {
+    std::string v;
+    m.get_choice("swap_in_kernel", &v, {"sglang", "project"});
+    o->swap_in_kernel = v;
+  }
   constexpr double kPB = 1e18;
   opt_real("host_dram_bytes", &o->host_dram_bytes, 0, kPB, Unit::kBytes);
   opt_real("host_reserve_bytes", &o->host_reserve_bytes, 0, kPB, Unit::kBytes);
@@ -79,6 +87,13 @@ ScenarioOverrides overrides_of(const FieldRun& run) {
 }
 
 
+/// Sets the time-valued cost term `term` (a fit's trial value; fits name only such terms, field_fits.h).
+void set_cost_term(CostParams& cost, const std::string& term, SimTime ns, const std::string& where) {
+  SimTime CostParams::*member = cost_time_term(term);
+  if (!member) throw_error("{}: cost term {} is not a time: a fit can only vary a latency or duration", where, term);
+  cost.*member = ns;
+}
+
 ScenarioChoice choice_of(const FidelityRequest& r, const FieldRun& run) {
   ScenarioChoice c;
   c.scenario = run.deployment;
@@ -94,14 +109,21 @@ ScenarioChoice choice_of(const FidelityRequest& r, const FieldRun& run) {
 /// Everything one run's points read from, loaded once.
 class RunRoutes {
  public:
-  RunRoutes(const FidelityRequest& r, const FieldRun& run, const std::function<void(const std::string&)>& progress)
+  RunRoutes(const FidelityRequest& r, const FieldRun& run, const std::function<void(const std::string&)>& progress,
+            const FieldTrial& trial)
       : request_(r), run_(run), progress_(progress), setup_(load_scenario_setup(choice_of(r, run), where())) {
+    miss_choice_ = r.misses;
+    // A trial value of a fitted cost term replaces the file's (the step models below read setup_.cost).
+    if (auto it = trial.cost_terms.find(run.name); it != trial.cost_terms.end())
+      for (const auto& [term, ns] : it->second) set_cost_term(setup_.cost, term, ns, where());
+    if (auto it = trial.miss_steady_scale.find(run.name); it != trial.miss_steady_scale.end())
+      miss_choice_.steady_scale = it->second;
     const Scenario& s = setup_.scenario;
     full_ = std::make_unique<StepTimeModel>(s, setup_.cost, false, nullptr);
     if (s.model.has_sparse_indexer()) {
       // The plan's miss curves at the deployment's H (what run_plan loads for the same choice).
       const int32_t H = s.deployment.hisparse.device_buffer_size;
-      misses_ = load_miss_curves(r.misses, s, {H}, where());
+      misses_ = load_miss_curves(miss_choice_, s, {H}, where());
       const MissCurves* curves = misses_.curves.get();
       hisparse_ = std::make_unique<StepTimeModel>(s, setup_.cost, true,
                                                   [curves, H](int64_t n) { return curves->fraction(H, n); });
@@ -121,6 +143,7 @@ class RunRoutes {
 
   const ScenarioSetup& setup() const { return setup_; }
   const std::string& miss_label() const { return misses_.label; }
+  const std::string& miss_surface_file() const { return misses_.surface_file; }
   const std::vector<std::string>& miss_fitted_to() const { return misses_.fitted_to; }
 
   const StepTimeModel& model(KvMode mode, const FieldPoint& p) const {
@@ -137,7 +160,7 @@ class RunRoutes {
     if (!slot) {
       PlanRequest q;
       q.setup = choice_of(request_, run_);
-      q.misses = request_.misses;
+      q.misses = miss_choice_;
       q.seq_lens = {context};
       q.single_setting = true;
       q.memory_only = memory_only;
@@ -159,7 +182,7 @@ class RunRoutes {
     if (!sim_) {
       SimulateRequest q;
       q.setup = choice_of(request_, run_);
-      q.misses = request_.misses;
+      q.misses = miss_choice_;
       q.fixed_input_tokens = run_.input_tokens;
       q.fixed_output_tokens = run_.output_tokens;
       sim_ = std::make_unique<SimulationSetup>(load_simulation(q, where()));
@@ -220,6 +243,7 @@ class RunRoutes {
   const FieldRun& run_;
   const std::function<void(const std::string&)>& progress_;
   ScenarioSetup setup_;
+  MissChoice miss_choice_;  // the request's, with a trial's steady scale
   LoadedMisses misses_;
   std::unique_ptr<StepTimeModel> full_, hisparse_;
   Scenario prefill_scenario_;
@@ -275,6 +299,8 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
       const int32_t full_c = admitted_concurrency(routes, out, p, KvMode::kFull);
       const int32_t sparse_c = admitted_concurrency(routes, out, p, KvMode::kHiSparse);
       res.plan = tokens_per_s(KvMode::kHiSparse, sparse_c) / tokens_per_s(KvMode::kFull, full_c);
+      // Both modes at the offered batch: the ratio is HiSparse's own cost per step (overhead_error_pp).
+      if (full_c == p.concurrency && sparse_c == p.concurrency) res.scoring = Scoring::kOverheadPp;
       for (auto [mode, c] : {std::pair{KvMode::kFull, full_c}, std::pair{KvMode::kHiSparse, sparse_c}})
         if (c < p.concurrency)
           res.note += std::string(res.note.empty() ? "" : "; ") +
@@ -296,9 +322,10 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
       break;
     }
   }
-  res.error_pct = field_error_pct(p, res.plan);
+  res.error_pct = res.scoring == Scoring::kOverheadPp ? overhead_error_pp(p, res.plan) : field_error_pct(p, res.plan);
+  res.band = scoring_band(p, res.scoring);
   if (res.simulate && *res.simulate > 0) res.plan_vs_sim_pct = (res.plan - *res.simulate) / *res.simulate * 100;
-  res.status = field_status(p, res.error_pct);
+  res.status = field_status(p, res.error_pct, res.band);
   return res;
 }
 
@@ -315,16 +342,19 @@ std::vector<std::string> default_field_dirs() {
 
 }  // namespace
 
-FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(const std::string&)>& progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  FidelityReport report;
-  report.command_line = r.command_line;
-  const std::vector<FieldRun> runs = load_field_set(r.field.empty() ? default_field_dirs() : r.field);
+std::vector<RunResult> evaluate_field_runs(const FidelityRequest& r, const std::vector<FieldRun>& runs,
+                                           const FieldTrial& trial,
+                                           const std::function<void(const std::string&)>& progress) {
+  std::vector<RunResult> results;
   for (const FieldRun& run : runs) overrides_of(run);  // every file's values checked before any run is evaluated
   for (const FieldRun& run : runs) {
+    const auto wanted = [&](const FieldPoint& p) {
+      return trial.points.empty() || trial.points.count(run.name + "/" + p.id) > 0;
+    };
+    if (std::none_of(run.points.begin(), run.points.end(), wanted)) continue;
     RunResult out;
     out.run = run;
-    RunRoutes routes(r, run, progress);
+    RunRoutes routes(r, run, progress, trial);
     const ScenarioSetup& setup = routes.setup();
     out.scenario = setup.scenario.deployment.name;
     out.cost_line = setup.cost_line;
@@ -333,11 +363,12 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
     out.fitted_points = setup.cost.fitted_points;
     for (const auto& [key, id] : run.derived_overrides) out.fitted_points.push_back({"override " + key, run.name + "/" + id});
     out.miss_label = routes.miss_label();
+    out.miss_surface_file = routes.miss_surface_file();
     // A calibrated miss surface's level was fitted to field points: those points are not held out.
     for (const std::string& point : routes.miss_fitted_to())
       if (point.rfind(run.name + "/", 0) == 0) out.fitted_points.push_back({"miss surface level", point});
     bool steps = false;
-    for (const FieldPoint& p : run.points) steps = steps || p.metric != FieldMetric::kMaxConcurrency;
+    for (const FieldPoint& p : run.points) steps = steps || (wanted(p) && p.metric != FieldMetric::kMaxConcurrency);
     const bool simulate_runs = r.simulate && run.closed_loop && steps;
     if (simulate_runs)
       out.simulate_note = fmt::format(
@@ -350,7 +381,7 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
     if (simulate_runs) {
       std::vector<std::pair<KvMode, int32_t>> keys;
       for (const FieldPoint& p : run.points) {
-        if (p.metric == FieldMetric::kMaxConcurrency) continue;
+        if (!wanted(p) || p.metric == FieldMetric::kMaxConcurrency) continue;
         routes.model(p.metric == FieldMetric::kGain ? KvMode::kHiSparse : p.mode, p);  // HiSparse applies (or throws)
         if (p.metric == FieldMetric::kGain) {
           keys.emplace_back(KvMode::kFull, p.concurrency);
@@ -361,10 +392,21 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
       }
       routes.run_serving(keys);
     }
-    for (const FieldPoint& p : run.points) out.points.push_back(evaluate_point(routes, out, p, simulate_runs));
+    for (const FieldPoint& p : run.points)
+      if (wanted(p)) out.points.push_back(evaluate_point(routes, out, p, simulate_runs));
     mark_fitted_points(out);
-    report.runs.push_back(std::move(out));
+    results.push_back(std::move(out));
   }
+  return results;
+}
+
+FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  FidelityReport report;
+  report.command_line = r.command_line;
+  const std::vector<std::string> field = r.field.empty() ? default_field_dirs() : r.field;
+  const std::vector<FieldRun> runs = load_field_set(field);
+  report.runs = evaluate_field_runs(r, runs, FieldTrial{}, progress);
   // A fitted term naming a run that is loaded must name one of its points (a renamed point would silently count as
   // held out).
   for (const RunResult& run : report.runs)
@@ -372,11 +414,16 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
       for (const RunResult& other : report.runs) {
         if (f.point.rfind(other.run.name + "/", 0) != 0) continue;
         const std::string id = f.point.substr(other.run.name.size() + 1);
-        if (std::none_of(other.points.begin(), other.points.end(),
-                         [&](const PointResult& p) { return p.point.id == id; }))
+        if (std::none_of(other.run.points.begin(), other.run.points.end(),
+                         [&](const FieldPoint& p) { return p.id == id; }))
           throw_error("{}: cost term {} is fitted to {}, but {} has no point '{}'", run.cost_terms_file, f.term,
                       f.point, other.run.file, id);
       }
+  // The suite's own fits (their refits and every point's leave-one-out error) and the setup ranges.
+  const std::string fits = fits_file_of(r.fits, field);
+  if (!fits.empty()) apply_field_fits(r, runs, load_field_fits(fits), report);
+  evaluate_setup_ranges(r, runs, report);
+  for (RunResult& run : report.runs) settle_status(run);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
 }

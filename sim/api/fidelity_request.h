@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,11 +26,27 @@ struct FidelityRequest {
   std::optional<OverlapMode> overlap;     // unset: the cost parameters'
   MissChoice misses;                      // plan's default: the miss surface default_miss_surface(top_k)
   bool simulate = true;                   // closed-loop runs also through the serving simulation
+  /// The suite's fits (sim/fidelity/field_fits.h): "auto" = fits.yaml in the folder of the first --field entry (the
+  /// entry itself when a folder) where there is one; "none"; or a path.
+  std::string fits = "auto";
   std::string command_line;               // for the reports' provenance
 };
 
 /// Closed-loop clients send this many waves of requests (docs/fidelity.md says why four are enough).
 inline constexpr int kFidelityWaves = 8;
+
+/// What one evaluation varies from the files (a fit's trial value, a leave-one-out refit) and which points it needs.
+struct FieldTrial {
+  std::set<std::string> points;  // "run/point" to evaluate; empty: every point (a run without one is skipped)
+  std::map<std::string, std::vector<std::pair<std::string, SimTime>>> cost_terms;  // by run name: term, value
+  std::map<std::string, double> miss_steady_scale;                                 // by run name
+};
+
+/// Evaluates `runs` (loaded, or copies a fit or a setup range changed) under `trial`: each point as run_fidelity
+/// reports it in-fit, before leave-one-out errors and setup ranges.
+std::vector<RunResult> evaluate_field_runs(const FidelityRequest& request, const std::vector<FieldRun>& runs,
+                                           const FieldTrial& trial,
+                                           const std::function<void(const std::string&)>& progress = {});
 
 /// Loads every field file and evaluates every point. `progress` (may be empty) hears one line per serving run.
 FidelityReport run_fidelity(const FidelityRequest& request,

@@ -37,6 +37,9 @@ struct MissChoice {
   std::string policy = "sglang-lru";
   int threads = 1;                  // replay threads for the trace (as MissCurves::from_trace reads it)
   bool rescale_trace_top_k = false; // a trace of another top_k is replayed at the same H/K, applied by n/H
+  /// The surface's steady level at this calibration scale instead of its file's (steady fractions × scale / the
+  /// file's steady_scale): a trial value of `hisparse fidelity --fit`; unset for every other command.
+  std::optional<double> steady_scale;
 };
 
 /// `hisparse plan` (run_plan, sim/api/plan_request.h).

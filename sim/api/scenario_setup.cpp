@@ -44,7 +44,17 @@ LoadedMisses load_miss_curves(const MissChoice& m, const Scenario& s, const std:
     model = std::make_unique<MissCurves>(MissCurves::constant(f, fmt::format("--miss-fraction {}", f)));
     out.label = "given (--miss-fraction)";
   } else {
-    const MissSurface surface = load_miss_surface(surface_name);
+    MissSurface surface = load_miss_surface(surface_name);
+    if (m.steady_scale) {
+      // The file's fractions are already × its own scale; a trial scale replaces that one.
+      if (!(*m.steady_scale > 0)) throw_error("{}: steady scale {} (expected > 0)", command, *m.steady_scale);
+      MissCalibration c = surface.provenance.calibration.value_or(MissCalibration{});
+      const double file_scale = c.steady_scale;
+      c.steady_scale = *m.steady_scale / file_scale;
+      calibrate_steady_level(surface, c);
+      surface.provenance.calibration->steady_scale = *m.steady_scale;
+    }
+    out.surface_file = surface.file;
     // A trace replayed with a policy the surface lacks needs the surface only where the trace has no data.
     const std::string policy = surface.has_policy(m.policy) || m.trace.empty() ? m.policy : "sglang-lru";
     model = std::make_unique<MissCurves>(MissCurves::from_surface(surface, policy, K));

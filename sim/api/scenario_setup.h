@@ -33,6 +33,7 @@ struct LoadedMisses {
   std::unique_ptr<MissCurves> curves;
   std::string label;  // "measured (replayed top-k trace, steady state)" | "fitted (miss surface …)" | "given (…)"
   std::vector<std::string> fitted_to;  // field points (`run/point`) a calibrated surface's level was fitted to
+  std::string surface_file;            // the surface's file ("" for a given fraction)
 };
 
 /// The miss curves of `choice` on `scenario` over `buffer_sizes` (the sizes a trace is replayed at).

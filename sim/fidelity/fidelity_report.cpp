@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/io/output_file.h"
 #include "core/io/read_file.h"
@@ -42,12 +43,80 @@ std::string point_where(const PointResult& p) {
 }
 
 std::string summary_line(const FidelityReport& r) {
-  const auto [within, total] = count_within_band(r.runs);
   const size_t worse = check_failures(r.runs).size();
   const BandCounts b = count_within_band_by_fit(r.runs);
-  return fmt::format("{} of {} points within their band ({} of {} held out, {} of {} fitted: a cost term or an override was read off them); "
-                     "{} worse than recorded (or unrecorded)",
-                     within, total, b.held_out_within, b.held_out, b.fitted_within, b.fitted, worse);
+  return fmt::format("{} held out, scored by their leave-one-out error: {} within band, {} expected misses (with "
+                     "their reason), {} out of band; {} fitted (role: fitted: the figure set a deployment field); {} "
+                     "worse than recorded (or unrecorded)",
+                     b.held_out, b.held_out_within, b.expected_miss, b.out_of_band, b.fitted, worse);
+}
+
+/// A scored error with its unit: % of the figure, or pp of overhead for a same-batch gain.
+std::string error_text(const PointResult& p, double e) {
+  return fmt::format("{:+.1f}{}", e, p.scoring == Scoring::kOverheadPp ? "pp" : "");
+}
+
+std::string band_text(const PointResult& p) {
+  return fmt::format("±{:g}{}", p.band, p.scoring == Scoring::kOverheadPp ? "pp" : "%");
+}
+
+std::string verdict_text(const PointResult& p) {
+  std::string v = to_string(p.verdict());
+  if (p.status == PointStatus::kWorseThanRecorded) v += ", worse-than-recorded";
+  return v;
+}
+
+/// The fits, the leave-one-out values, the overhead-scored ratios, the expected misses and the setup ranges, as
+/// lines under the table.
+std::string detail_text(const FidelityReport& r) {
+  std::string o;
+  if (!r.fits.empty()) {
+    o += fmt::format("fits ({}; bisection for the root of the named points' mean signed error, a value already at "
+                     "the minimum within 0.05 kept):\n", r.fits_file);
+    for (const FitResult& f : r.fits) {
+      if (!f.applies) {
+        o += fmt::format("  {}: not refitted (its points' runs are not all loaded)\n", f.fit.label());
+        continue;
+      }
+      o += fmt::format("  {} [{}] from {}: file {} (mean error {:+.2f}), refit {} (mean error {:+.2f}, {} evaluations"
+                       "{}{}); without its points: {} ({})\n",
+                       f.fit.parameter, to_string(f.fit.kind), fmt::join(f.fit.points, ", "),
+                       fitted_value_text(f.fit, f.file_value), f.file_error, fitted_value_text(f.fit, f.refit),
+                       f.refit_error, f.evaluations, f.at_bound ? ", at the bound of its range" : "",
+                       f.kept ? ", the file's value kept" : "", fitted_value_text(f.fit, f.fit.prior),
+                       f.fit.prior_reason);
+    }
+  }
+  std::string loo, overhead, misses, ranges;
+  for (const RunResult& run : r.runs)
+    for (const PointResult& p : run.points) {
+      const std::string id = run.run.name + "/" + p.point.id;
+      if (p.loo_error_pct)
+        loo += fmt::format("  {}: in-fit {}, LOO {} with {}\n", id, error_text(p, p.error_pct),
+                           error_text(p, *p.loo_error_pct), p.loo_note);
+      if (p.scoring == Scoring::kOverheadPp) {
+        const double pub = p.point.published ? *p.point.published : p.point.published_range->first;
+        overhead += fmt::format("  {}: both modes at the offered batch, so scored on the overhead: published {:.3g} = "
+                                "{:.1f} % overhead, tool {:.3g} = {:.1f} %\n",
+                                id, pub, (1 - pub) * 100, p.plan, (1 - p.plan) * 100);
+      }
+      if (p.point.role_fitted) misses += fmt::format("  {}: fitted: {}\n", id, p.point.role_reason);
+      if (!p.point.expected_miss.empty())
+        misses += fmt::format("  {}: expected miss ({}): {}\n", id, error_text(p, p.scored_error()),
+                              p.point.expected_miss);
+      if (p.range)
+        ranges += fmt::format("  {}: over {} ({} setups): tool {}-{}, published {} {}; central (the file's settings) "
+                              "{}, error {}\n",
+                              id, fmt::join(p.range->items, " x "), p.range->combos,
+                              value_text(p.point.metric, p.range->min), value_text(p.point.metric, p.range->max),
+                              published_text(p.point), p.range->covers ? "inside" : "OUTSIDE",
+                              value_text(p.point.metric, p.plan), error_text(p, p.error_pct));
+    }
+  if (!loo.empty()) o += "leave-one-out (each point a fit uses, scored with the fit redone without it):\n" + loo;
+  if (!overhead.empty()) o += "ratios scored on their overhead (band ±3 pp):\n" + overhead;
+  if (!misses.empty()) o += "points not held out, and held-out points outside their band with the measured reason:\n" + misses;
+  if (!ranges.empty()) o += "setup ranges (plausible: sets the publication leaves open, plan values):\n" + ranges;
+  return o;
 }
 
 std::string fitted_terms_json(const std::vector<std::string>& terms) {
@@ -71,19 +140,20 @@ std::string fidelity_console_text(const FidelityReport& r) {
     }
   auto row = [&](const std::string& run, const std::string& point, const std::string& metric, const std::string& at,
                  const std::string& pub, const std::string& plan, const std::string& sim, const std::string& err,
-                 const std::string& pvs, const std::string& rec, const std::string& status) {
-    return fmt::format("{:<{}}  {:<{}}  {:<15} {:<{}}  {:>11} {:>10} {:>10} {:>8} {:>8} {:>9}  {}\n", run, wr, point, wp,
-                       metric, at, wa, pub, plan, sim, err, pvs, rec, status);
+                 const std::string& loo, const std::string& band, const std::string& pvs, const std::string& rec,
+                 const std::string& verdict) {
+    return fmt::format("{:<{}}  {:<{}}  {:<15} {:<{}}  {:>11} {:>10} {:>10} {:>8} {:>8} {:>6} {:>8} {:>9}  {}\n", run,
+                       wr, point, wp, metric, at, wa, pub, plan, sim, err, loo, band, pvs, rec, verdict);
   };
-  std::string o = row("run", "point", "metric", "at", "published", "plan", "simulate", "error %", "plan-sim",
-                      "recorded", "status");
+  std::string o = row("run", "point", "metric", "at", "published", "plan", "simulate", "in-fit", "LOO", "band",
+                      "plan-sim", "recorded", "verdict");
   for (const RunResult& run : r.runs)
     for (const PointResult& p : run.points)
       o += row(run.run.name, p.point.id, to_string(p.point.metric), point_where(p), published_text(p.point),
                value_text(p.point.metric, p.plan), p.simulate ? value_text(p.point.metric, *p.simulate) : "-",
-               fmt::format("{:+.1f}", p.error_pct), opt_pct(p.plan_vs_sim_pct), opt_pct(p.point.recorded_error_pct),
-               p.status_text());
-  o += "\n";
+               error_text(p, p.error_pct), error_text(p, p.scored_error()), band_text(p), opt_pct(p.plan_vs_sim_pct),
+               opt_pct(p.point.recorded_error_pct), verdict_text(p));
+  o += "\n" + detail_text(r) + "\n";
   for (const RunResult& run : r.runs) {
     o += fmt::format("{} ({}): {}\n  cost model: {}\n  term kinds: {}\n", run.run.name, run.scenario, run.run.title,
                      run.cost_line, term_kinds_summary(run.terms));
@@ -124,19 +194,40 @@ std::string fidelity_json(const FidelityReport& r) {
           "{}\n  {{\"id\": {}, \"metric\": {}, \"mode\": {}, \"concurrency\": {}, \"context\": {}, \"published\": {}, "
           "\"published_range\": {}, \"plan\": {:.6g}, \"simulate\": {}, \"error_pct\": {:.4g}, \"plan_vs_sim_pct\": "
           "{}, \"tolerance_pct\": {}, \"recorded_error_pct\": {}, \"status\": {}, \"fitted_by\": [{}], \"label\": {}, "
-          "\"note\": {}}}",
+          "\"note\": {}, \"scoring\": {}, \"band\": {}, \"loo_error\": {}, \"scored_error\": {:.4g}, \"loo_note\": {}, "
+          "\"verdict\": {}, \"role\": {}, \"expected_miss\": {}, \"range\": {}}}",
           k ? "," : "", json_quote(q.id), json_quote(to_string(q.metric)),
           json_quote(q.metric == FieldMetric::kGain ? "hisparse/full" : to_string(q.mode)), q.concurrency, q.context,
           json_opt(q.published),
           q.published_range ? fmt::format("[{:.6g}, {:.6g}]", q.published_range->first, q.published_range->second)
                             : "null",
           p.plan, json_opt(p.simulate), p.error_pct, json_opt(p.plan_vs_sim_pct), q.tolerance_pct,
-          json_opt(q.recorded_error_pct), json_quote(to_string(p.status)), fitted_terms_json(p.fitted_by), json_quote(p.label), json_quote(p.note));
+          json_opt(q.recorded_error_pct), json_quote(to_string(p.status)), fitted_terms_json(p.fitted_by), json_quote(p.label), json_quote(p.note),
+          json_quote(p.scoring == Scoring::kOverheadPp ? "overhead_pp" : "relative_pct"), p.band,
+          json_opt(p.loo_error_pct), p.scored_error(), json_quote(p.loo_note), json_quote(to_string(p.verdict())),
+          json_quote(q.role_fitted ? "fitted" : "held_out"), json_quote(q.expected_miss),
+          p.range ? fmt::format("{{\"min\": {:.6g}, \"max\": {:.6g}, \"combos\": {}, \"covers\": {}}}", p.range->min,
+                                p.range->max, p.range->combos, p.range->covers ? "true" : "false")
+                  : std::string("null"));
     }
     o += fmt::format("]}}{}\n", i + 1 < r.runs.size() ? "," : "");
   }
   const auto [within, total] = count_within_band(r.runs);
-  o += fmt::format("],\n\"within_band\": {},\n\"points\": {},\n\"worse_than_recorded\": {}\n}}\n", within, total,
+  o += "],\n\"fits\": [";
+  for (size_t i = 0; i < r.fits.size(); ++i) {
+    const FitResult& f = r.fits[i];
+    o += fmt::format("{}\n {{\"parameter\": {}, \"kind\": {}, \"file\": {}, \"points\": [{}], \"file_value\": {}, "
+                     "\"refit\": {:.6g}, \"file_error\": {:.4g}, \"refit_error\": {:.4g}, \"evaluations\": {}, "
+                     "\"kept\": {}, \"applies\": {}, \"prior\": {}}}",
+                     i ? "," : "", json_quote(f.fit.parameter), json_quote(to_string(f.fit.kind)),
+                     json_quote(f.fit.file), fitted_terms_json(f.fit.points), json_opt(f.file_value), f.refit,
+                     f.file_error, f.refit_error, f.evaluations, f.kept ? "true" : "false",
+                     f.applies ? "true" : "false", json_opt(f.fit.prior));
+  }
+  const BandCounts b = count_within_band_by_fit(r.runs);
+  o += fmt::format("],\n\"within_band\": {},\n\"points\": {},\n\"held_out\": {},\n\"held_out_within_band\": {},\n"
+                   "\"expected_misses\": {},\n\"out_of_band\": {},\n\"fitted\": {},\n\"worse_than_recorded\": {}\n}}\n",
+                   within, total, b.held_out, b.held_out_within, b.expected_miss, b.out_of_band, b.fitted,
                    check_failures(r.runs).size());
   return o;
 }
@@ -150,17 +241,19 @@ std::string fidelity_csv(const FidelityReport& r) {
   };
   auto num = [](const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : std::string(); };
   std::string o = "run,point,metric,mode,concurrency,context,published,published_low,published_high,plan,simulate,"
-                  "error_pct,plan_vs_sim_pct,tolerance_pct,recorded_error_pct,status\n";
+                  "error_pct,plan_vs_sim_pct,tolerance_pct,recorded_error_pct,status,scoring,band,loo_error,verdict\n";
   for (const RunResult& run : r.runs)
     for (const PointResult& p : run.points) {
       const FieldPoint& f = p.point;
-      o += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{:.4g},{},{},{},{}\n", q(run.run.name), q(f.id),
+      o += fmt::format("{},{},{},{},{},{},{},{},{},{:.6g},{},{:.4g},{},{},{},{},{},{:g},{},{}\n", q(run.run.name), q(f.id),
                        to_string(f.metric), f.metric == FieldMetric::kGain ? "hisparse/full" : to_string(f.mode),
                        f.concurrency, f.context, num(f.published),
                        f.published_range ? fmt::format("{:.6g}", f.published_range->first) : "",
                        f.published_range ? fmt::format("{:.6g}", f.published_range->second) : "", p.plan,
                        num(p.simulate), p.error_pct, num(p.plan_vs_sim_pct), f.tolerance_pct,
-                       num(f.recorded_error_pct), p.status_text());
+                       num(f.recorded_error_pct), p.status_text(),
+                       p.scoring == Scoring::kOverheadPp ? "overhead_pp" : "relative_pct", p.band,
+                       num(p.loo_error_pct), to_string(p.verdict()));
     }
   return o;
 }
@@ -184,27 +277,41 @@ std::vector<DocBlock> fidelity_document(const FidelityReport& r) {
   };
   heading("Does it match the field?", "summary", 1);
   para(summary_line(r) + ". Error = (tool − published) / published × 100 of the plan's closed-form value (0 inside a "
-       "published range); `--check` fails a point whose |error| exceeds |recorded| + " +
+       "published range; a same-batch gain in percentage points of the overhead 1 − r it implies); in-fit with the "
+       "values the files hold, LOO with the suite's fits redone without the point; bands apply to LOO; `--check` fails "
+       "a point whose |error| exceeds |recorded| + " +
        fmt::format("{}", kRecordSlackPct) + " points, or that has no recorded error. Every tool figure is modelled "
        "from the cost terms each run lists below (measured / calibrated / modelled / assumed as the cost-model file "
        "labels them).");
   if (!r.command_line.empty()) para("Command: `" + r.command_line + "`");
   DocBlock t;
   t.kind = DocBlock::kTable;
-  t.headers = {"run", "point", "metric", "at", "published", "plan", "simulate", "error %", "plan vs sim %", "tolerance",
-               "recorded", "status"};
+  t.headers = {"run", "point", "metric", "at", "published", "plan", "simulate", "in-fit", "LOO", "plan vs sim %",
+               "band", "recorded", "verdict"};
   for (const RunResult& run : r.runs)
     for (const PointResult& p : run.points) {
       std::vector<DocCell> row = {{run.run.name}, {p.point.id}, {to_string(p.point.metric)}, {point_where(p)},
                                   {published_text(p.point)}, {value_text(p.point.metric, p.plan)},
                                   {p.simulate ? value_text(p.point.metric, *p.simulate) : "-"},
-                                  {fmt::format("{:+.1f}", p.error_pct)}, {opt_pct(p.plan_vs_sim_pct)},
-                                  {fmt::format("±{}", p.point.tolerance_pct)}, {opt_pct(p.point.recorded_error_pct)},
-                                  {p.status_text()}};
-      row.back().strong = p.status == PointStatus::kWorseThanRecorded;
+                                  {error_text(p, p.error_pct)}, {error_text(p, p.scored_error())},
+                                  {opt_pct(p.plan_vs_sim_pct)}, {band_text(p)}, {opt_pct(p.point.recorded_error_pct)},
+                                  {verdict_text(p)}};
+      row.back().strong = p.status == PointStatus::kWorseThanRecorded || p.verdict() == Verdict::kOutOfBand;
       t.rows.push_back(row);
     }
   doc.push_back(t);
+  {
+    DocBlock d;
+    d.kind = DocBlock::kList;
+    const std::string text = detail_text(r);
+    size_t start = 0;
+    while (start < text.size()) {
+      const size_t end = text.find('\n', start);
+      d.items.push_back(text.substr(start, end - start));
+      start = end == std::string::npos ? text.size() : end + 1;
+    }
+    if (!d.items.empty()) doc.push_back(d);
+  }
   DocBlock plot;
   plot.kind = DocBlock::kPlot;
   plot.plot = 0;

@@ -7,11 +7,14 @@
 #include <vector>
 
 #include "sim/fidelity/field_evaluation.h"
+#include "sim/fidelity/field_fits.h"
 
 namespace hisparse::sim {
 
 struct FidelityReport {
   std::vector<RunResult> runs;
+  std::string fits_file;          // the suite's fits ("" = none)
+  std::vector<FitResult> fits;    // each fit: the file's value and the suite's refit
   std::string command_line;
   double seconds = 0;  // load and evaluation, plots excluded
 };

@@ -63,6 +63,50 @@ double field_error_pct(const FieldPoint& p, double tool) {
   return (tool - ref) / ref * 100;
 }
 
+double overhead_error_pp(const FieldPoint& p, double tool_ratio) {
+  const double tool = (1 - tool_ratio) * 100;
+  if (p.published) return tool - (1 - *p.published) * 100;
+  // A ratio range [lo, hi] is the overhead range [1 − hi, 1 − lo].
+  const double lo = (1 - p.published_range->second) * 100, hi = (1 - p.published_range->first) * 100;
+  if (tool >= lo && tool <= hi) return 0;
+  return tool < lo ? tool - lo : tool - hi;
+}
+
+double scoring_band(const FieldPoint& p, Scoring s) {
+  return s == Scoring::kOverheadPp ? kOverheadBandPp : metric_band_pct(p.metric);
+}
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::kWithinBand: return "within-band";
+    case Verdict::kExpectedMiss: return "expected-miss";
+    case Verdict::kOutOfBand: return "OUT-OF-BAND";
+    case Verdict::kFitted: return "fitted";
+  }
+  return "?";
+}
+
+Verdict PointResult::verdict() const {
+  if (point.role_fitted) return Verdict::kFitted;
+  if (std::abs(scored_error()) <= band) return Verdict::kWithinBand;
+  return point.expected_miss.empty() ? Verdict::kOutOfBand : Verdict::kExpectedMiss;
+}
+
+void settle_status(RunResult& run) {
+  for (PointResult& p : run.points) p.status = field_status(p.point, p.scored_error(), p.band);
+}
+
+std::vector<std::string> band_failures(const std::vector<RunResult>& runs) {
+  std::vector<std::string> out;
+  for (const RunResult& r : runs)
+    for (const PointResult& p : r.points)
+      if (p.verdict() == Verdict::kOutOfBand)
+        out.push_back(fmt::format("{}/{}: {} error {:+.1f}{} outside its band ±{:g} and no expected_miss", r.run.name,
+                                  p.point.id, p.loo_error_pct ? "LOO" : "held-out", p.scored_error(),
+                                  p.scoring == Scoring::kOverheadPp ? " pp of overhead" : " %", p.band));
+  return out;
+}
+
 const char* to_string(PointStatus s) {
   switch (s) {
     case PointStatus::kWithinBand: return "within-band";
@@ -72,10 +116,10 @@ const char* to_string(PointStatus s) {
   return "?";
 }
 
-PointStatus field_status(const FieldPoint& p, double error_pct) {
-  if (!p.recorded_error_pct || std::abs(error_pct) > std::abs(*p.recorded_error_pct) + kRecordSlackPct)
+PointStatus field_status(const FieldPoint& p, double error, double band) {
+  if (!p.recorded_error_pct || std::abs(error) > std::abs(*p.recorded_error_pct) + kRecordSlackPct)
     return PointStatus::kWorseThanRecorded;
-  return std::abs(error_pct) <= p.tolerance_pct ? PointStatus::kWithinBand : PointStatus::kOk;
+  return std::abs(error) <= band ? PointStatus::kWithinBand : PointStatus::kOk;
 }
 
 std::string term_kinds_summary(const std::vector<TermSource>& terms) {
@@ -100,11 +144,11 @@ std::vector<std::string> check_failures(const std::vector<RunResult>& runs) {
       if (p.status != PointStatus::kWorseThanRecorded) continue;
       out.push_back(p.point.recorded_error_pct
                         ? fmt::format("{}/{}: error {:+.1f} % (recorded {:+.1f} %, allowed |error| <= {:.1f})",
-                                      r.run.name, p.point.id, p.error_pct, *p.point.recorded_error_pct,
+                                      r.run.name, p.point.id, p.scored_error(), *p.point.recorded_error_pct,
                                       std::abs(*p.point.recorded_error_pct) + kRecordSlackPct)
                         : fmt::format("{}/{}: error {:+.1f} % (no recorded error: run `hisparse fidelity --record` "
                                       "once the figure is accepted)",
-                                      r.run.name, p.point.id, p.error_pct));
+                                      r.run.name, p.point.id, p.scored_error()));
     }
   return out;
 }
@@ -123,9 +167,11 @@ BandCounts count_within_band_by_fit(const std::vector<RunResult>& runs) {
   BandCounts c;
   for (const RunResult& r : runs)
     for (const PointResult& p : r.points) {
-      const bool within = std::abs(p.error_pct) <= p.point.tolerance_pct;
-      (p.fitted() ? c.fitted : c.held_out) += 1;
-      (p.fitted() ? c.fitted_within : c.held_out_within) += within ? 1 : 0;
+      const bool within = std::abs(p.scored_error()) <= p.band;
+      (p.point.role_fitted ? c.fitted : c.held_out) += 1;
+      (p.point.role_fitted ? c.fitted_within : c.held_out_within) += within ? 1 : 0;
+      c.expected_miss += p.verdict() == Verdict::kExpectedMiss ? 1 : 0;
+      c.out_of_band += p.verdict() == Verdict::kOutOfBand ? 1 : 0;
     }
   return c;
 }
@@ -135,7 +181,7 @@ std::pair<int, int> count_within_band(const std::vector<RunResult>& runs) {
   for (const RunResult& r : runs)
     for (const PointResult& p : r.points) {
       ++total;
-      if (std::abs(p.error_pct) <= p.point.tolerance_pct) ++within;
+      if (std::abs(p.scored_error()) <= p.band) ++within;
     }
   return {within, total};
 }

@@ -37,6 +37,16 @@ std::string plan_binding_limit(const CapacityPlan& plan, KvMode mode);
 
 /// Signed (tool − published) / published × 100; against a range, 0 inside it and relative to the nearer bound outside.
 double field_error_pct(const FieldPoint& point, double tool);
+/// A gain at which both modes run the same batch (full KV holds every client) compares one step with another, so it
+/// measures HiSparse's own cost per step: it is scored on the overhead it implies, 1 − r, as the signed difference in
+/// percentage points from the published 1 − r (a range: 0 inside, else from the nearer bound); band kOverheadBandPp.
+/// On the ratio, a ±15 % band would admit 0.83–1.12 around 0.971, an overhead from −12 % to 17 % for a published 2.9 %.
+double overhead_error_pp(const FieldPoint& point, double tool_ratio);
+
+/// How a point's error is expressed: relative % of the figure, or overhead percentage points (a same-batch gain).
+enum class Scoring { kRelativePct, kOverheadPp };
+/// The band the scored error is held to: the metric's (metric_band_pct) or kOverheadBandPp.
+double scoring_band(const FieldPoint& point, Scoring scoring);
 
 /// `hisparse fidelity --check` fails a point whose |error| exceeds |recorded_error_pct| + this, or that has no record.
 inline constexpr double kRecordSlackPct = 0.5;
@@ -47,14 +57,37 @@ enum class PointStatus {
   kWorseThanRecorded,  // |error| > |recorded| + kRecordSlackPct, or nothing recorded yet: --check fails it
 };
 const char* to_string(PointStatus status);
-PointStatus field_status(const FieldPoint& point, double error_pct);
+/// Against `band` and the point's recorded error; `error` is the scored one (the LOO error of a held-out point).
+PointStatus field_status(const FieldPoint& point, double error, double band);
+
+/// What the suite concludes of a point: an input (role: fitted), within its band, or outside it with or without its
+/// measured reason (expected_miss).
+enum class Verdict { kWithinBand, kExpectedMiss, kOutOfBand, kFitted };
+const char* to_string(Verdict verdict);
+
+/// The tool's range over a point's setup ranges (`plausible:`), every combination by the plan's closed form.
+struct SetupRange {
+  std::vector<std::string> items;  // "key {v1, v2}" per item
+  size_t combos = 0;
+  double min = 0, max = 0;
+  bool covers = false;             // the published figure (or some of its range) lies in [min, max]
+};
 
 /// One point as fidelity reports it.
 struct PointResult {
   FieldPoint point;
   double plan = 0;                          // the closed-form / capacity-plan value
   std::optional<double> simulate;           // the serving simulation's value (closed-loop runs, step metrics)
-  double error_pct = 0;                     // of `plan` against the published figure
+  double error_pct = 0;                     // of `plan` against the published figure, in-fit (the files' values)
+  Scoring scoring = Scoring::kRelativePct;  // error_pct is overhead percentage points for kOverheadPp
+  double band = 0;                          // what the scored error is held to (scoring_band)
+  std::optional<double> loo_error_pct;      // refit without this point (set when a fit uses it)
+  std::string loo_note;                     // how the LOO value came about ("all_reduce… 40 (prior)")
+  std::optional<SetupRange> range;          // the tool over the point's plausible setups
+  /// The error bands apply to: the leave-one-out one when a fit uses a held-out point, else the in-fit one (a point
+  /// no fit uses is held out already; a `role: fitted` point is an input, its LOO error shown but not scored).
+  double scored_error() const { return loo_error_pct && !point.role_fitted ? *loo_error_pct : error_pct; }
+  Verdict verdict() const;
   std::optional<double> plan_vs_sim_pct;    // (plan − simulate) / simulate × 100
   PointStatus status = PointStatus::kWorseThanRecorded;
   std::string label;                        // how the figure is labelled (modelled from which terms, binding limit)
@@ -74,6 +107,7 @@ struct RunResult {
   std::vector<TermSource> terms;            // each term's value, kind and source
   std::vector<FittedPoint> fitted_points;   // the fitted terms and the field points they were fitted to
   std::string miss_label;                   // where the plan's miss fraction comes from
+  std::string miss_surface_file;            // the surface it was read from ("" when none)
   std::string simulate_note;                // the closed-loop runs (requests, why), "" when none ran
   std::vector<PointResult> points;
 };
@@ -86,11 +120,16 @@ std::vector<std::string> check_failures(const std::vector<RunResult>& runs);
 /// Points within their band, and all points.
 std::pair<int, int> count_within_band(const std::vector<RunResult>& runs);
 
-/// Within band / all, among the points no cost term was fitted to (held out) and among those some term was fitted to.
+/// Held-out points (every point but `role: fitted`, scored by their LOO error): within band, expected misses, out of
+/// band; and the fitted ones.
 struct BandCounts {
-  int held_out_within = 0, held_out = 0, fitted_within = 0, fitted = 0;
+  int held_out_within = 0, held_out = 0, fitted_within = 0, fitted = 0, expected_miss = 0, out_of_band = 0;
 };
 BandCounts count_within_band_by_fit(const std::vector<RunResult>& runs);
+/// Sets each point's status from its scored error (after LOO errors are known).
+void settle_status(RunResult& run);
+/// "run/point: LOO error e outside its band ±b and no expected_miss" for each held-out point out of band.
+std::vector<std::string> band_failures(const std::vector<RunResult>& runs);
 /// Marks each point that a term of its run's cost model (kind fitted) names in fitted_to as "run/point".
 void mark_fitted_points(RunResult& run);
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/error.h"
@@ -20,8 +21,23 @@ const std::vector<std::string>& field_override_keys() {
       "device_buffer_size", "host_to_device_ratio", "top_k", "max_running_requests", "mem_fraction_static",
       "page_size", "kv_dtype", "tpot_slo_ms", "host_dram_bytes", "host_reserve_bytes", "hbm_bytes", "weight_bytes",
       "weights_per_gpu_bytes", "activation_reserve_bytes", "kv_budget_bytes", "full_pool_tokens",
-      "device_pool_tokens", "host_pool_tokens"};
+      "device_pool_tokens", "host_pool_tokens", "mtp_draft_tokens", "mtp_acceptance", "swap_in_kernel"};
   return keys;
+}
+
+double metric_band_pct(FieldMetric m) {
+  switch (m) {
+    case FieldMetric::kTpotMs: return 10;
+    case FieldMetric::kTokensPerS: return 10;
+    case FieldMetric::kGain: return 15;
+    case FieldMetric::kMaxConcurrency: return 5;
+  }
+  return 0;
+}
+
+bool is_plausible_key(const std::string& key) {
+  const auto& k = field_override_keys();
+  return key == "context" || std::find(k.begin(), k.end(), key) != k.end();
 }
 
 const char* to_string(FieldMetric m) {
@@ -43,6 +59,32 @@ FieldMetric parse_metric(const std::string& s) {
   for (FieldMetric m : {FieldMetric::kTpotMs, FieldMetric::kTokensPerS, FieldMetric::kGain, FieldMetric::kMaxConcurrency})
     if (s == to_string(m)) return m;
   return FieldMetric::kTpotMs;  // unreachable: get_choice checked the name
+}
+
+/// `plausible:` — a mapping of setup item → list of the values it may have had (at least two).
+std::vector<PlausibleItem> read_plausible(const YAML::Node& node, const std::string& where) {
+  std::vector<PlausibleItem> items;
+  if (!node.IsMap())
+    throw_error("{} (line {}): got {}, expected a mapping of setup item to its list of values", where,
+                node.Mark().line + 1, describe_node(node));
+  for (const auto& kv : node) {
+    PlausibleItem item;
+    item.key = kv.first.Scalar();
+    const int line = kv.first.Mark().line + 1;
+    if (!is_plausible_key(item.key))
+      throw_error("{}.{} (line {}): not a setup item; expected `context` or an overrides key ({})", where, item.key,
+                  line, fmt::join(field_override_keys(), ", "));
+    if (!kv.second.IsSequence() || kv.second.size() < 2)
+      throw_error("{}.{} (line {}): got {}, expected a list of at least two values (one value is a setting: put it "
+                  "under overrides:)", where, item.key, line, describe_node(kv.second));
+    for (const YAML::Node& v : kv.second) {
+      if (!v.IsScalar())
+        throw_error("{}.{} (line {}): got {}, expected a scalar value", where, item.key, line, describe_node(v));
+      item.values.push_back(v.Scalar());
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
 }
 
 FieldPoint read_point(const YAML::Node& node, const std::string& file, size_t index, const FieldRun& run) {
@@ -101,10 +143,44 @@ FieldPoint read_point(const YAML::Node& node, const std::string& file, size_t in
   }
   m.require("tolerance_pct");
   m.get("tolerance_pct", &p.tolerance_pct, 0, 1000);
+  // Bands are per metric (scenarios/field/README.md gives each reason), so no point can widen its own.
+  if (p.tolerance_pct != metric_band_pct(p.metric))
+    throw_error("{} (point '{}', line {}): got {:g}, expected {:g}, the band of every {} point", m.where("tolerance_pct"),
+                p.id, p.line, p.tolerance_pct, metric_band_pct(p.metric), to_string(p.metric));
   if (m.has("recorded_error_pct")) {
     double v = 0;
     m.get("recorded_error_pct", &v, -1e6, 1e6);
     p.recorded_error_pct = v;
+  }
+  if (m.has("accepted_worse")) {
+    StrictMap a = m.child("accepted_worse");
+    for (const char* key : {"date", "reason", "from", "to"}) a.require(key);
+    AcceptedWorse w;
+    a.get("date", &w.date);
+    a.get("reason", &w.reason);
+    a.get("from", &w.from, -1e6, 1e6);
+    a.get("to", &w.to, -1e6, 1e6);
+    if (w.reason.empty()) throw_error("{} (point '{}', line {}): empty reason", a.where("reason"), p.id, p.line);
+    a.finish();
+    p.accepted_worse = w;
+  }
+  if (m.has("role")) {
+    std::string role;
+    m.get_choice("role", &role, {"held_out", "fitted"});
+    p.role_fitted = role == "fitted";
+  }
+  m.get("role_reason", &p.role_reason);
+  if (p.role_fitted == p.role_reason.empty())
+    throw_error("{} (point '{}', line {}): {}", m.where("role_reason"), p.id, p.line,
+                p.role_fitted ? "a `role: fitted` point says which deployment field its figure set (role_reason)"
+                              : "role_reason is only for a `role: fitted` point");
+  m.get("expected_miss", &p.expected_miss);
+  if (m.has("expected_miss") && p.expected_miss.empty())
+    throw_error("{} (point '{}', line {}): got an empty reason, expected why the point misses, as measured",
+                m.where("expected_miss"), p.id, p.line);
+  if (m.has("plausible")) {
+    m.child("plausible");  // marks the key read; the items are checked here
+    p.plausible = read_plausible(node["plausible"], fmt::format("{}: points[{}].plausible", file, index));
   }
   m.finish();
   return p;
@@ -178,6 +254,10 @@ FieldRun load_field_run(const std::string& path) {
     if (!ids.insert(r.points.back().id).second)
       throw_error("{}: points[{}] (line {}): id '{}' appears twice", path, i, r.points.back().line, r.points.back().id);
   }
+  if (m.has("plausible")) {
+    m.child("plausible");
+    r.plausible = read_plausible(doc["plausible"], path + ": plausible");
+  }
   if (m.has("derived_overrides")) {
     const YAML::Node d = doc["derived_overrides"];
     m.child("derived_overrides");  // marks the key read; its entries are checked here
@@ -195,6 +275,11 @@ FieldRun load_field_run(const std::string& path) {
           throw_error("{}: derived_overrides.{} (line {}): got {}, expected one of this file's point ids", path, key,
                       line, describe_node(id));
         r.derived_overrides.emplace_back(key, id.Scalar());
+        // The point set a deployment field, so it must say so where it is written.
+        for (const FieldPoint& p : r.points)
+          if (p.id == id.Scalar() && !p.role_fitted)
+            throw_error("{}: derived_overrides.{} (line {}): point '{}' (line {}) sets this override, so it needs "
+                        "`role: fitted` and a role_reason", path, key, line, p.id, p.line);
       }
     }
   }
@@ -208,7 +293,8 @@ std::vector<FieldRun> load_field_set(const std::vector<std::string>& paths) {
     if (fs::is_directory(p)) {
       std::vector<std::string> in_dir;
       for (const auto& e : fs::directory_iterator(p))
-        if (e.is_regular_file() && e.path().extension() == ".yaml") in_dir.push_back(e.path().string());
+        if (e.is_regular_file() && e.path().extension() == ".yaml" && e.path().filename() != kFitsFileName)
+          in_dir.push_back(e.path().string());
       std::sort(in_dir.begin(), in_dir.end());
       if (in_dir.empty()) throw_error("fidelity: --field {}: no *.yaml field file in the folder", p);
       files.insert(files.end(), in_dir.begin(), in_dir.end());

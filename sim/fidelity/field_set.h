@@ -18,6 +18,20 @@ namespace hisparse::sim {
 enum class FieldMetric { kTpotMs, kTokensPerS, kGain, kMaxConcurrency };
 const char* to_string(FieldMetric metric);
 
+/// A setup item the publication leaves out, as the set of values it may have had (`plausible:` of a file or a
+/// point): a ScenarioOverrides key or `context`, each value as written.
+struct PlausibleItem {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+/// Why a recorded error was allowed to grow (`accepted_worse:` beside recorded_error_pct, written by
+/// `--record --accept-worse "reason"`).
+struct AcceptedWorse {
+  std::string date, reason;
+  double from = 0, to = 0;
+};
+
 struct FieldPoint {
   std::string id;                         // unique in its file
   FieldMetric metric = FieldMetric::kTpotMs;
@@ -30,6 +44,13 @@ struct FieldPoint {
   double tolerance_pct = 0;
   std::optional<double> recorded_error_pct;
   int line = 0;                           // of the point's `id:` in the file (1-based)
+  // `role: fitted`: the figure set a deployment field (an override read off it, a context chosen because it
+  // matches), so the point is an input, never counted as held out; role_reason says which field and how.
+  bool role_fitted = false;
+  std::string role_reason;
+  std::string expected_miss;              // why a held-out point is outside its band, as measured ("" = none)
+  std::vector<PlausibleItem> plausible;   // this point's own setup ranges (over the run's, key by key)
+  std::optional<AcceptedWorse> accepted_worse;  // the last --accept-worse of this point
 };
 
 struct FieldSource {
@@ -57,10 +78,25 @@ struct FieldRun {
   // from a logged token usage, say) makes those points inputs, not predictions: they are reported as fitted, named
   // "override <key>", and counted apart from the held-out ones, as a fitted cost term's points are.
   std::vector<std::pair<std::string, std::string>> derived_overrides;  // (override key, point id)
+  std::vector<PlausibleItem> plausible;   // setup ranges every point of the run is evaluated over
 };
+
+/// The band of a metric (docs/fidelity.md, scenarios/field/README.md gives each reason): tpot_ms 10, tokens_per_s
+/// 10, gain 15, max_concurrency 5 (%); every point's tolerance_pct must be its metric's.
+double metric_band_pct(FieldMetric metric);
+/// The band of a ratio scored on the overhead it implies (field_evaluation.h), in percentage points of overhead.
+inline constexpr double kOverheadBandPp = 3.0;
+/// The most combinations a point's setup ranges may expand to.
+inline constexpr size_t kMaxPlausibleCombos = 32;
+/// The keys `plausible:` may hold: field_override_keys() and `context`.
+bool is_plausible_key(const std::string& key);
 
 /// The keys `overrides:` may hold: the ScenarioOverrides fields (sim/api/scenario_overrides.h).
 const std::vector<std::string>& field_override_keys();
+
+/// The suite's fits (sim/fidelity/field_fits.h) live beside the field files under this name, which the folder
+/// reader therefore skips.
+inline constexpr const char* kFitsFileName = "fits.yaml";
 
 /// Reads one field file (throws hisparse::Error naming file, key and line).
 FieldRun load_field_run(const std::string& path);

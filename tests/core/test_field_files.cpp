@@ -21,7 +21,8 @@ TEST_CASE("field files: each cites its source, resolves its deployment and state
   int files = 0;
   std::set<std::string> deployments;
   for (const auto& e : fs::directory_iterator(kField)) {
-    if (e.path().extension() != ".yaml") continue;
+    // fits.yaml beside them is the suite's fits, not a field file (tests/sim/fidelity reads it).
+    if (e.path().extension() != ".yaml" || e.path().filename() == "fits.yaml") continue;
     ++files;
     CAPTURE(e.path().string());
     const YAML::Node f = load_yaml_file(e.path().string());
@@ -63,7 +64,8 @@ TEST_CASE("field files: each cites its source, resolves its deployment and state
         CHECK(p["tolerance_pct"].as<double>() == 5);
       } else {
         CHECK(p["concurrency"].as<int>() >= 1);
-        CHECK(p["tolerance_pct"].as<double>() == 15);
+        // Bands per metric (scenarios/field/README.md): TPOT and tokens/s 10 %, gains 15 %.
+        CHECK(p["tolerance_pct"].as<double>() == (metric == "gain" ? 15 : 10));
       }
       // Exactly one of a published figure or a [low, high] range.
       CHECK(p["published"].IsDefined() != p["published_range"].IsDefined());

@@ -24,7 +24,8 @@ RunResult run_with(const FieldPoint& p, double error) {
   PointResult pr;
   pr.point = p;
   pr.error_pct = error;
-  pr.status = field_status(p, error);
+  pr.band = p.tolerance_pct;
+  pr.status = field_status(p, error, p.tolerance_pct);
   r.points.push_back(pr);
   return r;
 }
@@ -33,11 +34,11 @@ RunResult run_with(const FieldPoint& p, double error) {
 
 TEST_CASE("worse than recorded fails the check, within it passes") {
   // Recorded −41.7: −42.1 is within the 0.5-point slack, −42.3 is not; an improvement to −10 is within the band.
-  CHECK(field_status(recorded(-41.7), -42.1) == PointStatus::kOk);
-  CHECK(field_status(recorded(-41.7), -42.3) == PointStatus::kWorseThanRecorded);
-  CHECK(field_status(recorded(-41.7), +42.3) == PointStatus::kWorseThanRecorded);
-  CHECK(field_status(recorded(-41.7), -10) == PointStatus::kWithinBand);
-  CHECK(field_status(recorded(3), 3.4) == PointStatus::kWithinBand);
+  CHECK(field_status(recorded(-41.7), -42.1, recorded(-41.7).tolerance_pct) == PointStatus::kOk);
+  CHECK(field_status(recorded(-41.7), -42.3, recorded(-41.7).tolerance_pct) == PointStatus::kWorseThanRecorded);
+  CHECK(field_status(recorded(-41.7), +42.3, recorded(-41.7).tolerance_pct) == PointStatus::kWorseThanRecorded);
+  CHECK(field_status(recorded(-41.7), -10, recorded(-41.7).tolerance_pct) == PointStatus::kWithinBand);
+  CHECK(field_status(recorded(3), 3.4, recorded(3).tolerance_pct) == PointStatus::kWithinBand);
   CHECK(check_failures({run_with(recorded(-41.7), -42.1)}).empty());
   const auto fails = check_failures({run_with(recorded(-41.7), -42.3)});
   REQUIRE(fails.size() == 1);
@@ -45,7 +46,7 @@ TEST_CASE("worse than recorded fails the check, within it passes") {
   // No recorded error: the check fails it and says how to record one.
   FieldPoint none = recorded(0);
   none.recorded_error_pct.reset();
-  CHECK(field_status(none, 1) == PointStatus::kWorseThanRecorded);
+  CHECK(field_status(none, 1, none.tolerance_pct) == PointStatus::kWorseThanRecorded);
   const auto unrecorded = check_failures({run_with(none, 1)});
   REQUIRE(unrecorded.size() == 1);
   CHECK(unrecorded[0].find("no recorded error") != std::string::npos);

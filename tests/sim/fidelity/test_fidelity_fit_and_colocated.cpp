@@ -28,6 +28,7 @@ PointResult point_of(const std::string& id, double error_pct, double tolerance =
   PointResult p;
   p.point.id = id;
   p.point.tolerance_pct = tolerance;
+  p.band = tolerance;
   p.error_pct = error_pct;
   return p;
 }
@@ -52,12 +53,13 @@ TEST_CASE("cost terms: kind fitted needs fitted_to (run/point entries), and only
                        doctest::Contains("kind measured"), Error);
 }
 
-TEST_CASE("fidelity: the points a term was fitted to are marked and counted apart from the held-out ones") {
-  // Expectation: of run r's points p1 (fitted, +1 %), p2 (held out, +20 %) and p3 (held out, -3 %), p1 reads
-  // "(fitted)" and counts as fitted within band; the held-out count is 1 of 2 within band.
+TEST_CASE("fidelity: the points a term was fitted to are marked; role: fitted ones are counted apart from the held-out") {
+  // Expectation: of run r's points p1 (role: fitted, a term fitted to it, +1 %), p2 (held out, +20 %) and p3 (held
+  // out, -3 %), p1 reads "(fitted)" and counts as fitted; the held-out count is 1 of 2 within band, 1 out of band.
   RunResult run;
   run.run.name = "r";
   run.points = {point_of("p1", 1), point_of("p2", 20), point_of("p3", -3)};
+  run.points[0].point.role_fitted = true;
   run.fitted_points = {{"all_reduce_latency_internode", "r/p1"}, {"other_term", "elsewhere/p2"}};
   mark_fitted_points(run);
   CHECK(run.points[0].fitted());
@@ -70,6 +72,9 @@ TEST_CASE("fidelity: the points a term was fitted to are marked and counted apar
   CHECK(c.fitted_within == 1);
   CHECK(c.held_out == 2);
   CHECK(c.held_out_within == 1);
+  CHECK(c.out_of_band == 1);
+  CHECK(run.points[0].verdict() == Verdict::kFitted);
+  CHECK(run.points[1].verdict() == Verdict::kOutOfBand);
 }
 
 TEST_CASE("colocated tokens/s: c x O over O steps plus one prefill pass per request per rank") {

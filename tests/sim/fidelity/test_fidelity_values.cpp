@@ -100,8 +100,12 @@ TEST_CASE("fidelity's plan values are StepTimeModel's and the capacity plan's on
           break;
       }
       CHECK_FALSE(p.simulate.has_value());
-      // Expect the signed error against the published figure, 0 inside a published range.
-      if (f.published) CHECK(p.error_pct == doctest::Approx((p.plan - *f.published) / *f.published * 100));
+      // Expect the signed error against the published figure, 0 inside a published range; a gain at which both modes
+      // run the offered batch in overhead percentage points, (1 - tool) - (1 - published).
+      if (p.scoring == Scoring::kOverheadPp) {
+        CHECK(p.band == kOverheadBandPp);
+        CHECK(p.error_pct == doctest::Approx(((1 - p.plan) - (1 - *f.published)) * 100));
+      } else if (f.published) CHECK(p.error_pct == doctest::Approx((p.plan - *f.published) / *f.published * 100));
       else if (p.plan >= f.published_range->first && p.plan <= f.published_range->second) CHECK(p.error_pct == 0);
     }
   }

@@ -73,7 +73,7 @@ TEST_CASE("the fixtures load as written, with the default context input + output
 
 TEST_CASE("an unknown key is an error naming the file, the key path and its line") {
   const std::string e = load_error(std::string(kHead) + "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n"
-                                   "    concurrency: 1\n    published: 10\n    tolerance_pct: 15\n    tolerence: 3\n");
+                                   "    concurrency: 1\n    published: 10\n    tolerance_pct: 10\n    tolerence: 3\n");
   // Expect the point's key path and line 19 (the misspelt key).
   CHECK(e.find("t.yaml") != std::string::npos);
   CHECK(e.find("points[0].tolerence") != std::string::npos);
@@ -90,19 +90,19 @@ TEST_CASE("a metric outside the schema is an error listing the four") {
 
 TEST_CASE("a point needs exactly one of published and published_range") {
   const std::string point = "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n    concurrency: 1\n";
-  const std::string none = load_error(std::string(kHead) + point + "    tolerance_pct: 15\n");
+  const std::string none = load_error(std::string(kHead) + point + "    tolerance_pct: 10\n");
   CHECK(none.find("exactly one of published and published_range (got neither)") != std::string::npos);
   CHECK(none.find("line 13") != std::string::npos);
   const std::string both =
-      load_error(std::string(kHead) + point + "    published: 1\n    published_range: [1, 2]\n    tolerance_pct: 15\n");
+      load_error(std::string(kHead) + point + "    published: 1\n    published_range: [1, 2]\n    tolerance_pct: 10\n");
   CHECK(both.find("(got both)") != std::string::npos);
   const std::string bad_range =
-      load_error(std::string(kHead) + point + "    published_range: [3, 2]\n    tolerance_pct: 15\n");
+      load_error(std::string(kHead) + point + "    published_range: [3, 2]\n    tolerance_pct: 10\n");
   CHECK(bad_range.find("0 < low <= high") != std::string::npos);
 }
 
 TEST_CASE("values are range-checked and the schema's cross-field rules hold") {
-  const std::string base = "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n    published: 10\n    tolerance_pct: 15\n";
+  const std::string base = "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n    published: 10\n    tolerance_pct: 10\n";
   // Expect concurrency 0 refused (clients >= 1), a gain with a mode refused, max_concurrency with a concurrency refused.
   CHECK(load_error(std::string(kHead) + base + "    concurrency: 0\n").find("points[0].concurrency") != std::string::npos);
   CHECK(load_error(std::string(kHead) + "  - id: g\n    metric: gain\n    mode: hisparse\n    concurrency: 4\n"
@@ -112,7 +112,7 @@ TEST_CASE("values are range-checked and the schema's cross-field rules hold") {
                    "    published: 2\n    tolerance_pct: 5\n")
             .find("omit concurrency") != std::string::npos);
   CHECK(load_error(std::string(kHead) + base + "    concurrency: 1\n  - id: a\n    metric: tpot_ms\n    mode: full\n"
-                   "    concurrency: 1\n    published: 1\n    tolerance_pct: 1\n")
+                   "    concurrency: 1\n    published: 1\n    tolerance_pct: 10\n")
             .find("id 'a' appears twice") != std::string::npos);
   std::string renamed = std::string(kHead) + base + "    concurrency: 1\n";
   renamed.replace(renamed.find("name: t"), 7, "name: other");
@@ -131,7 +131,7 @@ TEST_CASE("an override the deployment has no field for is an error naming it and
 
 TEST_CASE("the simulated throughput a run is held against is makespan unless the file says decode_steady") {
   const std::string point = "  - id: a\n    metric: tokens_per_s\n    mode: hisparse\n    concurrency: 1\n"
-                            "    published: 10\n    tolerance_pct: 15\n";
+                            "    published: 10\n    tolerance_pct: 10\n";
   // Expect the default when the workload does not name it.
   CHECK(load_field_run(write_field("t", std::string(kHead) + point)).throughput == "makespan");
   // Expect decode_steady as written.
@@ -148,7 +148,7 @@ TEST_CASE("the simulated throughput a run is held against is makespan unless the
 
 TEST_CASE("derived_overrides names an override of the file and the points it was read off") {
   const std::string point = "  - id: cap\n    metric: max_concurrency\n    mode: full\n    published: 6\n"
-                            "    tolerance_pct: 5\n";
+                            "    role: fitted\n    role_reason: the pool was read off it\n    tolerance_pct: 5\n";
   std::string head = kHead;
   head.replace(head.find("workload:"), 9, "overrides:\n  full_pool_tokens: 240064\nworkload:");
   // Expect the pair (override key, point id) as written.
@@ -164,4 +164,34 @@ TEST_CASE("derived_overrides names an override of the file and the points it was
   e = load_error(head + point + "derived_overrides:\n  full_pool_tokens: [capacity]\n");
   CHECK(e.find("'capacity'") != std::string::npos);
   CHECK(e.find("point ids") != std::string::npos);
+  // Expect the point an override was read off to say so (role: fitted), else an error naming it.
+  const std::string role = "    role: fitted\n    role_reason: the pool was read off it\n";
+  std::string held = point;
+  held.replace(held.find(role), role.size(), "");
+  e = load_error(head + held + "derived_overrides:\n  full_pool_tokens: [cap]\n");
+  CHECK(e.find("point 'cap' (line") != std::string::npos);
+  CHECK(e.find("sets this override, so it needs `role: fitted`") != std::string::npos);
+}
+
+TEST_CASE("bands are per metric, role: fitted needs its reason, expected_miss and plausible are checked") {
+  // Expectation: a TPOT point at ±15 is an error naming the band of tpot_ms (10); role: fitted without role_reason,
+  // an empty expected_miss, a one-value plausible set and an unknown plausible key are errors naming the key.
+  const std::string point = "  - id: a\n    metric: tpot_ms\n    mode: hisparse\n    concurrency: 1\n    published: 10\n";
+  CHECK(load_error(std::string(kHead) + point + "    tolerance_pct: 15\n")
+            .find("got 15, expected 10, the band of every tpot_ms point") !=
+        std::string::npos);
+  CHECK(load_error(std::string(kHead) + point + "    role: fitted\n    tolerance_pct: 10\n").find("role_reason") !=
+        std::string::npos);
+  CHECK(load_error(std::string(kHead) + point + "    expected_miss: \"\"\n    tolerance_pct: 10\n")
+            .find("expected why the point misses") != std::string::npos);
+  CHECK(load_error(std::string(kHead) + point + "    plausible: {kv_dtype: [fp8]}\n    tolerance_pct: 10\n")
+            .find("at least two values") != std::string::npos);
+  CHECK(load_error(std::string(kHead) + point + "    plausible: {engine: [a, b]}\n    tolerance_pct: 10\n")
+            .find("plausible.engine (line") != std::string::npos);
+  const FieldRun ok = load_field_run(write_field(
+      "t", std::string(kHead) + point + "    expected_miss: \"measured: x\"\n    plausible: {kv_dtype: [bf16, fp8]}\n"
+                                       "    tolerance_pct: 10\n"));
+  CHECK(ok.points[0].expected_miss == "measured: x");
+  REQUIRE(ok.points[0].plausible.size() == 1);
+  CHECK(ok.points[0].plausible[0].values == std::vector<std::string>{"bf16", "fp8"});
 }
