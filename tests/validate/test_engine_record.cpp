@@ -119,7 +119,8 @@ TEST_CASE("one GEMM output element scaled by 1.01 fails the tolerance contract (
 
 TEST_CASE("the masked GEMM's rows past masked_m are reported, not judged: DeepGEMM writes its whole row tiles") {
   // Measured on the H100 record: every padding element written, with the product of A's padding rows.
-  const EngineCheckRow& p = row(check_engine_record(shipped()), "deepgemm-masked rows >= m");
+  const EngineCheckResult res = check_engine_record(shipped());  // kept alive: `row` returns a reference into it
+  const EngineCheckRow& p = row(res, "deepgemm-masked rows >= m");
   CHECK(p.info);
   CHECK(p.pass);
   CHECK(p.mismatches == (64 - 37) * 256);
