@@ -71,6 +71,11 @@ ScenarioOverrides overrides_of(const FieldRun& run) {
     m.get_choice("swap_in_kernel", &v, {"sglang", "project"});
     o->swap_in_kernel = v;
   }
+  if (m.has("hisparse_prefetch")) {
+    bool v = true;
+    m.get("hisparse_prefetch", &v);
+    o->hisparse_prefetch = v;
+  }
   constexpr double kPB = 1e18;
   opt_real("host_dram_bytes", &o->host_dram_bytes, 0, kPB, Unit::kBytes);
   opt_real("host_reserve_bytes", &o->host_reserve_bytes, 0, kPB, Unit::kBytes);

@@ -45,6 +45,7 @@ void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string&
       bad(command, "swap-in-kernel", *o.swap_in_kernel, s, "swap_in_kernel", "sglang or project");
     d.swap_in_kernel = *o.swap_in_kernel;
   }
+  if (o.hisparse_prefetch) d.hisparse_prefetch = *o.hisparse_prefetch;
   if (o.kv_dtype) {
     const std::string& v = *o.kv_dtype;
     if (v != "bf16" && v != "fp8" && v != "nvfp4") bad(command, "kv-dtype", v, s, "kv_dtype", "bf16, fp8 or nvfp4");

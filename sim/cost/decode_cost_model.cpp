@@ -35,6 +35,10 @@ const RooflineEfficiency& efficiency_for(const Efficiency& e, const std::string&
 }  // namespace
 
 DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse)
+    : DecodeCostModel(scenario, params, hisparse, hisparse) {}
+
+DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse,
+                                 bool hisparse_server)
     : sc_(scenario), p_(params), hisparse_(hisparse) {
   const ModelSpec& m = sc_.model;
   const HardwareSpec& hw = sc_.hardware;
@@ -64,6 +68,10 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   // The op tables time SGLang's kernels of MLA models (set only for SGLang deployments: sim/calibration/
   // op_tables_choice.h); a GQA model's layer is priced by its own roofline.
   if (p_.op_tables && !m.is_gqa() && !m.is_compressed()) tables_ = OpTablePricing(p_.op_tables->set, sc_, p_.efficiency.nvlink);
+  // Without HiSparse, SGLang decodes DSA with bf16 KV on Hopper through fa3 over a page table of the K selected rows,
+  // at the real head count (no padding to 64); with HiSparse, or fp8 KV, through FlashMLA (sglang_decode_path.md §1).
+  // The fa3 term is priced only from a GPU's op table (the collector times it on sm90 only, where SGLang picks it).
+  fa3_ = !hisparse_server && sc_.deployment.kv_dtype == KvDtype::kBf16 && tables_.has_term("dense_attention");
   if (p_.step && !m.calibrated_by(p_.step->model))
     throw_error("{}: the per-op calibration is for model {}, the scenario's model is {} (use --step-calibration none "
                 "or a calibration of this model)", sc_.source, p_.step->model, m.name);
@@ -150,7 +158,8 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   // attention table when every request attends its full K (mean attended rows = top_k); shorter contexts keep the
   // attention table, which interpolates in K.
   const SimTime table_attention =
-      b.sum_attended / B >= m.top_k ? tables_.term_ns("sparse_attention", B) : SimTime{-1};
+      fa3_ ? tables_.term_ns("dense_attention", B, b.sum_attended / B)
+      : b.sum_attended / B >= m.top_k ? tables_.term_ns("sparse_attention", B) : SimTime{-1};
   const SimTime sparse_attention =
       table_attention >= 0 ? table_attention
       : p_.attention.table
@@ -176,11 +185,11 @@ SimTime DecodeCostModel::swap_in_ns(const GpuBatch& b) const {
   SimTime t = 0;
   if (p_.swap_in_cost.calibrated) {
     // Measured on this device (one call per layer); the slow path walks the H slots of the LRU.
-    t = p_.swap_in_cost.plan_ns(b.requests, b.slow_path > 0 ? static_cast<int64_t>(H) : 0) * offload_layers();
+    t = p_.swap_in_cost.plan_ns(b.requests, b.slow_path > 0 ? static_cast<int64_t>(H) : 0) * swap_in_layers();
   } else {
     // Hit detection: read the K selections and write slot ids; the slow path also walks slot_token and lru.
     const double bytes = B * K * 8.0 + static_cast<double>(b.slow_path) * H * 8.0;
-    t = kernel(0, bytes, fp8_peak(), p_.efficiency.swap_in) * offload_layers();
+    t = kernel(0, bytes, fp8_peak(), p_.efficiency.swap_in) * swap_in_layers();
   }
   // SGLang's coordinator clears the B × K int32 output slots before each layer's swap-in kernel (swap_in_selected_pages:
   // top_k_device_locs fill -1): one more memset kernel per layer in the graph (docs/cost_model.md, HiSparse's
@@ -190,7 +199,12 @@ SimTime DecodeCostModel::swap_in_ns(const GpuBatch& b) const {
 
 SimTime DecodeCostModel::hisparse_output_clear_ns(int64_t requests) const {
   const double bytes = static_cast<double>(requests) * sc_.deployment.hisparse.top_k * 4.0;
-  return kernel(0, bytes, fp8_peak(), p_.efficiency.dense) * offload_layers();
+  return kernel(0, bytes, fp8_peak(), p_.efficiency.dense) * swap_in_layers();
+}
+
+int DecodeCostModel::swap_in_layers() const {
+  const bool shares = c4_layers_ == 0 && selecting_layers_ < layers_;
+  return shares && sc_.deployment.hisparse_prefetch ? selecting_layers_ : offload_layers();
 }
 
 DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tokens) const {

@@ -38,7 +38,11 @@ struct GpuPhases {
 
 class DecodeCostModel {
  public:
+  /// `hisparse`: this batch runs HiSparse's decode path (swap-in, attention on the device buffer). `hisparse_server`:
+  /// the server was launched with HiSparse (it picks the attention backend for every batch, resident ones included;
+  /// by default the same as `hisparse`).
   DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse);
+  DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse, bool hisparse_server);
 
   GpuPhases gpu_phases(const GpuBatch& batch) const;
   /// MoE/MLP + its collectives + LM head + the step's fixed overhead for the whole instance (it runs in lockstep).
@@ -52,8 +56,16 @@ class DecodeCostModel {
   /// HiSparse: SGLang's clear of the `requests` × K int32 output slots before each layer's swap-in kernel (one memset
   /// kernel per layer, all layers; part of `swap_in`).
   SimTime hisparse_output_clear_ns(int64_t requests) const;
-  /// HiSparse: the hit-detection (swap-in plan) kernel and the output clear of every offloaded layer (0 in full KV).
+  /// HiSparse: the hit-detection (swap-in plan) kernel and the output clear of every layer that runs the swap-in
+  /// kernel (0 in full KV).
   SimTime swap_in_ns(const GpuBatch& batch) const;
+  /// Layers that run SGLang's swap-in kernel each step: every offloaded layer, except that with the IndexShare
+  /// prefetch (deployment hisparse_prefetch, SGLang's default) the layers sharing an anchor's top-k only wait for the
+  /// side stream's copy and run none (docs/sglang_decode_path.md §3).
+  int swap_in_layers() const;
+  /// The decode attention backend SGLang picks (docs/sglang_decode_path.md §1): "fa3" (HiSparse off, bf16 KV, on a
+  /// GPU whose op table times the fa3 term), else "flashmla" (flashmla_sparse / flashmla_kv).
+  const char* attention_backend() const { return fa3_ ? "fa3" : "flashmla"; }
   /// The LM head (bf16 weights, vocabulary split over the TP group) over `instance_tokens`, one kernel (part of moe).
   SimTime lm_head_ns(double instance_tokens) const;
   int selecting_layers() const { return selecting_layers_; }  // layers that run the indexer and top-k
@@ -110,6 +122,7 @@ class DecodeCostModel {
   const Scenario& sc_;
   CostParams p_;
   bool hisparse_;
+  bool fa3_ = false;  // the OFF arm's attention is fa3's (see attention_backend())
   int layers_ = 0, kv_layers_ = 0, selecting_layers_ = 0;
   double kv_row_bytes_ = 0, indexer_key_bytes_ = 0;
   double expert_params_ = 0;   // per expert (gate, up, down)

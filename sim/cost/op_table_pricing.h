@@ -49,6 +49,11 @@ class OpTablePricing {
   OpTablePricing(std::shared_ptr<const OpTableSet> tables, const Scenario& rank_scenario, double nvlink_efficiency);
 
   bool active() const { return tables_ != nullptr; }
+  /// Whether the tables hold a series for `term` (one that prices: stand-ins are dropped unless accepted as proxies).
+  bool has_term(const std::string& term) const {
+    const auto it = queries_.find(term);
+    return it != queries_.end() && it->second.series != nullptr;
+  }
   /// Time (ns) of one call of the decode-layer op `op` (core/decode_layer_ops.h names: q_a, rmsnorm_q, router, …)
   /// at `batch` tokens per GPU; -1 when the tables do not hold it.
   SimTime decode_op_ns(const std::string& op, double batch) const;
@@ -79,7 +84,8 @@ class OpTablePricing {
     const OpSeries* series = nullptr;  // resolved once
     std::string note;
   };
-  void add(const std::string& term, const std::string& field, const std::string& op, OpParams params, OpParams prefer);
+  void add(const std::string& term, const std::string& field, const std::string& op, OpParams params, OpParams prefer,
+           const std::string& proxy_for = "");
   SimTime at(const std::string& term, double batch, double context) const;
   std::shared_ptr<const OpTableSet> tables_;
   std::map<std::string, Query> queries_;   // by term
