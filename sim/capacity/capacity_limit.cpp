@@ -28,13 +28,13 @@ std::vector<CapacityLimit> unset_limits() {
 CapacityLimit& find_limit(std::vector<CapacityLimit>& limits, const std::string& key) {
   for (auto& l : limits)
     if (l.key == key) return l;
-  throw_error("plan: unknown limit {}", key);
+  throw_error("capacity: unknown limit {}", key);
 }
 
 const CapacityLimit& find_limit(const std::vector<CapacityLimit>& limits, const std::string& key) {
   for (const auto& l : limits)
     if (l.key == key) return l;
-  throw_error("plan: unknown limit {}", key);
+  throw_error("capacity: unknown limit {}", key);
 }
 
 const CapacityLimit& binding_limit(const std::vector<CapacityLimit>& limits) {
@@ -42,7 +42,7 @@ const CapacityLimit& binding_limit(const std::vector<CapacityLimit>& limits) {
   for (const auto& key : limit_keys())
     for (const auto& l : limits)
       if (l.key == key && l.per_rank >= 0 && (!best || l.per_rank < best->per_rank)) best = &l;
-  if (!best) throw_error("plan: no limit applies (the SLO limit always should)");
+  if (!best) throw_error("capacity: no limit applies (the SLO limit always should)");
   return *best;
 }
 
