@@ -236,6 +236,93 @@ std::vector<int32_t> default_ratio_sweep(const Scenario& s) {
   return sorted_with({1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20}, s.deployment.hisparse.host_to_device_ratio);
 }
 
+namespace {
+
+// The warnings of a model with a sparse indexer: compressed attention, NVFP4, --limits memory, no KV budget, host
+// pools over DRAM, a miss model read outside its range or never measured, a remote NUMA host pool, attention TP.
+void add_hisparse_warnings(CapacityPlan& p, const MissCurves& misses, const StepTimeModel& hs) {
+  const Scenario& s = p.scenario;
+  const DeploymentSpec& d = s.deployment;
+  const PlanOptions& options = p.options;
+  const int32_t H = d.hisparse.device_buffer_size;
+  if (p.budget.attention == "dsv4")
+    p.warnings.push_back(
+        "DeepSeek-V4: HiSparse offloads the C4 entries (one per 4 tokens) of its C4 layers; the sliding window, the C128 "
+        "pool, the C4 indexer keys and the compress states stay on the GPU. Misses: the miss model read at n / 4 "
+        "entries (assumed: a C4 selection misses as a DSA selection over as many tokens); dynamic residency is not "
+        "planned for compressed attention");
+  if (d.kv_dtype == KvDtype::kNvfp4 && options.cost.attention.table)
+    p.warnings.push_back("NVFP4 KV: the measured FlashMLA table holds no NVFP4 kernel; the attention is priced by its "
+                         "roofline at efficiency.attention (modelled), not by the table the cost-model line names");
+  if (options.memory_only)
+    p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and memory (HBM, pools, host "
+                                     "DRAM) limit concurrency; PCIe and the TPOT SLO of {} ms are not applied, so the "
+                                     "step time at that concurrency may exceed the SLO",
+                                     d.tpot_slo_ms));
+  if (p.budget.kv_budget_bytes.value <= 0)
+    p.warnings.push_back(fmt::format("no HBM left for the KV cache: {}", p.budget.kv_budget_bytes.formula));
+  const double dram_usable = d.host_dram_bytes - options.host_reserve_bytes;
+  if (p.budget.host_pool_bytes_per_node.value > dram_usable)
+    p.warnings.push_back(fmt::format(
+        "the host pools need {:.1f} GB per node but host DRAM less the reserve is {:.1f} GB: SGLang would fail to "
+        "allocate them; lower host_to_device_ratio",
+        p.budget.host_pool_bytes_per_node.value * 1e-9, dram_usable * 1e-9));
+  std::string beyond;
+  for (int64_t n : options.seq_lens)
+    if (hs.estimator().entries(n) > H && misses.extrapolated(H, hs.estimator().entries(n))) beyond += fmt::format("{}{}", beyond.empty() ? "" : ", ", n);
+  if (!beyond.empty())
+    p.warnings.push_back(fmt::format("at device_buffer_size {} the miss model reads outside the (H/K, n/H) range it was "
+                                     "measured over for seq_len {}: the nearest measured fraction is held, capped by "
+                                     "the steady-state bound (n − H)/(K − 1)",
+                                     H, beyond));
+  for (int32_t h : misses.unmeasured())
+    p.warnings.push_back(fmt::format("the trace never exceeds device_buffer_size {}: its misses there come from the "
+                                     "fallback miss model (the miss surface or --miss-fraction), not the replay", h));
+  if (d.host_pool_remote_numa)
+    p.warnings.push_back(fmt::format(
+        "host_pool_numa remote: each GPU reads its host pool across sockets at cross_node_factor {:g} of a node's DRAM "
+        "share (assumed; miss copy rate {:.4g} GB/s per GPU, backup {:.4g} GB/s): bind the pool to the GPU's node "
+        "(numactl --membind) to lift it",
+        s.hardware.numa_cross_node_factor, hs.estimator().h2d_link() * 1e-9, hs.estimator().d2h_rate() * 1e-9));
+  if (p.layout.attention_tp > 1)
+    p.warnings.push_back(fmt::format(
+        "attention TP {} (tp {} / dp_attention {}): each rank's requests are replicated on its {} GPUs; the step "
+        "model divides the attention heads by {} and keeps every latent read",
+        p.layout.attention_tp, d.decode.tp, p.layout.ranks, p.layout.attention_tp, p.layout.attention_tp));
+}
+
+// The device_buffer_size and host_to_device_ratio sweeps: the HiSparse row of every length at each value.
+void add_sweeps(CapacityPlan& p, const MissCurves& misses, const StepTimeModel& hs) {
+  const Scenario& s = p.scenario;
+  const DeploymentSpec& d = s.deployment;
+  const PlanOptions& options = p.options;
+  const int32_t H = d.hisparse.device_buffer_size;
+  const std::vector<int32_t> bufs = options.sweep_buffer_sizes.empty() ? default_buffer_sweep(s) : options.sweep_buffer_sizes;
+  for (int32_t h : bufs) {
+    Scenario sh = s;
+    sh.deployment.hisparse.device_buffer_size = h;
+    sh.deployment.hisparse.validate(fmt::format("plan: --sweep-buffer-sizes value {}", h));
+    const MemoryBudget bh = compute_memory_budget(sh, options.seq_lens);
+    const StepTimeModel mh(sh, options.cost, true, [&misses, h](int64_t n) { return misses.fraction(h, n); });
+    const RowContext ch = make_context(sh, bh, options);
+    for (const SeqLenBudget& q : bh.per_seq_len)
+      p.sweep_buffer.push_back(sweep_row("device_buffer_size", h, h == H, plan_row(ch, q, KvMode::kHiSparse, mh), bh));
+  }
+  const std::vector<int32_t> ratios = options.sweep_ratios.empty() ? default_ratio_sweep(s) : options.sweep_ratios;
+  for (int32_t rr : ratios) {
+    if (rr < 1) throw_error("plan: host_to_device_ratio {} in the sweep (expected >= 1)", rr);
+    Scenario sr = s;
+    sr.deployment.hisparse.host_to_device_ratio = rr;
+    const MemoryBudget br = compute_memory_budget(sr, options.seq_lens);
+    const RowContext cr = make_context(sr, br, options);
+    for (const SeqLenBudget& q : br.per_seq_len)
+      p.sweep_ratio.push_back(sweep_row("host_to_device_ratio", rr, rr == d.hisparse.host_to_device_ratio,
+                                        plan_row(cr, q, KvMode::kHiSparse, hs), br));
+  }
+}
+
+}  // namespace
+
 CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& options, const MissCurves& misses) {
   CapacityPlan p;
   p.scenario = scenario;
@@ -325,73 +412,8 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
       p.warnings.push_back(fmt::format("seq_len {} exceeds the deployment's context_length {}", q.seq_len, d.context_length));
   }
 
-  if (p.budget.attention == "dsv4")
-    p.warnings.push_back(
-        "DeepSeek-V4: HiSparse offloads the C4 entries (one per 4 tokens) of its C4 layers; the sliding window, the C128 "
-        "pool, the C4 indexer keys and the compress states stay on the GPU. Misses: the miss model read at n / 4 "
-        "entries (assumed: a C4 selection misses as a DSA selection over as many tokens); dynamic residency is not "
-        "planned for compressed attention");
-  if (d.kv_dtype == KvDtype::kNvfp4 && options.cost.attention.table)
-    p.warnings.push_back("NVFP4 KV: the measured FlashMLA table holds no NVFP4 kernel; the attention is priced by its "
-                         "roofline at efficiency.attention (modelled), not by the table the cost-model line names");
-  if (options.memory_only)
-    p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and memory (HBM, pools, host "
-                                     "DRAM) limit concurrency; PCIe and the TPOT SLO of {} ms are not applied, so the "
-                                     "step time at that concurrency may exceed the SLO",
-                                     d.tpot_slo_ms));
-  if (p.budget.kv_budget_bytes.value <= 0)
-    p.warnings.push_back(fmt::format("no HBM left for the KV cache: {}", p.budget.kv_budget_bytes.formula));
-  const double dram_usable = d.host_dram_bytes - options.host_reserve_bytes;
-  if (p.budget.host_pool_bytes_per_node.value > dram_usable)
-    p.warnings.push_back(fmt::format(
-        "the host pools need {:.1f} GB per node but host DRAM less the reserve is {:.1f} GB: SGLang would fail to "
-        "allocate them; lower host_to_device_ratio",
-        p.budget.host_pool_bytes_per_node.value * 1e-9, dram_usable * 1e-9));
-  std::string beyond;
-  for (int64_t n : options.seq_lens)
-    if (hs.estimator().entries(n) > H && misses.extrapolated(H, hs.estimator().entries(n))) beyond += fmt::format("{}{}", beyond.empty() ? "" : ", ", n);
-  if (!beyond.empty())
-    p.warnings.push_back(fmt::format("at device_buffer_size {} the miss model reads outside the (H/K, n/H) range it was "
-                                     "measured over for seq_len {}: the nearest measured fraction is held, capped by "
-                                     "the steady-state bound (n − H)/(K − 1)",
-                                     H, beyond));
-  for (int32_t h : misses.unmeasured())
-    p.warnings.push_back(fmt::format("the trace never exceeds device_buffer_size {}: its misses there come from the "
-                                     "fallback miss model (the miss surface or --miss-fraction), not the replay", h));
-  if (d.host_pool_remote_numa)
-    p.warnings.push_back(fmt::format(
-        "host_pool_numa remote: each GPU reads its host pool across sockets at cross_node_factor {:g} of a node's DRAM "
-        "share (assumed; miss copy rate {:.4g} GB/s per GPU, backup {:.4g} GB/s): bind the pool to the GPU's node "
-        "(numactl --membind) to lift it",
-        s.hardware.numa_cross_node_factor, hs.estimator().h2d_link() * 1e-9, hs.estimator().d2h_rate() * 1e-9));
-  if (p.layout.attention_tp > 1)
-    p.warnings.push_back(fmt::format(
-        "attention TP {} (tp {} / dp_attention {}): each rank's requests are replicated on its {} GPUs; the step "
-        "model divides the attention heads by {} and keeps every latent read",
-        p.layout.attention_tp, d.decode.tp, p.layout.ranks, p.layout.attention_tp, p.layout.attention_tp));
-
-  const std::vector<int32_t> bufs = options.sweep_buffer_sizes.empty() ? default_buffer_sweep(s) : options.sweep_buffer_sizes;
-  for (int32_t h : bufs) {
-    Scenario sh = s;
-    sh.deployment.hisparse.device_buffer_size = h;
-    sh.deployment.hisparse.validate(fmt::format("plan: --sweep-buffer-sizes value {}", h));
-    const MemoryBudget bh = compute_memory_budget(sh, options.seq_lens);
-    const StepTimeModel mh(sh, options.cost, true, [&misses, h](int64_t n) { return misses.fraction(h, n); });
-    const RowContext ch = make_context(sh, bh, options);
-    for (const SeqLenBudget& q : bh.per_seq_len)
-      p.sweep_buffer.push_back(sweep_row("device_buffer_size", h, h == H, plan_row(ch, q, KvMode::kHiSparse, mh), bh));
-  }
-  const std::vector<int32_t> ratios = options.sweep_ratios.empty() ? default_ratio_sweep(s) : options.sweep_ratios;
-  for (int32_t rr : ratios) {
-    if (rr < 1) throw_error("plan: host_to_device_ratio {} in the sweep (expected >= 1)", rr);
-    Scenario sr = s;
-    sr.deployment.hisparse.host_to_device_ratio = rr;
-    const MemoryBudget br = compute_memory_budget(sr, options.seq_lens);
-    const RowContext cr = make_context(sr, br, options);
-    for (const SeqLenBudget& q : br.per_seq_len)
-      p.sweep_ratio.push_back(sweep_row("host_to_device_ratio", rr, rr == d.hisparse.host_to_device_ratio,
-                                        plan_row(cr, q, KvMode::kHiSparse, hs), br));
-  }
+  add_hisparse_warnings(p, misses, hs);
+  add_sweeps(p, misses, hs);
   if (options.strategies.enabled) p.strategies = compute_cache_strategies(p, options.strategies);
   return p;
 }
