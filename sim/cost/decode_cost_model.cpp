@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/decode_layer_ops.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
@@ -207,73 +209,32 @@ int DecodeCostModel::swap_in_layers() const {
   return shares && sc_.deployment.hisparse_prefetch ? selecting_layers_ : offload_layers();
 }
 
-DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tokens) const {
-  MoeTime out;
-  if (!(T > 0)) return out;
-  if (sc_.model.is_gqa()) return gqa_mlp_phase(T, max_gpu_tokens);
-  const ModelSpec& m = sc_.model;
-  const double ep = std::max(1, sc_.deployment.decode.ep);
-  const double tp = std::max(1, sc_.deployment.decode.tp);
-  // Routed experts at the model's own precision when it states one (NVFP4 0.5625), else the cost model's.
-  const double bpp = m.expert_weight_bytes_per_param > 0 ? m.expert_weight_bytes_per_param : p_.weight_bytes_per_param;
-  const auto& e = p_.efficiency;
-  const int moe_layers = std::max(0, layers_ - m.dense_layers);
-  // Per GPU at the slowest GPU's batch (data parallel, as SGLang's large-EP deployments run the dense FFNs too):
-  // the second norm, the router and the shared expert of each MoE layer; the dense MLP of each dense layer.
-  const std::vector<DecodeOpWork> work = deployed_ops(max_gpu_tokens, 1);
-  out.compute += ops_ns({"rmsnorm_hidden", "router", "shared_gate_up", "silu_mul_shared", "shared_down"}, work) * moe_layers;
-  out.compute += ops_ns({"rmsnorm_hidden", "dense_gate_up", "dense_down"}, work) * m.dense_layers;
-  if (moe_layers > 0 && m.routed_experts > 0) {
-    // Routed experts: the expected distinct experts one GPU must read, each routed pick landing on a uniform expert.
-    const double picks = T * m.experts_per_token;
-    const double p_touched = 1.0 - std::pow(1.0 - 1.0 / m.routed_experts, picks);
-    const double routed_here = m.routed_experts / ep * p_touched;
-    const double routed_tokens = picks / ep;
-    // DeepGEMM's grouped GEMMs in SGLang's DeepEP layout (masked in low-latency mode, contiguous in normal mode)
-    // at the busiest GPU's decode tokens, with the activation over the rows it receives, where the op tables hold
-    // both GEMMs; else the roofline of the expected experts read.
-    const SimTime gate_up = deepep_ ? tables_.term_ns("experts_gate_up", max_gpu_tokens) : SimTime{-1};
-    const SimTime down = deepep_ ? tables_.term_ns("experts_down", max_gpu_tokens) : SimTime{-1};
-    if (gate_up >= 0 && down >= 0) {
-      const SimTime act = tables_.term_ns("experts_silu", routed_tokens);
-      out.compute += (gate_up + down + std::max<SimTime>(0, act)) * moe_layers;
-    } else {
-      out.compute += kernel(2.0 * expert_params_ * routed_tokens, routed_here * expert_params_ * bpp, fp8_peak(), e.moe) *
-                     moe_layers;
-    }
-    if (sc_.deployment.decode.ep > 1 && sc_.deployment.decode.dp_attention > 1) {
-      // Attention data parallel with experts spread: each GPU dispatches its own tokens to the experts' GPUs and
-      // combines their outputs (SGLang's --moe-a2a-backend deepep, low-latency mode in decode).
-      out.all_to_all = expert_all_to_all_ns(max_gpu_tokens) * moe_layers;
-    } else {
-      // Attention TP: every GPU holds every token, computes its experts' share (TP- or EP-split) and the outputs
-      // are summed by one all-reduce per MoE layer (SGLang's MoE without an all-to-all backend).
-      out.all_to_all = hidden_allreduce_ns(T, static_cast<int>(tp)) * moe_layers;
-    }
+SimTime DecodeCostModel::lm_head_ns(double T, std::string* source) const {
+  if (const SimTime t = tables_.term_ns("lm_head", T); t >= 0) {
+    if (source) *source = tables_.term_source("lm_head");
+    return t;
   }
-  // The dense MLP of each dense layer ends in an all-reduce of the instance's tokens.
-  if (m.dense_layers > 0) out.all_to_all += hidden_allreduce_ns(T, static_cast<int>(tp)) * m.dense_layers;
-  // LM head (bf16 weights, vocabulary split over the TP group) and sampling.
-  out.compute += lm_head_ns(T) + p_.graph_kernel_gap_ns;
-  out.compute += p_.step_overhead_ns(sc_.deployment.decode.dp_attention > 1);
-  return out;
-}
-
-SimTime DecodeCostModel::lm_head_ns(double T) const {
-  if (const SimTime t = tables_.term_ns("lm_head", T); t >= 0) return t;
   const double tp = std::max(1, sc_.deployment.decode.tp);
+  if (source) *source = "modelled (roofline of the bf16 weights over the TP group, efficiency.dense)";
   return kernel(2.0 * lm_head_params_ / tp * T, lm_head_params_ / tp * 2.0, sc_.hardware.bf16_flops, p_.efficiency.dense);
 }
 
-SimTime DecodeCostModel::expert_all_to_all_ns(double tokens) const {
+SimTime DecodeCostModel::expert_all_to_all_ns(double tokens, std::string* source) const {
   const ModelSpec& m = sc_.model;
   const int ep = std::max(1, sc_.deployment.decode.ep);
   if (ep <= 1 || !(tokens > 0)) return 0;
   if (!a2a_site_.internode) {  // the tables hold one node's DeepEP (2 and 4 GPUs measured, 8 modelled from them)
-    const SimTime d = tables_.expert_collective_ns("ep_dispatch", ep, tokens, a2a_site_.link_bytes_per_s);
-    const SimTime c = tables_.expert_collective_ns("ep_combine", ep, tokens, a2a_site_.link_bytes_per_s);
-    if (d >= 0 && c >= 0) return d + c;
+    std::string ds, cs;
+    const SimTime d = tables_.expert_collective_ns("ep_dispatch", ep, tokens, a2a_site_.link_bytes_per_s, &ds);
+    const SimTime c = tables_.expert_collective_ns("ep_combine", ep, tokens, a2a_site_.link_bytes_per_s, &cs);
+    if (d >= 0 && c >= 0) {
+      if (source) *source = ds == cs ? ds : ds + "; " + cs;
+      return d + c;
+    }
   }
+  if (source)
+    *source = !p_.deepep.empty() ? "modelled (DeepEP's published low-latency times by EP size, cost file deepep:)"
+                                 : "modelled (the site's latency twice + the payload over NVLink)";
   if (!p_.deepep.empty())
     return deepep_ns(p_.deepep, ExpertOp::kDispatch, ep, tokens, m.hidden_size, m.experts_per_token, a2a_site_) +
            deepep_ns(p_.deepep, ExpertOp::kCombine, ep, tokens, m.hidden_size, m.experts_per_token, a2a_site_);
@@ -282,13 +243,17 @@ SimTime DecodeCostModel::expert_all_to_all_ns(double tokens) const {
   return 2 * a2a_site_.latency_ns + transfer_ns(bytes, nv * p_.efficiency.nvlink);
 }
 
-SimTime DecodeCostModel::hidden_allreduce_ns(double tokens, int gpus) const {
+SimTime DecodeCostModel::hidden_allreduce_ns(double tokens, int gpus, std::string* source) const {
   // NCCL's all-reduce from the op tables (one node only; any model: the collective does not depend on it).
   if (!allreduce_site_.internode)
     if (const SimTime t = table_all_reduce_ns(p_.op_tables ? p_.op_tables->set.get() : nullptr, gpus, tokens * sc_.model.hidden_size * 2.0,
-                                              allreduce_site_.link_bytes_per_s, p_.efficiency.nvlink);
+                                              allreduce_site_.link_bytes_per_s, p_.efficiency.nvlink, source);
         t >= 0)
       return t;
+  if (source)
+    *source = fmt::format("modelled (ring over the {} link, all_reduce_latency_{})",
+                          allreduce_site_.internode ? "internode" : "intranode",
+                          allreduce_site_.internode ? "internode" : "intranode");
   return allreduce_ns(tokens * sc_.model.hidden_size * 2.0, gpus, allreduce_site_, p_.efficiency.nvlink);
 }
 

@@ -156,8 +156,27 @@ SimTime OpTablePricing::term_ns(const std::string& term, double batch, double co
   return tables_ ? at(term, batch, context) : -1;
 }
 
+std::string op_lookup_source(const OpLookup& l, const std::string& op) {
+  if (l.label == OpLabel::kAbsent || !l.series || !l.series->table) return "";
+  const char* kind = l.label == OpLabel::kFromRanks ? "modelled from fewer-GPU measurements" : "measured";
+  return fmt::format("{} ({} op {})", kind, l.series->table->file, op);
+}
+
+std::string OpTablePricing::term_source(const std::string& term, bool decode_op) const {
+  if (!tables_) return "";
+  std::string key = term;
+  if (decode_op) {
+    if ((term == "q_a" || term == "kv_a") && queries_.at("fused_qkv_a").series) key = "fused_qkv_a";
+    else if (const auto it = decode_op_term_.find(term); it != decode_op_term_.end()) key = it->second;
+    else return "";
+  }
+  const auto it = queries_.find(key);
+  if (it == queries_.end() || !it->second.series || !it->second.series->table) return "";
+  return fmt::format("measured ({} op {})", it->second.series->table->file, it->second.op);
+}
+
 SimTime OpTablePricing::expert_collective_ns(const std::string& term, int ranks, double tokens,
-                                             double link_bytes_per_s) const {
+                                             double link_bytes_per_s, std::string* source) const {
   if (!tables_ || ranks <= 1) return -1;
   const bool dispatch = term == "ep_dispatch";
   const std::string op = std::string(dispatch ? "ep_dispatch_" : "ep_combine_") + (deepep_mode_ == "normal" ? "normal" : "ll");
@@ -167,20 +186,22 @@ SimTime OpTablePricing::expert_collective_ns(const std::string& term, int ranks,
   const OpLookup l = lookup_over_ranks(*tables_, op, {{"hidden", std::to_string(hidden_)}, {"topk", std::to_string(topk_)}},
                                        {{"experts", std::to_string(experts_)}, {"dtype", dispatch ? "fp8" : "bf16"}},
                                        ranks, tokens, 0, bound_us);
+  if (source) *source = op_lookup_source(l, op);
   return l.label == OpLabel::kAbsent ? -1 : to_ns(l.us);
 }
 
 SimTime table_all_reduce_ns(const OpTableSet* tables, int ranks, double bytes, double link_bytes_per_s,
-                            double nvlink_efficiency) {
+                            double nvlink_efficiency, std::string* source) {
   if (!tables || ranks <= 1 || !(bytes > 0)) return -1;
   const double moved = 2.0 * (ranks - 1) / ranks * bytes;  // a ring's bytes per GPU
   const double bound_us = link_bytes_per_s > 0 ? moved / (link_bytes_per_s * nvlink_efficiency) * 1e6 : 0;
   const OpLookup l = lookup_over_ranks(*tables, "all_reduce", {}, {{"dtype", "bf16"}}, ranks, 0, bytes, bound_us);
+  if (source) *source = op_lookup_source(l, "all_reduce");
   return l.label == OpLabel::kAbsent ? -1 : to_ns(l.us);
 }
 
-SimTime OpTablePricing::all_reduce_ns(int ranks, double bytes, double link_bytes_per_s) const {
-  return table_all_reduce_ns(tables_.get(), ranks, bytes, link_bytes_per_s, nvlink_efficiency_);
+SimTime OpTablePricing::all_reduce_ns(int ranks, double bytes, double link_bytes_per_s, std::string* source) const {
+  return table_all_reduce_ns(tables_.get(), ranks, bytes, link_bytes_per_s, nvlink_efficiency_, source);
 }
 
 std::vector<OpTermStatus> OpTablePricing::status(int expert_ep, int ep_ranks, int allreduce_ranks,
