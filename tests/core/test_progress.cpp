@@ -1,5 +1,8 @@
-// @brief Progress reporter: ETA from the rate so far, the m:ss format, the once-per-interval limit (a fake clock).
+// @brief Progress reporter: ETA from the rate so far, the m:ss format, the once-per-interval limit (a fake clock), a
+// line every 10 s in a log, one line rewritten in place on a terminal.
 #include <doctest/doctest.h>
+
+#include <cstdlib>
 
 #include <string>
 #include <vector>
@@ -28,7 +31,7 @@ TEST_CASE("progress: times print as m:ss, h:mm:ss from an hour on, ? when unknow
 TEST_CASE("progress: at most one line per interval, a final line, nothing when disabled") {
   double now = 100;  // the fake clock, seconds
   std::vector<std::string> lines;
-  ProgressReporter r("gen", 40, true, "steps", [&] { return now; }, [&](const std::string& l) { lines.push_back(l); }, 1.0);
+  ProgressReporter r("gen", 40, ProgressStyle::kLog, "steps", [&] { return now; }, [&](const std::string& l) { lines.push_back(l); }, 1.0);
   // 0.5 s in: too soon after the start, nothing printed.
   now = 100.5;
   r.update(5);
@@ -37,7 +40,7 @@ TEST_CASE("progress: at most one line per interval, a final line, nothing when d
   now = 102;
   r.update(10);
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0] == "gen: 10/40 steps (25 %), elapsed 0:02, ETA 0:06");
+  CHECK(lines[0] == "gen: 10/40 steps (25 %), elapsed 0:02, ETA 0:06\n");
   // 0.9 s after that line: still rate-limited, however many updates come.
   now = 102.9;
   for (int i = 11; i < 30; ++i) r.update(i);
@@ -51,10 +54,10 @@ TEST_CASE("progress: at most one line per interval, a final line, nothing when d
   r.finish();
   r.finish();
   REQUIRE(lines.size() == 4);
-  CHECK(lines[3] == "gen: 40/40 steps done in 0:04");
+  CHECK(lines[3] == "gen: 40/40 steps done in 0:04\n");
 
   std::vector<std::string> none;
-  ProgressReporter off("gen", 40, false, "", [&] { return now; }, [&](const std::string& l) { none.push_back(l); }, 1.0);
+  ProgressReporter off("gen", 40, ProgressStyle::kOff, "", [&] { return now; }, [&](const std::string& l) { none.push_back(l); }, 1.0);
   now = 200;
   off.update(20);
   off.finish();
@@ -64,11 +67,83 @@ TEST_CASE("progress: at most one line per interval, a final line, nothing when d
 TEST_CASE("progress: fractional amounts (simulated seconds) keep one decimal") {
   double now = 0;
   std::vector<std::string> lines;
-  ProgressReporter r("simulate", 120.0, true, "s simulated", [&] { return now; },
+  ProgressReporter r("simulate", 120.0, ProgressStyle::kLog, "s simulated", [&] { return now; },
                      [&](const std::string& l) { lines.push_back(l); }, 1.0);
   now = 4;
   r.update(30.5);
   REQUIRE(lines.size() == 1);
   // 30.5 of 120 in 4 s: 89.5 left at 7.625 per s = 11.74 s, printed 0:12.
-  CHECK(lines[0] == "simulate: 30.5/120 s simulated (25 %), elapsed 0:04, ETA 0:12");
+  CHECK(lines[0] == "simulate: 30.5/120 s simulated (25 %), elapsed 0:04, ETA 0:12\n");
+}
+
+TEST_CASE("progress: in a log a line every 10 s by default, and a run shorter than that leaves the log as it was") {
+  // The interval when the environment does not set one: 10 s in a log (issue 40: a 100 s simulate wrote nothing to
+  // its log), 1 s on a terminal, where the line is rewritten rather than added.
+  ::unsetenv("HISPARSE_PROGRESS_INTERVAL");
+  CHECK(progress_interval_seconds(ProgressStyle::kLog) == 10.0);
+  CHECK(progress_interval_seconds(ProgressStyle::kTerminal) == 1.0);
+
+  double now = 0;
+  std::string log;
+  ProgressReporter r("simulate", 100, ProgressStyle::kLog, "requests", [&] { return now; },
+                     [&](const std::string& bytes) { log += bytes; });
+  // 9.9 s in: nothing yet, however much is done.
+  now = 9.9;
+  r.update(50);
+  CHECK(log.empty());
+  // 10 s in, 50 of 100: a whole line with its newline; 19.9 s: still the one line; 20 s: the second.
+  now = 10;
+  r.update(50);
+  CHECK(log == "simulate: 50/100 requests (50 %), elapsed 0:10, ETA 0:10\n");
+  now = 19.9;
+  r.update(80);
+  now = 20;
+  r.update(90);
+  CHECK(log.find("simulate: 90/100 requests (90 %), elapsed 0:20, ETA 0:02\n") != std::string::npos);
+  now = 21;
+  r.update(100);
+  r.finish();
+  CHECK(log.substr(log.rfind("simulate:")) == "simulate: 100/100 requests done in 0:21\n");
+
+  // A run that ends before its first line prints nothing at all, not even the final line.
+  std::string quiet;
+  now = 0;
+  ProgressReporter brief("trace gen", 10, ProgressStyle::kLog, "", [&] { return now; },
+                         [&](const std::string& bytes) { quiet += bytes; });
+  now = 3;
+  brief.update(10);
+  brief.finish();
+  CHECK(quiet.empty());
+}
+
+TEST_CASE("progress: on a terminal one line is rewritten in place and ended by the final line") {
+  double now = 0;
+  std::string tty;
+  ProgressReporter r("sweep", 4, ProgressStyle::kTerminal, "items", [&] { return now; },
+                     [&](const std::string& bytes) { tty += bytes; }, 1.0);
+  now = 1;
+  r.update(1);
+  now = 2;
+  r.update(2);
+  now = 4;
+  r.update(4);
+  r.finish();
+  // Each update returns to the line's start and erases what a longer line left; no newline until the end.
+  CHECK(tty ==
+        "\rsweep: 1/4 items (25 %), elapsed 0:01, ETA 0:03\x1b[K"
+        "\rsweep: 2/4 items (50 %), elapsed 0:02, ETA 0:02\x1b[K"
+        "\rsweep: 4/4 items (100 %), elapsed 0:04, ETA 0:00\x1b[K"
+        "\rsweep: 4/4 items done in 0:04\x1b[K\n");
+}
+
+TEST_CASE("progress: the printer's final line can be asked for always (a command's summary line)") {
+  double now = 0;
+  std::string log;
+  ProgressPrinter p(ProgressStyle::kLog, [&] { return now; }, [&](const std::string& bytes) { log += bytes; }, 10);
+  now = 1;
+  CHECK(!p.due());
+  CHECK(!p.show("ignored"));
+  p.finish("replay: 2/2 requests", /*always=*/true);
+  p.finish("twice");
+  CHECK(log == "replay: 2/2 requests\n");
 }
