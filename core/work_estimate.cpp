@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -32,7 +34,19 @@ std::string format_work_estimate(const WorkEstimate& e) {
   return fmt::format("{}: estimated {}, about {} ({})", e.command, e.size, time_text(e.seconds), e.basis);
 }
 
-void check_work_estimate(const WorkEstimate& e, bool force, bool quiet) {
+WorkEstimate under_load(WorkEstimate e, double load_average, unsigned cores) {
+  if (cores == 0 || !(load_average > cores)) return e;
+  const double factor = load_average / cores;
+  e.seconds *= factor;
+  e.basis += fmt::format("; × {:.1f} for a load average of {:.1f} on {} cores", factor, load_average, cores);
+  return e;
+}
+
+void check_work_estimate(const WorkEstimate& estimate, bool force, bool quiet) {
+  double load[1] = {0};
+  const WorkEstimate e = ::getloadavg(load, 1) == 1
+                             ? under_load(estimate, load[0], std::thread::hardware_concurrency())
+                             : estimate;
   const bool too_long = !(e.seconds <= kWorkRefuseAboveSeconds);
   const bool refused = too_long || !e.problem.empty();
   if (refused && !force) {

@@ -24,8 +24,13 @@ struct WorkEstimate {
 /// "<command>: estimated <size>, about <h:mm:ss> (<basis>)".
 std::string format_work_estimate(const WorkEstimate& e);
 
-/// Throws hisparse::Error naming the estimate and --force when the work is over kWorkRefuseAboveSeconds or has a
-/// problem and `force` is false; otherwise prints the estimate on stderr when it is at least
+/// The estimate on a busy machine: the rates were measured with the cores free, so a 1-minute load average above the
+/// core count stretches the time by load / cores (a sweep measured at 16 s took 97 s under a load of 15 on 2 cores);
+/// the basis says so. Unchanged when the load is unknown or below the cores.
+WorkEstimate under_load(WorkEstimate e, double load_average, unsigned cores);
+
+/// Throws hisparse::Error naming the estimate (under_load of this machine's load) and --force when the work is over
+/// kWorkRefuseAboveSeconds or has a problem and `force` is false; otherwise prints the estimate on stderr when it is at least
 /// kWorkAnnounceAboveSeconds (or forced past a refusal), unless HISPARSE_PROGRESS=0 or `quiet` (a command's --quiet).
 void check_work_estimate(const WorkEstimate& e, bool force, bool quiet = false);
 

@@ -1,5 +1,5 @@
 // @brief Progress reporter: ETA from the rate so far, the m:ss format, the once-per-interval limit (a fake clock), a
-// line every 10 s in a log, one line rewritten in place on a terminal.
+// line every 10 s in a log, one line rewritten in place on a terminal; the work estimate under a machine's load.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/progress.h"
+#include "core/work_estimate.h"
 
 using namespace hisparse;
 
@@ -146,4 +147,17 @@ TEST_CASE("progress: the printer's final line can be asked for always (a command
   p.finish("replay: 2/2 requests", /*always=*/true);
   p.finish("twice");
   CHECK(log == "replay: 2/2 requests\n");
+}
+
+TEST_CASE("work estimate: a busy machine stretches the estimate by its load over its cores, and says so") {
+  const WorkEstimate e{"sweep", "210 work items", 16.0, "rates measured", ""};
+  // Load 15.4 on 2 cores: 7.7 times the idle estimate.
+  const WorkEstimate busy = under_load(e, 15.4, 2);
+  CHECK(busy.seconds == doctest::Approx(16.0 * 7.7));
+  CHECK(busy.basis == "rates measured; × 7.7 for a load average of 15.4 on 2 cores");
+  // A load the cores absorb, or none known, leaves it as it was.
+  CHECK(under_load(e, 1.5, 2).seconds == 16.0);
+  CHECK(under_load(e, 3.0, 0).basis == "rates measured");
+  CHECK(format_work_estimate(busy) ==
+        "sweep: estimated 210 work items, about 2:03 (rates measured; × 7.7 for a load average of 15.4 on 2 cores)");
 }
