@@ -51,9 +51,18 @@ def plain_log_ticks(ax, axis="x"):
 
 
 def legend_outside(ax, **kwargs):
-    """The legend to the right of the axes, never over a curve (save with bbox_inches="tight" so it is kept)."""
+    """The legend to the right of the axes, never over a curve (save with bbox_inches="tight" so it is kept); for a
+    grid of panels, with tight_layout making room beside each."""
     kwargs.setdefault("fontsize", 8)
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
+
+
+def legend_below(ax, drop=0.14, **kwargs):
+    """The legend under the axes (below the x label; `drop` more when the tick labels are rotated), never over a curve
+    nor over a panel beside it: for figures of panels side by side. Save with bbox_inches="tight" so it is kept."""
+    kwargs.setdefault("fontsize", 8)
+    kwargs.setdefault("ncol", 2)
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, -drop), borderaxespad=0.0, **kwargs)
 
 
 def run_main(main):

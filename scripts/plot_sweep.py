@@ -11,7 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from plot_output import legend_outside, plain_log_ticks, run_main, save_png  # noqa: E402
+from plot_output import legend_below, plain_log_ticks, run_main, save_png  # noqa: E402
 
 STYLE = {"full": ("full KV", "tab:blue", "o"), "hisparse": ("HiSparse", "tab:red", "s")}
 
@@ -48,8 +48,8 @@ def main():
     ax_t.set_title("throughput (modelled)")
     ax_p.set_ylabel("TPOT (ms, log; queueing apart)")
     ax_p.set_title("TPOT (modelled)")
-    legend_outside(ax_t)
-    legend_outside(ax_p)
+    legend_below(ax_t, drop=0.2)
+    legend_below(ax_p, drop=0.2)
     fig.suptitle(f"{sweep['scenario']} · {sweep['workload']} · overlap {sweep['overlap']}"
                  + ("" if cross else " · no crossover in range"))
     path = os.path.join(out_dir, "sweep.png")

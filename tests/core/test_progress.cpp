@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/progress.h"
 #include "core/work_estimate.h"
 
@@ -160,4 +161,34 @@ TEST_CASE("work estimate: a busy machine stretches the estimate by its load over
   CHECK(under_load(e, 3.0, 0).basis == "rates measured");
   CHECK(format_work_estimate(busy) ==
         "sweep: estimated 210 work items, about 2:03 (rates measured; × 7.7 for a load average of 15.4 on 2 cores)");
+}
+
+TEST_CASE("work estimate: over an hour, or with a problem, it is refused naming the estimate and --force; forced, it runs") {
+  // 2 hours: over the hour a command runs without --force.
+  const WorkEstimate long_one{"simulate", "8,000,000 requests", 7200.0, "rate measured", ""};
+  std::string message;
+  try {
+    check_work_estimate(long_one, /*force=*/false, /*quiet=*/true);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  // The time is 2:00:00 or more (more on a busy machine: under_load), then where the rate comes from.
+  CHECK(message.rfind("simulate: estimated 8,000,000 requests, about ", 0) == 0);
+  CHECK(message.find("(rate measured") != std::string::npos);
+  CHECK(message.find("Refused: more than the 1:00:00 a command runs without --force; reduce the size, or pass --force "
+                     "to run it anyway") != std::string::npos);
+  // A problem other than time (the disk) is named on its own.
+  const WorkEstimate no_room{"trace gen", "a file of 5 bytes", 1.0, "rate measured", "/tmp has 4 bytes free"};
+  message.clear();
+  try {
+    check_work_estimate(no_room, false, true);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("Refused: /tmp has 4 bytes free; reduce the size, or pass --force") != std::string::npos);
+  // --force: no refusal, whichever the reason.
+  CHECK_NOTHROW(check_work_estimate(long_one, true, true));
+  CHECK_NOTHROW(check_work_estimate(no_room, true, true));
+  // Short work without a problem is never refused.
+  CHECK_NOTHROW(check_work_estimate({"trace gen", "24 step records", 0.01, "rate measured", ""}, false, true));
 }
