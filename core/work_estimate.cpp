@@ -37,8 +37,9 @@ std::string format_work_estimate(const WorkEstimate& e) {
 WorkEstimate under_load(WorkEstimate e, double load_average, unsigned cores) {
   if (cores == 0 || !(load_average > cores)) return e;
   const double factor = load_average / cores;
-  e.seconds *= factor;
-  e.basis += fmt::format("; × {:.1f} for a load average of {:.1f} on {} cores", factor, load_average, cores);
+  e.basis += fmt::format("; with the cores free: this machine's load average of {:.1f} on {} cores may stretch it "
+                         "up to × {:.1f}, about {}",
+                         load_average, cores, factor, time_text(e.seconds * factor));
   return e;
 }
 

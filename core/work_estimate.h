@@ -24,9 +24,10 @@ struct WorkEstimate {
 /// "<command>: estimated <size>, about <h:mm:ss> (<basis>)".
 std::string format_work_estimate(const WorkEstimate& e);
 
-/// The estimate on a busy machine: the rates were measured with the cores free, so a 1-minute load average above the
-/// core count stretches the time by load / cores (a sweep measured at 16 s took 97 s under a load of 15 on 2 cores);
-/// the basis says so. Unchanged when the load is unknown or below the cores.
+/// The estimate on a busy machine: the rates were measured with the cores free, and a 1-minute load average above the
+/// core count may stretch the time up to load / cores (a sweep estimated at 16 s took 97 s under a load of 15 on 2
+/// cores; a trace gen estimated at 4.5 s took 7 s under a load of 17): the basis adds that bound. The time itself,
+/// and so the refusal, stays the free-core estimate, so the same command is refused or not whatever else runs.
 WorkEstimate under_load(WorkEstimate e, double load_average, unsigned cores);
 
 /// Throws hisparse::Error naming the estimate (under_load of this machine's load) and --force when the work is over
