@@ -223,6 +223,7 @@ int run_simulate(int argc, char** argv) {
         p.rejected = r.rejected;
         p.host_alloc_failures = r.aborts;
         table.points.push_back(p);
+        progress.clear();
         fmt::print("  level {:>5} {:<8} {} requests, {:.0f} tok/s, TPOT p50 {:.2f} ms\n", level, to_string(m), r.finished,
                    p.tokens_per_s, p.tpot_p50_ms);
       }
@@ -254,6 +255,7 @@ int run_simulate(int argc, char** argv) {
       report += (first ? "" : ",\n") + summary;
       first = false;
       const ServingSummary s = summarize(r, sc);
+      progress.clear();
       const std::string ttft = ttft_modelled(r) ? fmt::format("TTFT p50 {:.1f} ms p99 {:.1f} ms", s.ttft_ms.p50, s.ttft_ms.p99)
                                                 : std::string("TTFT not modelled");
       fmt::print("{:<20} requests {}/{} (rejected {}, host-pool aborts {})  {}  TPOT p50 {:.2f} ms p99 {:.2f} ms  "

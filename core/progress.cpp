@@ -85,6 +85,13 @@ void ProgressPrinter::write(const std::string& line, bool last) {
   else
     sink_(line + "\n");
   printed_ = true;
+  showing_ = style_ == ProgressStyle::kTerminal && !last;
+}
+
+void ProgressPrinter::clear() {
+  if (!showing_) return;
+  sink_("\r\x1b[K");
+  showing_ = false;
 }
 
 bool ProgressPrinter::show(const std::string& line) {

@@ -49,6 +49,9 @@ class ProgressPrinter {
   /// The last line, once, when a line was printed before or `always` (a short run leaves the log or the terminal as
   /// it was); on a terminal it replaces the rewritten line and ends it with a newline.
   void finish(const std::string& line, bool always = false);
+  /// On a terminal, erases the line being rewritten (if any), so that what the command prints next to the same
+  /// terminal starts on a clean line; the next show() draws it again. Nothing in a log.
+  void clear();
   bool printed_any() const { return printed_; }
   ProgressStyle style() const { return style_; }
 
@@ -59,7 +62,7 @@ class ProgressPrinter {
   Sink sink_;
   double interval_;
   double start_ = 0, last_print_ = 0;
-  bool printed_ = false, finished_ = false;
+  bool printed_ = false, finished_ = false, showing_ = false;
 };
 
 /// Rate-limited progress of `total` units of work (a ProgressPrinter with the standard line). Silent when disabled.
@@ -80,6 +83,8 @@ class ProgressReporter {
   /// The final line ("... done in m:ss"), once, when a progress line came before it.
   void finish();
 
+  /// See ProgressPrinter::clear(): before a line of results on stdout.
+  void clear() { printer_.clear(); }
   /// The line for `done` units at `now` (seconds on the reporter's clock).
   std::string line(double done, double now) const;
   bool enabled() const { return printer_.style() != ProgressStyle::kOff; }

@@ -136,6 +136,20 @@ TEST_CASE("progress: on a terminal one line is rewritten in place and ended by t
         "\rsweep: 2/4 items (50 %), elapsed 0:02, ETA 0:02\x1b[K"
         "\rsweep: 4/4 items (100 %), elapsed 0:04, ETA 0:00\x1b[K"
         "\rsweep: 4/4 items done in 0:04\x1b[K\n");
+
+  // Before a command prints results to the same terminal, clear() erases the line being rewritten (once), so the
+  // results start on a clean line; after the final line there is nothing to erase.
+  std::string term;
+  now = 0;
+  ProgressReporter s("simulate", 4, ProgressStyle::kTerminal, "", [&] { return now; },
+                     [&](const std::string& bytes) { term += bytes; }, 1.0);
+  s.clear();
+  CHECK(term.empty());
+  now = 1;
+  s.update(1);
+  s.clear();
+  s.clear();
+  CHECK(term == "\rsimulate: 1/4 (25 %), elapsed 0:01, ETA 0:03\x1b[K\r\x1b[K");
 }
 
 TEST_CASE("progress: the printer's final line can be asked for always (a command's summary line)") {
