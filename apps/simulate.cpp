@@ -15,6 +15,7 @@
 #include "apps/command_line.h"
 #include "apps/command.h"
 #include "sim/report/plot_script.h"
+#include "sim/report/fold_line.h"
 #include "apps/scenario_flags.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
@@ -84,7 +85,9 @@ int run_simulate(int argc, char** argv) {
        "capacity, its tokens live on the host or stay on the device, prompts shorter than the device buffer run as "
        "standard requests (docs/cost_model.md)")
       ("max-retries", po::value(&max_retries)->default_value(max_retries), "aborted attempts (host pool exhausted) before a request is rejected")
-      ("no-plots", "skip scripts/plot_sweep.py after a sweep");
+      ("no-plots", "skip scripts/plot_sweep.py after a sweep")
+      ("verbose", "print the prefill and cost-model lines in full (without it: one short line each, paths as "
+                  "file names)");
   add_scenario_flags(desc, kSettingFlags | kDeploymentFlags | kCostFlags | kOverlapBoth | kMissFlags);
   po::variables_map vm;
   if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
@@ -125,7 +128,8 @@ int run_simulate(int argc, char** argv) {
 
   const SimulationSetup setup = load_simulation(req);
   const Scenario& sc = setup.scenario;
-  for (const auto& note : setup.notes) fmt::print("{}\n", note);
+  const bool verbose = vm.count("verbose") > 0;
+  for (const auto& note : setup.notes) fmt::print("{}\n", fold_line(note, verbose));
   {
     const ServingRanks rk = serving_ranks(sc);
     fmt::print("ranks: {} per decode instance × {} GPU(s) each (attention {}), collectives on {}; prefill {}\n",
@@ -135,7 +139,7 @@ int run_simulate(int argc, char** argv) {
                : sc.deployment.prefill.count > 0 ? fmt::format("on {} prefill instance(s), KV by RDMA", sc.deployment.prefill.count)
                                                  : std::string("outside the scenario (TTFT not modelled)"));
   }
-  fmt::print("cost model: {}\n", setup.cost_line);
+  fmt::print("{}\n", fold_line("cost model: " + setup.cost_line, verbose));
   std::vector<OverlapMode> overlaps = {setup.cost.overlap};
   if (vm.count("overlap") && vm["overlap"].as<std::string>() == "both") overlaps = {OverlapMode::kNone, OverlapMode::kTwoBatch};
 

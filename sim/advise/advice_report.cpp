@@ -11,6 +11,7 @@
 
 #include "core/io/output_file.h"
 #include "sim/plan/plan_report.h"
+#include "sim/report/fold_line.h"
 #include "sim/report/report_document.h"
 
 namespace hisparse::sim {
@@ -328,9 +329,10 @@ std::vector<AdvicePlot> advice_plot_list(size_t count) {
 
 std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices, const AdviceRunInfo& info) {
   const RankLayout lay = rank_layout(s);
-  std::string o = fmt::format("scenario {}: {} dp rank{}, top_k {}, TPOT SLO {} ms\nmiss model: {} — {}\ncost: {}\n",
-                              s.deployment.name, lay.ranks, lay.ranks == 1 ? "" : "s", s.deployment.hisparse.top_k,
-                              s.deployment.tpot_slo_ms, info.miss_label, info.miss_source, info.cost_label);
+  std::string o = fmt::format("scenario {}: {} dp rank{}, top_k {}, TPOT SLO {} ms\n", s.deployment.name, lay.ranks,
+                              lay.ranks == 1 ? "" : "s", s.deployment.hisparse.top_k, s.deployment.tpot_slo_ms);
+  o += fold_line(fmt::format("miss model: {} — {}", info.miss_label, info.miss_source), info.verbose) + "\n";
+  o += fold_line("cost: " + info.cost_label, info.verbose) + "\n";
   if (!advices.empty()) o += "decision rule: " + decision_rule_text(advices.front().robustness.rule) + "\n";
   for (const auto& w : info.warnings) o += "warning: " + w + "\n";
   for (const Advice& a : advices) {

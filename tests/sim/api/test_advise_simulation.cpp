@@ -84,5 +84,13 @@ TEST_CASE("advise vs simulate: the advice simulates its recommendation, and the 
               "; whole run ", run.tokens_per_s);
       CHECK(run.steady_tokens_per_s == doctest::Approx(modelled).epsilon(0.10));
     }
+    // What HiSparse buys over full KV, each at its own advised concurrency: the advised ratio and the simulated one
+    // (steady windows) agree within 10 %, so both commands give one answer to "should I turn HiSparse on".
+    if (a.simulated.size() == 2) {
+      const SimulatedRun &hs = a.simulated[0], &full = a.simulated[1];
+      REQUIRE(full.steady_tokens_per_s > 0);
+      CHECK(hs.steady_tokens_per_s / full.steady_tokens_per_s ==
+            doctest::Approx(hs.advised_goodput / full.advised_goodput).epsilon(0.10));
+    }
   }
 }
