@@ -27,6 +27,7 @@
 #include "sim/serving/concurrency_sweep.h"
 #include "sim/serving/ranks.h"
 #include "sim/serving/serving_report.h"
+#include "sim/serving/steady_window.h"
 
 namespace hisparse::apps {
 
@@ -199,6 +200,7 @@ int run_simulate(int argc, char** argv) {
         p.wait_p99_ms = s.wait_ms.p99;
         if (ttft_modelled(r)) { p.ttft_p50_ms = s.ttft_ms.p50; p.ttft_p99_ms = s.ttft_ms.p99; }
         p.batch_per_rank = s.batch_per_gpu.mean;
+        p.steady_tokens_per_s = steady_window(r).tokens_per_s;
         p.finished = r.finished;
         p.rejected = r.rejected;
         p.host_alloc_failures = r.aborts;
