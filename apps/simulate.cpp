@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/io/output_file.h"
 #include "core/progress.h"
+#include "sim/advise/advisor.h"
 #include "sim/api/simulate_request.h"
 #include "sim/cost/speculative.h"
 #include "sim/engine/chrome_trace.h"
@@ -130,6 +131,13 @@ int run_simulate(int argc, char** argv) {
   const SimulationSetup setup = load_simulation(req);
   const Scenario& sc = setup.scenario;
   const bool verbose = vm.count("verbose") > 0;
+  {
+    // The flag line first: the simulated settings as SGLang launch flags (full-KV runs drop HiSparse's).
+    const std::string flags = deployment_sglang_flags(sc);
+    const bool both = flags.rfind("--enable-hisparse", 0) == 0 && modes.front() == KvMode::kFull && modes.size() > 1;
+    fmt::print("launch SGLang, as simulated: {}{}\n", flags,
+               both ? " (the full-KV runs without --enable-hisparse and --hisparse-config)" : "");
+  }
   for (const auto& note : setup.notes) fmt::print("{}\n", fold_line(note, verbose));
   {
     const ServingRanks rk = serving_ranks(sc);

@@ -121,6 +121,19 @@ std::string sglang_flags(const Candidate& c, const Scenario& s) {
   return f + fmt::format("--max-running-requests {}", c.per_rank * lay.ranks);
 }
 
+std::string deployment_sglang_flags(const Scenario& s) {
+  const DeploymentSpec& d = s.deployment;
+  std::string f;
+  if (d.hisparse_enabled && (s.model.has_sparse_indexer() || s.model.is_compressed()))
+    f = fmt::format("--enable-hisparse --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, "
+                    "\"host_to_device_ratio\": {}}}'",
+                    d.hisparse.top_k, d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio);
+  if (d.max_running_requests > 0)
+    f += fmt::format("{}--max-running-requests {}", f.empty() ? "" : " ",
+                     int64_t{d.max_running_requests} * rank_layout(s).ranks);
+  return f.empty() ? "HiSparse off (full KV), no --max-running-requests" : f;
+}
+
 std::vector<int32_t> advise_buffer_sizes(const Scenario& s, const AdviseOptions& o) {
   std::vector<int32_t> v = o.buffer_sizes.empty() ? default_buffer_sweep(s) : o.buffer_sizes;
   std::sort(v.begin(), v.end());

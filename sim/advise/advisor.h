@@ -172,6 +172,11 @@ std::string dynamic_text(const DynamicAdvice& d, int ranks);
 /// gets it divided by dp_size), so it is per_rank × ranks.
 std::string sglang_flags(const Candidate& c, const Scenario& s);
 
+/// The deployment's own settings as SGLang launch flags, the first line `plan` and `simulate` print: HiSparse's
+/// --hisparse-config (top_k, H, ratio) when the deployment enables it, and its --max-running-requests (per instance)
+/// when it sets one; "HiSparse off (full KV)" when neither applies.
+std::string deployment_sglang_flags(const Scenario& s);
+
 /// The advisor's order: more goodput, then full KV, then the smaller host pool, then the smaller HBM footprint.
 bool better_candidate(const Candidate& a, const Candidate& b);
 

@@ -11,6 +11,7 @@
 #include "core/io/output_file.h"
 #include "core/io/read_file.h"
 #include "core/memory_budget.h"
+#include "sim/advise/advisor.h"
 #include "sim/api/plan_request.h"
 #include "sim/report/fold_line.h"
 #include "sim/report/plot_script.h"
@@ -51,7 +52,8 @@ std::string plan_console_text(const PlanOutcome& out, bool verbose) {
   const PlanRunInfo& info = out.info;
   const Scenario& s = out.scenario;
   const DeploymentSpec& d = s.deployment;
-  std::string o;
+  // The flag line first: the deployment's own settings as SGLang launch flags (the plan also sweeps others).
+  std::string o = "launch SGLang, as the deployment sets it: " + deployment_sglang_flags(s) + "\n";
   const MemoryBudget& b = plan.budget;
   if (!plan.hisparse_not_applicable.empty()) {
     o += fmt::format("scenario {} ({}): {} rank{} per decode instance; {} attention; HiSparse {}\n", d.name, s.source,

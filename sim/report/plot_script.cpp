@@ -2,6 +2,7 @@
 #include "sim/report/plot_script.h"
 
 #include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -41,6 +42,9 @@ std::string shell_quote(const std::string& s) {
 void run_plot_script(const std::string& script, const std::string& out_dir, const std::string& command) {
   const std::string cmd =
       fmt::format("/usr/bin/python3 {} {}", shell_quote(find_script(script, command)), shell_quote(out_dir));
+  // What this process printed so far goes out first: the script writes to the same stdout, unbuffered at its exit,
+  // and would otherwise land before the command's own first lines when stdout is a file or a pipe.
+  std::fflush(stdout);
   if (std::system(cmd.c_str()) != 0) throw_error("{}: plotting failed: {}", command, cmd);
 }
 

@@ -22,6 +22,9 @@ TEST_CASE("simulate --concurrency sweeps closed-loop levels in both modes and wr
   CAPTURE(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out.find("concurrency sweep (modelled)") != std::string::npos);
+  // The first line: the simulated settings (the overridden H and ratio) as SGLang launch flags.
+  CHECK(r.out.rfind("launch SGLang, as simulated: --enable-hisparse --hisparse-config '{\"top_k\": 2048, "
+                    "\"device_buffer_size\": 6144, \"host_to_device_ratio\": 4}'", 0) == 0);
   CHECK(r.out.find("crossover:") != std::string::npos);
   CHECK(r.out.find("TTFT is not modelled") != std::string::npos);  // PD without a prefill section
   CHECK(r.out.find("ranks: 8 per decode instance") != std::string::npos);

@@ -216,3 +216,17 @@ TEST_CASE("advisor: every line after the recommendation describes it, and the de
   CHECK(json.find(fmt::format("\"recommended\": {{\"setting\": \"{}\"", rec.name())) != std::string::npos);
   CHECK(json.find(fmt::format("\"recommended_index\": {}", a.best)) != std::string::npos);
 }
+
+TEST_CASE("deployment flags: plan and simulate open with the deployment's settings as SGLang launch flags") {
+  // The shipped node enables HiSparse with top_k 2048, H 4096 and ratio 5 (scenarios/deployments/dsv32-8xh200-1tb.yaml)
+  // and sets no --max-running-requests; a cap is stored per rank and printed per instance (× 8 dp ranks).
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  CHECK(deployment_sglang_flags(s) == "--enable-hisparse --hisparse-config '{\"top_k\": 2048, \"device_buffer_size\": "
+                                      "4096, \"host_to_device_ratio\": 5}'");
+  s.deployment.max_running_requests = 10;
+  CHECK(deployment_sglang_flags(s).find("}' --max-running-requests 80") != std::string::npos);
+  s.deployment.hisparse_enabled = false;
+  CHECK(deployment_sglang_flags(s) == "--max-running-requests 80");
+  s.deployment.max_running_requests = 0;
+  CHECK(deployment_sglang_flags(s) == "HiSparse off (full KV), no --max-running-requests");
+}
