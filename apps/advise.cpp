@@ -39,7 +39,9 @@ int run_advise(int argc, char** argv) {
       "advise.html and advise_*.png.\n\noptions");
   add_advise_options(desc, args);
   desc.add_options()("out,o", po::value(&out_dir)->default_value(out_dir), "output directory")(
-      "no-plots", "skip scripts/plot_advise.py (stale advise_*.png in DIR are removed)")("help,h", "this help");
+      "no-plots", "skip scripts/plot_advise.py (stale advise_*.png in DIR are removed)")(
+      "verbose", "print the miss-model and cost lines in full (without it: one short line each, paths as file names)")(
+      "help,h", "this help");
   po::variables_map vm;
   if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
 
@@ -54,11 +56,16 @@ int run_advise(int argc, char** argv) {
   });
   progress.finish(fmt::format("advise: {} context mix{} evaluated in {}", mixes, mixes == 1 ? "" : "es",
                               format_progress_time(progress.elapsed())));
+  outcome.setup.info.verbose = vm.count("verbose") > 0;
   const AdviseSetup& setup = outcome.setup;
   const std::vector<sim::Advice>& advices = outcome.advices;
   const double seconds = outcome.seconds;
 
   sim::write_advice_files(outcome, out_dir, !vm.count("no-plots"));
+  // The answer first: the flags to launch SGLang with, one line per advice; the provenance and the reasons follow.
+  for (const sim::Advice& a : advices)
+    if (const sim::Candidate* rec = a.recommended())
+      fmt::print("launch SGLang, {}: {}\n", a.mix.label, sim::sglang_flags(*rec, setup.scenario));
   fmt::print("{}", sim::advice_to_text(setup.scenario, advices, setup.info));
   fmt::print("advice computed in {:.2f} s (plotting excluded); wrote {}/advise.json, advise.md, advise.html{}\n", seconds,
              out_dir, vm.count("no-plots") ? "" : " and advise_*.png");

@@ -49,7 +49,9 @@ int run_plan(int argc, char** argv) {
       "workload's p50,p90,p99,max of input + output with --workload)")(
       "workload", po::value(&workload_name), "workload name / YAML / trace file whose request lengths set the sequence lengths")(
       "out,o", po::value(&out_dir)->default_value(out_dir), "output directory")(
-      "no-plots", "skip scripts/plot_plan.py (the reports say the plots are missing)");
+      "no-plots", "skip scripts/plot_plan.py (the reports say the plots are missing)")(
+      "verbose", "print the scenario/miss-model and cost lines in full (without it: one short line each, paths as file "
+                 "names)");
   add_scenario_flags(desc, kSettingFlags | kDeploymentFlags | kHostReserveFlag | kCostFlags | kMissFlags | kTraceMissFlags);
   desc.add_options()(
       "sweep-buffer-sizes", po::value(&sweep_h_text), "device_buffer_size sweep (default top_k × 1, 1.5, 2, 3, 4, 6, 8)")(
@@ -114,7 +116,7 @@ int run_plan(int argc, char** argv) {
   const sim::PlanRunInfo& info = outcome.info;
 
   sim::write_plan_files(outcome, out_dir, !vm.count("no-plots"));
-  fmt::print("{}", sim::plan_console_text(outcome));
+  fmt::print("{}", sim::plan_console_text(outcome, vm.count("verbose") > 0));
   fmt::print("plan computed in {:.3f} s (plotting excluded); wrote {}/plan.json, plan.md, plan.html{}\n", info.plan_seconds,
              out_dir, vm.count("no-plots") ? "" : " and plan_*.png");
   return 0;

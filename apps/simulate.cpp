@@ -16,11 +16,13 @@
 #include "apps/command_line.h"
 #include "apps/command.h"
 #include "sim/report/plot_script.h"
+#include "sim/report/fold_line.h"
 #include "apps/scenario_flags.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
 #include "core/progress.h"
 #include "core/work_estimate.h"
+#include "sim/advise/advisor.h"
 #include "sim/api/simulate_request.h"
 #include "sim/cost/speculative.h"
 #include "sim/engine/chrome_trace.h"
@@ -29,6 +31,7 @@
 #include "sim/serving/ranks.h"
 #include "sim/serving/run_estimate.h"
 #include "sim/serving/serving_report.h"
+#include "sim/serving/steady_window.h"
 
 namespace hisparse::apps {
 
@@ -106,7 +109,9 @@ int run_simulate(int argc, char** argv) {
        "standard requests (docs/cost_model.md)")
       ("max-retries", po::value(&max_retries)->default_value(max_retries), "aborted attempts (host pool exhausted) before a request is rejected")
       ("no-plots", "skip scripts/plot_sweep.py after a sweep")
-      ("force", "run even when the up-front estimate (printed on stderr when 10 s or more) is over an hour");
+      ("force", "run even when the up-front estimate (printed on stderr when 10 s or more) is over an hour")
+      ("verbose", "print the prefill and cost-model lines in full (without it: one short line each, paths as "
+                  "file names)");
   add_scenario_flags(desc, kSettingFlags | kDeploymentFlags | kCostFlags | kOverlapBoth | kMissFlags);
   po::variables_map vm;
   if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
@@ -147,7 +152,15 @@ int run_simulate(int argc, char** argv) {
 
   const SimulationSetup setup = load_simulation(req);
   const Scenario& sc = setup.scenario;
-  for (const auto& note : setup.notes) fmt::print("{}\n", note);
+  const bool verbose = vm.count("verbose") > 0;
+  {
+    // The flag line first: the simulated settings as SGLang launch flags (full-KV runs drop HiSparse's).
+    const std::string flags = deployment_sglang_flags(sc);
+    const bool both = flags.rfind("--enable-hisparse", 0) == 0 && modes.front() == KvMode::kFull && modes.size() > 1;
+    fmt::print("launch SGLang, as simulated: {}{}\n", flags,
+               both ? " (the full-KV runs without --enable-hisparse and --hisparse-config)" : "");
+  }
+  for (const auto& note : setup.notes) fmt::print("{}\n", fold_line(note, verbose));
   {
     const ServingRanks rk = serving_ranks(sc);
     fmt::print("ranks: {} per decode instance × {} GPU(s) each (attention {}), collectives on {}; prefill {}\n",
@@ -157,7 +170,7 @@ int run_simulate(int argc, char** argv) {
                : sc.deployment.prefill.count > 0 ? fmt::format("on {} prefill instance(s), KV by RDMA", sc.deployment.prefill.count)
                                                  : std::string("outside the scenario (TTFT not modelled)"));
   }
-  fmt::print("cost model: {}\n", setup.cost_line);
+  fmt::print("{}\n", fold_line("cost model: " + setup.cost_line, verbose));
   std::vector<OverlapMode> overlaps = {setup.cost.overlap};
   if (vm.count("overlap") && vm["overlap"].as<std::string>() == "both") overlaps = {OverlapMode::kNone, OverlapMode::kTwoBatch};
 
@@ -219,6 +232,7 @@ int run_simulate(int argc, char** argv) {
         p.wait_p99_ms = s.wait_ms.p99;
         if (ttft_modelled(r)) { p.ttft_p50_ms = s.ttft_ms.p50; p.ttft_p99_ms = s.ttft_ms.p99; }
         p.batch_per_rank = s.batch_per_gpu.mean;
+        p.steady_tokens_per_s = steady_window(r).tokens_per_s;
         p.finished = r.finished;
         p.rejected = r.rejected;
         p.host_alloc_failures = r.aborts;

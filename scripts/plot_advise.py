@@ -35,7 +35,7 @@ def front(points):
 
 def plot_pareto(adv, slo, out_dir, i):
     cands = [c for c in adv["candidates"] if c["per_rank"] > 0]
-    rec = adv["candidates"][adv["recommended"]] if adv["recommended"] >= 0 else None
+    rec = adv["recommended"]  # the recommended setting (its index: adv["recommended_index"])
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.6))
     for ax, key, scale, label in ((axes[0], "tpot_ms", 1.0, "TPOT at the setting's best batch (ms)"),
                                   (axes[1], "hbm_bytes_per_request", 1e-6, "HBM per request (MB)")):
@@ -115,7 +115,7 @@ def main():
     with open(os.path.join(out_dir, "advise.json")) as f:
         doc = json.load(f)
     for i, adv in enumerate(doc["advice"]):
-        if adv["recommended"] < 0:
+        if adv["recommended"] is None:
             continue
         plot_pareto(adv, doc["tpot_slo_ms"], out_dir, i)
         plot_break_even(adv, out_dir, i)

@@ -11,11 +11,17 @@
 
 #include "core/io/output_file.h"
 #include "sim/plan/plan_report.h"
+#include "sim/report/fold_line.h"
 #include "sim/report/report_document.h"
 
 namespace hisparse::sim {
 
 namespace {
+
+std::string upper_first(std::string t) {
+  if (!t.empty() && t[0] >= 'a' && t[0] <= 'z') t[0] = static_cast<char>(t[0] - 'a' + 'A');
+  return t;
+}
 
 std::string len_name(int64_t n) { return n % 1024 == 0 ? fmt::format("{}K", n / 1024) : plan_int(n); }
 std::string tps(double v) { return plan_int(static_cast<int64_t>(std::llround(v))); }
@@ -47,6 +53,48 @@ std::string pays_text(const BreakEven& be, int ranks) {
     o += ". By context length it wins at no scanned length";
   }
   return o + ".";
+}
+
+// What the advice's goodput is, in words (every advice prints it under the recommendation).
+std::string figure_meaning(const Candidate& rec) {
+  return fmt::format("decode-only steady state at full batch: every dp rank holding {} requests of the mix, no "
+                     "prefill, no admission waits, no ramp-down (modelled)",
+                     rec.per_rank);
+}
+
+// The simulated figures beside the advice's (sim/api/advise_simulation.h), one line per simulated setting.
+std::vector<std::string> simulated_lines(const Advice& a) {
+  std::vector<std::string> out;
+  if (!a.simulated_note.empty()) out.push_back(a.simulated_note);
+  for (const SimulatedRun& r : a.simulated)
+    out.push_back(fmt::format(
+        "{} at {} closed-loop clients, {} requests: {} tok/s while every client had a request in flight ({} of the "
+        "advised {}; {:.1f} requests per rank of {}), {} tok/s over the whole run, ramp-down included (modelled; `{}`)",
+        r.setting, plan_int(r.clients), plan_int(r.requests), tps(r.steady_tokens_per_s),
+        ratio_text(r.advised_goodput > 0 ? r.steady_tokens_per_s / r.advised_goodput : 0), tps(r.advised_goodput),
+        r.steady_batch_per_rank, r.advised_per_rank, tps(r.tokens_per_s), r.command));
+  if (a.simulated.size() == 2 && a.simulated[1].steady_tokens_per_s > 0 && a.simulated[1].tokens_per_s > 0)
+    out.push_back(fmt::format("{} against {}: {} while every client is in flight, {} over the whole run "
+                              "(advised: {})",
+                              a.simulated[0].setting, a.simulated[1].setting,
+                              ratio_text(a.simulated[0].steady_tokens_per_s / a.simulated[1].steady_tokens_per_s),
+                              ratio_text(a.simulated[0].tokens_per_s / a.simulated[1].tokens_per_s),
+                              ratio_text(a.simulated[1].advised_goodput > 0
+                                             ? a.simulated[0].advised_goodput / a.simulated[1].advised_goodput
+                                             : 0)));
+  return out;
+}
+
+std::string simulated_json(const Advice& a) {
+  std::string runs;
+  for (const SimulatedRun& r : a.simulated)
+    runs += fmt::format("{}{{\"setting\": {}, \"clients\": {}, \"requests\": {}, \"tokens_per_s\": {:.3f}, "
+                        "\"steady_tokens_per_s\": {:.3f}, \"steady_batch_per_rank\": {:.3f}, \"tpot_p50_ms\": {:.4f}, "
+                        "\"advised_per_rank\": {}, \"advised_goodput_tokens_per_s\": {:.3f}, \"command\": {}}}",
+                        runs.empty() ? "" : ", ", json_quote(r.setting), r.clients, r.requests, r.tokens_per_s,
+                        r.steady_tokens_per_s, r.steady_batch_per_rank, r.tpot_p50_ms, r.advised_per_rank,
+                        r.advised_goodput, json_quote(r.command));
+  return fmt::format("{{\"note\": {}, \"runs\": [{}]}}", json_quote(a.simulated_note), runs);
 }
 
 std::string candidate_json(const Candidate& c, const Scenario& s) {
@@ -128,15 +176,21 @@ std::vector<DocBlock> build_document(const Scenario& s, const std::vector<Advice
     const Candidate* rec = a.recommended();
     if (!rec) continue;
     para(fmt::format("Recommended: {} — `{}`", rec->name(), sglang_flags(*rec, s)));
+    para(fmt::format("Its goodput, {} tok/s, is a {}.", tps(rec->goodput), figure_meaning(*rec)));
+    for (const std::string& l : simulated_lines(a)) para("Simulated: " + l + ".");
     for (DocBlock& b : robustness_blocks(a)) doc.push_back(std::move(b));
     DocBlock t;
     t.kind = DocBlock::kTable;
-    t.headers = {"", "recommended", "runner-up", "best full KV", "best HiSparse"};
+    if (const std::string why = default_source_text(a); !why.empty()) para(upper_first(why) + ".");
+    t.headers = {"", "recommended", "runner-up", "best full KV", "HiSparse compared below",
+                 "best if the miss model is " + (a.robustness.cases.empty() ? std::string("the default")
+                                                                            : a.robustness.cases.front().name)};
     const std::vector<std::string> rows = {"setting", "SGLang flags", "goodput, tokens/s", "TPOT ms", "concurrency",
                                            "binding limit", "HBM per request", "host per request", "host pools per node",
                                            "rows loaded per request-step", "H2D bytes per step and GPU"};
-    const std::vector<DocCell> cols[4] = {summary_column(rec, s), summary_column(at(a, a.runner_up), s),
-                                          summary_column(at(a, a.best_full), s), summary_column(at(a, a.best_hisparse), s)};
+    const std::vector<DocCell> cols[5] = {summary_column(rec, s), summary_column(at(a, a.runner_up), s),
+                                          summary_column(at(a, a.best_full), s), summary_column(at(a, a.best_hisparse), s),
+                                          summary_column(at(a, a.best_default_source), s)};
     for (size_t r = 0; r < rows.size(); ++r) {
       std::vector<DocCell> row = {DocCell{rows[r]}};
       for (const auto& col : cols) row.push_back(col[r]);
@@ -275,9 +329,10 @@ std::vector<AdvicePlot> advice_plot_list(size_t count) {
 
 std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices, const AdviceRunInfo& info) {
   const RankLayout lay = rank_layout(s);
-  std::string o = fmt::format("scenario {}: {} dp rank{}, top_k {}, TPOT SLO {} ms\nmiss model: {} — {}\ncost: {}\n",
-                              s.deployment.name, lay.ranks, lay.ranks == 1 ? "" : "s", s.deployment.hisparse.top_k,
-                              s.deployment.tpot_slo_ms, info.miss_label, info.miss_source, info.cost_label);
+  std::string o = fmt::format("scenario {}: {} dp rank{}, top_k {}, TPOT SLO {} ms\n", s.deployment.name, lay.ranks,
+                              lay.ranks == 1 ? "" : "s", s.deployment.hisparse.top_k, s.deployment.tpot_slo_ms);
+  o += fold_line(fmt::format("miss model: {} — {}", info.miss_label, info.miss_source), info.verbose) + "\n";
+  o += fold_line("cost: " + info.cost_label, info.verbose) + "\n";
   if (!advices.empty()) o += "decision rule: " + decision_rule_text(advices.front().robustness.rule) + "\n";
   for (const auto& w : info.warnings) o += "warning: " + w + "\n";
   for (const Advice& a : advices) {
@@ -288,12 +343,15 @@ std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices
     o += fmt::format("recommended: {}: {} tok/s at concurrency {} (TPOT {:.2f} ms, bound by {})\n  SGLang flags: {}\n",
                      rec->name(), tps(rec->goodput), plan_int(rec->concurrency), rec->tpot_ms, rec->binding_limit,
                      sglang_flags(*rec, s));
+    o += "  that figure: " + figure_meaning(*rec) + "\n";
+    for (const std::string& l : simulated_lines(a)) o += "  simulated:   " + l + "\n";
     if (const Candidate* r = at(a, a.runner_up))
       o += fmt::format("runner-up:   {}: {} tok/s at concurrency {} ({} of the recommendation; by rule {}: {} against "
                        "{})\n",
                        r->name(), tps(r->goodput), plan_int(r->concurrency),
                        ratio_text(rec->goodput > 0 ? r->goodput / rec->goodput : 0), to_string(a.robustness.rule),
                        rule_score_text(a.robustness, a.runner_up), rule_score_text(a.robustness, a.best));
+    if (const std::string why = default_source_text(a); !why.empty()) o += "why:         " + why + "\n";
     o += robustness_text(a);
     o += fmt::format("  {:>18} {:>6} {:>11} {:<21} {:>12} {:>8} {:>9} {:>11}\n", "device_buffer_size", "ratio",
                      "concurrency", "binding limit", "goodput", "vs rec", "TPOT ms", "HBM/req");
@@ -365,18 +423,21 @@ std::string advice_to_json(const Scenario& s, const std::vector<Advice>& advices
                         a.dynamic.ratio_to_full_at_batch_1, a.dynamic.best_from, a.dynamic.best_to, pts);
     }
     o += fmt::format(
-        "    {{\"label\": {}, \"mix\": [{}], \"recommended\": {}, \"runner_up\": {}, \"best_full\": {}, "
-        "\"best_hisparse\": {}, \"sglang_flags\": {}, \"buffer_sweep\": [{}], \"notes\": [{}],\n"
+        "    {{\"label\": {}, \"mix\": [{}], \"recommended\": {}, \"recommended_index\": {}, \"runner_up\": {}, "
+        "\"best_full\": {}, \"best_hisparse\": {}, \"best_default_source\": {}, \"sglang_flags\": {}, \"buffer_sweep\": [{}], \"notes\": [{}],\n"
         "     \"robustness\": {},\n"
         "     \"break_even\": {{\"hisparse_setting\": {}, \"pays_from_batch_per_rank\": {}, \"ratio_at_batch_1\": {:.4f}, "
         "\"ratio_at_batch_2\": {:.4f}, \"best_ratio\": {:.4f}, \"best_ratio_batch_per_rank\": {}, \"pays_from_seq_len\": {}, "
         "\"loses_again_from_seq_len\": {}, \"by_concurrency\": [{}], \"by_seq_len\": [{}]}},\n"
+        "     \"figure\": {}, \"simulated\": {},\n"
         "     \"dynamic_residency\": {},\n     \"mtp\": {},\n"
         "     \"curves\": [{}],\n     \"candidates\": [{}]}}{}\n",
-        json_quote(a.mix.label), classes, a.best, a.runner_up, a.best_full, a.best_hisparse,
+        json_quote(a.mix.label), classes, a.recommended() ? candidate_json(*a.recommended(), s) : "null", a.best,
+        a.runner_up, a.best_full, a.best_hisparse, a.best_default_source,
         a.recommended() ? json_quote(sglang_flags(*a.recommended(), s)) : "null", sweep, notes, robustness_json(a),
         json_quote(be.hisparse_setting), be.pays_from_batch_per_rank, be.ratio_at_batch_1, be.ratio_at_batch_2,
-        be.best_ratio, be.best_ratio_batch_per_rank, be.pays_from_seq_len, be.loses_again_from_seq_len, conc, lens, dyn,
+        be.best_ratio, be.best_ratio_batch_per_rank, be.pays_from_seq_len, be.loses_again_from_seq_len, conc, lens,
+        a.recommended() ? json_quote(figure_meaning(*a.recommended())) : "null", simulated_json(a), dyn,
         a.mtp.empty() ? std::string("null") : mtp_comparison_json(a.mtp), curves,
         cands, i + 1 < advices.size() ? "," : "");
   }

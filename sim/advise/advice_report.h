@@ -18,6 +18,7 @@ struct AdviceRunInfo {
   std::string miss_label;       // "measured (replayed trace …)" | "fitted (miss surface …)" | "given (--miss-fraction)"
   std::string cost_label;       // "modelled (roofline …)" | "modelled; swap-in and copy calibrated (…)"
   std::vector<std::string> warnings;
+  bool verbose = true;          // false: the miss-model and cost lines folded to one short line each (sim/report/fold_line.h)
 };
 
 using AdvicePlot = DocPlot;

@@ -52,6 +52,19 @@ std::string sglang_flags(const Candidate& c, const Scenario& s) {
   return f + fmt::format("--max-running-requests {}", c.per_rank * lay.ranks);
 }
 
+std::string deployment_sglang_flags(const Scenario& s) {
+  const DeploymentSpec& d = s.deployment;
+  std::string f;
+  if (d.hisparse_enabled && (s.model.has_sparse_indexer() || s.model.is_compressed()))
+    f = fmt::format("--enable-hisparse --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, "
+                    "\"host_to_device_ratio\": {}}}'",
+                    d.hisparse.top_k, d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio);
+  if (d.max_running_requests > 0)
+    f += fmt::format("{}--max-running-requests {}", f.empty() ? "" : " ",
+                     int64_t{d.max_running_requests} * rank_layout(s).ranks);
+  return f.empty() ? "HiSparse off (full KV), no --max-running-requests" : f;
+}
+
 std::vector<int32_t> advise_buffer_sizes(const Scenario& s, const AdviseOptions& o) {
   std::vector<int32_t> v = o.buffer_sizes.empty() ? default_buffer_sweep(s) : o.buffer_sizes;
   std::sort(v.begin(), v.end());
@@ -240,7 +253,17 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
   a.robustness = assess_robustness(s, mix, misses, a.candidates, o);
   a.best = a.robustness.chosen;
   a.best_full = best_of(a.candidates, [](const Candidate& c) { return c.mode == KvMode::kFull; });
-  a.best_hisparse = best_of(a.candidates, [](const Candidate& c) { return c.mode == KvMode::kHiSparse; });
+  a.best_default_source = best_of(a.candidates, [](const Candidate&) { return true; });
+  // What follows the recommendation describes it: the HiSparse setting compared with full KV is the recommendation
+  // itself when it is HiSparse, else the rule's best HiSparse setting (not the best under the default source alone).
+  if (a.best >= 0 && a.candidates[static_cast<size_t>(a.best)].mode == KvMode::kHiSparse) {
+    a.best_hisparse = a.best;
+  } else {
+    for (size_t i = 0; i < a.candidates.size(); ++i)
+      if (a.candidates[i].feasible() && a.candidates[i].mode == KvMode::kHiSparse &&
+          (a.best_hisparse < 0 || rule_prefers(a.robustness, a.candidates, static_cast<int>(i), a.best_hisparse)))
+        a.best_hisparse = static_cast<int>(i);
+  }
   if (a.best < 0) {
     a.notes.push_back("no setting fits a single request within the memory and the TPOT SLO: relax the SLO, shorten "
                       "the contexts or add GPUs");

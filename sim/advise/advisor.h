@@ -115,12 +115,32 @@ struct TradeoffCurve {
   std::vector<CurvePoint> points;
 };
 
+/// A serving simulation of one advised setting (sim/api/advise_simulation.h): `hisparse simulate` of the advice's
+/// workload with as many closed-loop clients as the setting's --max-running-requests, launched with that cap.
+struct SimulatedRun {
+  std::string setting;                // Candidate::name()
+  int64_t clients = 0, requests = 0;  // closed-loop clients (= the advised concurrency); requests sent in all
+  double tokens_per_s = 0;            // over the whole run, ramp-down included (what `simulate` prints)
+  double steady_tokens_per_s = 0;     // while every client had a request in flight (sim/serving/steady_window.h)
+  double steady_batch_per_rank = 0;   // mean requests per dp rank then
+  double tpot_p50_ms = 0;
+  int64_t advised_per_rank = 0;       // the advice's batch per rank for this setting
+  double advised_goodput = 0;         // the advice's goodput for it
+  std::string command;                // the `hisparse simulate` command that reruns it
+};
+
 struct Advice {
   ContextMix mix;
   std::vector<Candidate> candidates;   // full KV first, then HiSparse by H then ratio
   int best = -1;                       // index of the recommendation (-1: nothing fits)
   int runner_up = -1;                  // best by the decision rule with another mode or device_buffer_size
-  int best_full = -1, best_hisparse = -1;
+  int best_full = -1;
+  // The HiSparse setting the break-even, dynamic-residency and MTP lines, the break-even plot and the reports' HiSparse
+  // column describe: the recommendation when it is HiSparse, else the best HiSparse setting by the decision rule.
+  int best_hisparse = -1;
+  // The best setting by goodput under the advice's own miss source and nominal cost terms alone (the choice without
+  // the robustness check); shown as such where it is not the recommendation.
+  int best_default_source = -1;
   BreakEven break_even;
   MtpComparison mtp;                   // MTP, HiSparse, both or neither by concurrency (empty: the model has no MTP layer)
   std::vector<TradeoffCurve> curves;   // recommendation, then the best of the other mode
@@ -129,6 +149,10 @@ struct Advice {
   DynamicAdvice dynamic;
   std::vector<std::string> notes;
   Robustness robustness;               // the candidates under every case; its choice is `best`
+  // The advice's figures are a decode-only steady state at full batch; for a workload's advice, the recommendation
+  // (and full KV at its own concurrency, when HiSparse is recommended) simulated under that workload, beside them.
+  std::vector<SimulatedRun> simulated;
+  std::string simulated_note;          // why no simulation ran ("" when it ran or was not asked for)
 
   const Candidate* recommended() const { return best >= 0 ? &candidates[static_cast<size_t>(best)] : nullptr; }
 };
@@ -147,6 +171,11 @@ std::string dynamic_text(const DynamicAdvice& d, int ranks);
 /// The SGLang launch flags of a candidate: `--max-running-requests` is instance-wide in SGLang (each dp rank
 /// gets it divided by dp_size), so it is per_rank × ranks.
 std::string sglang_flags(const Candidate& c, const Scenario& s);
+
+/// The deployment's own settings as SGLang launch flags, the first line `plan` and `simulate` print: HiSparse's
+/// --hisparse-config (top_k, H, ratio) when the deployment enables it, and its --max-running-requests (per instance)
+/// when it sets one; "HiSparse off (full KV)" when neither applies.
+std::string deployment_sglang_flags(const Scenario& s);
 
 /// The advisor's order: more goodput, then full KV, then the smaller host pool, then the smaller HBM footprint.
 bool better_candidate(const Candidate& a, const Candidate& b);

@@ -60,6 +60,34 @@ std::string robustness_text(const Advice& a) {
   return o;
 }
 
+std::string default_source_text(const Advice& a) {
+  const Robustness& r = a.robustness;
+  if (a.best < 0 || a.best_default_source < 0 || a.best_default_source == a.best || r.cases.empty()) return "";
+  const size_t alt = static_cast<size_t>(a.best_default_source), rec = static_cast<size_t>(a.best);
+  const Candidate& c = a.candidates[alt];
+  // The case where the alternative falls furthest below the recommendation (its loss relative to it).
+  int worst = -1;
+  double loss = 0;
+  for (size_t k = 0; k < r.cases.size(); ++k) {
+    const double g_rec = r.cases[k].goodput[rec], g_alt = r.cases[k].goodput[alt];
+    if (!(g_rec > 0)) continue;
+    const double l = 1 - g_alt / g_rec;
+    if (worst < 0 || l > loss) {
+      worst = static_cast<int>(k);
+      loss = l;
+    }
+  }
+  std::string o = fmt::format("best if the miss model is {}: {} ({} tok/s, {:.2f}× the recommendation)",
+                              r.cases.front().name, c.name(), tps(c.goodput),
+                              a.candidates[rec].goodput > 0 ? c.goodput / a.candidates[rec].goodput : 0.0);
+  if (worst < 0 || !(loss > 0))
+    return o + fmt::format("; recommended instead by rule {}", to_string(r.rule));
+  const CaseGoodput& w = r.cases[static_cast<size_t>(worst)];
+  return o + fmt::format("; recommended: {}, because under {} {} loses {:.1f} % against it ({} against {} tok/s; rule {})",
+                         a.candidates[rec].name(), w.name, c.name(), 100 * loss, tps(w.goodput[alt]),
+                         tps(w.goodput[rec]), to_string(r.rule));
+}
+
 std::string robustness_json(const Advice& a) {
   const Robustness& r = a.robustness;
   std::string cases, shortlist, inert;

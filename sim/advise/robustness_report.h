@@ -18,6 +18,11 @@ std::string robustness_text(const Advice& advice);
 /// regret 14.3%", "goodput …"): what the runner-up line compares.
 std::string rule_score_text(const Robustness& r, int i);
 
+/// One plain sentence where the best setting under the advice's own miss source alone is not the recommendation:
+/// "best if the miss model is X: <setting> (…); recommended instead: <rec>, because under Y <setting> loses Z % against
+/// it"; Y is the case where that setting falls furthest below the recommendation. Empty where they agree.
+std::string default_source_text(const Advice& advice);
+
 /// The "robustness" value of advise.json: rule, verdict, range, every case with every candidate's goodput.
 std::string robustness_json(const Advice& advice);
 

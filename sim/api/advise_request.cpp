@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "sim/api/advise_simulation.h"
 #include "sim/miss/miss_surface.h"
 #include "sim/workload/workload.h"
 
@@ -116,6 +117,13 @@ AdviseOutcome run_advise(const AdviseRequest& r, const std::function<void(const 
                                    advise_ratios(out.setup.scenario, out.setup.options).size(),
                            mix.label));
     out.advices.push_back(advise(out.setup.scenario, mix, *out.setup.misses, out.setup.options));
+  }
+  // The workload's advice (the last mix) is simulated as launched: its figure beside a closed-loop serving run.
+  if (!r.workload.empty() && !out.advices.empty() && out.advices.back().recommended()) {
+    if (progress)
+      progress(fmt::format("advise: simulating the recommendation under {} ({} closed-loop clients)", r.workload,
+                           out.advices.back().recommended()->concurrency));
+    simulate_advice(r, out.advices.back());
   }
   out.setup.info.command_line = r.command_line;
   add_extrapolation_warnings(out.setup, out.advices);

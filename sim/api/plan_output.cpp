@@ -11,7 +11,9 @@
 #include "core/io/output_file.h"
 #include "core/io/read_file.h"
 #include "core/memory_budget.h"
+#include "sim/advise/advisor.h"
 #include "sim/api/plan_request.h"
+#include "sim/report/fold_line.h"
 #include "sim/report/plot_script.h"
 
 namespace hisparse::sim {
@@ -45,12 +47,13 @@ void write_plan_files(const PlanOutcome& outcome, const std::string& out_dir, bo
   write_file_atomically((dir / "plan.html").string(), plan_to_html(plan, info, plots));
 }
 
-std::string plan_console_text(const PlanOutcome& out) {
+std::string plan_console_text(const PlanOutcome& out, bool verbose) {
   const CapacityPlan& plan = out.plan;
   const PlanRunInfo& info = out.info;
   const Scenario& s = out.scenario;
   const DeploymentSpec& d = s.deployment;
-  std::string o;
+  // The flag line first: the deployment's own settings as SGLang launch flags (the plan also sweeps others).
+  std::string o = "launch SGLang, as the deployment sets it: " + deployment_sglang_flags(s) + "\n";
   const MemoryBudget& b = plan.budget;
   if (!plan.hisparse_not_applicable.empty()) {
     o += fmt::format("scenario {} ({}): {} rank{} per decode instance; {} attention; HiSparse {}\n", d.name, s.source,
@@ -64,8 +67,9 @@ std::string plan_console_text(const PlanOutcome& out) {
       o += fmt::format("SGLang pool per GPU: max_total_num_tokens {} ({} B per token)\n",
                  plan_int(static_cast<int64_t>(b.full_pool_tokens.value)), b.full_cell_bytes.value);
   } else {
-    o += fmt::format("scenario {} ({}): {} rank{} per decode instance; miss model: {}\n", d.name, s.source, plan.layout.ranks,
-               plan.layout.ranks == 1 ? "" : "s", plan.miss_source);
+    o += fold_line(fmt::format("scenario {} ({}): {} rank{} per decode instance; miss model: {}", d.name, s.source,
+                               plan.layout.ranks, plan.layout.ranks == 1 ? "" : "s", plan.miss_source),
+                   verbose) + "\n";
     if (b.attention == "dsv4")
       o += fmt::format("SGLang DSV4 pools per GPU: {} = {:.2f} GB\n", dsv4_pools_line(b),
                        b.host_pool_bytes_per_gpu.value * 1e-9);
@@ -77,7 +81,7 @@ std::string plan_console_text(const PlanOutcome& out) {
                plan_int(static_cast<int64_t>(b.logical_pool_tokens.value)),
                plan_int(static_cast<int64_t>(b.host_pool_tokens.value)), b.host_pool_bytes_per_gpu.value * 1e-9);
   }
-  o += fmt::format("cost model: {}\n", info.calibration);
+  o += fold_line("cost model: " + info.calibration, verbose) + "\n";
   o += plan_to_text(plan);
   if (out.plan.options.strategies.enabled) o += strategies_to_text(plan.strategies);
   for (const auto& w : plan.warnings) o += fmt::format("warning: {}\n", w);

@@ -30,6 +30,6 @@ PlanOutcome run_plan(const PlanRequest& request);
 void write_plan_files(const PlanOutcome& outcome, const std::string& out_dir, bool plots);
 
 /// What `hisparse plan` prints: the pools, the cost model, the table, the strategies and the warnings.
-std::string plan_console_text(const PlanOutcome& outcome);
+std::string plan_console_text(const PlanOutcome& outcome, bool verbose = true);
 
 }  // namespace hisparse::sim

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -43,6 +44,9 @@ std::string shell_quote(const std::string& s) {
 void run_plot_script(const std::string& script, const std::string& out_dir, const std::string& command) {
   const std::string cmd =
       fmt::format("/usr/bin/python3 {} {}", shell_quote(find_script(script, command)), shell_quote(out_dir));
+  // What this process printed so far goes out first: the script writes to the same stdout, unbuffered at its exit,
+  // and would otherwise land before the command's own first lines when stdout is a file or a pipe.
+  std::fflush(stdout);
   const int status = std::system(cmd.c_str());
   if (status == 0) return;
   // The script names the file and the cause on its own line of stderr (scripts/plot_output.py run_main); this line

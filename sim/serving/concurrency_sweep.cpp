@@ -82,6 +82,13 @@ std::string sweep_text(const SweepTable& t) {
     if (p.mode == KvMode::kDynamic)
       o += fmt::format("{:>8} | dynamic residency {:>10.0f} tok/s, TPOT p50 {}, TTFT p50 {}, batch {:.1f}\n", p.concurrency,
                        p.tokens_per_s, ms(p.tpot_p50_ms), ms(p.ttft_p50_ms), p.batch_per_rank);
+  // The steady window of each level (every client in flight, ramp-down apart): what advise's goodput compares with.
+  std::string steady;
+  for (const auto& [level, p] : by_level(t.points))
+    steady += fmt::format("{}{}: full {} / hisp {}", steady.empty() ? "" : "; ", level,
+                          p.full ? fmt::format("{:.0f}", p.full->steady_tokens_per_s) : "-",
+                          p.hs ? fmt::format("{:.0f}", p.hs->steady_tokens_per_s) : "-");
+  o += "steady tok/s (steps while every client had a request in flight): " + steady + "\n";
   o += t.crossover > 0 ? fmt::format("crossover: HiSparse gives more decode tokens/s than full KV from {} concurrent clients on, at "
                                      "every level where its TPOT p50 meets the {:g} ms SLO\n", t.crossover, t.tpot_slo_ms)
                        : fmt::format("crossover: none in this range (HiSparse does not keep a lead over full KV at the levels "
@@ -100,21 +107,21 @@ std::string sweep_json(const SweepTable& t) {
     const auto& p = t.points[k];
     o += fmt::format("    {{\"concurrency\": {}, \"mode\": \"{}\", \"tokens_per_s\": {:.6g}, \"tpot_p50_ms\": {:.6g}, "
                      "\"tpot_p99_ms\": {:.6g}, \"wait_p50_ms\": {:.6g}, \"wait_p99_ms\": {:.6g}, \"ttft_p50_ms\": {}, \"ttft_p99_ms\": {}, \"batch_per_rank\": {:.6g}, "
-                     "\"finished\": {}, \"rejected\": {}, \"host_alloc_failures\": {}}}{}\n",
+                     "\"finished\": {}, \"rejected\": {}, \"host_alloc_failures\": {}, \"steady_tokens_per_s\": {:.6g}}}{}\n",
                      p.concurrency, to_string(p.mode), p.tokens_per_s, p.tpot_p50_ms, p.tpot_p99_ms, p.wait_p50_ms, p.wait_p99_ms,
                      p.ttft_p50_ms < 0 ? std::string("null") : fmt::format("{:.6g}", p.ttft_p50_ms),
                      p.ttft_p99_ms < 0 ? std::string("null") : fmt::format("{:.6g}", p.ttft_p99_ms), p.batch_per_rank,
-                     p.finished, p.rejected, p.host_alloc_failures, k + 1 < t.points.size() ? "," : "");
+                     p.finished, p.rejected, p.host_alloc_failures, p.steady_tokens_per_s, k + 1 < t.points.size() ? "," : "");
   }
   return o + "  ]\n}\n";
 }
 
 std::string sweep_csv(const SweepTable& t) {
-  std::string o = "concurrency,mode,tokens_per_s,tpot_p50_ms,tpot_p99_ms,wait_p50_ms,wait_p99_ms,ttft_p50_ms,ttft_p99_ms,batch_per_rank,finished,rejected,host_alloc_failures\n";
+  std::string o = "concurrency,mode,tokens_per_s,tpot_p50_ms,tpot_p99_ms,wait_p50_ms,wait_p99_ms,ttft_p50_ms,ttft_p99_ms,batch_per_rank,finished,rejected,host_alloc_failures,steady_tokens_per_s\n";
   for (const auto& p : t.points)
-    o += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{}\n", p.concurrency, to_string(p.mode),
+    o += fmt::format("{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{:.6g}\n", p.concurrency, to_string(p.mode),
                      p.tokens_per_s, p.tpot_p50_ms, p.tpot_p99_ms, p.wait_p50_ms, p.wait_p99_ms, p.ttft_p50_ms, p.ttft_p99_ms, p.batch_per_rank, p.finished, p.rejected,
-                     p.host_alloc_failures);
+                     p.host_alloc_failures, p.steady_tokens_per_s);
   return o;
 }
 

@@ -19,6 +19,9 @@ struct SweepPoint {
   double wait_p50_ms = 0, wait_p99_ms = 0;  // arrival until the request joins decode (ServingSummary::wait_ms)
   double ttft_p50_ms = -1, ttft_p99_ms = -1;  // -1: not modelled (PD without a prefill section)
   double batch_per_rank = 0;          // mean over steps that decode
+  // Over the steps while every client had a request in flight (sim/serving/steady_window.h): the figure comparable
+  // with advise's full-batch goodput, the ramp-down apart; 0 when no such step was recorded.
+  double steady_tokens_per_s = 0;
   int64_t finished = 0, rejected = 0, host_alloc_failures = 0;
 };
 

@@ -207,3 +207,37 @@ TEST_CASE("hisparse plan --limits memory: the capacity question without the SLO,
   CHECK(slurp(dir / "err.txt").find("--limits 'speed' (expected all or memory)") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("first screen: advise opens with the SGLang flags, provenance lines are folded, --verbose prints them whole") {
+  // Expected (issue 40): the first line is the flag line to launch SGLang with; the miss-model and cost lines of the
+  // header are one short line each (at most sim::kFoldWidth bytes of text and the "… (--verbose)" hint, paths as file
+  // names), and --verbose prints them in full, the cost line naming its cost-terms file by its path.
+  const auto dir = test::scratch_dir("advise_first_screen");
+  const std::string args = "advise --scenario dsv32-8xh200-1tb --seq-lens 32K --no-plots --out " + (dir / "a").string();
+  const test::Run folded = test::run(args, dir);
+  REQUIRE(folded.status == 0);
+  REQUIRE(folded.out.rfind("launch SGLang, 32K: ", 0) == 0);
+  const std::string first = folded.out.substr(0, folded.out.find('\n'));
+  CHECK(first.find("--max-running-requests ") != std::string::npos);
+  // The same flags as the advice's own "SGLang flags:" line further down.
+  CHECK(folded.out.find("  SGLang flags: " + first.substr(std::string("launch SGLang, 32K: ").size()) + "\n") !=
+        std::string::npos);
+  auto line_of = [](const std::string& text, const std::string& head) {
+    const size_t at = text.find("\n" + head);
+    REQUIRE(at != std::string::npos);
+    return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  const std::string hint = " … (--verbose)";
+  for (const char* head : {"miss model: ", "cost: "}) {
+    CAPTURE(head);
+    const std::string l = line_of(folded.out, head);
+    CHECK(l.size() <= 150 + hint.size());
+    CHECK(l.find(std::string(HISPARSE_SOURCE_DIR)) == std::string::npos);
+  }
+  const test::Run full = test::run(args + " --verbose", dir);
+  REQUIRE(full.status == 0);
+  const std::string cost = line_of(full.out, "cost: ");
+  CHECK(cost.find(hint) == std::string::npos);
+  CHECK(cost.find("/scenarios/cost_model/") != std::string::npos);
+  CHECK(cost.size() > line_of(folded.out, "cost: ").size());
+}

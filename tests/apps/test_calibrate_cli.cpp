@@ -35,9 +35,9 @@ TEST_CASE("bench --calibrate --from-csv --step-csv: one file carries every measu
   CHECK(s.device == c.device);
   CHECK(s.max_check_error("layer", true) <= 0.10);
   CHECK(s.max_check_error("family", true) <= 0.10);
-  // plan takes both parts from the one file named on the command line.
+  // plan takes both parts from the one file named on the command line (--verbose: the cost line in full, paths too).
   const std::string plan = "cd " + std::string(HISPARSE_SOURCE_DIR) + " && " + test::cli() +
-                           " plan --scenario dsv32-8xh200-1tb --calibration " + out + " --out " +
+                           " plan --scenario dsv32-8xh200-1tb --verbose --calibration " + out + " --out " +
                            (dir / "plan").string() + " --no-plots > " + (dir / "plan.txt").string() + " 2>&1";
   REQUIRE(std::system(plan.c_str()) == 0);
   const std::string printed = test::slurp(dir / "plan.txt");

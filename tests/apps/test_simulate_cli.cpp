@@ -22,6 +22,9 @@ TEST_CASE("simulate --concurrency sweeps closed-loop levels in both modes and wr
   CAPTURE(r.err);
   REQUIRE(r.status == 0);
   CHECK(r.out.find("concurrency sweep (modelled)") != std::string::npos);
+  // The first line: the simulated settings (the overridden H and ratio) as SGLang launch flags.
+  CHECK(r.out.rfind("launch SGLang, as simulated: --enable-hisparse --hisparse-config '{\"top_k\": 2048, "
+                    "\"device_buffer_size\": 6144, \"host_to_device_ratio\": 4}'", 0) == 0);
   CHECK(r.out.find("crossover:") != std::string::npos);
   CHECK(r.out.find("TTFT is not modelled") != std::string::npos);  // PD without a prefill section
   CHECK(r.out.find("ranks: 8 per decode instance") != std::string::npos);
@@ -37,6 +40,10 @@ TEST_CASE("simulate --concurrency sweeps closed-loop levels in both modes and wr
   CHECK(json.find("\"wait_p50_ms\": ") != std::string::npos);
   CHECK(r.out.find("TPOT on a log axis, the 80 ms SLO line") != std::string::npos);
   CHECK(slurp(fs::path(out) / "sweep.csv").find(",wait_p50_ms,wait_p99_ms,") != std::string::npos);
+  // Each level's steady window (every client in flight, the figure advise's goodput compares with) is printed and kept.
+  CHECK(r.out.find("steady tok/s (steps while every client had a request in flight): 1: full ") != std::string::npos);
+  CHECK(json.find("\"steady_tokens_per_s\": ") != std::string::npos);
+  CHECK(slurp(fs::path(out) / "sweep.csv").find(",host_alloc_failures,steady_tokens_per_s\n") != std::string::npos);
   // The flags reach the run: the single-level run's summary carries the overridden SLO and the host pool of ratio 4.
   const std::string one = (dir / "one").string();
   const Run s = run("simulate --scenario dsv32-8xh200-1tb --workload synthetic_poisson --mode hisparse --concurrency 2 "

@@ -50,6 +50,16 @@ def test_advise_matches_cli(cli, tmp_path):
     assert got == expected
 
 
+def test_advise_recommended_is_the_setting():
+    """advice["recommended"] is the recommended setting itself (its flags, H, ratio); its index stays available."""
+    a = hisparse.advise(SCENARIO, seq_lens=["32K"])["advice"][0]
+    rec = a["recommended"]
+    assert isinstance(rec, dict), "an index here was issue 40's complaint"
+    assert rec == a["candidates"][a["recommended_index"]]
+    assert rec["sglang_flags"] == a["sglang_flags"]
+    assert rec["mode"] in ("full", "hisparse") and rec["max_running_requests"] > 0
+
+
 def test_advise_with_a_python_trace(cli, tmp_path):
     """A trace written from arrays feeds advise's misses exactly as a file given to the CLI does."""
     from package_util import make_request

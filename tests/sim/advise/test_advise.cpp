@@ -11,6 +11,8 @@
 #include "core/scenario_loader.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
+#include "sim/advise/robustness_report.h"
+#include "sim/api/advise_request.h"
 #include "sim/plan/capacity_plan.h"
 #include "tests/sim/advise_test_util.h"
 
@@ -170,4 +172,61 @@ TEST_CASE("mixed-batch step: a mix is the expectation of its classes") {
   CHECK(m.step(16, half).misses == doctest::Approx(0.5 * m.step(16, 65536).misses));
   CHECK(m.step(16, half).step_ns > m.step(16, 2048).step_ns);
   CHECK(m.step(16, half).step_ns < m.step(16, 65536).step_ns);
+}
+
+TEST_CASE("advisor: every line after the recommendation describes it, and the default source's best is named as such") {
+  // Issue 40 item 1: at 16K on the shipped node the worst-case rule recommends a setting other than the best under the
+  // default miss surface alone (the robustness cases disagree). The break-even, dynamic residency, MTP table and
+  // trade-off curve must then describe the recommendation, not that other setting, and one sentence must say why.
+  // Set up as the CLI does (`hisparse advise --scenario dsv32-8xh200-1tb --seq-lens 16K`): the robustness cases and
+  // the calibrated cost terms come from the request's set-up.
+  AdviseRequest r;
+  r.setup.scenario = "dsv32-8xh200-1tb";
+  r.seq_lens = {16384};
+  const AdviseOutcome out = run_advise(r);
+  REQUIRE(out.advices.size() == 1);
+  const Scenario& s = out.setup.scenario;
+  const Advice& a = out.advices.front();
+  REQUIRE(a.recommended() != nullptr);
+  const Candidate& rec = *a.recommended();
+  REQUIRE(rec.mode == KvMode::kHiSparse);
+  // The case this test is about: the default source alone prefers another setting.
+  REQUIRE(a.best_default_source >= 0);
+  REQUIRE(a.best_default_source != a.best);
+  const Candidate& alt = a.candidates[static_cast<size_t>(a.best_default_source)];
+  CHECK(alt.goodput > rec.goodput);  // it has more goodput under the default source, yet the rule did not pick it
+  CHECK(a.best_hisparse == a.best);
+  CHECK(a.break_even.hisparse_setting == rec.name());
+  REQUIRE(a.dynamic.candidate.mode == KvMode::kDynamic);
+  CHECK(a.dynamic.candidate.buffer_size == rec.buffer_size);
+  CHECK(a.dynamic.candidate.ratio == rec.ratio);
+  if (!a.mtp.empty()) CHECK(a.mtp.hisparse_setting == rec.name());
+  REQUIRE_FALSE(a.curves.empty());
+  CHECK(a.curves.front().setting == rec.name());
+  // The sentence names the default source, its best setting, the recommendation and a case where that setting loses.
+  const std::string why = default_source_text(a);
+  CHECK(why.find("best if the miss model is " + a.robustness.cases.front().name + ": " + alt.name()) == 0);
+  CHECK(why.find("recommended: " + rec.name() + ", because under ") != std::string::npos);
+  CHECK(why.find(" loses ") != std::string::npos);
+  // Text, JSON and the report say the same: the text prints the sentence; the JSON's "recommended" is the setting.
+  AdviceRunInfo info;
+  const std::string text = advice_to_text(s, {a}, info);
+  CHECK(text.find("why:         " + why) != std::string::npos);
+  const std::string json = advice_to_json(s, {a}, info);
+  CHECK(json.find(fmt::format("\"recommended\": {{\"setting\": \"{}\"", rec.name())) != std::string::npos);
+  CHECK(json.find(fmt::format("\"recommended_index\": {}", a.best)) != std::string::npos);
+}
+
+TEST_CASE("deployment flags: plan and simulate open with the deployment's settings as SGLang launch flags") {
+  // The shipped node enables HiSparse with top_k 2048, H 4096 and ratio 5 (scenarios/deployments/dsv32-8xh200-1tb.yaml)
+  // and sets no --max-running-requests; a cap is stored per rank and printed per instance (× 8 dp ranks).
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  CHECK(deployment_sglang_flags(s) == "--enable-hisparse --hisparse-config '{\"top_k\": 2048, \"device_buffer_size\": "
+                                      "4096, \"host_to_device_ratio\": 5}'");
+  s.deployment.max_running_requests = 10;
+  CHECK(deployment_sglang_flags(s).find("}' --max-running-requests 80") != std::string::npos);
+  s.deployment.hisparse_enabled = false;
+  CHECK(deployment_sglang_flags(s) == "--max-running-requests 80");
+  s.deployment.max_running_requests = 0;
+  CHECK(deployment_sglang_flags(s) == "HiSparse off (full KV), no --max-running-requests");
 }
