@@ -7,7 +7,8 @@ process per run), medians over the runs. `/bin/true` is timed the same way: the 
     /usr/bin/python3 bench/startup.py --baseline /path/to/older/hisparse  # both, command by command, same machine
 
 Every figure it prints is measured. Wall time: spawn to exit (time.perf_counter around os.posix_spawn and
-os.wait4), so Python's own start-up is not in it. Peak RSS: a child started from Python inherits Python's high-water
+os.wait4), so Python's own start-up is not in it. CPU time: the child's user + system time (os.wait4's rusage), the
+figure that other work sharing the cores does not inflate. Peak RSS: a child started from Python inherits Python's high-water
 mark through exec (Linux keeps ru_maxrss across execve), so it is read from GNU time's %M (/usr/bin/time, Debian
 package `time`), which forks the command from a small process; without it the column is the child's ru_maxrss, an
 upper bound (never below the harness's own, shown on the /bin/true row), marked "<=". Writes nothing.
@@ -34,7 +35,8 @@ def commands(binary):
 
 
 def run_once(argv):
-    """Wall milliseconds and ru_maxrss (MiB) of one run; its output goes to /dev/null; a failed run is an error."""
+    """Wall milliseconds, CPU milliseconds (user + system) and ru_maxrss (MiB) of one run; its output goes to
+    /dev/null; a failed run is an error."""
     with open(os.devnull, "wb") as null:
         actions = [(os.POSIX_SPAWN_DUP2, null.fileno(), 1), (os.POSIX_SPAWN_DUP2, null.fileno(), 2)]
         t0 = time.perf_counter()
@@ -43,14 +45,15 @@ def run_once(argv):
         wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"startup.py: {' '.join(argv)} exited {os.waitstatus_to_exitcode(status)}")
-    return wall * 1e3, usage.ru_maxrss / 1024.0  # ru_maxrss is in KiB on Linux
+    cpu = usage.ru_utime + usage.ru_stime  # the child's own: CPU times start at zero in a new process
+    return wall * 1e3, cpu * 1e3, usage.ru_maxrss / 1024.0  # ru_maxrss is in KiB on Linux
 
 
 def peak_rss_mib(argv, gnu_time):
     """The command's own peak RSS (MiB) from GNU time's %M, in a run of its own."""
     out = os.path.join(tempfile.gettempdir(), f"hisparse_startup_rss_{os.getpid()}")
     try:
-        run_once([gnu_time, "-f", "%M", "-o", out] + argv)
+        run_once([gnu_time, "-f", "%M", "-o", out] + argv)  # the wall and CPU of this run are GNU time's too
         with open(out) as f:
             return int(f.read().split()[-1]) / 1024.0
     finally:
@@ -76,23 +79,25 @@ def main():
     gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
     print(f"peak RSS from {'GNU time (%M)' if gnu_time else 'ru_maxrss, an upper bound (no /usr/bin/time)'}")
     print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f} at the start")
-    print(f"{'command':<48} {'binary':<9} {'runs':>4} {'median ms':>10} {'min ms':>8} {'peak RSS MiB':>20}")
+    print(f"{'command':<48} {'binary':<9} {'runs':>4} {'median ms':>10} {'min ms':>8} {'CPU ms med':>11} {'peak RSS MiB':>13}")
     rows = [("/bin/true (any process)", "-", ["/bin/true"], None)]
     for i, (label, _, runs) in enumerate(commands(args.binary)):
         for name, b in binaries:
             rows.append((label, name, commands(b)[i][1], runs))
     for label, name, argv, runs in rows:
         n = runs or args.runs
-        walls, rss = [], []
+        walls, cpus, rss = [], [], []
         for _ in range(n):
-            w, r = run_once(argv)
+            w, c, r = run_once(argv)
             walls.append(w)
+            cpus.append(c)
             rss.append(r)
         if gnu_time:
             rss = [peak_rss_mib(argv, gnu_time) for _ in range(min(n, 3))]
         print(f"{label:<48} {name:<9} {n:>4} {statistics.median(walls):>10.1f} {min(walls):>8.1f} "
-              f"{'' if gnu_time else '<='}{statistics.median(rss):>18.1f}")
-    print("all figures measured on this machine now (wall: spawn to exit; RSS: the child's ru_maxrss)")
+              f"{statistics.median(cpus):>11.1f} {'' if gnu_time else '<='}{statistics.median(rss):>13.1f}")
+    print("all figures measured on this machine now: wall from spawn to exit, CPU = the child's user + system time "
+          "(what other work on the cores does not inflate), peak RSS as said above")
 
 
 if __name__ == "__main__":
