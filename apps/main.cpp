@@ -9,6 +9,7 @@
 
 #include "apps/command.h"
 #include "core/error.h"
+#include "cuda/runtime.h"
 
 namespace hisparse::apps {
 
@@ -72,8 +73,13 @@ namespace {
 int run_command(int argc, char** argv) {
   using namespace hisparse::apps;
   if (argc >= 2 && (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version"))) {
-    fmt::print("hisparse {} ({} build, CUDA backend {})\n", HISPARSE_VERSION, HISPARSE_BUILD_TYPE,
-               HISPARSE_CUDA_BUILT ? "built for sm_90a" : "not built");
+    // Whether the backend can be loaded is asked of the dynamic loader only: initialising CUDA would cost this line
+    // the start-up that the static runtime saves every CPU command.
+    if (HISPARSE_CUDA_BUILT)
+      fmt::print("hisparse {} ({} build, CUDA backend built for sm_90a, loaded by the first GPU command: {})\n",
+                 HISPARSE_VERSION, HISPARSE_BUILD_TYPE, hisparse::cuda::driver_load_status());
+    else
+      fmt::print("hisparse {} ({} build, CUDA backend not built)\n", HISPARSE_VERSION, HISPARSE_BUILD_TYPE);
     return 0;
   }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {

@@ -1,5 +1,6 @@
 // @brief Device discovery for the CUDA backend.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <fstream>
 #include <string>
@@ -51,6 +52,17 @@ int sm_count() {
   if (!cuda_available()) return 0;
   int sms = 0;
   return cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess ? sms : 0;
+}
+
+std::string driver_load_status() {
+  // The name the static runtime itself opens; loaded and closed again, so nothing stays mapped.
+  void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!lib) {
+    const char* err = dlerror();
+    return std::string("the CUDA driver cannot be loaded here: ") + (err ? err : "libcuda.so.1 not found");
+  }
+  dlclose(lib);
+  return "the CUDA driver (libcuda.so.1) loads";
 }
 
 }  // namespace hisparse::cuda

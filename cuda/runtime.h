@@ -18,4 +18,9 @@ std::string driver_version();
 /// Streaming multiprocessors of device 0, or 0 when none.
 int sm_count();
 
+/// Whether the CUDA driver library would load, asked without initialising CUDA (what `hisparse --version` says): the
+/// runtime is linked statically and opens libcuda.so.1 at the first CUDA call, so no command loads a CUDA library
+/// before it needs a GPU. "" in a build without the CUDA backend.
+std::string driver_load_status();
+
 }  // namespace hisparse::cuda

@@ -23,7 +23,9 @@ echo "== Python package (pip install . into build/python-venv) + pytest" >&2
 ./scripts/test_python.sh
 phase
 echo "== Python package as a user installs it (fresh venv, copy of the clone deleted after pip install, README examples)" >&2
-./scripts/test_python_installed.sh
+# Its output is kept to quote the pip install time at the end (the README quotes it).
+./scripts/test_python_installed.sh 2>&1 | tee build/test_python_installed.log >&2
+pip_install=$(sed -n 's/^test_python_installed: \(pip install took .*\)$/\1/p' build/test_python_installed.log)
 phase
 echo "== ASan + UBSan build + tests (not the whole-output reruns: release ran them)" >&2
 ./scripts/build.sh asan
@@ -36,4 +38,5 @@ if [ -x scripts/fuzz.sh ]; then
   ./scripts/fuzz.sh
   phase
 fi
+echo "test.sh: Python package into a fresh venv: ${pip_install:-pip install time not found in build/test_python_installed.log}" >&2
 echo "test.sh: all tests passed" >&2

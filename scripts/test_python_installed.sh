@@ -45,7 +45,9 @@ if ! SKBUILD_BUILD_DIR=$tmp/build "$py" -m pip install -v --disable-pip-version-
   exit 1
 fi
 grep -E '^ *\[[0-9]+/[0-9]+\] ' "$tmp/pip.log" | awk 'NR % 25 == 1 {print "  " $0} {last = $0} END {print "  " last}' >&2
-echo "test_python_installed: pip install took $((SECONDS - t1)) s" >&2
+# The line test.sh quotes at its end: the time, and whether ccache could serve objects of an earlier build.
+cache="ccache $(if [ -n "${CCACHE_DISABLE:-}" ]; then echo disabled; elif command -v ccache >/dev/null; then echo on; else echo absent; fi)"
+echo "test_python_installed: pip install took $((SECONDS - t1)) s ($(nproc) cores, $cache, CUDA off)" >&2
 
 written=$(find "$src" -newer "$tmp/copied.stamp" -print -quit)
 if [ -n "$written" ]; then

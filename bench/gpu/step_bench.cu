@@ -4,9 +4,9 @@
 // layer is also captured as one graph, so the sum of the ops can be checked against it.
 //
 // Who implements what: the indexer, top-k and sparse attention are the project's kernels (cuda/); the dense,
-// batched and grouped GEMMs go through cuBLASLt (fp8 E4M3 or bf16 in, bf16 out, fp32 accumulate); RMSNorm, RoPE and
-// SiLU-and-multiply are small kernels written here for the timing only (same bytes as the real ones).
-#include <cublasLt.h>
+// batched and grouped GEMMs go through cuBLASLt (fp8 E4M3 or bf16 in, bf16 out, fp32 accumulate), loaded when the
+// benchmark starts (cublaslt_loader.h: no other command loads it); RMSNorm, RoPE and SiLU-and-multiply are small
+// kernels written here for the timing only (same bytes as the real ones).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/gpu/cublaslt_loader.h"
 #include "bench/gpu/step_bench.h"
 #include "core/decode_layer_ops.h"
 #include "core/error.h"
@@ -148,42 +149,42 @@ class LtGemm {
          int64_t stride_a = 0, int64_t stride_b = 0, int64_t stride_d = 0)
       : h_(h) {
     const cudaDataType_t in = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
-    HS_LT_CHECK(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    HS_LT_CHECK(cublaslt().MatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    HS_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    HS_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    HS_LT_CHECK(cublasLtMatrixLayoutCreate(&a_, in, k, m, k));
-    HS_LT_CHECK(cublasLtMatrixLayoutCreate(&b_, in, k, n, ldb > 0 ? ldb : k));
-    HS_LT_CHECK(cublasLtMatrixLayoutCreate(&d_, CUDA_R_16BF, m, n, ldd > 0 ? ldd : m));
+    HS_LT_CHECK(cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    HS_LT_CHECK(cublaslt().MatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    HS_LT_CHECK(cublaslt().MatrixLayoutCreate(&a_, in, k, m, k));
+    HS_LT_CHECK(cublaslt().MatrixLayoutCreate(&b_, in, k, n, ldb > 0 ? ldb : k));
+    HS_LT_CHECK(cublaslt().MatrixLayoutCreate(&d_, CUDA_R_16BF, m, n, ldd > 0 ? ldd : m));
     if (batch > 1) {
       for (auto [l, s] : {std::pair{a_, stride_a}, std::pair{b_, stride_b}, std::pair{d_, stride_d}}) {
-        HS_LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
-        HS_LT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s, sizeof(s)));
+        HS_LT_CHECK(cublaslt().MatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+        HS_LT_CHECK(cublaslt().MatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s, sizeof(s)));
       }
     }
     cublasLtMatmulPreference_t pref;
-    HS_LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    HS_LT_CHECK(cublaslt().MatmulPreferenceCreate(&pref));
     const size_t ws = kWorkspace;
-    HS_LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    HS_LT_CHECK(cublaslt().MatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     int found = 0;
     cublasLtMatmulHeuristicResult_t res;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h_, desc_, a_, b_, d_, d_, pref, 1, &res, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
+    const cublasStatus_t st = cublaslt().MatmulAlgoGetHeuristic(h_, desc_, a_, b_, d_, d_, pref, 1, &res, &found);
+    cublaslt().MatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0)
       throw_error("cuBLASLt has no algorithm for {} GEMM m={} n={} k={} batch={}", fp8 ? "fp8" : "bf16", m, n, k, batch);
     algo_ = res.algo;
   }
   ~LtGemm() {
-    cublasLtMatrixLayoutDestroy(a_);
-    cublasLtMatrixLayoutDestroy(b_);
-    cublasLtMatrixLayoutDestroy(d_);
-    cublasLtMatmulDescDestroy(desc_);
+    cublaslt().MatrixLayoutDestroy(a_);
+    cublaslt().MatrixLayoutDestroy(b_);
+    cublaslt().MatrixLayoutDestroy(d_);
+    cublaslt().MatmulDescDestroy(desc_);
   }
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
   void run(const void* w, const void* x, void* y, void* ws, cudaStream_t s) const {
     const float alpha = 1.0f, beta = 0.0f;
-    HS_LT_CHECK(cublasLtMatmul(h_, desc_, &alpha, w, a_, x, b_, &beta, y, d_, y, d_, &algo_, ws, kWorkspace, s));
+    HS_LT_CHECK(cublaslt().Matmul(h_, desc_, &alpha, w, a_, x, b_, &beta, y, d_, y, d_, &algo_, ws, kWorkspace, s));
   }
   static constexpr size_t kWorkspace = 32u << 20;
 
@@ -282,7 +283,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
   cudaStream_t s;
   HS_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cublasLtHandle_t lt;
-  HS_LT_CHECK(cublasLtCreate(&lt));
+  HS_LT_CHECK(cublaslt().Create(&lt));
   Buf ws(LtGemm::kWorkspace);
   const int maxB = *std::max_element(o.batches.begin(), o.batches.end());
   const int64_t maxN = *std::max_element(o.contexts.begin(), o.contexts.end());
@@ -567,7 +568,7 @@ std::vector<StepBenchRow> bench_step(const ModelSpec& m, const StepBenchOptions&
       add("layer_sum_of_ops", "layer", "fp8", "sum of the ops above", B, n, sum);
     }
   }
-  cublasLtDestroy(lt);
+  cublaslt().Destroy(lt);
   cudaStreamDestroy(s);
   return rows;
 }

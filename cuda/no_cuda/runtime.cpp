@@ -11,5 +11,6 @@ bool cuda_available(std::string* why) {
 std::string device_name() { return ""; }
 std::string driver_version() { return ""; }
 int sm_count() { return 0; }
+std::string driver_load_status() { return ""; }
 
 }  // namespace hisparse::cuda
