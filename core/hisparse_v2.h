@@ -42,7 +42,7 @@ HS_HOST_DEVICE int32_t v2_admitted_evicted_end(int32_t n0, int32_t page, int32_t
 /// V2's top_k rule, under both coordinators: a multiple of the page (the coordinator asserts it in __init__, so temp
 /// slots map to whole pages, hisparse_v2_coordinator.py __init__ at both commits) and a power of two (the plan
 /// kernel's lanes are `tl.arange(0, TOPK)`, swap_in_plan_kernel in python/sglang/kernels/ops/kvcache/hisparse_v2.py
-/// at cb4d3e8, line 84; Triton accepts only a power-of-two range there).
+/// at cb4d3e8, line 83; Triton accepts only a power-of-two range there).
 HS_HOST_DEVICE bool v2_top_k_ok(int32_t top_k, int32_t page) {
   return top_k > 0 && page > 0 && top_k % page == 0 && (top_k & (top_k - 1)) == 0;
 }
