@@ -43,6 +43,7 @@ std::vector<int32_t> parse_sizes(const std::string& text) {
 int run_replay(int argc, char** argv) {
   const auto t_command = std::chrono::steady_clock::now();
   std::string trace_path, sizes_text, policies_text, initial_text, csv_path, out_dir, backend = "cpu";
+  std::string v2_coordinator = "current";
   int32_t top_k = 0;
   int64_t row_bytes = 1152;
   int threads = 0;
@@ -64,7 +65,12 @@ int run_replay(int argc, char** argv) {
       "policy", po::value(&policies_text)->default_value("sglang-lru,belady"),
       "policies, comma-separated: sglang-lru, belady, topk-only, fifo, lfu, clock, set-assoc[:SxW] (LRU shards, "
       "SGLang #31341; default H/32 shards x 32 ways), hisparse-v2[:P] (SGLang HiSparse V2, PR #32314: its newest "
-      "column counts every resident device page; page P, default 64; H a power of two); docs/swap_in.md")(
+      "column counts every resident device page; page P, default 64; H a power of two; top_k a power of two and a "
+      "multiple of P); docs/swap_in.md")(
+      "v2-coordinator", po::value(&v2_coordinator)->default_value("current"),
+      "hisparse-v2's admission rules: current (SGLang hisparse_v2_coordinator.py at 09f8170: a prefix shorter than "
+      "the buffer runs as standard) | older (at ca0edd9: every whole prompt page evicted); hisparse-v2:P:RULES "
+      "overrides it per policy")(
       "initial-state", po::value(&initial_text), "identity | empty (overrides the trace's)")(
       "top-k", po::value(&top_k), "top_k (overrides the trace's)")(
       "row-bytes", po::value(&row_bytes)->default_value(1152),
@@ -113,6 +119,7 @@ int run_replay(int argc, char** argv) {
   request.trace = trace_path;
   request.buffer_sizes = parse_sizes(sizes_text);
   request.policies = split_list(policies_text);
+  request.v2_coordinator = v2_coordinator;
   if (vm.count("initial-state")) request.initial_state = initial_text;
   if (vm.count("top-k")) request.top_k = top_k;
   request.row_bytes = row_bytes;

@@ -22,6 +22,31 @@ HS_HOST_DEVICE int32_t v2_evicted_end(int32_t n0, int32_t page) {
   return n0 <= 1 ? 0 : ((n0 - 1) / page) * page;
 }
 
+/// Which of SGLang's V2 coordinators the rules follow (docs/swap_in.md, "Two coordinators"). Both are
+/// sgl-project/sglang python/sglang/srt/managers/hisparse_v2_coordinator.py:
+/// - kCurrent, at 09f8170: admit_request also runs as standard a request whose tree-owned prefix is shorter than the
+///   temp buffer (`tree_len < self.temp_slot_tokens`), and the scheduler's HiSparseV2AdmitBudget budgets it so;
+/// - kOlder, at ca0edd9 (the kernel at cb4d3e8 follows it): only a prefix of no whole page runs as standard.
+enum class V2Coordinator : int32_t { kCurrent = 0, kOlder = 1 };
+inline constexpr const char* kV2CurrentCommit = "09f8170";
+inline constexpr const char* kV2OlderCommit = "ca0edd9";
+
+/// End of the evicted prefix once admission has decided: v2_evicted_end, or 0 when the request runs as standard
+/// (everything resident, no buffer). Under kCurrent a prefix shorter than the buffer H runs as standard: V2 would pin
+/// H device tokens to free fewer than H (admit_request, 09f8170).
+HS_HOST_DEVICE int32_t v2_admitted_evicted_end(int32_t n0, int32_t page, int32_t H, V2Coordinator rules) {
+  const int32_t end = v2_evicted_end(n0, page);
+  return rules == V2Coordinator::kCurrent && end < H ? 0 : end;
+}
+
+/// V2's top_k rule, under both coordinators: a multiple of the page (the coordinator asserts it in __init__, so temp
+/// slots map to whole pages, hisparse_v2_coordinator.py __init__ at both commits) and a power of two (the plan
+/// kernel's lanes are `tl.arange(0, TOPK)`, swap_in_plan_kernel in python/sglang/kernels/ops/kvcache/hisparse_v2.py
+/// at cb4d3e8, line 83; Triton accepts only a power-of-two range there).
+HS_HOST_DEVICE bool v2_top_k_ok(int32_t top_k, int32_t page) {
+  return top_k > 0 && page > 0 && top_k % page == 0 && (top_k & (top_k - 1)) == 0;
+}
+
 /// V2's buffer-size rule (hisparse_v2_coordinator.py asserts it): H >= top_k, a multiple of the page, a power of two.
 HS_HOST_DEVICE bool v2_buffer_size_ok(int32_t H, int32_t top_k, int32_t page) {
   return H >= top_k && H > 0 && H % page == 0 && (H & (H - 1)) == 0;

@@ -1,7 +1,8 @@
 // @brief `validate --only swap-in-v2`: the HiSparse V2 swap-in kernel (cuda/swap_in_v2.h) against
 // cpu_ref::swap_in_v2, bit for bit: every slot, load, counter and the state after each step. Random cases (rows with
 // their own evicted prefix, random or empty starting states, several steps each so states evolve) and, with
-// --trace, whole traces (one row per layer, the evicted prefix from each request's first step, page 64).
+// --trace, whole traces (one row per layer, the evicted prefix from each request's first step, page 64). The evicted
+// prefix follows both coordinators' admission (core/hisparse_v2.h): even rows the older rules, odd rows the current.
 #include <algorithm>
 #include <vector>
 
@@ -15,6 +16,9 @@
 
 namespace hisparse::validation {
 namespace {
+
+/// The V2 coordinator whose admission decides row b's evicted prefix: both rule sets in every batch.
+V2Coordinator v2_rules_of_row(int32_t b) { return b % 2 ? V2Coordinator::kCurrent : V2Coordinator::kOlder; }
 
 /// One batch's arrays in the kernel's layout, on one side.
 struct V2Side {
@@ -119,7 +123,8 @@ void random_cases(const ValidateContext& ctx, OpReport& report) {
     ref.slot_pos.assign(size_t(c.R) * c.H, -1);
     for (int32_t b = 0; b < c.R; ++b) {
       n0[b] = 1 + static_cast<int32_t>(rng.below(6 * uint64_t(c.H)));
-      c.evicted_end[b] = v2_evicted_end(n0[b], 1 << rng.below(7));
+      // Both coordinators' admission (core/hisparse_v2.h): even rows the older rules, odd rows the current ones.
+      c.evicted_end[b] = v2_admitted_evicted_end(n0[b], 1 << rng.below(7), c.H, v2_rules_of_row(b));
       // Half the rows start from a random state: distinct evicted positions in random slots, some empty.
       if (rng.chance(1, 2) && c.evicted_end[b] > 0) {
         std::vector<int32_t> pool;
@@ -171,7 +176,8 @@ void trace_cases(const ValidateContext& ctx, std::vector<OpReport>& out) {
       if (o.trace_steps > 0 && records >= o.trace_steps) break;
       if (rec.request_id != current) {  // a new request: V2 admits it with an empty buffer
         current = rec.request_id;
-        std::fill(c.evicted_end.begin(), c.evicted_end.end(), v2_evicted_end(rec.seq_len, kHisparseV2PageSize));
+        for (int32_t b = 0; b < c.R; ++b)  // even rows (layers) the older rules, odd rows the current ones
+          c.evicted_end[b] = v2_admitted_evicted_end(rec.seq_len, kHisparseV2PageSize, H, v2_rules_of_row(b));
         ref.slot_pos.assign(size_t(c.R) * H, -1);
         dut.slot_pos = ref.slot_pos;
       }

@@ -12,6 +12,7 @@
 #include "core/io/output_file.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
+#include "cpu_ref/policies/registry.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
 #include "sim/api/advise_request.h"
@@ -24,6 +25,28 @@
 #include "traces/shared_topk_source.h"
 
 namespace hisparse::sim {
+
+namespace {
+
+/// One line per hisparse-v2 policy: the SGLang coordinator whose admission rules it replays (docs/swap_in.md).
+std::string v2_coordinator_note(const ReplayOptions& opt) {
+  std::string out;
+  for (const auto& p : opt.policies) {
+    const std::string spec = cpu_ref::with_v2_coordinator(p, opt.v2_coordinator);
+    const size_t colon = spec.find(':');
+    if (spec.substr(0, colon) != "hisparse-v2") continue;
+    const cpu_ref::HisparseV2Spec v2 = cpu_ref::parse_hisparse_v2_arg(spec.substr(colon + 1));
+    const bool current = v2.rules == V2Coordinator::kCurrent;
+    out += fmt::format(
+        "{}: admission as SGLang's {} V2 coordinator (hisparse_v2_coordinator.py at {}): {}\n", p,
+        cpu_ref::v2_coordinator_name(v2.rules), current ? kV2CurrentCommit : kV2OlderCommit,
+        current ? "a request whose evicted prefix is shorter than the buffer H runs as standard (all resident)"
+                : "every request with a whole prompt page has its page-aligned prefix evicted, whatever H");
+  }
+  return out;
+}
+
+}  // namespace
 
 namespace {
 
@@ -194,6 +217,7 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
   ReplayOptions opt;
   opt.lookahead_bytes = static_cast<size_t>(request.lookahead_mb) << 20;
   opt.policies = request.policies;
+  opt.v2_coordinator = cpu_ref::parse_v2_coordinator(request.v2_coordinator, "replay: --v2-coordinator");
   opt.buffer_sizes = request.buffer_sizes;
   std::sort(opt.buffer_sizes.begin(), opt.buffer_sizes.end());
   opt.threads = threads;
@@ -256,6 +280,7 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
   out.row_bytes = row_bytes;
 
   print(format_replay_table(out.result, row_bytes));
+  print(v2_coordinator_note(opt));
   if (out.result.lookahead_steps > 0) print(format_lookahead(out.result));
   if (advise) {
     advise_from_replay(request, threads, rescaled_sizes(opt.buffer_sizes, out.result.meta.top_k, scenario_top_k), out,

@@ -98,6 +98,8 @@ struct ReplayRequest {
   std::string trace;                      // native file, .npy directory or .jsonl (a label when hooks open the trace)
   std::vector<int32_t> buffer_sizes = {2048, 3072, 4096, 6144, 8192};  // replayed in ascending order
   std::vector<std::string> policies = {"sglang-lru", "belady"};
+  /// hisparse-v2's admission rules: current (SGLang 09f8170) | older (ca0edd9); core/hisparse_v2.h V2Coordinator.
+  std::string v2_coordinator = "current";
   std::string initial_state;              // identity | empty; "" keeps the trace's
   std::optional<int32_t> top_k;           // replaces the trace's (>= 1)
   int64_t row_bytes = 1152;               // bytes of one KV row of one layer

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "cpu_ref/policies/registry.h"
 #include "sim/replay/replay_cpu_session.h"
 #include "sim/replay/replay_cuda_pool.h"
 #include "traces/trace_limits.h"
@@ -84,7 +85,9 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
       s.miss_hist.assign(static_cast<size_t>(K) + 1, 0);
       s.step_miss_hist.assign(static_cast<size_t>(L) * K + 1, 0);
       result.configs.push_back(std::move(s));
-      shape.configs.push_back({p, H});
+      const std::string spec = cpu_ref::with_v2_coordinator(p, options.v2_coordinator);
+      cpu_ref::check_policy_top_k(p, K);
+      shape.configs.push_back({spec, H});
     }
   const size_t C = result.configs.size();
   const size_t Ls = static_cast<size_t>(L), LK = Ls * static_cast<size_t>(K);

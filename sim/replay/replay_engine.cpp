@@ -56,6 +56,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 struct Config {
   std::string policy;
+  std::string spec;  // what the registry makes: policy with the run's V2 rules (cpu_ref::with_v2_coordinator)
   int32_t H = 0;
   bool offline = false;
   int32_t lru_index = -1;      // >= 0: counting sglang-lru state index (replay_detail::LruTokens)
@@ -80,8 +81,10 @@ std::vector<Config> make_configs(const ReplayOptions& o, int32_t top_k) {
   }
   std::vector<Config> out;
   for (const auto& p : o.policies) {
-    const bool offline = cpu_ref::make_policy(p)->needs_future();  // also rejects unknown names
-    for (int32_t H : o.buffer_sizes) out.push_back({p, H, offline});
+    const std::string spec = cpu_ref::with_v2_coordinator(p, o.v2_coordinator);
+    const bool offline = cpu_ref::make_policy(spec)->needs_future();  // also rejects unknown names
+    cpu_ref::check_policy_top_k(p, top_k);  // named as the user wrote it
+    for (int32_t H : o.buffer_sizes) out.push_back({p, spec, H, offline});
   }
   return out;
 }
@@ -224,7 +227,7 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
   for (auto& per_layer : policies) {
     per_layer.resize(C);
     for (size_t c = 0; c < C; ++c)
-      if (configs[c].lru_index < 0) per_layer[c] = cpu_ref::make_policy(configs[c].policy);
+      if (configs[c].lru_index < 0) per_layer[c] = cpu_ref::make_policy(configs[c].spec);
   }
   // futures[layer][offline size]: the layer's next uses over the window, rebuilt when the window moves.
   std::vector<std::vector<std::shared_ptr<const cpu_ref::LayerFuture>>> futures(

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/hisparse_v2.h"
 #include "traces/trace_source.h"
 
 namespace hisparse::sim {
@@ -86,6 +87,8 @@ struct ReplayProgress {
 
 struct ReplayOptions {
   std::vector<std::string> policies;     // registry names (cpu_ref/policies/registry.h)
+  /// The V2 rules of every hisparse-v2 policy that names none itself (cpu_ref::with_v2_coordinator).
+  V2Coordinator v2_coordinator = V2Coordinator::kCurrent;
   std::vector<int32_t> buffer_sizes;     // H values, each >= top_k
   int64_t row_bytes = 1152;              // bytes of one KV row per layer (DeepSeek-V3.2 fp8 MLA: 656; bf16: 1152)
   int threads = 1;

@@ -41,6 +41,78 @@ TEST_CASE("hisparse-v2: evicted prefix = the page-aligned prompt; V2's buffer-si
   CHECK_FALSE(v2_buffer_size_ok(32, 16, 64));      // not a multiple of the page
 }
 
+TEST_CASE("hisparse-v2 admission: current SGLang runs a prefix shorter than the buffer as standard, older did not") {
+  // The issue's case: a 4,043-token prompt, so the first decode step has n0 = 4044; page 64 gives
+  // floor(4043 / 64) = 63 whole pages, evicted_end 63 * 64 = 4032. With H = 4096 that prefix is shorter than the
+  // buffer: current SGLang (09f8170, admit_request: tree_len < temp_slot_tokens) runs the request as standard, so
+  // nothing is evicted (end 0); the older coordinator (ca0edd9) evicts [0, 4032).
+  CHECK(v2_evicted_end(4044, 64) == 4032);
+  CHECK(v2_admitted_evicted_end(4044, 64, 4096, V2Coordinator::kCurrent) == 0);
+  CHECK(v2_admitted_evicted_end(4044, 64, 4096, V2Coordinator::kOlder) == 4032);
+  // The gate's edge: a 4,096-token prompt gives a prefix of exactly H = 4096 tokens, not shorter: V2 under both.
+  CHECK(v2_admitted_evicted_end(4097, 64, 4096, V2Coordinator::kCurrent) == 4096);
+  // A smaller buffer (H = 2048 < 4032): V2 under both rules.
+  CHECK(v2_admitted_evicted_end(4044, 64, 2048, V2Coordinator::kCurrent) == 4032);
+  // Under a page: standard under both.
+  CHECK(v2_admitted_evicted_end(64, 64, 64, V2Coordinator::kOlder) == 0);
+
+  // Its first step through the policy, K = 2048: 1,925 selected positions below 4032 (0 .. 1924), the 12 prompt
+  // and newest positions at or past 4032 (4032 .. 4043), 111 padding lanes (1925 + 12 + 111 = 2048).
+  // Older: the 1,925 evicted positions miss into the empty buffer, the 12 are resident device pages.
+  // Current: standard, so all 1,937 are resident and nothing misses.
+  std::vector<int32_t> sel;
+  for (int32_t t = 0; t < 1925; ++t) sel.push_back(t);
+  for (int32_t t = 4032; t < 4044; ++t) sel.push_back(t);
+  sel.resize(2048, -1);
+  for (const char* name : {"hisparse-v2", "hisparse-v2:current", "hisparse-v2:64:older"}) {
+    auto p = make_policy(name);
+    p->reset(4096, InitialState::kEmpty);
+    SwapInScratch scratch;
+    SwapInPlan plan;
+    p->step({sel.data(), 2048, 4044, 2048, nullptr, 656}, {}, plan, scratch);
+    const bool older = std::string(name).find("older") != std::string::npos;
+    INFO(name);
+    CHECK(plan.counters.misses == (older ? 1925 : 0));
+    CHECK(plan.counters.newest_hits == (older ? 12 : 1937));
+    CHECK(plan.counters.hits == 0);
+    CHECK(plan.counters.h2d_bytes == (older ? 1925 * 656 : 0));
+  }
+}
+
+TEST_CASE("hisparse-v2: top_k must be a power of two and a multiple of the page (the kernel's rules)") {
+  // The coordinator asserts top_k % page == 0; the plan kernel's lanes are tl.arange(0, TOPK), a power of two.
+  CHECK(v2_top_k_ok(2048, 64));
+  CHECK(v2_top_k_ok(64, 64));
+  CHECK_FALSE(v2_top_k_ok(16, 64));  // a power of two, not a multiple of 64
+  CHECK_FALSE(v2_top_k_ok(40, 8));   // a multiple of 8, not a power of two
+  CHECK_FALSE(v2_top_k_ok(96, 32));  // a multiple of 32, not a power of two
+  // The refusal names the rule, the value and the fix: the smallest power of two >= max(top_k, page).
+  CHECK_THROWS_WITH_AS(check_policy_top_k("hisparse-v2", 16), doctest::Contains("top_k 16"), Error);
+  CHECK_THROWS_WITH_AS(check_policy_top_k("hisparse-v2", 16), doctest::Contains("multiple of the page size 64"),
+                       Error);
+  CHECK_THROWS_WITH_AS(check_policy_top_k("hisparse-v2", 16), doctest::Contains("with top_k 64"), Error);
+  CHECK_THROWS_WITH_AS(check_policy_top_k("hisparse-v2:older", 40), doctest::Contains("power of two"), Error);
+  CHECK_THROWS_WITH_AS(check_policy_top_k("hisparse-v2:8", 40), doctest::Contains("with top_k 64"), Error);
+  CHECK_THROWS_WITH_AS(check_policy_top_k("hisparse-v2:48", 96), doctest::Contains("not a power of two"), Error);
+  CHECK_NOTHROW(check_policy_top_k("hisparse-v2:4", 16));
+  CHECK_NOTHROW(check_policy_top_k("sglang-lru", 40));  // other policies have no such rule
+}
+
+TEST_CASE("hisparse-v2: the coordinator selector in the policy name") {
+  // "hisparse-v2:RULES" and "hisparse-v2:P:RULES" pick the rules; a replay default fills in only where none is named.
+  CHECK(parse_hisparse_v2_arg("older").rules == V2Coordinator::kOlder);
+  CHECK(parse_hisparse_v2_arg("older").page == 64);
+  CHECK(parse_hisparse_v2_arg("16:current").page == 16);
+  CHECK(parse_hisparse_v2_arg("16").rules_given == false);
+  CHECK(with_v2_coordinator("hisparse-v2", V2Coordinator::kOlder) == "hisparse-v2:64:older");
+  CHECK(with_v2_coordinator("hisparse-v2:4", V2Coordinator::kOlder) == "hisparse-v2:4:older");
+  CHECK(with_v2_coordinator("hisparse-v2:current", V2Coordinator::kOlder) == "hisparse-v2:current");
+  CHECK(with_v2_coordinator("sglang-lru", V2Coordinator::kOlder) == "sglang-lru");
+  CHECK_THROWS_WITH_AS(make_policy("hisparse-v2:newest"), doctest::Contains("expected current"), Error);
+  CHECK_THROWS_WITH_AS(make_policy("hisparse-v2:4:"), doctest::Contains("expected current"), Error);
+  CHECK_THROWS_WITH_AS(make_policy("hisparse-v2::older"), doctest::Contains("positive page size"), Error);
+}
+
 TEST_CASE("hisparse-v2: hand-worked steps (H = 8, K = 4, page 4, first n = 21: positions 0..19 evicted)") {
   // Step 0: 20 is resident (slot H = 8); 3 and 7 miss into the empty slots 0 and 1.
   // Step 1: 7 hits slot 1; 21 is resident; 11 and 12 take the EMPTY slots 2 and 3 although slot 0 is stale
@@ -148,13 +220,15 @@ TEST_CASE("hisparse-v2: random traces match the literal transcription of SGLang'
     while (H < K) H *= 2;
     H <<= rng() % 3;
     const int32_t n0 = 1 + static_cast<int32_t>(rng() % (4 * H));
-    const int32_t E = v2_evicted_end(n0, page);
-    auto p = make_policy("hisparse-v2:" + std::to_string(page));
+    const V2Coordinator rules = seed % 4 < 2 ? V2Coordinator::kCurrent : V2Coordinator::kOlder;
+    const int32_t E = v2_admitted_evicted_end(n0, page, H, rules);
+    auto p = make_policy("hisparse-v2:" + std::to_string(page) + ":" + v2_coordinator_name(rules));
     p->reset(H, InitialState::kEmpty);
     std::vector<int32_t> ref(H, -1), ref_slot_of, ref_loads;
     SwapInScratch scratch(seed % 2 ? SwapInScratch::kDirectSpan : 0);  // both position tables
     SwapInPlan plan;
-    INFO("seed " << seed << " page " << page << " K " << K << " H " << H << " E " << E);
+    INFO("seed " << seed << " page " << page << " K " << K << " H " << H << " E " << E << " rules "
+                  << v2_coordinator_name(rules));
     for (int32_t j = 0; j < 60; ++j) {
       const int32_t n = n0 + j;
       std::set<int32_t> chosen;

@@ -288,12 +288,16 @@ TEST_CASE("strictly_ascending (the readers' and the replay's fast check) == the 
 }
 
 TEST_CASE("replay counts hisparse-v2's three sources apart: resident pages, buffer hits, host copies") {
-  // Every (request, layer, step) row of the replay equals cpu_ref::swap_in_v2 run directly with the request's
-  // evicted prefix (page 4: the page-aligned prompt of the first step), the three counters summing to selected:
+  // Under each coordinator (--v2-coordinator), every (request, layer, step) row of the replay equals
+  // cpu_ref::swap_in_v2 run directly with the request's admitted evicted prefix (page 4: the page-aligned prompt of
+  // the first step, 0 under the current rules when shorter than H), the three counters summing to selected:
   // newest_hits = resident device pages, hits = buffer hits, misses = host copies. Threads do not change a row.
   const auto meta = small_trace().meta();
   const std::vector<traces::StepRecord> recs = small_trace_records();
+  for (const V2Coordinator rules : {V2Coordinator::kCurrent, V2Coordinator::kOlder}) {
+  INFO("rules " << cpu_ref::v2_coordinator_name(rules));
   auto o = options(1);
+  o.v2_coordinator = rules;
   o.policies = {"hisparse-v2:4"};
   o.buffer_sizes = {16, 32};
   Captured one, three;
@@ -311,7 +315,7 @@ TEST_CASE("replay counts hisparse-v2's three sources apart: resident pages, buff
       std::vector<const traces::StepRecord*> steps;
       for (const auto& r : recs)
         if (r.request_id == req) steps.push_back(&r);
-      const int32_t end = v2_evicted_end(steps.front()->seq_len, 4);
+      const int32_t end = v2_admitted_evicted_end(steps.front()->seq_len, 4, H, rules);
       for (int32_t l = 0; l < meta.layers; ++l) {
         std::vector<int32_t> slot_pos(H, -1);
         cpu_ref::SwapInScratch scratch;
@@ -337,4 +341,46 @@ TEST_CASE("replay counts hisparse-v2's three sources apart: resident pages, buff
   CHECK(resident_total > 0);
   CHECK(hits_total > 0);
   CHECK(misses_total > 0);
+  }
+}
+
+TEST_CASE("replay's hisparse-v2 admission: the current coordinator runs a prefix shorter than H as standard") {
+  // small_trace's first step has seq_len n0 = 30 (a 29-token prompt), so page 4 gives an evicted prefix of
+  // floor(29 / 4) * 4 = 28 tokens. At H = 32 > 28 the current rules run every request as standard: every entry a
+  // resident page, no hit, no miss; the older rules evict [0, 28) and miss. At H = 16 <= 28 both evict the same.
+  std::vector<sim::ReplayResult> by_rules;
+  for (const V2Coordinator rules : {V2Coordinator::kCurrent, V2Coordinator::kOlder}) {
+    VectorSource s = small_trace();
+    auto o = options(1);
+    o.v2_coordinator = rules;
+    o.policies = {"hisparse-v2:4"};
+    o.buffer_sizes = {16, 32};
+    by_rules.push_back(sim::run_replay(s, o));
+  }
+  const auto& cur = by_rules[0].configs;
+  const auto& old = by_rules[1].configs;
+  CHECK(cur[1].misses == 0);
+  CHECK(cur[1].hits == 0);
+  CHECK(cur[1].newest_hits == cur[1].selected);
+  CHECK(old[1].misses > 0);
+  CHECK(cur[0].misses == old[0].misses);
+  CHECK(cur[0].hits == old[0].hits);
+  // A policy naming its rules keeps them whatever --v2-coordinator says.
+  VectorSource s = small_trace();
+  auto o = options(1);
+  o.v2_coordinator = V2Coordinator::kCurrent;
+  o.policies = {"hisparse-v2:4:older"};
+  o.buffer_sizes = {32};
+  CHECK(sim::run_replay(s, o).configs[0].misses == old[1].misses);
+}
+
+TEST_CASE("replay refuses hisparse-v2 at a top_k its kernel cannot run, naming the rule, the value and the fix") {
+  // small_trace's top_k is 16: at the default page 64 it is not a multiple of the page (the coordinator's assert).
+  VectorSource s = small_trace();
+  auto o = options(1);
+  o.policies = {"hisparse-v2"};
+  o.buffer_sizes = {64};
+  CHECK_THROWS_WITH_AS(sim::run_replay(s, o), doctest::Contains("top_k 16 cannot run under HiSparse V2"), Error);
+  VectorSource s2 = small_trace();
+  CHECK_THROWS_WITH_AS(sim::run_replay(s2, o), doctest::Contains("record the trace with top_k 64"), Error);
 }
