@@ -40,7 +40,7 @@ int run_advise(int argc, char** argv) {
   desc.add_options()("out,o", po::value(&out_dir)->default_value(out_dir), "output directory")(
       "no-plots", "skip scripts/plot_advise.py (stale advise_*.png in DIR are removed)")("help,h", "this help");
   po::variables_map vm;
-  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
+  if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
 
   sim::AdviseRequest request = advise_request(args, vm, "advise");
   request.command_line = typed_command_line("advise", argc, argv);
