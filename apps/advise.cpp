@@ -14,6 +14,7 @@
 #include "apps/command.h"
 #include "apps/list_args.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
 
@@ -44,8 +45,15 @@ int run_advise(int argc, char** argv) {
 
   sim::AdviseRequest request = advise_request(args, vm, "advise");
   request.command_line = typed_command_line("advise", argc, argv);
-  sim::AdviseOutcome outcome =
-      sim::run_advise(request, [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+  // One line per context mix, as progress (core/progress.h): rewritten on a terminal, every 10 s in a log.
+  ProgressPrinter progress(progress_style_by_default());
+  int mixes = 0;
+  sim::AdviseOutcome outcome = sim::run_advise(request, [&](const std::string& line) {
+    ++mixes;
+    progress.show(fmt::format("{} (mix {}, elapsed {})", line, mixes, format_progress_time(progress.elapsed())));
+  });
+  progress.finish(fmt::format("advise: {} context mix{} evaluated in {}", mixes, mixes == 1 ? "" : "es",
+                              format_progress_time(progress.elapsed())));
   const AdviseSetup& setup = outcome.setup;
   const std::vector<sim::Advice>& advices = outcome.advices;
   const double seconds = outcome.seconds;

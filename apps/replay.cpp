@@ -135,15 +135,17 @@ int run_replay(int argc, char** argv) {
     return sim::run_replay_cuda(source, opt, sink, cuda_opt);
   };
   const bool quiet = vm.count("quiet") > 0;
-  auto last = std::chrono::steady_clock::now();
+  // The replay's own line (requests, steps, rate), as progress (core/progress.h): rewritten on a terminal, every 10 s
+  // in a log; its last line once every request is done, if any came before it.
+  ProgressPrinter replay_progress(quiet ? ProgressStyle::kOff : progress_style_by_default());
   hooks.progress = [&](const sim::ReplayProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    if (quiet || (std::chrono::duration<double>(now - last).count() < 1.0 && p.requests_done < p.requests_total)) {
-      return;
-    }
-    last = now;
-    fmt::print(stderr, "replay: {}/{} requests, {} steps, {:.1f} M entries/s\n", p.requests_done, p.requests_total,
-               p.steps_done, p.seconds > 0 ? static_cast<double>(p.entries_done) / p.seconds / 1e6 : 0.0);
+    const std::string line = fmt::format(
+        "replay: {}/{} requests, {} steps, {:.1f} M entries/s", p.requests_done, p.requests_total, p.steps_done,
+        p.seconds > 0 ? static_cast<double>(p.entries_done) / p.seconds / 1e6 : 0.0);
+    if (p.requests_done >= p.requests_total)
+      replay_progress.finish(line);
+    else
+      replay_progress.show(line);
   };
   // The tail after the replay (advice, files, plots) has no requests to count: its stages are counted instead.
   const int64_t file_stages = out_dir.empty() ? 0 : vm.count("no-plots") ? 1 : 2;

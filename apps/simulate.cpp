@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -19,12 +20,14 @@
 #include "core/error.h"
 #include "core/io/output_file.h"
 #include "core/progress.h"
+#include "core/work_estimate.h"
 #include "sim/api/simulate_request.h"
 #include "sim/cost/speculative.h"
 #include "sim/engine/chrome_trace.h"
 #include "sim/miss/miss_surface.h"
 #include "sim/serving/concurrency_sweep.h"
 #include "sim/serving/ranks.h"
+#include "sim/serving/run_estimate.h"
 #include "sim/serving/serving_report.h"
 
 namespace hisparse::apps {
@@ -38,6 +41,24 @@ SimTime seconds_flag(double s, const char* name) {
     throw_error("--{} {}: expected seconds in [0, {:g}] (simulated time counts int64 nanoseconds)", name, s,
                 kMaxFlagSeconds);
   return static_cast<SimTime>(std::llround(s * 1e9));
+}
+
+/// The up-front estimate of every run together (sim/serving/run_estimate.h): printed when long, refused past an hour
+/// without --force (core/work_estimate.h).
+void check_simulate_work(const SimulationSetup& setup, const std::vector<std::pair<KvMode, ClientSpec>>& runs,
+                         bool force) {
+  double requests = 0, tokens = 0, seconds = 0;
+  for (const auto& [mode, clients] : runs) {
+    const ServingWork w = estimate_serving_work(setup.workload, mode, clients);
+    requests += static_cast<double>(w.requests);
+    tokens += w.decode_tokens;
+    seconds += w.seconds;
+  }
+  check_work_estimate({"simulate",
+                       fmt::format("{} requests decoding {} tokens over {} run(s)", format_work_count(requests),
+                                   format_work_count(tokens), runs.size()),
+                       seconds, serving_work_basis(), ""},
+                      force);
 }
 
 }  // namespace
@@ -86,7 +107,8 @@ int run_simulate(int argc, char** argv) {
        "capacity, its tokens live on the host or stay on the device, prompts shorter than the device buffer run as "
        "standard requests (docs/cost_model.md)")
       ("max-retries", po::value(&max_retries)->default_value(max_retries), "aborted attempts (host pool exhausted) before a request is rejected")
-      ("no-plots", "skip scripts/plot_sweep.py after a sweep");
+      ("no-plots", "skip scripts/plot_sweep.py after a sweep")
+      ("force", "run even when the up-front estimate (printed on stderr when 10 s or more) is over an hour");
   add_scenario_flags(desc, kSettingFlags | kDeploymentFlags | kCostFlags | kOverlapBoth | kMissFlags);
   po::variables_map vm;
   if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
@@ -152,7 +174,6 @@ int run_simulate(int argc, char** argv) {
   const SimTime tl_begin = seconds_flag(timeline_start, "timeline-start");
   const SimTime tl_end = tl_begin + seconds_flag(timeline_length, "timeline-length");
 
-  create_output_directory(out_dir);
   auto clients_for = [&](int32_t level) {
     ClientSpec c;
     c.concurrency = level;
@@ -161,18 +182,21 @@ int run_simulate(int argc, char** argv) {
     return c;
   };
   // Progress over every run's requests (finished or rejected), all runs together: one ETA for the whole command.
-  std::vector<ClientSpec> run_clients;
+  std::vector<std::pair<KvMode, ClientSpec>> runs;
   if (levels.size() > 1) {
     for (int32_t level : levels)
-      for (size_t i = 0; i < modes.size(); ++i) run_clients.push_back(clients_for(level));
+      for (KvMode m : modes) runs.emplace_back(m, clients_for(level));
   } else {
-    for (size_t i = 0; i < modes.size() * overlaps.size(); ++i)
-      run_clients.push_back(levels.empty() ? ClientSpec{} : clients_for(levels.front()));
+    for (KvMode m : modes)
+      for (size_t i = 0; i < overlaps.size(); ++i)
+        runs.emplace_back(m, levels.empty() ? ClientSpec{} : clients_for(levels.front()));
   }
+  check_simulate_work(setup, runs, vm.count("force") > 0);
+  create_output_directory(out_dir);
   int64_t all_requests = 0;
-  for (const ClientSpec& c : run_clients) all_requests += requests_sent(setup, c);
+  for (const auto& mc : runs) all_requests += requests_sent(setup, mc.second);
   ProgressReporter progress("simulate", static_cast<double>(all_requests), progress_wanted_by_default(),
-                            fmt::format("requests done over {} run(s)", run_clients.size()));
+                            fmt::format("requests done over {} run(s)", runs.size()));
   int64_t earlier_runs = 0;
   auto run = [&](KvMode m, OverlapMode ov, const ClientSpec& c, bool record_steps, ChromeTrace* timeline) {
     ServingResult r = simulate(setup, m, ov, c, record_steps, timeline, [&](int64_t done) {
@@ -206,6 +230,7 @@ int run_simulate(int argc, char** argv) {
         p.rejected = r.rejected;
         p.host_alloc_failures = r.aborts;
         table.points.push_back(p);
+        progress.clear();
         fmt::print("  level {:>5} {:<8} {} requests, {:.0f} tok/s, TPOT p50 {:.2f} ms\n", level, to_string(m), r.finished,
                    p.tokens_per_s, p.tpot_p50_ms);
       }
@@ -237,6 +262,7 @@ int run_simulate(int argc, char** argv) {
       report += (first ? "" : ",\n") + summary;
       first = false;
       const ServingSummary s = summarize(r, sc);
+      progress.clear();
       const std::string ttft = ttft_modelled(r) ? fmt::format("TTFT p50 {:.1f} ms p99 {:.1f} ms", s.ttft_ms.p50, s.ttft_ms.p99)
                                                 : std::string("TTFT not modelled");
       fmt::print("{:<20} requests {}/{} (rejected {}, host-pool aborts {})  {}  TPOT p50 {:.2f} ms p99 {:.2f} ms  "

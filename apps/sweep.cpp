@@ -28,6 +28,8 @@
 #include "core/io/interrupt_cleanup.h"
 #include "core/io/output_file.h"
 #include "core/progress.h"
+#include "core/work_estimate.h"
+#include "sim/sweep/sweep_cost.h"
 #include "sim/sweep/sweep_table.h"
 
 extern char** environ;
@@ -142,7 +144,8 @@ int run_pool(const SweepInvocation& inv, int jobs) {
   const Grid grid = sim::sweep::load_grid(inv.grid_path);
   const std::vector<WorkItem> items = sim::sweep::plan_work(grid);
   const int n_workers = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, jobs)), items.size()));
-  SweepRun run(inv, grid, items, fmt::format("sweep ({} worker process{})", n_workers, n_workers == 1 ? "" : "es"));
+  SweepRun run(inv, grid, items, fmt::format("sweep ({} worker process{})", n_workers, n_workers == 1 ? "" : "es"),
+               n_workers);
   const std::vector<size_t> pending = run.pending();
   const std::string exe = fs::read_symlink("/proc/self/exe").string();
   const std::string grid_abs = fs::absolute(inv.grid_path).string();
@@ -236,75 +239,38 @@ int run_pool(const SweepInvocation& inv, int jobs) {
 
 // ---- shared with sweep_mpi.cpp -----------------------------------------------------------------------------------
 
-SweepProgress::SweepProgress(const Grid& grid, const std::vector<WorkItem>& items, bool quiet, std::string who)
-    : items_(items), left_per_point_(grid.points.size(), 0), quiet_(quiet), who_(std::move(who)),
-      start_(std::chrono::steady_clock::now()), last_(start_) {
-  for (const auto& w : items)
-    for (int64_t p : w.points) ++left_per_point_[static_cast<size_t>(p)];
-  if (!quiet_)
-    fmt::print(stderr,
-               "{}: {} points, {} work items (a trace's buffer sizes replayed in one pass; replays of many requests "
-               "split into request shards)\n",
-               who_, grid.points.size(), items.size());
-}
-
-void SweepProgress::count(size_t item, bool ok) {
-  ++items_done_;
-  failed_items_ += !ok;
-  for (int64_t p : items_[item].points)
-    if (--left_per_point_[static_cast<size_t>(p)] == 0) ++points_done_;
-}
-
-void SweepProgress::item_done(size_t item, bool ok) {
-  count(item, ok);
-  print(false);
-}
-
-void SweepProgress::item_resumed(size_t item) {
-  count(item, true);
-  ++items_resumed_;
-}
-
-void SweepProgress::finish() {
-  // The last item may have printed the final line already.
-  if (!(printed_done_ && items_done_ == static_cast<int64_t>(items_.size()))) print(true);
-}
-
-void SweepProgress::print(bool force) {
-  if (quiet_) return;
-  const auto now = std::chrono::steady_clock::now();
-  if (!force && std::chrono::duration<double>(now - last_).count() < 1.0) return;
-  last_ = now;
-  printed_done_ = items_done_ == static_cast<int64_t>(items_.size());
-  const double elapsed = std::chrono::duration<double>(now - start_).count();
-  const int64_t total = static_cast<int64_t>(items_.size());
-  const int64_t computed = items_done_ - items_resumed_;  // the rate is this run's, not the journal's
-  const double left = static_cast<double>(total - items_done_);
-  const std::string eta =
-      items_done_ == total ? "done"
-      : computed == 0      ? "ETA unknown"
-                           : "ETA " + format_progress_time(progress_eta_seconds(
-                                          static_cast<double>(computed), static_cast<double>(computed) + left, elapsed));
-  fmt::print(stderr, "{}: {}/{} points done ({}/{} work items{}), {:.1f} s elapsed, {}\n", who_, points_done_,
-             left_per_point_.size(), items_done_, total,
-             failed_items_ ? fmt::format(", {} failed", failed_items_) : std::string(), elapsed, eta);
-}
-
 SweepRun::SweepRun(const SweepInvocation& inv, const Grid& grid, const std::vector<WorkItem>& items,
-                   const std::string& who)
+                   const std::string& who, int computing)
     : inv_(inv), grid_(grid), items_(items), results_(items.size()) {
   journal_ = std::make_unique<sim::sweep::SweepJournal>(inv.out_dir, sim::sweep::sweep_spec_hash(grid, items),
                                                         items.size(), inv.resume);
-  progress_ = std::make_unique<SweepProgress>(grid, items, inv.quiet, who);
+  const std::vector<double> cost = sim::sweep::work_item_seconds(grid, items);
+  progress_ = std::make_unique<sim::sweep::SweepProgress>(
+      grid.points.size(), items, cost, inv.quiet ? ProgressStyle::kOff : progress_style_by_default(), who);
   const auto& finished = journal_->finished();
+  double cost_left = 0;
   for (size_t i = 0; i < items.size(); ++i) {
-    if (!finished[i]) continue;
+    if (!finished[i]) {
+      cost_left += cost[i];
+      continue;
+    }
     results_[i] = {true, true, *finished[i]};
     progress_->item_resumed(i);
   }
+  if (!inv.quiet)
+    fmt::print(stderr,
+               "{}: {} points, {} work items (a trace's buffer sizes replayed in one pass; replays of many requests "
+               "split into request shards)\n",
+               who, grid.points.size(), items.size());
   if (!inv.quiet && inv.resume)
     fmt::print(stderr, "sweep: --resume: {} of {} work items read back from {}, {} to compute\n",
                journal_->resumed_count(), items.size(), journal_->path(), items.size() - journal_->resumed_count());
+  const size_t to_compute = items.size() - journal_->resumed_count();
+  check_work_estimate({"sweep",
+                       fmt::format("{} work item{} to compute, {} at a time", to_compute, to_compute == 1 ? "" : "s",
+                                   std::max(1, computing)),
+                       cost_left / std::max(1, computing), sim::sweep::work_item_basis(), ""},
+                      inv.force, inv.quiet);
 }
 
 std::vector<size_t> SweepRun::pending() const {
@@ -425,7 +391,8 @@ int run_sweep(int argc, char** argv) {
       "out,o", po::value(&inv.out_dir)->default_value("sweep_out"), "output directory")(
       "jobs,j", po::value(&jobs), "worker processes (default: the hardware threads)")(
       "resume", "continue an interrupted sweep: skip the work items DIR/sweep.journal holds (same grid only)")(
-      "quiet", "no progress on stderr");
+      "quiet", "no progress on stderr")(
+      "force", "run even when the up-front estimate (printed on stderr when 10 s or more) is over an hour");
   po::options_description hidden;
   hidden.add_options()("worker", po::value<std::string>(), "internal: run work items of GRID from stdin")(
       "stop-after", po::value(&inv.stop_after), "internal (tests): SIGKILL itself once N work items are journaled");
@@ -439,6 +406,7 @@ int run_sweep(int argc, char** argv) {
   if (inv.grid_path.empty()) throw_error("sweep: no grid given (usage: hisparse sweep GRID.yaml [--out DIR] [--jobs N])");
   inv.quiet = vm.count("quiet") > 0;
   inv.resume = vm.count("resume") > 0;
+  inv.force = vm.count("force") > 0;
   const InterruptNote resume_note(sweep_resume_note(quoted_command_line("sweep", argc, argv), inv.out_dir));
   if (launched_by_mpi()) {
     if (vm.count("jobs"))

@@ -1,5 +1,5 @@
 // @brief What the two ways of running a sweep share (apps/sweep.cpp: the local process pool; apps/sweep_mpi.cpp: MPI
-// ranks): the item results, the progress line, and turning the results into the one table both write.
+// ranks): the item results, the progress and the up-front estimate, and turning the results into the one table both write.
 #pragma once
 
 #include <chrono>
@@ -10,6 +10,7 @@
 
 #include "sim/sweep/sweep_grid.h"
 #include "sim/sweep/sweep_journal.h"
+#include "sim/sweep/sweep_progress.h"
 #include "sim/sweep/sweep_run.h"
 
 namespace hisparse::apps {
@@ -20,6 +21,7 @@ struct SweepInvocation {
   bool quiet = false;
   bool resume = false;       // --resume: skip the items DIR/sweep.journal holds
   int64_t stop_after = 0;    // hidden --stop-after N (tests): SIGKILL this process once N items are journaled
+  bool force = false;        // --force: run even when the up-front estimate is over an hour
 };
 
 /// What came back for one work item.
@@ -29,34 +31,13 @@ struct ItemResult {
   std::string text;  // ok: the item's result text; else the error
 };
 
-/// points done/total, items, failures, elapsed, ETA on stderr, at most once a second (and at the end).
-class SweepProgress {
- public:
-  SweepProgress(const sim::sweep::Grid& grid, const std::vector<sim::sweep::WorkItem>& items, bool quiet,
-                std::string who);
-  void item_done(size_t item, bool ok);
-  /// An item an earlier run finished (read from the journal): counted as done, not in the ETA's rate.
-  void item_resumed(size_t item);
-  void finish();
-
- private:
-  void count(size_t item, bool ok);
-  void print(bool force);
-  const std::vector<sim::sweep::WorkItem>& items_;
-  std::vector<int32_t> left_per_point_;
-  bool quiet_;
-  std::string who_;
-  int64_t items_done_ = 0, points_done_ = 0, failed_items_ = 0, items_resumed_ = 0;
-  bool printed_done_ = false;
-  std::chrono::steady_clock::time_point start_, last_;
-};
-
 /// One run of a sweep on the coordinating process: the journal (opened, or resumed, before any computing: a bad
 /// --out fails here), the progress, and the results as they arrive.
 class SweepRun {
  public:
+  /// `computing`: the processes computing items at once (the up-front estimate divides the items' cost by it).
   SweepRun(const SweepInvocation& inv, const sim::sweep::Grid& grid, const std::vector<sim::sweep::WorkItem>& items,
-           const std::string& who);
+           const std::string& who, int computing);
   /// The items still to compute, in grid order.
   std::vector<size_t> pending() const;
   /// An item's result: kept, journaled (fsync'd) when it succeeded (a failure is computed again by --resume), and
@@ -70,7 +51,7 @@ class SweepRun {
   const sim::sweep::Grid& grid_;
   const std::vector<sim::sweep::WorkItem>& items_;
   std::unique_ptr<sim::sweep::SweepJournal> journal_;
-  std::unique_ptr<SweepProgress> progress_;
+  std::unique_ptr<sim::sweep::SweepProgress> progress_;
   std::vector<ItemResult> results_;
   int64_t journaled_ = 0;
 };

@@ -4,6 +4,7 @@
 // the local pool writes. With one rank, rank 0 runs every item itself. Built only where CMake found MPI
 // (HISPARSE_MPI); elsewhere running under a launcher says so. Rank 0 alone keeps the journal (DIR/sweep.journal),
 // appending each result as it arrives, so --resume works the same as for the local pool.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -103,7 +104,8 @@ int run_sweep_mpi(const SweepInvocation& inv) {
       // The journal is opened (a bad --out fails) before any rank computes: the others wait for their first item.
       SweepRun run(inv, grid, items,
                    fmt::format("sweep (MPI, {} rank{}{})", size, size == 1 ? "" : "s",
-                               size > 1 ? fmt::format(": rank 0 coordinates, {} compute", size - 1) : ""));
+                               size > 1 ? fmt::format(": rank 0 coordinates, {} compute", size - 1) : ""),
+                   std::max(1, size - 1));
       if (size == 1) {
         for (size_t i : run.pending()) run.item_done(i, parse_item_message(run_item_message(grid, items[i])));
       } else {

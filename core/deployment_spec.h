@@ -96,6 +96,11 @@ struct DeploymentSpec {
   // DeepGEMM's masked grouped GEMM), normal (normal kernels, contiguous grouped GEMM) or auto (SGLang's rule: normal
   // for prefill/extend batches, low_latency for decode). The decode step's op-table terms follow it.
   std::string deepep_mode = "auto";
+  // IndexShare models (GLM-5.2): after an anchor layer's swap-in, SGLang copies the misses of the layers that share
+  // its top-k on a side stream, and those layers run no swap-in kernel of their own (hisparse_coordinator.py,
+  // docs/sglang_decode_path.md §3). On by default; SGLANG_DISABLE_HISPARSE_PREFETCH=1 turns it off (every layer then
+  // runs the swap-in kernel with its own in-kernel copies).
+  bool hisparse_prefetch = true;
   /// The mode a decode batch runs: auto resolves to low_latency.
   std::string decode_deepep_mode() const { return deepep_mode == "normal" ? "normal" : "low_latency"; }
   const std::string& swap_in_kernel_used() const { return swap_in_kernel.empty() ? engine : swap_in_kernel; }

@@ -1,4 +1,5 @@
-// @brief Progress reporter: ETA from the rate so far, printed at most once per interval, then a final line.
+// @brief Progress reporter: ETA from the rate so far, printed at most once per interval (rewritten in place on a
+// terminal, a new line in a log), then a final line.
 #include "core/progress.h"
 
 #include <unistd.h>
@@ -28,14 +29,18 @@ std::string format_progress_time(double seconds) {
   return fmt::format("{}:{:02}", s / 60, s % 60);
 }
 
-bool progress_wanted_by_default() {
-  if (const char* env = std::getenv("HISPARSE_PROGRESS"); env && *env) return std::strcmp(env, "0") != 0;
-  return ::isatty(STDERR_FILENO) == 1;
+ProgressStyle progress_style_by_default() {
+  if (const char* env = std::getenv("HISPARSE_PROGRESS"); env && *env)
+    return std::strcmp(env, "0") == 0 ? ProgressStyle::kOff : ProgressStyle::kLog;
+  return ::isatty(STDERR_FILENO) == 1 ? ProgressStyle::kTerminal : ProgressStyle::kLog;
 }
 
-double progress_interval_seconds() {
+bool progress_wanted_by_default() { return progress_style_by_default() != ProgressStyle::kOff; }
+
+double progress_interval_seconds(ProgressStyle style) {
   const char* env = std::getenv("HISPARSE_PROGRESS_INTERVAL");
-  if (!env || !*env) return 1.0;
+  // A terminal's line costs nothing to rewrite; a log keeps every line, so one per 10 s.
+  if (!env || !*env) return style == ProgressStyle::kTerminal ? 1.0 : 10.0;
   char* end = nullptr;
   const double v = std::strtod(env, &end);
   if (*end != '\0' || !(v >= 0) || !std::isfinite(v))
@@ -57,19 +62,58 @@ std::string amount(double v) {
 
 }  // namespace
 
-ProgressReporter::ProgressReporter(std::string what, double total, bool enabled, std::string unit, Clock clock,
+ProgressPrinter::ProgressPrinter(ProgressStyle style, Clock clock, Sink sink, double interval_seconds)
+    : style_(style),
+      clock_(clock ? std::move(clock) : Clock(steady_seconds)),
+      sink_(sink ? std::move(sink) : Sink([](const std::string& bytes) {
+        std::fputs(bytes.c_str(), stderr);
+        std::fflush(stderr);
+      })),
+      interval_(style == ProgressStyle::kOff ? 0
+                : interval_seconds >= 0      ? interval_seconds
+                                             : progress_interval_seconds(style)) {
+  start_ = last_print_ = clock_();
+}
+
+bool ProgressPrinter::due() const {
+  return style_ != ProgressStyle::kOff && !finished_ && clock_() - last_print_ >= interval_;
+}
+
+void ProgressPrinter::write(const std::string& line, bool last) {
+  if (style_ == ProgressStyle::kTerminal)
+    sink_("\r" + line + "\x1b[K" + (last ? "\n" : ""));  // erase what a longer earlier line left
+  else
+    sink_(line + "\n");
+  printed_ = true;
+  showing_ = style_ == ProgressStyle::kTerminal && !last;
+}
+
+void ProgressPrinter::clear() {
+  if (!showing_) return;
+  sink_("\r\x1b[K");
+  showing_ = false;
+}
+
+bool ProgressPrinter::show(const std::string& line) {
+  if (!due()) return false;
+  last_print_ = clock_();
+  write(line, false);
+  return true;
+}
+
+void ProgressPrinter::finish(const std::string& line, bool always) {
+  if (style_ == ProgressStyle::kOff || finished_) return;
+  finished_ = true;
+  if (printed_ || always) write(line, true);
+}
+
+ProgressReporter::ProgressReporter(std::string what, double total, ProgressStyle style, std::string unit, Clock clock,
                                    Sink sink, double interval_seconds)
     : what_(std::move(what)),
       unit_(std::move(unit)),
       total_(total),
-      enabled_(enabled),
-      clock_(clock ? std::move(clock) : Clock(steady_seconds)),
-      sink_(sink ? std::move(sink) : Sink([](const std::string& l) {
-        fmt::print(stderr, "{}\n", l);
-        std::fflush(stderr);
-      })),
-      interval_(interval_seconds) {
-  start_ = last_print_ = clock_();
+      printer_(style, std::move(clock), std::move(sink), interval_seconds) {
+  start_ = printer_.now();
 }
 
 std::string ProgressReporter::line(double done, double now) const {
@@ -82,19 +126,12 @@ std::string ProgressReporter::line(double done, double now) const {
 
 void ProgressReporter::update(double done) {
   done_ = done;
-  if (!enabled_ || finished_) return;
-  const double now = clock_();
-  if (now - last_print_ < interval_) return;
-  last_print_ = now;
-  sink_(line(done, now));
+  if (printer_.due()) printer_.show(line(done, printer_.now()));
 }
 
 void ProgressReporter::finish() {
-  if (!enabled_ || finished_) return;
-  finished_ = true;
-  const double now = clock_();
-  sink_(fmt::format("{}: {}/{}{} done in {}", what_, amount(done_), amount(total_), unit_.empty() ? "" : " " + unit_,
-                    format_progress_time(now - start_)));
+  printer_.finish(fmt::format("{}: {}/{}{} done in {}", what_, amount(done_), amount(total_),
+                              unit_.empty() ? "" : " " + unit_, format_progress_time(printer_.elapsed())));
 }
 
 }  // namespace hisparse

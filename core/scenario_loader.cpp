@@ -404,6 +404,7 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   map.get_choice("engine", &d.engine, {"sglang", "project"});
   if (map.has("swap_in_kernel")) map.get_choice("swap_in_kernel", &d.swap_in_kernel, {"sglang", "project"});
   map.get_choice("deepep_mode", &d.deepep_mode, {"auto", "low_latency", "normal"});
+  map.get("hisparse_prefetch", &d.hisparse_prefetch);
   // The knobs come either as a YAML mapping or verbatim as the JSON string given to SGLang's --hisparse-config.
   if (map.has("hisparse") && map.has("hisparse_config"))
     throw_error("{}: both 'hisparse' and 'hisparse_config' given; expected at most one of them", path);

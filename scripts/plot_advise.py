@@ -9,7 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from plot_output import save_png  # noqa: E402
+from plot_output import legend_below, plain_log_ticks, run_main, save_png  # noqa: E402
 
 FULL, HS, REC = "#8c8c8c", "#1f6fb4", "#d62728"
 
@@ -36,7 +36,7 @@ def front(points):
 def plot_pareto(adv, slo, out_dir, i):
     cands = [c for c in adv["candidates"] if c["per_rank"] > 0]
     rec = adv["candidates"][adv["recommended"]] if adv["recommended"] >= 0 else None
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.6))
     for ax, key, scale, label in ((axes[0], "tpot_ms", 1.0, "TPOT at the setting's best batch (ms)"),
                                   (axes[1], "hbm_bytes_per_request", 1e-6, "HBM per request (MB)")):
         for mode, color, name in (("full", FULL, "full KV"), ("hisparse", HS, "HiSparse settings")):
@@ -53,7 +53,7 @@ def plot_pareto(adv, slo, out_dir, i):
         ax.set_xlabel(label)
         ax.set_ylabel("decode goodput (tokens/s per instance)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right")
+        legend_below(ax)
     ax = axes[2]
     for n, curve in enumerate(adv["curves"]):
         pts = curve["points"]
@@ -63,14 +63,15 @@ def plot_pareto(adv, slo, out_dir, i):
     ax.set_xlabel("TPOT (ms) as the batch grows")
     ax.set_ylabel("tokens/s per instance")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    legend_below(ax)
     fig.suptitle(f"{adv['label']}: every setting at its largest batch within the limits (modelled)", fontsize=11)
+    fig.tight_layout()  # room for each panel's legend under it
     save(fig, out_dir, f"advise_{i}_pareto.png")
 
 
 def plot_break_even(adv, out_dir, i):
     be = adv["break_even"]
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.6))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 5.2))
     conc = be["by_concurrency"]
     if conc:
         x = [p["concurrency"] for p in conc]
@@ -80,10 +81,11 @@ def plot_break_even(adv, out_dir, i):
             c0 = next(p["concurrency"] for p in conc if p["batch_per_rank"] == be["pays_from_batch_per_rank"])
             ax.axvline(c0, color=REC, ls="--", lw=1, label=f"HiSparse pays from concurrency {c0}")
         ax.set_xscale("log")
+        plain_log_ticks(ax, "x")
         ax.set_xlabel("requests in flight per instance")
         ax.set_ylabel("tokens/s per instance")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
+        legend_below(ax)
         ax.set_title("throughput with at most this many requests (each mode capped at its limit)", fontsize=9)
     lens = be["by_seq_len"]
     if lens:
@@ -99,9 +101,10 @@ def plot_break_even(adv, out_dir, i):
         ax2.set_xlabel("context length (tokens)")
         ax2.set_ylabel("goodput at the largest concurrency (tokens/s)")
         ax2.grid(alpha=0.3)
-        ax2.legend(fontsize=8)
+        legend_below(ax2, drop=0.24)
         ax2.set_title("each mode at its own best concurrency", fontsize=9)
     fig.suptitle(f"{adv['label']}: where HiSparse starts to pay (modelled)", fontsize=11)
+    fig.tight_layout()
     save(fig, out_dir, f"advise_{i}_break_even.png")
 
 
@@ -119,4 +122,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

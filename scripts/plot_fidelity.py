@@ -10,7 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from plot_output import save_png  # noqa: E402
+from plot_output import plain_log_ticks, run_main, save_png  # noqa: E402
 
 MARKERS = {"tpot_ms": "o", "tokens_per_s": "s", "gain": "^", "max_concurrency": "D"}
 
@@ -47,6 +47,8 @@ def main():
     ax1.plot([lo / 1.5, hi * 1.5], [lo / 1.5, hi * 1.5], "k--", lw=0.8, label="tool = published")
     ax1.set_xscale("log")
     ax1.set_yscale("log")
+    plain_log_ticks(ax1, "x")
+    plain_log_ticks(ax1, "y")
     ax1.set_xlabel("published")
     ax1.set_ylabel("tool (plan; x = simulate)")
     ax1.set_title("published vs tool (modelled)")
@@ -76,4 +78,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

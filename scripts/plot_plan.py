@@ -13,7 +13,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
-from plot_output import save_png  # noqa: E402
+from plot_output import plain_log_ticks, run_main, save_png  # noqa: E402
 
 FULL, HS = "#8c8c8c", "#1f6fb4"
 MODE_COLOR = {"full": FULL, "hisparse": HS}
@@ -188,6 +188,7 @@ def plot_limits(plan, out_dir):
                     ax.text(i + (j - (len(keys) - 1) / 2) * width, v * 1.08, f"{int(v)}", ha="center", fontsize=7.5,
                             fontweight="bold")
         ax.set_yscale("log")
+        plain_log_ticks(ax, "y")
         ax.set_xticks(range(len(lens)), [seq_name(L) for L in lens])
         ax.set_xlabel("sequence length")
         ax.set_title(f"{MODE_NAME[mode]}: requests per instance under each limit (binding: solid, outlined)", fontsize=9.5)
@@ -273,4 +274,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

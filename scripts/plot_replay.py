@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from plot_output import save_png  # noqa: E402
+from plot_output import legend_outside, plain_log_ticks, run_main, save_png  # noqa: E402
 
 
 def save(fig, path):
@@ -51,7 +51,7 @@ def plot_hit_rate(data, path):
     ax.set_xlabel("device_buffer_size H (slots per request per layer)")
     ax.set_ylabel("hit rate (%)  = 1 - misses / selected")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    legend_outside(ax)
     save(fig, path)
 
 
@@ -97,10 +97,11 @@ def plot_misses(data, path):
                 floor = min(floor, draw_ccdf(ax, counts, colour, style, label))
         ax.axhline(0.01, color="0.5", lw=0.8, ls="--")
         ax.set_yscale("log")
+        plain_log_ticks(ax, "y")
         ax.set_title(name)
         ax.set_xlabel("misses per step-layer")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        legend_outside(ax, fontsize=7)
     for ax in list(axes.flat)[len(pol):]:
         ax.set_visible(False)
     for row in axes:
@@ -123,4 +124,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -11,7 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from plot_output import save_png  # noqa: E402
+from plot_output import run_main, save_png  # noqa: E402
 
 
 def granularity(r):
@@ -59,4 +59,4 @@ def main(out_dir):
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: plot_select.py OUT_DIR")
-    main(sys.argv[1])
+    run_main(lambda: main(sys.argv[1]))

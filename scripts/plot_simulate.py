@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from plot_output import save_png  # noqa: E402
+from plot_output import run_main, save_png  # noqa: E402
 
 # The critical-path terms of StepCost (backup and prefetch_hidden run beside them).
 FIELDS = ["indexer", "topk", "swap_in", "h2d", "attention", "moe", "stall", "sync", "draft"]
@@ -107,4 +107,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

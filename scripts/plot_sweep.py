@@ -11,7 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from plot_output import save_png  # noqa: E402
+from plot_output import legend_below, plain_log_ticks, run_main, save_png  # noqa: E402
 
 STYLE = {"full": ("full KV", "tab:blue", "o"), "hisparse": ("HiSparse", "tab:red", "s")}
 
@@ -35,9 +35,11 @@ def main():
     if slo:
         ax_p.axhline(slo, color="tab:green", ls="-.", lw=1.2, label=f"TPOT SLO {slo:g} ms")
     ax_p.set_yscale("log")
+    plain_log_ticks(ax_p, "y")
     cross = sweep.get("crossover")
     for ax in (ax_t, ax_p):
         ax.set_xscale("log", base=2)
+        plain_log_ticks(ax, "x")
         ax.set_xlabel("concurrent clients (closed loop)")
         ax.grid(True, which="both", alpha=0.3)
         if cross:
@@ -46,16 +48,16 @@ def main():
     ax_t.set_title("throughput (modelled)")
     ax_p.set_ylabel("TPOT (ms, log; queueing apart)")
     ax_p.set_title("TPOT (modelled)")
-    ax_t.legend()
-    ax_p.legend(fontsize=8)
+    legend_below(ax_t, drop=0.2)
+    legend_below(ax_p, drop=0.2)
     fig.suptitle(f"{sweep['scenario']} · {sweep['workload']} · overlap {sweep['overlap']}"
                  + ("" if cross else " · no crossover in range"))
     path = os.path.join(out_dir, "sweep.png")
     fig.tight_layout()
-    save_png(fig, path, dpi=120)
+    save_png(fig, path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     print("wrote", path, "(TPOT on a log axis" + (f", the {slo:g} ms SLO line)" if slo else ", no SLO in sweep.json)"))
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -187,7 +187,7 @@ if ldd "$so" | grep -q "not found"; then say "WARNING: unresolved libraries: $(l
 # 5. Import check (loads the NVSHMEM and NCCL libraries and runs DeepEP's NCCL duplicate check). When the NCCL that
 # PyTorch loaded differs byte-wise from the wheel's, DeepEP refuses to import; EP_SUPPRESS_NCCL_CHECK=1 skips that
 # check, and the status says it was needed (collect_comm.py retries the same way).
-check='import deep_ep; print("deep_ep", deep_ep.__version__, deep_ep.__file__, "sm90:", deep_ep.Buffer.is_sm90_compiled())'
+check='import deep_ep; print("deep_ep", getattr(deep_ep, "__version__", "v1 (no __version__)"), deep_ep.__file__, "sm90:", getattr(deep_ep.Buffer, "is_sm90_compiled", lambda: "n/a")())'
 if PYTHONPATH=$out/src${PYTHONPATH:+:$PYTHONPATH} timeout 180 "$py" -c "$check" >>"$log" 2>&1; then
   tail -n 1 "$log"
   finish 0 "$so"

@@ -245,7 +245,10 @@ def deep_ep_env(env, build_dir, wait_s, deadline, work, log):
     import importlib.util
     status = wait_for_build(build_dir, wait_s, deadline, log)
     pkg = os.path.join(build_dir, "src", "deep_ep")
-    have_so = os.path.isdir(pkg) and any(f.startswith("_C") and f.endswith(".so") for f in os.listdir(pkg))
+    src = os.path.join(build_dir, "src")
+    # v2 puts deep_ep/_C*.so in the package; v1 (the pinned commit) builds deep_ep_cpp*.so beside it.
+    have_so = (os.path.isdir(pkg) and any(f.startswith("_C") and f.endswith(".so") for f in os.listdir(pkg))) or (
+        os.path.isdir(src) and any(f.startswith("deep_ep_cpp") and f.endswith(".so") for f in os.listdir(src)))
     installed = importlib.util.find_spec("deep_ep") is not None
     log(f"DeepEP build status: {status or 'none'}; built extension: {'yes' if have_so else 'no'}; "
         f"installed deep_ep: {'yes' if installed else 'no'}")

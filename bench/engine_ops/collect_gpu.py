@@ -1,7 +1,7 @@
 """The engine-op collector: times, on the GPU it runs on, the kernels SGLang runs in a decode layer.
 
     python3 bench/engine_ops/collect_gpu.py --out DIR [--models deepseek-v3.2,glm-5,deepseek-v4-flash]
-        [--groups moe,dense,indexer,attention,hisparse,checks] [--budget-s 420] [--quick]
+        [--groups moe,dense,indexer,attention,hisparse,checks,decode_path] [--budget-s 420] [--quick]
 
 Imports the engine's libraries where they are installed (deep_gemm, flash_mla); otherwise from the builds of
 bench/engine_ops/build_engine.sh under .engine/build/. Writes DIR/engine_ops.csv (the op-table format of
@@ -55,7 +55,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", default="deepseek-v3.2,glm-5,deepseek-v4-flash")
-    ap.add_argument("--groups", default="checks,hisparse,indexer,dense,moe,attention")
+    ap.add_argument("--groups", default="checks,hisparse,indexer,dense,moe,attention,decode_path")
     ap.add_argument("--budget-s", type=float, default=420.0, help="wall-clock budget for all groups (seconds)")
     ap.add_argument("--quick", action="store_true", help="one or two grid points per group (a smoke run)")
     ap.add_argument("--batches", default="1,2,4,16,64,128,256", help="tokens per GPU (decode requests)")
@@ -119,7 +119,7 @@ def main():
             return None
 
     dg = try_import("deep_gemm") if {"moe", "dense", "indexer", "checks", "smoke"} & set(groups) else None
-    fm = try_import("flash_mla") if {"attention", "checks"} & set(groups) else None
+    fm = try_import("flash_mla") if {"attention", "checks", "decode_path"} & set(groups) else None
     for group in groups:
         n0 = len(rows)
         g0 = time.monotonic()
@@ -167,6 +167,11 @@ def main():
                 for op, p, b, t in ops_attention.collect(fm, os.path.join(src, "FlashMLA"), models, batches, log,
                                                          budget):
                     add(op, "flash_mla", p, b, t)
+            elif group == "decode_path" and fm is not None:
+                import ops_decode_path
+                for op, p, b, c, nb, t, lib in ops_decode_path.collect(
+                        fm, models, batches, os.path.join(REPO, ".engine", "build", "path_copies"), log, budget):
+                    add(op, lib, p, b, t, context=c)  # bytes = batch x row_bytes: the table keys on batch
             else:
                 log(f"group {group}: skipped (library not importable or unknown group)")
         except Exception as e:  # noqa: BLE001 - a broken group is logged; the others still run

@@ -1,5 +1,5 @@
-// @brief The advisor's arithmetic (see advisor.h): limits of a setting on a context-length mix, the search, the
-// break-even scans and the trade-off curves.
+// @brief The advisor's arithmetic (see advisor.h): a setting on a context-length mix through the capacity model
+// (sim/capacity/capacity.h, the planner's own), the search, the break-even scans and the trade-off curves.
 #include "sim/advise/advisor.h"
 
 #include <algorithm>
@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "core/dsv4_pool_budget.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "sim/capacity/capacity.h"
 
 namespace hisparse::sim {
 
@@ -36,75 +36,6 @@ Scenario with_setting(const Scenario& s, KvMode mode, int32_t H, int32_t ratio) 
   out.deployment.max_running_requests = 0;  // the advisor chooses it
   return out;
 }
-
-namespace {
-
-// Largest number of requests whose expected footprint fits `pool` (expected units per request).
-int64_t fit_count(double pool, double per_request) {
-  if (!(per_request > 0)) return 0;
-  return static_cast<int64_t>(std::floor(pool / per_request + 1e-9));
-}
-
-// HiSparse's pools of a candidate (device, logical, host) and its logical-pool limit, the PD decode reserve `R`
-// applied as in requests_in_pool.
-void hisparse_pools(Candidate& c, const MemoryBudget& b, double paged, double R) {
-  const double logical = b.logical_pool_tokens.value;
-  c.pool_tokens = static_cast<int64_t>(b.device_pool_tokens.value);
-  c.logical_pool_tokens = static_cast<int64_t>(logical);
-  c.host_pool_tokens = static_cast<int64_t>(b.host_pool_tokens.value);
-  c.host_pool_bytes_per_node = b.host_pool_bytes_per_node.value;
-  PlanLimit& l = find_limit(c.limits, "logical_pool");
-  l.per_rank = requests_in_pool(logical, paged, R, "logical_pool", &l.formula);
-}
-
-// DeepSeek-V4: the DSV4 pools (core/dsv4_pool_budget.h dsv4_request_limits) at the mix's expected use per request:
-// full KV the full and sliding-window pools; HiSparse the C4 device and sliding-window pools (hbm), the full pool
-// (logical), the C4 host pool and host DRAM. The C128 states are sized without max_running_requests (the advisor's
-// output), as SGLang sizes them from the token capacity then (taken as 0, core/dsv4_pool_budget.cpp).
-void dsv4_limits(Candidate& c, const MemoryBudget& b, const ContextMix& mix, bool hs, double dram_per_gpu) {
-  auto lim = [&](const std::string& key) -> PlanLimit& { return find_limit(c.limits, key); };
-  auto expect = [&](const std::function<double(const Dsv4RequestLimits&, const SeqLenBudget&)>& f) {
-    return mix.expect([&](int64_t n) {
-      for (const SeqLenBudget& q : b.per_seq_len)
-        if (q.seq_len == n) return f(dsv4_request_limits(b, n, hs), q);
-      throw_error("advise: no memory budget for seq_len {}", n);
-    });
-  };
-  const int page = b.page_size;
-  const double R = b.reserved_decode_tokens.value;
-  const double paged = mix.expect([&](int64_t n) { return static_cast<double>(round_up_to_page(n, page)); });
-  const double kept = expect([](const Dsv4RequestLimits& l, const SeqLenBudget&) { return static_cast<double>(l.swa_tokens); });
-  const double entries = expect([](const Dsv4RequestLimits& l, const SeqLenBudget&) { return static_cast<double>(l.c4_entries); });
-  const double swa = hs ? b.hisparse_swa_pool_tokens.value : b.swa_pool_tokens.value;
-  std::string swa_formula;
-  const int64_t by_swa = requests_in_pool(swa, kept, R, "swa_pool", &swa_formula);
-  if (!hs) {
-    const double pool = b.full_pool_tokens.value;
-    c.pool_tokens = static_cast<int64_t>(pool);
-    std::string full_formula;
-    lim("hbm").per_rank = std::min(requests_in_pool(pool, paged, R, "full_pool", &full_formula), by_swa);
-    lim("hbm").formula = fmt::format("min({}, {}) with E[window tokens] for the swa_pool", full_formula, swa_formula);
-    c.hbm_per_request = expect([](const Dsv4RequestLimits&, const SeqLenBudget& q) { return q.full_kv_bytes.value; });
-    lim("pcie").formula = "full KV: nothing crosses PCIe per step";
-    return;
-  }
-  const double slots = expect([](const Dsv4RequestLimits& l, const SeqLenBudget&) { return static_cast<double>(l.device_slots); });
-  const double dev = b.device_pool_tokens.value, host = b.host_pool_tokens.value;
-  hisparse_pools(c, b, paged, R);
-  lim("hbm").per_rank = std::min(fit_count(dev, slots), by_swa);
-  lim("hbm").formula = fmt::format("min(floor(c4_device_pool / E[c4_slots]) = floor({:.0f} / {:.1f}), {})", dev, slots,
-                                   swa_formula);
-  lim("host_pool").per_rank = fit_count(host, entries);
-  lim("host_pool").formula = fmt::format("floor(c4_host_pool / E[paged seq_len / 4]) = floor({:.0f} / {:.1f})", host, entries);
-  const double host_req = entries * b.c4_layers * b.latent_row_bytes.value;
-  lim("host_dram").per_rank = fit_count(dram_per_gpu, host_req);
-  lim("host_dram").formula = fmt::format("floor((host_dram − reserve) / GPUs_per_node / (E[paged / 4] × c4_layers × kv)) = "
-                                         "floor({:.4g} / {:.4g})", dram_per_gpu, host_req);
-  c.hbm_per_request = expect([](const Dsv4RequestLimits&, const SeqLenBudget& q) { return q.hisparse_hbm_bytes.value; });
-  c.host_per_request = host_req;
-}
-
-}  // namespace
 
 std::string Candidate::name() const {
   if (mode == KvMode::kFull) return "full KV";
@@ -145,88 +76,38 @@ Candidate evaluate_candidate(const Scenario& base, const ContextMix& mix, const 
                              int32_t H, int32_t ratio, const AdviseOptions& o) {
   mix.validate("advise");
   const Scenario s = with_setting(base, mode, H, ratio);
-  const DeploymentSpec& d = s.deployment;
   const bool hs = uses_host_pool(mode);
   std::vector<int64_t> lens;
   for (const auto& c : mix.classes) lens.push_back(c.seq_len);
   const MemoryBudget b = compute_memory_budget(s, lens);
   const RankLayout lay = rank_layout(s);
-  const int page = d.page_size;
-  const double L = b.kv_layers.value, row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
-  const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
   const StepTimeModel model(s, o.cost, mode, hs ? MissFraction([&misses, H](int64_t n) { return misses.fraction(H, n); })
                                                 : MissFraction());
+  // The capacity model (sim/capacity/capacity.h), as the planner's rows; a setting whose host pools exceed host DRAM
+  // does not launch, so it fits nothing here.
+  CapacityOptions co;
+  co.host_reserve_bytes = o.host_reserve_bytes;
+  co.batch_cap = o.batch_cap;
+  co.host_pools_must_fit = true;
+  co.calibrated_swap_in = o.cost.swap_in_cost.calibrated;
+  const Capacity cap = capacity_limits(s, b, mix, mode, model, co);
 
   Candidate c;
   c.mode = mode;
   c.buffer_size = hs ? H : 0;
   c.ratio = hs ? ratio : 0;
-  c.limits = unset_limits();
-  auto lim = [&](const std::string& key) -> PlanLimit& { return find_limit(c.limits, key); };
-  lim("max_running_requests").formula = "chosen by the advisor (the recommended --max-running-requests)";
-  const double paged = mix.expect([&](int64_t n) { return static_cast<double>(round_up_to_page(n, page)); });
-  const double tokens = mix.mean_seq_len();
-  // A PD decode server keeps this many tokens free per running request (docs/capacity.md, requests_in_pool).
-  const double R = b.reserved_decode_tokens.value;
-  if (b.attention == "dsv4") {
-    dsv4_limits(c, b, mix, hs, std::max(0.0, d.host_dram_bytes - o.host_reserve_bytes) /
-                                   std::max(1, std::min(lay.gpus, s.hardware.gpus_per_node)));
-  } else if (!hs) {
-    const double pool = b.full_pool_tokens.value;
-    c.pool_tokens = static_cast<int64_t>(pool);
-    lim("hbm").per_rank = requests_in_pool(pool, paged, R, "full_pool", &lim("hbm").formula);
-    c.hbm_per_request = tokens * (L * row + b.indexer_layers * idx);
-    lim("pcie").formula = "full KV: nothing crosses PCIe per step";
-  } else {
-    const double slots = mix.expect([&](int64_t n) {
-      return static_cast<double>(n <= H ? round_up_to_page(n, page) : int64_t{H} + page);
-    });
-    const double dev = b.device_pool_tokens.value, host = b.host_pool_tokens.value;
-    hisparse_pools(c, b, paged, R);
-    lim("hbm").per_rank = fit_count(dev, slots);
-    lim("hbm").formula = fmt::format("floor(device_pool / E[buffer_slots]) = floor({:.0f} / {:.1f})", dev, slots);
-    lim("host_pool").per_rank = fit_count(host, paged);
-    lim("host_pool").formula = fmt::format("floor(host_pool / E[paged seq_len]) = floor({:.0f} / {:.1f})", host, paged);
-    const int per_node = std::max(1, std::min(lay.gpus, s.hardware.gpus_per_node));
-    const double dram_per_gpu = std::max(0.0, d.host_dram_bytes - o.host_reserve_bytes) / per_node;
-    lim("host_dram").per_rank = fit_count(dram_per_gpu, paged * L * row);
-    lim("host_dram").formula = fmt::format("floor((host_dram − reserve) / GPUs_per_node / (E[paged seq_len] × "
-                                           "kv_layers × latent_row_bytes)) = floor({:.4g} / {:.1f} / {:.0f})",
-                                           d.host_dram_bytes - o.host_reserve_bytes, paged * L * row, 1.0 * per_node);
-    c.hbm_per_request = slots * L * row + tokens * b.indexer_layers * idx;
-    c.host_per_request = paged * L * row;
-  }
-  if (hs) {
-    if (b.host_pool_bytes_per_node.value > d.host_dram_bytes - o.host_reserve_bytes) {
-      // SGLang allocates the host pools at start-up: a setting whose pools exceed host DRAM does not launch.
-      lim("host_dram").per_rank = 0;
-      lim("host_dram").formula = fmt::format("the host pools need {:.1f} GB per node, host DRAM less the reserve is "
-                                             "{:.1f} GB: the server would fail to start",
-                                             b.host_pool_bytes_per_node.value * 1e-9,
-                                             (d.host_dram_bytes - o.host_reserve_bytes) * 1e-9);
-    }
-    c.misses_per_request_step = mix.expect([&](int64_t n) { return model.misses_per_request(n); });
-    if (c.misses_per_request_step > 0) {
-      lim("pcie").per_rank = model.max_batch_io_within(mix, slo, o.batch_cap);
-      lim("pcie").formula = fmt::format("largest B whose miss copy ({:.0f} rows per request and step, {} each) and "
-                                        "backup each fit the SLO of {} ms on one PCIe link",
-                                        c.misses_per_request_step, fmt::format("{:.0f} B", row), d.tpot_slo_ms);
-    } else {
-      lim("pcie").formula = b.attention == "dsv4"
-                                ? "every length of the mix fits the buffer (n / 4 C4 entries ≤ H): nothing is loaded"
-                                : "every length of the mix fits the buffer (n ≤ H): nothing is loaded";
-    }
-  }
-  const int64_t slo_b = model.max_batch_within(mix, slo, o.batch_cap);
-  lim("slo").per_rank = slo_b;
-  lim("slo").formula = slo_b == 0 ? fmt::format("one request alone takes {:.3f} ms > SLO {} ms",
-                                                model.step(1, mix).tpot_ns * 1e-6, d.tpot_slo_ms)
-                                  : fmt::format("largest B with step_time(B) ≤ SLO {} ms: step({}) = {:.3f} ms",
-                                                d.tpot_slo_ms, slo_b, model.step(slo_b, mix).tpot_ns * 1e-6);
-  const PlanLimit& bind = binding_limit(c.limits);
-  c.binding_limit = bind.key;
-  c.per_rank = std::max<int64_t>(0, bind.per_rank);
+  c.limits = cap.limits;
+  find_limit(c.limits, "max_running_requests").formula = "chosen by the advisor (the recommended --max-running-requests)";
+  c.binding_limit = cap.binding_limit;
+  c.per_rank = cap.per_rank;
   c.concurrency = c.per_rank * lay.ranks;
+  c.hbm_per_request = cap.hbm_per_request;
+  c.host_per_request = cap.host_per_request;
+  c.misses_per_request_step = cap.misses_per_request_step;
+  c.pool_tokens = cap.pool_tokens;
+  c.logical_pool_tokens = cap.logical_pool_tokens;
+  c.host_pool_tokens = cap.host_pool_tokens;
+  c.host_pool_bytes_per_node = cap.host_pool_bytes_per_node;
   if (c.per_rank > 0) {
     const StepEstimate e = model.step(c.per_rank, mix);
     c.goodput = e.tokens_per_s;

@@ -10,6 +10,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <tuple>
 #include <thread>
 
 #include <fmt/format.h>
@@ -70,6 +72,11 @@ ScenarioOverrides overrides_of(const FieldRun& run) {
     std::string v;
     m.get_choice("swap_in_kernel", &v, {"sglang", "project"});
     o->swap_in_kernel = v;
+  }
+  if (m.has("hisparse_prefetch")) {
+    bool v = true;
+    m.get("hisparse_prefetch", &v);
+    o->hisparse_prefetch = v;
   }
   constexpr double kPB = 1e18;
   opt_real("host_dram_bytes", &o->host_dram_bytes, 0, kPB, Unit::kBytes);
@@ -270,9 +277,11 @@ double simulated_tokens_per_s(const FieldRun& run, const ServingSummary& s) {
 PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldPoint& p, bool simulate_runs) {
   PointResult res;
   res.point = p;
-  const std::string step_label = fmt::format("modelled (closed-form step, cost terms {}; miss fraction {})",
-                                             out.cost_terms_file.empty() ? "built-in" : out.cost_terms_file,
-                                             out.miss_label.empty() ? "none (full KV)" : out.miss_label);
+  const std::string step_label = fmt::format(
+      "modelled (closed-form step, cost terms {}; op tables: {}; miss fraction {})",
+      out.cost_terms_file.empty() ? "built-in" : out.cost_terms_file,
+      op_tables_summary(routes.setup().cost, routes.setup().scenario.hardware.name),
+      out.miss_label.empty() ? "none (full KV)" : out.miss_label);
   // Decode tokens/s by the closed form: under PD the step alone; colocated, each request's prefill pass shares the
   // GPUs with the decode steps.
   const SimTime prefill_ns = routes.colocated_prefill_ns();
@@ -281,7 +290,7 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
     return prefill_ns > 0 ? colocated_tokens_per_s(m, c, p.context, prefill_ns, out.run.output_tokens)
                           : model_tokens_per_s(m, c, p.context);
   };
-  if (prefill_ns > 0 && p.metric != FieldMetric::kMaxConcurrency && p.metric != FieldMetric::kTpotMs)
+  if (prefill_ns > 0 && !is_capacity_metric(p.metric) && p.metric != FieldMetric::kTpotMs)
     res.note = fmt::format("colocated: each request's prefill pass ({:.1f} ms for {} tokens, modelled) shares the GPUs "
                            "with its {} decode steps", prefill_ns * 1e-6, out.run.input_tokens, out.run.output_tokens);
   switch (p.metric) {
@@ -321,12 +330,41 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
       res.label = fmt::format("modelled (capacity plan, binding limit {})", plan_binding_limit(plan, p.mode));
       break;
     }
+    case FieldMetric::kPoolTokens: {
+      const CapacityPlan& plan = routes.plan(p.context, /*memory_only=*/false);
+      std::string formula;
+      res.plan = plan_pool_tokens(plan, p.mode, &formula);
+      res.label = "modelled (memory budget: " + formula + ")";
+      break;
+    }
   }
   res.error_pct = res.scoring == Scoring::kOverheadPp ? overhead_error_pp(p, res.plan) : field_error_pct(p, res.plan);
   res.band = scoring_band(p, res.scoring);
   if (res.simulate && *res.simulate > 0) res.plan_vs_sim_pct = (res.plan - *res.simulate) / *res.simulate * 100;
   res.status = field_status(p, res.error_pct, res.band);
   return res;
+}
+
+/// A DP-attention run's step by term at each distinct (mode, concurrency, context) its step points price (a gain:
+/// both modes at the concurrency each runs).
+std::vector<StepBreakdown> dp_breakdowns(RunRoutes& routes, const RunResult& out) {
+  std::vector<StepBreakdown> result;
+  if (routes.setup().scenario.deployment.decode.dp_attention <= 1) return result;
+  std::set<std::tuple<int, int32_t, int64_t>> seen;
+  auto add = [&](KvMode mode, int32_t c, const FieldPoint& p) {
+    if (!seen.insert({static_cast<int>(mode), c, p.context}).second) return;
+    result.push_back(step_breakdown(routes.model(mode, p), routes.setup().cost, mode, c, p.context));
+  };
+  for (const FieldPoint& p : out.run.points) {
+    if (is_capacity_metric(p.metric)) continue;
+    if (p.metric == FieldMetric::kGain) {
+      add(KvMode::kFull, admitted_concurrency(routes, out, p, KvMode::kFull), p);
+      add(KvMode::kHiSparse, admitted_concurrency(routes, out, p, KvMode::kHiSparse), p);
+    } else {
+      add(p.mode, p.concurrency, p);
+    }
+  }
+  return result;
 }
 
 std::vector<std::string> default_field_dirs() {
@@ -368,7 +406,7 @@ std::vector<RunResult> evaluate_field_runs(const FidelityRequest& r, const std::
     for (const std::string& point : routes.miss_fitted_to())
       if (point.rfind(run.name + "/", 0) == 0) out.fitted_points.push_back({"miss surface level", point});
     bool steps = false;
-    for (const FieldPoint& p : run.points) steps = steps || (wanted(p) && p.metric != FieldMetric::kMaxConcurrency);
+    for (const FieldPoint& p : run.points) steps = steps || (wanted(p) && !is_capacity_metric(p.metric));
     const bool simulate_runs = r.simulate && run.closed_loop && steps;
     if (simulate_runs)
       out.simulate_note = fmt::format(
@@ -381,7 +419,7 @@ std::vector<RunResult> evaluate_field_runs(const FidelityRequest& r, const std::
     if (simulate_runs) {
       std::vector<std::pair<KvMode, int32_t>> keys;
       for (const FieldPoint& p : run.points) {
-        if (!wanted(p) || p.metric == FieldMetric::kMaxConcurrency) continue;
+        if (!wanted(p) || is_capacity_metric(p.metric)) continue;
         routes.model(p.metric == FieldMetric::kGain ? KvMode::kHiSparse : p.mode, p);  // HiSparse applies (or throws)
         if (p.metric == FieldMetric::kGain) {
           keys.emplace_back(KvMode::kFull, p.concurrency);
@@ -394,6 +432,7 @@ std::vector<RunResult> evaluate_field_runs(const FidelityRequest& r, const std::
     }
     for (const FieldPoint& p : run.points)
       if (wanted(p)) out.points.push_back(evaluate_point(routes, out, p, simulate_runs));
+    if (trial.breakdowns) out.breakdowns = std::make_shared<const std::vector<StepBreakdown>>(dp_breakdowns(routes, out));
     mark_fitted_points(out);
     results.push_back(std::move(out));
   }
@@ -406,7 +445,11 @@ FidelityReport run_fidelity(const FidelityRequest& r, const std::function<void(c
   report.command_line = r.command_line;
   const std::vector<std::string> field = r.field.empty() ? default_field_dirs() : r.field;
   const std::vector<FieldRun> runs = load_field_set(field);
-  report.runs = evaluate_field_runs(r, runs, FieldTrial{}, progress);
+  FieldTrial report_trial;
+  report_trial.breakdowns = true;
+  report.runs = evaluate_field_runs(r, runs, report_trial, progress);
+  for (const FieldRun& run : runs)
+    for (const FieldPoint& p : run.pending) report.pending.push_back({run.name, run.file, p});
   // A fitted term naming a run that is loaded must name one of its points (a renamed point would silently count as
   // held out).
   for (const RunResult& run : report.runs)

@@ -40,6 +40,7 @@ struct FieldTrial {
   std::set<std::string> points;  // "run/point" to evaluate; empty: every point (a run without one is skipped)
   std::map<std::string, std::vector<std::pair<std::string, SimTime>>> cost_terms;  // by run name: term, value
   std::map<std::string, double> miss_steady_scale;                                 // by run name
+  bool breakdowns = false;  // also each DP-attention run's step by term (RunResult::breakdowns): the report's run only
 };
 
 /// Evaluates `runs` (loaded, or copies a fit or a setup range changed) under `trial`: each point as run_fidelity

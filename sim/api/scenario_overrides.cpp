@@ -60,6 +60,7 @@ void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string&
       bad(command, "swap-in-kernel", *o.swap_in_kernel, s, "swap_in_kernel", "sglang or project");
     d.swap_in_kernel = *o.swap_in_kernel;
   }
+  if (o.hisparse_prefetch) d.hisparse_prefetch = *o.hisparse_prefetch;
   if (o.kv_dtype) {
     // SGLang's own spellings of the same dtypes (--kv-cache-dtype fp8_e4m3, bfloat16): fp8 here is E4M3.
     const std::string v = *o.kv_dtype == "fp8_e4m3" ? "fp8" : *o.kv_dtype == "bfloat16" ? "bf16" : *o.kv_dtype;

@@ -26,6 +26,7 @@ struct ScenarioOverrides {
   std::optional<int32_t> page_size;           // tokens
   std::optional<std::string> kv_dtype;        // bf16 | fp8 | nvfp4
   std::optional<std::string> swap_in_kernel;  // sglang | project: the kernel that prices the swap-in
+  std::optional<bool> hisparse_prefetch;      // IndexShare prefetch (SGLang's default on; off = its env flag)
   std::optional<double> tpot_slo_ms;          // > 0
   std::optional<int32_t> mtp_draft_tokens;    // MTP draft tokens per step, 0..16 (0 = off)
   std::optional<double> mtp_acceptance;       // per-token acceptance, in [0, 1]

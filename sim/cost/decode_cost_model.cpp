@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/decode_layer_ops.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
@@ -35,6 +37,10 @@ const RooflineEfficiency& efficiency_for(const Efficiency& e, const std::string&
 }  // namespace
 
 DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse)
+    : DecodeCostModel(scenario, params, hisparse, hisparse) {}
+
+DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse,
+                                 bool hisparse_server)
     : sc_(scenario), p_(params), hisparse_(hisparse) {
   const ModelSpec& m = sc_.model;
   const HardwareSpec& hw = sc_.hardware;
@@ -64,6 +70,10 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   // The op tables time SGLang's kernels of MLA models (set only for SGLang deployments: sim/calibration/
   // op_tables_choice.h); a GQA model's layer is priced by its own roofline.
   if (p_.op_tables && !m.is_gqa() && !m.is_compressed()) tables_ = OpTablePricing(p_.op_tables->set, sc_, p_.efficiency.nvlink);
+  // Without HiSparse, SGLang decodes DSA with bf16 KV on Hopper through fa3 over a page table of the K selected rows,
+  // at the real head count (no padding to 64); with HiSparse, or fp8 KV, through FlashMLA (sglang_decode_path.md §1).
+  // The fa3 term is priced only from a GPU's op table (the collector times it on sm90 only, where SGLang picks it).
+  fa3_ = !hisparse_server && sc_.deployment.kv_dtype == KvDtype::kBf16 && tables_.has_term("dense_attention");
   if (p_.step && !m.calibrated_by(p_.step->model))
     throw_error("{}: the per-op calibration is for model {}, the scenario's model is {} (use --step-calibration none "
                 "or a calibration of this model)", sc_.source, p_.step->model, m.name);
@@ -150,7 +160,8 @@ GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   // attention table when every request attends its full K (mean attended rows = top_k); shorter contexts keep the
   // attention table, which interpolates in K.
   const SimTime table_attention =
-      b.sum_attended / B >= m.top_k ? tables_.term_ns("sparse_attention", B) : SimTime{-1};
+      fa3_ ? tables_.term_ns("dense_attention", B, b.sum_attended / B)
+      : b.sum_attended / B >= m.top_k ? tables_.term_ns("sparse_attention", B) : SimTime{-1};
   const SimTime sparse_attention =
       table_attention >= 0 ? table_attention
       : p_.attention.table
@@ -176,11 +187,11 @@ SimTime DecodeCostModel::swap_in_ns(const GpuBatch& b) const {
   SimTime t = 0;
   if (p_.swap_in_cost.calibrated) {
     // Measured on this device (one call per layer); the slow path walks the H slots of the LRU.
-    t = p_.swap_in_cost.plan_ns(b.requests, b.slow_path > 0 ? static_cast<int64_t>(H) : 0) * offload_layers();
+    t = p_.swap_in_cost.plan_ns(b.requests, b.slow_path > 0 ? static_cast<int64_t>(H) : 0) * swap_in_layers();
   } else {
     // Hit detection: read the K selections and write slot ids; the slow path also walks slot_token and lru.
     const double bytes = B * K * 8.0 + static_cast<double>(b.slow_path) * H * 8.0;
-    t = kernel(0, bytes, fp8_peak(), p_.efficiency.swap_in) * offload_layers();
+    t = kernel(0, bytes, fp8_peak(), p_.efficiency.swap_in) * swap_in_layers();
   }
   // SGLang's coordinator clears the B × K int32 output slots before each layer's swap-in kernel (swap_in_selected_pages:
   // top_k_device_locs fill -1): one more memset kernel per layer in the graph (docs/cost_model.md, HiSparse's
@@ -190,76 +201,40 @@ SimTime DecodeCostModel::swap_in_ns(const GpuBatch& b) const {
 
 SimTime DecodeCostModel::hisparse_output_clear_ns(int64_t requests) const {
   const double bytes = static_cast<double>(requests) * sc_.deployment.hisparse.top_k * 4.0;
-  return kernel(0, bytes, fp8_peak(), p_.efficiency.dense) * offload_layers();
+  return kernel(0, bytes, fp8_peak(), p_.efficiency.dense) * swap_in_layers();
 }
 
-DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tokens) const {
-  MoeTime out;
-  if (!(T > 0)) return out;
-  if (sc_.model.is_gqa()) return gqa_mlp_phase(T, max_gpu_tokens);
-  const ModelSpec& m = sc_.model;
-  const double ep = std::max(1, sc_.deployment.decode.ep);
-  const double tp = std::max(1, sc_.deployment.decode.tp);
-  // Routed experts at the model's own precision when it states one (NVFP4 0.5625), else the cost model's.
-  const double bpp = m.expert_weight_bytes_per_param > 0 ? m.expert_weight_bytes_per_param : p_.weight_bytes_per_param;
-  const auto& e = p_.efficiency;
-  const int moe_layers = std::max(0, layers_ - m.dense_layers);
-  // Per GPU at the slowest GPU's batch (data parallel, as SGLang's large-EP deployments run the dense FFNs too):
-  // the second norm, the router and the shared expert of each MoE layer; the dense MLP of each dense layer.
-  const std::vector<DecodeOpWork> work = deployed_ops(max_gpu_tokens, 1);
-  out.compute += ops_ns({"rmsnorm_hidden", "router", "shared_gate_up", "silu_mul_shared", "shared_down"}, work) * moe_layers;
-  out.compute += ops_ns({"rmsnorm_hidden", "dense_gate_up", "dense_down"}, work) * m.dense_layers;
-  if (moe_layers > 0 && m.routed_experts > 0) {
-    // Routed experts: the expected distinct experts one GPU must read, each routed pick landing on a uniform expert.
-    const double picks = T * m.experts_per_token;
-    const double p_touched = 1.0 - std::pow(1.0 - 1.0 / m.routed_experts, picks);
-    const double routed_here = m.routed_experts / ep * p_touched;
-    const double routed_tokens = picks / ep;
-    // DeepGEMM's grouped GEMMs in SGLang's DeepEP layout (masked in low-latency mode, contiguous in normal mode)
-    // at the busiest GPU's decode tokens, with the activation over the rows it receives, where the op tables hold
-    // both GEMMs; else the roofline of the expected experts read.
-    const SimTime gate_up = deepep_ ? tables_.term_ns("experts_gate_up", max_gpu_tokens) : SimTime{-1};
-    const SimTime down = deepep_ ? tables_.term_ns("experts_down", max_gpu_tokens) : SimTime{-1};
-    if (gate_up >= 0 && down >= 0) {
-      const SimTime act = tables_.term_ns("experts_silu", routed_tokens);
-      out.compute += (gate_up + down + std::max<SimTime>(0, act)) * moe_layers;
-    } else {
-      out.compute += kernel(2.0 * expert_params_ * routed_tokens, routed_here * expert_params_ * bpp, fp8_peak(), e.moe) *
-                     moe_layers;
-    }
-    if (sc_.deployment.decode.ep > 1 && sc_.deployment.decode.dp_attention > 1) {
-      // Attention data parallel with experts spread: each GPU dispatches its own tokens to the experts' GPUs and
-      // combines their outputs (SGLang's --moe-a2a-backend deepep, low-latency mode in decode).
-      out.all_to_all = expert_all_to_all_ns(max_gpu_tokens) * moe_layers;
-    } else {
-      // Attention TP: every GPU holds every token, computes its experts' share (TP- or EP-split) and the outputs
-      // are summed by one all-reduce per MoE layer (SGLang's MoE without an all-to-all backend).
-      out.all_to_all = hidden_allreduce_ns(T, static_cast<int>(tp)) * moe_layers;
-    }
+int DecodeCostModel::swap_in_layers() const {
+  const bool shares = c4_layers_ == 0 && selecting_layers_ < layers_;
+  return shares && sc_.deployment.hisparse_prefetch ? selecting_layers_ : offload_layers();
+}
+
+SimTime DecodeCostModel::lm_head_ns(double T, std::string* source) const {
+  if (const SimTime t = tables_.term_ns("lm_head", T); t >= 0) {
+    if (source) *source = tables_.term_source("lm_head");
+    return t;
   }
-  // The dense MLP of each dense layer ends in an all-reduce of the instance's tokens.
-  if (m.dense_layers > 0) out.all_to_all += hidden_allreduce_ns(T, static_cast<int>(tp)) * m.dense_layers;
-  // LM head (bf16 weights, vocabulary split over the TP group) and sampling.
-  out.compute += lm_head_ns(T) + p_.graph_kernel_gap_ns;
-  out.compute += p_.step_overhead_ns(sc_.deployment.decode.dp_attention > 1);
-  return out;
-}
-
-SimTime DecodeCostModel::lm_head_ns(double T) const {
-  if (const SimTime t = tables_.term_ns("lm_head", T); t >= 0) return t;
   const double tp = std::max(1, sc_.deployment.decode.tp);
+  if (source) *source = "modelled (roofline of the bf16 weights over the TP group, efficiency.dense)";
   return kernel(2.0 * lm_head_params_ / tp * T, lm_head_params_ / tp * 2.0, sc_.hardware.bf16_flops, p_.efficiency.dense);
 }
 
-SimTime DecodeCostModel::expert_all_to_all_ns(double tokens) const {
+SimTime DecodeCostModel::expert_all_to_all_ns(double tokens, std::string* source) const {
   const ModelSpec& m = sc_.model;
   const int ep = std::max(1, sc_.deployment.decode.ep);
   if (ep <= 1 || !(tokens > 0)) return 0;
   if (!a2a_site_.internode) {  // the tables hold one node's DeepEP (2 and 4 GPUs measured, 8 modelled from them)
-    const SimTime d = tables_.expert_collective_ns("ep_dispatch", ep, tokens, a2a_site_.link_bytes_per_s);
-    const SimTime c = tables_.expert_collective_ns("ep_combine", ep, tokens, a2a_site_.link_bytes_per_s);
-    if (d >= 0 && c >= 0) return d + c;
+    std::string ds, cs;
+    const SimTime d = tables_.expert_collective_ns("ep_dispatch", ep, tokens, a2a_site_.link_bytes_per_s, &ds);
+    const SimTime c = tables_.expert_collective_ns("ep_combine", ep, tokens, a2a_site_.link_bytes_per_s, &cs);
+    if (d >= 0 && c >= 0) {
+      if (source) *source = ds == cs ? ds : ds + "; " + cs;
+      return d + c;
+    }
   }
+  if (source)
+    *source = !p_.deepep.empty() ? "modelled (DeepEP's published low-latency times by EP size, cost file deepep:)"
+                                 : "modelled (the site's latency twice + the payload over NVLink)";
   if (!p_.deepep.empty())
     return deepep_ns(p_.deepep, ExpertOp::kDispatch, ep, tokens, m.hidden_size, m.experts_per_token, a2a_site_) +
            deepep_ns(p_.deepep, ExpertOp::kCombine, ep, tokens, m.hidden_size, m.experts_per_token, a2a_site_);
@@ -268,13 +243,17 @@ SimTime DecodeCostModel::expert_all_to_all_ns(double tokens) const {
   return 2 * a2a_site_.latency_ns + transfer_ns(bytes, nv * p_.efficiency.nvlink);
 }
 
-SimTime DecodeCostModel::hidden_allreduce_ns(double tokens, int gpus) const {
+SimTime DecodeCostModel::hidden_allreduce_ns(double tokens, int gpus, std::string* source) const {
   // NCCL's all-reduce from the op tables (one node only; any model: the collective does not depend on it).
   if (!allreduce_site_.internode)
     if (const SimTime t = table_all_reduce_ns(p_.op_tables ? p_.op_tables->set.get() : nullptr, gpus, tokens * sc_.model.hidden_size * 2.0,
-                                              allreduce_site_.link_bytes_per_s, p_.efficiency.nvlink);
+                                              allreduce_site_.link_bytes_per_s, p_.efficiency.nvlink, source);
         t >= 0)
       return t;
+  if (source)
+    *source = fmt::format("modelled (ring over the {} link, all_reduce_latency_{})",
+                          allreduce_site_.internode ? "internode" : "intranode",
+                          allreduce_site_.internode ? "internode" : "intranode");
   return allreduce_ns(tokens * sc_.model.hidden_size * 2.0, gpus, allreduce_site_, p_.efficiency.nvlink);
 }
 

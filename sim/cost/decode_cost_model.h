@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "core/decode_layer_ops.h"
@@ -24,6 +25,16 @@ struct GpuBatch {
   int64_t swap = 0;         // requests in the device-buffer (swap) mode: all of HiSparse's; dynamic: the demoted ones
 };
 
+/// One term of the MoE phase (sim/cost/moe_phase.cpp): its time and where it comes from, so a report can say which
+/// terms are measured (an op table named) and which modelled or assumed.
+struct MoeTerm {
+  std::string name;            // dense | routed_experts | dispatch_combine | moe_all_reduce | dense_all_reduce |
+                               // lm_head | sampling | scheduler | graph_and_sync | mlp (GQA)
+  SimTime ns = 0;
+  bool communication = false;  // part of MoeTime::all_to_all (else of compute)
+  std::string source;          // "measured (<table> op <op>)", "modelled (…)", "<kind> (cost term <name>)"
+};
+
 /// Compute time of one GPU's step before the expert all-to-all, split by operation (all layers summed). A GQA model
 /// has no indexer, top-k or swap-in: its whole layer is `attention` (QKV / O projections, norms, RoPE and the
 /// memory-bound read of every cached K and V row, window-capped on sliding layers).
@@ -38,7 +49,11 @@ struct GpuPhases {
 
 class DecodeCostModel {
  public:
+  /// `hisparse`: this batch runs HiSparse's decode path (swap-in, attention on the device buffer). `hisparse_server`:
+  /// the server was launched with HiSparse (it picks the attention backend for every batch, resident ones included;
+  /// by default the same as `hisparse`).
   DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse);
+  DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse, bool hisparse_server);
 
   GpuPhases gpu_phases(const GpuBatch& batch) const;
   /// MoE/MLP + its collectives + LM head + the step's fixed overhead for the whole instance (it runs in lockstep).
@@ -49,13 +64,28 @@ class DecodeCostModel {
     SimTime all_to_all = 0;
   };
   MoeTime moe_phase(double instance_tokens, double max_gpu_tokens) const;
+  /// The terms moe_phase sums, in step order (compute terms sum to MoeTime::compute, communication ones to
+  /// all_to_all), each with its source (left empty without `with_sources`: moe_phase runs on every simulated step);
+  /// the busiest GPU's `max_gpu_tokens` sets every per-GPU term.
+  std::vector<MoeTerm> moe_terms(double instance_tokens, double max_gpu_tokens, bool with_sources = true) const;
+  /// The DeepEP mode of a decode step when the phase dispatches with DeepEP (attention DP, ep > 1), else "": SGLang's
+  /// DeepEPMode.resolve gives `auto` LOW_LATENCY when no DP rank has extend in the batch (docs/sglang_decode_path.md §5).
+  std::string decode_deepep_mode() const { return deepep_ ? sc_.deployment.decode_deepep_mode() : ""; }
   /// HiSparse: SGLang's clear of the `requests` × K int32 output slots before each layer's swap-in kernel (one memset
   /// kernel per layer, all layers; part of `swap_in`).
   SimTime hisparse_output_clear_ns(int64_t requests) const;
-  /// HiSparse: the hit-detection (swap-in plan) kernel and the output clear of every offloaded layer (0 in full KV).
+  /// HiSparse: the hit-detection (swap-in plan) kernel and the output clear of every layer that runs the swap-in
+  /// kernel (0 in full KV).
   SimTime swap_in_ns(const GpuBatch& batch) const;
+  /// Layers that run SGLang's swap-in kernel each step: every offloaded layer, except that with the IndexShare
+  /// prefetch (deployment hisparse_prefetch, SGLang's default) the layers sharing an anchor's top-k only wait for the
+  /// side stream's copy and run none (docs/sglang_decode_path.md §3).
+  int swap_in_layers() const;
+  /// The decode attention backend SGLang picks (docs/sglang_decode_path.md §1): "fa3" (HiSparse off, bf16 KV, on a
+  /// GPU whose op table times the fa3 term), else "flashmla" (flashmla_sparse / flashmla_kv).
+  const char* attention_backend() const { return fa3_ ? "fa3" : "flashmla"; }
   /// The LM head (bf16 weights, vocabulary split over the TP group) over `instance_tokens`, one kernel (part of moe).
-  SimTime lm_head_ns(double instance_tokens) const;
+  SimTime lm_head_ns(double instance_tokens, std::string* source = nullptr) const;
   int selecting_layers() const { return selecting_layers_; }  // layers that run the indexer and top-k
   /// Prefill of one request of `tokens` on one prefill instance (all its GPUs).
   SimTime prefill_time(int64_t tokens) const;
@@ -95,9 +125,14 @@ class DecodeCostModel {
   /// One MoE layer's expert dispatch (fp8) and combine (bf16) of `tokens` per GPU: DeepEP's published low-latency
   /// times by EP size at the site (sim/cost/collective_cost.h); without a table, the site's latency twice plus the
   /// (ep − 1)/ep of the payload that leaves the GPU over the link at the NVLink efficiency.
-  SimTime expert_all_to_all_ns(double tokens) const;
+  SimTime expert_all_to_all_ns(double tokens, std::string* source = nullptr) const;
   /// One all-reduce of `tokens` bf16 hidden states over the instance's `gpus` GPUs (0 for one GPU).
-  SimTime hidden_allreduce_ns(double tokens, int gpus) const;
+  SimTime hidden_allreduce_ns(double tokens, int gpus, std::string* source = nullptr) const;
+  /// "measured (<table>)" when the op tables price every op of `ops` at `batch`, "modelled (…)" when none, else how
+  /// many of them are measured.
+  std::string ops_source(std::initializer_list<const char*> ops, double batch) const;
+  /// "<kind> (cost term <name>)" from the cost-model file's labels (CostParams::sources).
+  std::string cost_term_source(const std::string& term) const;
   // DeepSeek-V4 (sim/cost/decode_cost_model_dsv4.cpp): window, C4 and C128 attention, indexer over C4 entries,
   // compressors and their state reads, per layer type.
   GpuPhases dsv4_phases(const GpuBatch& batch) const;
@@ -110,6 +145,7 @@ class DecodeCostModel {
   const Scenario& sc_;
   CostParams p_;
   bool hisparse_;
+  bool fa3_ = false;  // the OFF arm's attention is fa3's (see attention_backend())
   int layers_ = 0, kv_layers_ = 0, selecting_layers_ = 0;
   double kv_row_bytes_ = 0, indexer_key_bytes_ = 0;
   double expert_params_ = 0;   // per expert (gate, up, down)

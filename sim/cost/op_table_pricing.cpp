@@ -18,7 +18,7 @@ SimTime to_ns(double us) { return static_cast<SimTime>(std::ceil(us * 1e3)); }
 }  // namespace
 
 void OpTablePricing::add(const std::string& term, const std::string& field, const std::string& op, OpParams params,
-                         OpParams prefer) {
+                         OpParams prefer, const std::string& proxy_for) {
   Query q;
   q.field = field;
   q.op = op;
@@ -29,7 +29,15 @@ void OpTablePricing::add(const std::string& term, const std::string& field, cons
   // implementation than the engine's, so it never supersedes a term's calibrated or modelled price.
   if (q.series) {
     const auto impl = q.series->params.find("impl");
-    if (impl != q.series->params.end() && impl->second.find("standin") != std::string::npos) {
+    // A term may accept one named proxy: a row whose impl says it stands in for that kernel (`…-standin-for-fa3`),
+    // a kernel of the same kind timed at the same rows and heads where the engine's own is not built here.
+    const bool proxy = !proxy_for.empty() && impl != q.series->params.end() &&
+                       impl->second.size() > proxy_for.size() &&
+                       impl->second.compare(impl->second.size() - proxy_for.size(), proxy_for.size(), proxy_for) == 0;
+    if (proxy) {
+      q.note = fmt::format("{} rows are {}: a proxy for SGLang's {} kernel (same rows and heads)", q.op, impl->second,
+                           proxy_for);
+    } else if (impl != q.series->params.end() && impl->second.find("standin") != std::string::npos) {
       q.note = fmt::format("{} rows are {} (not SGLang's kernel): kept as priced before", q.op, impl->second);
       q.series = nullptr;
     }
@@ -50,7 +58,8 @@ OpTablePricing::OpTablePricing(std::shared_ptr<const OpTableSet> tables, const S
   deepep_mode_ = d.decode_deepep_mode();  // auto: low_latency in decode (SGLang's rule)
   const int tp = std::max(1, d.decode.tp);
   const int atp = std::max(1, tp / std::max(1, d.decode.dp_attention));
-  const std::string model = m.name;
+  // A model with another's layer shapes (GLM-5.2: GLM-5's) reads the rows collected for that model.
+  const std::string model = m.layer_shapes_of.empty() ? m.name : m.layer_shapes_of;
   // Projections as deployed: fp8, or bf16 where the checkpoint keeps them so (dense_weight_bytes_per_param >= 2).
   const std::string dtype = m.dense_weight_bytes_per_param >= 2 ? "bf16" : "fp8";
   // A dense GEMM is asked by its per-GPU shape (n outputs, k inputs); dtype and TP only tell apart rows of the same
@@ -97,6 +106,9 @@ OpTablePricing::OpTablePricing(std::shared_ptr<const OpTableSet> tables, const S
   add("sparse_attention", "attention", "flashmla_sparse_decode",
       {{"kv", d.kv_dtype == KvDtype::kFp8 ? "fp8" : "bf16"}, {"heads", num(heads)}, {"topk", std::to_string(m.top_k)}},
       {{"model", model}, {"layout", "v32"}});
+  // The OFF arm's fa3 (bf16 KV on Hopper): the collector's dense MLA decode over the K selected rows, real heads.
+  add("dense_attention", "attention", "dense_decode_attention", {{"kv", "bf16"}, {"heads", num(heads)}},
+      {{"model", model}}, "fa3");
   dense("o_proj", "attention", "o_proj", h, heads * m.v_head_dim, dtype, atp);
   // MoE side (per GPU at its tokens), dense-MLP layers, routed experts, LM head.
   dense("router", "moe", "router", m.routed_experts, h, dtype, atp);
@@ -144,8 +156,27 @@ SimTime OpTablePricing::term_ns(const std::string& term, double batch, double co
   return tables_ ? at(term, batch, context) : -1;
 }
 
+std::string op_lookup_source(const OpLookup& l, const std::string& op) {
+  if (l.label == OpLabel::kAbsent || !l.series || !l.series->table) return "";
+  const char* kind = l.label == OpLabel::kFromRanks ? "modelled from fewer-GPU measurements" : "measured";
+  return fmt::format("{} ({} op {})", kind, l.series->table->file, op);
+}
+
+std::string OpTablePricing::term_source(const std::string& term, bool decode_op) const {
+  if (!tables_) return "";
+  std::string key = term;
+  if (decode_op) {
+    if ((term == "q_a" || term == "kv_a") && queries_.at("fused_qkv_a").series) key = "fused_qkv_a";
+    else if (const auto it = decode_op_term_.find(term); it != decode_op_term_.end()) key = it->second;
+    else return "";
+  }
+  const auto it = queries_.find(key);
+  if (it == queries_.end() || !it->second.series || !it->second.series->table) return "";
+  return fmt::format("measured ({} op {})", it->second.series->table->file, it->second.op);
+}
+
 SimTime OpTablePricing::expert_collective_ns(const std::string& term, int ranks, double tokens,
-                                             double link_bytes_per_s) const {
+                                             double link_bytes_per_s, std::string* source) const {
   if (!tables_ || ranks <= 1) return -1;
   const bool dispatch = term == "ep_dispatch";
   const std::string op = std::string(dispatch ? "ep_dispatch_" : "ep_combine_") + (deepep_mode_ == "normal" ? "normal" : "ll");
@@ -155,20 +186,22 @@ SimTime OpTablePricing::expert_collective_ns(const std::string& term, int ranks,
   const OpLookup l = lookup_over_ranks(*tables_, op, {{"hidden", std::to_string(hidden_)}, {"topk", std::to_string(topk_)}},
                                        {{"experts", std::to_string(experts_)}, {"dtype", dispatch ? "fp8" : "bf16"}},
                                        ranks, tokens, 0, bound_us);
+  if (source) *source = op_lookup_source(l, op);
   return l.label == OpLabel::kAbsent ? -1 : to_ns(l.us);
 }
 
 SimTime table_all_reduce_ns(const OpTableSet* tables, int ranks, double bytes, double link_bytes_per_s,
-                            double nvlink_efficiency) {
+                            double nvlink_efficiency, std::string* source) {
   if (!tables || ranks <= 1 || !(bytes > 0)) return -1;
   const double moved = 2.0 * (ranks - 1) / ranks * bytes;  // a ring's bytes per GPU
   const double bound_us = link_bytes_per_s > 0 ? moved / (link_bytes_per_s * nvlink_efficiency) * 1e6 : 0;
   const OpLookup l = lookup_over_ranks(*tables, "all_reduce", {}, {{"dtype", "bf16"}}, ranks, 0, bytes, bound_us);
+  if (source) *source = op_lookup_source(l, "all_reduce");
   return l.label == OpLabel::kAbsent ? -1 : to_ns(l.us);
 }
 
-SimTime OpTablePricing::all_reduce_ns(int ranks, double bytes, double link_bytes_per_s) const {
-  return table_all_reduce_ns(tables_.get(), ranks, bytes, link_bytes_per_s, nvlink_efficiency_);
+SimTime OpTablePricing::all_reduce_ns(int ranks, double bytes, double link_bytes_per_s, std::string* source) const {
+  return table_all_reduce_ns(tables_.get(), ranks, bytes, link_bytes_per_s, nvlink_efficiency_, source);
 }
 
 std::vector<OpTermStatus> OpTablePricing::status(int expert_ep, int ep_ranks, int allreduce_ranks,

@@ -18,7 +18,11 @@ namespace hisparse::sim {
 /// rank rule of sim/optables/rank_extrapolation.h bounded by the ring's bytes over `link_bytes_per_s` ×
 /// `nvlink_efficiency`; -1 when the tables do not hold it (or `tables` is null).
 SimTime table_all_reduce_ns(const OpTableSet* tables, int ranks, double bytes, double link_bytes_per_s,
-                            double nvlink_efficiency);
+                            double nvlink_efficiency, std::string* source = nullptr);
+
+/// How a lookup is labelled in a step breakdown: "measured (<table file> op <op>)", or "modelled from fewer-GPU
+/// measurements (<table file> op <op>)" (sim/optables/op_table.h OpLabel).
+std::string op_lookup_source(const OpLookup& lookup, const std::string& op);
 
 /// What the tables answer for one term of a deployment's step (at its shapes; the grid point is the step's own).
 struct OpTermStatus {
@@ -49,6 +53,11 @@ class OpTablePricing {
   OpTablePricing(std::shared_ptr<const OpTableSet> tables, const Scenario& rank_scenario, double nvlink_efficiency);
 
   bool active() const { return tables_ != nullptr; }
+  /// Whether the tables hold a series for `term` (one that prices: stand-ins are dropped unless accepted as proxies).
+  bool has_term(const std::string& term) const {
+    const auto it = queries_.find(term);
+    return it != queries_.end() && it->second.series != nullptr;
+  }
   /// Time (ns) of one call of the decode-layer op `op` (core/decode_layer_ops.h names: q_a, rmsnorm_q, router, …)
   /// at `batch` tokens per GPU; -1 when the tables do not hold it.
   SimTime decode_op_ns(const std::string& op, double batch) const;
@@ -56,11 +65,15 @@ class OpTablePricing {
   /// sparse_attention (batch), experts_gate_up / experts_silu / experts_down (routed rows: batch = decode tokens per
   /// rank), lm_head (batch = instance tokens); -1 when absent.
   SimTime term_ns(const std::string& term, double batch, double context = 0) const;
+  /// "measured (<table file> op <op>)" of the series that prices `term` (a term of term_ns, or a decode-layer op of
+  /// decode_op_ns when `decode_op`), "" when the tables do not hold it.
+  std::string term_source(const std::string& term, bool decode_op = false) const;
   /// One DeepEP dispatch or combine (`term` ep_dispatch | ep_combine, mode by the deployment's deepep_mode) of
   /// `tokens` per rank over `ranks` GPUs on a link of `link_bytes_per_s` per direction; -1 when absent.
-  SimTime expert_collective_ns(const std::string& term, int ranks, double tokens, double link_bytes_per_s) const;
+  SimTime expert_collective_ns(const std::string& term, int ranks, double tokens, double link_bytes_per_s,
+                               std::string* source = nullptr) const;
   /// One NCCL all-reduce of `bytes` per rank over `ranks` GPUs (intranode), -1 when absent.
-  SimTime all_reduce_ns(int ranks, double bytes, double link_bytes_per_s) const;
+  SimTime all_reduce_ns(int ranks, double bytes, double link_bytes_per_s, std::string* source = nullptr) const;
 
   /// Every term the step model asks the tables for at this deployment, in step order, with the answer at the
   /// deployment's own rank counts: `expert_ep` the EP size where the step runs DeepEP's grouped GEMMs (attention
@@ -79,7 +92,8 @@ class OpTablePricing {
     const OpSeries* series = nullptr;  // resolved once
     std::string note;
   };
-  void add(const std::string& term, const std::string& field, const std::string& op, OpParams params, OpParams prefer);
+  void add(const std::string& term, const std::string& field, const std::string& op, OpParams params, OpParams prefer,
+           const std::string& proxy_for = "");
   SimTime at(const std::string& term, double batch, double context) const;
   std::shared_ptr<const OpTableSet> tables_;
   std::map<std::string, Query> queries_;   // by term

@@ -18,7 +18,7 @@ StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params,
       hisparse_(uses_host_pool(mode)),
       dynamic_(mode == KvMode::kDynamic),
       cost_(rank_scenario_, params_, hisparse_),
-      resident_cost_(rank_scenario_, params_, false),
+      resident_cost_(rank_scenario_, params_, false, /*hisparse_server=*/uses_host_pool(mode)),
       layout_(rank_layout(scenario)) {
   const HardwareSpec& hw = scenario.hardware;
   collective_bytes_per_s_ = rank_scenario_.hardware.nvlink_bytes_per_s;
@@ -36,7 +36,8 @@ StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params,
                 mtp_draft_, m.name);
   mtp_accepted_ = mtp_accepted_tokens(static_cast<int>(mtp_draft_), scenario.deployment.mtp_acceptance);
   // IndexShare: the layers that reuse an anchor's top-k, whose copies the side stream may prefetch.
-  if (hisparse_ && m.layers > 0)
+  // Without the prefetch (SGLANG_DISABLE_HISPARSE_PREFETCH) every layer copies its own misses inside its swap-in.
+  if (hisparse_ && m.layers > 0 && scenario.deployment.hisparse_prefetch)
     shared_share_ = static_cast<double>(m.layers - m.topk_anchor_layers()) / static_cast<double>(m.layers);
   // Every GPU of a NUMA node copies at once in a lockstep step: each gets its max-min fair share of the node's DRAM,
   // times the cross-node factor when its host pool sits on the other socket.

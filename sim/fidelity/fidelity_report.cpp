@@ -24,7 +24,8 @@ std::string value_text(FieldMetric m, double v) {
     case FieldMetric::kTpotMs: return fmt::format("{:.2f}", v);
     case FieldMetric::kGain: return fmt::format("{:.2f}", v);
     case FieldMetric::kTokensPerS:
-    case FieldMetric::kMaxConcurrency: return fmt::format("{:.0f}", v);
+    case FieldMetric::kMaxConcurrency:
+    case FieldMetric::kPoolTokens: return fmt::format("{:.0f}", v);
   }
   return "?";
 }
@@ -36,11 +37,13 @@ std::string published_text(const FieldPoint& p) {
 
 std::string opt_pct(const std::optional<double>& v) { return v ? fmt::format("{:+.1f}", *v) : "-"; }
 
-std::string point_where(const PointResult& p) {
-  std::string w = p.point.metric == FieldMetric::kGain ? "gain" : to_string(p.point.mode);
-  if (p.point.metric != FieldMetric::kMaxConcurrency) w += fmt::format(" c{}", p.point.concurrency);
-  return w + fmt::format(" n{}", p.point.context);
+std::string point_where(const FieldPoint& p) {
+  std::string w = p.metric == FieldMetric::kGain ? "gain" : to_string(p.mode);
+  if (!is_capacity_metric(p.metric)) w += fmt::format(" c{}", p.concurrency);
+  return w + fmt::format(" n{}", p.context);
 }
+
+std::string point_where(const PointResult& p) { return point_where(p.point); }
 
 std::string summary_line(const FidelityReport& r) {
   const size_t worse = check_failures(r.runs).size();
@@ -48,7 +51,29 @@ std::string summary_line(const FidelityReport& r) {
   return fmt::format("{} held out, scored by their leave-one-out error: {} within band, {} expected misses (with "
                      "their reason), {} out of band; {} fitted (role: fitted: the figure set a deployment field); {} "
                      "worse than recorded (or unrecorded)",
-                     b.held_out, b.held_out_within, b.expected_miss, b.out_of_band, b.fitted, worse);
+                     b.held_out, b.held_out_within, b.expected_miss, b.out_of_band, b.fitted, worse) +
+         (r.pending.empty() ? "" : fmt::format("; {} pending (declared, not scored: each listed with its reason)",
+                                               r.pending.size()));
+}
+
+/// The points declared but not scored yet, one line each with the reason.
+std::string pending_text(const FidelityReport& r) {
+  std::string o;
+  for (const PendingPoint& p : r.pending)
+    o += fmt::format("  {}/{} ({} {}, published {}): NOT SCORED: {}\n", p.run, p.point.id, to_string(p.point.metric),
+                     point_where(p.point), published_text(p.point), p.point.pending);
+  return o.empty() ? o : "pending points (declared in their field files, not scored until the tool can):\n" + o;
+}
+
+/// Each DP-attention run's step by term, as lines.
+std::string breakdown_text(const FidelityReport& r) {
+  std::string o;
+  for (const RunResult& run : r.runs)
+    for (const StepBreakdown& b : run.step_breakdowns())
+      for (const std::string& line : breakdown_lines(b)) o += "  " + (line.rfind("  ", 0) == 0 ? "" : run.run.name + " ") + line + "\n";
+  return o.empty() ? o
+                   : "step breakdown of each DP-attention run (the busiest rank's step, every term labelled measured "
+                     "with its op table, or modelled / assumed):\n" + o;
 }
 
 /// A scored error with its unit: % of the figure, or pp of overhead for a same-batch gain.
@@ -116,6 +141,7 @@ std::string detail_text(const FidelityReport& r) {
   if (!overhead.empty()) o += "ratios scored on their overhead (band ±3 pp):\n" + overhead;
   if (!misses.empty()) o += "points not held out, and held-out points outside their band with the measured reason:\n" + misses;
   if (!ranges.empty()) o += "setup ranges (plausible: sets the publication leaves open, plan values):\n" + ranges;
+  o += pending_text(r);
   return o;
 }
 
@@ -154,6 +180,7 @@ std::string fidelity_console_text(const FidelityReport& r) {
                error_text(p, p.error_pct), error_text(p, p.scored_error()), band_text(p), opt_pct(p.plan_vs_sim_pct),
                opt_pct(p.point.recorded_error_pct), verdict_text(p));
   o += "\n" + detail_text(r) + "\n";
+  if (const std::string b = breakdown_text(r); !b.empty()) o += b + "\n";
   for (const RunResult& run : r.runs) {
     o += fmt::format("{} ({}): {}\n  cost model: {}\n  term kinds: {}\n", run.run.name, run.scenario, run.run.title,
                      run.cost_line, term_kinds_summary(run.terms));
@@ -210,6 +237,9 @@ std::string fidelity_json(const FidelityReport& r) {
                                 p.range->max, p.range->combos, p.range->covers ? "true" : "false")
                   : std::string("null"));
     }
+    o += "],\n \"breakdowns\": [";
+    for (size_t k = 0; k < run.step_breakdowns().size(); ++k)
+      o += (k ? ",\n  " : "\n  ") + breakdown_json(run.step_breakdowns()[k]);
     o += fmt::format("]}}{}\n", i + 1 < r.runs.size() ? "," : "");
   }
   const auto [within, total] = count_within_band(r.runs);
@@ -223,6 +253,15 @@ std::string fidelity_json(const FidelityReport& r) {
                      json_quote(f.fit.file), fitted_terms_json(f.fit.points), json_opt(f.file_value), f.refit,
                      f.file_error, f.refit_error, f.evaluations, f.kept ? "true" : "false",
                      f.applies ? "true" : "false", json_opt(f.fit.prior));
+  }
+  o += "],\n\"pending\": [";
+  for (size_t i = 0; i < r.pending.size(); ++i) {
+    const PendingPoint& p = r.pending[i];
+    o += fmt::format("{}\n {{\"run\": {}, \"file\": {}, \"id\": {}, \"metric\": {}, \"at\": {}, \"published\": {}, "
+                     "\"reason\": {}}}",
+                     i ? "," : "", json_quote(p.run), json_quote(p.file), json_quote(p.point.id),
+                     json_quote(to_string(p.point.metric)), json_quote(point_where(p.point)),
+                     json_quote(published_text(p.point)), json_quote(p.point.pending));
   }
   const BandCounts b = count_within_band_by_fit(r.runs);
   o += fmt::format("],\n\"within_band\": {},\n\"points\": {},\n\"held_out\": {},\n\"held_out_within_band\": {},\n"
@@ -336,7 +375,15 @@ std::vector<DocBlock> fidelity_document(const FidelityReport& r) {
     for (const std::string& a : f.assumed) l.items.push_back("assumed: " + a);
     for (const PointResult& p : run.points)
       l.items.push_back(fmt::format("{}: {}{}", p.point.id, p.label, p.note.empty() ? "" : "; " + p.note));
+    for (const PendingPoint& p : r.pending)
+      if (p.run == f.name) l.items.push_back(fmt::format("{}: pending, not scored: {}", p.point.id, p.point.pending));
     doc.push_back(l);
+    for (const StepBreakdown& b : run.step_breakdowns()) {
+      DocBlock d;
+      d.kind = DocBlock::kList;
+      for (const std::string& line : breakdown_lines(b)) d.items.push_back(line);
+      doc.push_back(d);
+    }
   }
   return doc;
 }

@@ -11,8 +11,15 @@
 
 namespace hisparse::sim {
 
+/// A point declared in a field file but not scored yet (`pending:`), with its run.
+struct PendingPoint {
+  std::string run, file;
+  FieldPoint point;
+};
+
 struct FidelityReport {
   std::vector<RunResult> runs;
+  std::vector<PendingPoint> pending;  // every pending point of the loaded files, in file order
   std::string fits_file;          // the suite's fits ("" = none)
   std::vector<FitResult> fits;    // each fit: the file's value and the suite's refit
   std::string command_line;

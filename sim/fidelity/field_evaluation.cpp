@@ -49,6 +49,12 @@ const PlanRow& plan_row_of(const CapacityPlan& plan, KvMode mode) {
 
 int64_t plan_max_concurrency(const CapacityPlan& plan, KvMode mode) { return plan_row_of(plan, mode).max_concurrency; }
 
+double plan_pool_tokens(const CapacityPlan& plan, KvMode mode, std::string* formula) {
+  const Figure& f = mode == KvMode::kFull ? plan.budget.full_pool_tokens : plan.budget.logical_pool_tokens;
+  if (formula) *formula = (mode == KvMode::kFull ? "full pool = " : "logical pool = ") + f.formula;
+  return f.value;
+}
+
 std::string plan_binding_limit(const CapacityPlan& plan, KvMode mode) { return plan_row_of(plan, mode).binding_limit; }
 
 double field_error_pct(const FieldPoint& p, double tool) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "sim/cost/cost_params.h"
 #include "sim/cost/step_time_model.h"
 #include "sim/fidelity/field_set.h"
+#include "sim/fidelity/step_breakdown.h"
 #include "sim/plan/capacity_plan.h"
 
 namespace hisparse::sim {
@@ -32,6 +34,10 @@ double colocated_tokens_per_s(const StepTimeModel& model, int32_t concurrency, i
                               int64_t output_tokens);
 /// max_concurrency of the plan's row for `mode` (the plan holds one sequence length).
 int64_t plan_max_concurrency(const CapacityPlan& plan, KvMode mode);
+/// The token pool per DP rank the plan sizes for `mode`: SGLang's max_total_num_tokens of the full-KV pool (DeepSeek-V4:
+/// its full-token pool, the tokens its compressed pools are sized for), or with HiSparse the logical pool (every token
+/// a request may hold); `formula` (may be null) gets the figure's formula.
+double plan_pool_tokens(const CapacityPlan& plan, KvMode mode, std::string* formula);
 /// The binding limit of that row (its label's "binding: X").
 std::string plan_binding_limit(const CapacityPlan& plan, KvMode mode);
 
@@ -110,6 +116,14 @@ struct RunResult {
   std::string miss_surface_file;            // the surface it was read from ("" when none)
   std::string simulate_note;                // the closed-loop runs (requests, why), "" when none ran
   std::vector<PointResult> points;
+  /// DP-attention runs: the step of each distinct (mode, concurrency, context) their step points price, by term (set
+  /// for the report's run only, never for a fit's trial runs; held by pointer, which also keeps GCC 12's
+  /// -Wmaybe-uninitialized false positive on RunResult's inlined destructor away from the tests that build one).
+  std::shared_ptr<const std::vector<StepBreakdown>> breakdowns;
+  const std::vector<StepBreakdown>& step_breakdowns() const {
+    static const std::vector<StepBreakdown> none;
+    return breakdowns ? *breakdowns : none;
+  }
 };
 
 /// "N measured, M calibrated, … ; assumed: a, b" over `terms` (the kinds the cost-model file gives).

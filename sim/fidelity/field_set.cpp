@@ -21,7 +21,8 @@ const std::vector<std::string>& field_override_keys() {
       "device_buffer_size", "host_to_device_ratio", "top_k", "max_running_requests", "mem_fraction_static",
       "page_size", "kv_dtype", "tpot_slo_ms", "host_dram_bytes", "host_reserve_bytes", "hbm_bytes", "weight_bytes",
       "weights_per_gpu_bytes", "activation_reserve_bytes", "kv_budget_bytes", "full_pool_tokens",
-      "device_pool_tokens", "host_pool_tokens", "mtp_draft_tokens", "mtp_acceptance", "swap_in_kernel"};
+      "device_pool_tokens", "host_pool_tokens", "mtp_draft_tokens", "mtp_acceptance", "swap_in_kernel",
+      "hisparse_prefetch"};
   return keys;
 }
 
@@ -31,6 +32,7 @@ double metric_band_pct(FieldMetric m) {
     case FieldMetric::kTokensPerS: return 10;
     case FieldMetric::kGain: return 15;
     case FieldMetric::kMaxConcurrency: return 5;
+    case FieldMetric::kPoolTokens: return 5;
   }
   return 0;
 }
@@ -46,6 +48,7 @@ const char* to_string(FieldMetric m) {
     case FieldMetric::kTokensPerS: return "tokens_per_s";
     case FieldMetric::kGain: return "gain";
     case FieldMetric::kMaxConcurrency: return "max_concurrency";
+    case FieldMetric::kPoolTokens: return "pool_tokens";
   }
   return "?";
 }
@@ -56,7 +59,8 @@ constexpr int64_t kMaxTokens = int64_t{1} << 24;    // 16M tokens: beyond any mo
 constexpr int64_t kMaxClients = 1 << 20;
 
 FieldMetric parse_metric(const std::string& s) {
-  for (FieldMetric m : {FieldMetric::kTpotMs, FieldMetric::kTokensPerS, FieldMetric::kGain, FieldMetric::kMaxConcurrency})
+  for (FieldMetric m : {FieldMetric::kTpotMs, FieldMetric::kTokensPerS, FieldMetric::kGain, FieldMetric::kMaxConcurrency,
+                        FieldMetric::kPoolTokens})
     if (s == to_string(m)) return m;
   return FieldMetric::kTpotMs;  // unreachable: get_choice checked the name
 }
@@ -96,7 +100,7 @@ FieldPoint read_point(const YAML::Node& node, const std::string& file, size_t in
   if (p.id.empty()) throw_error("{}: empty id (line {})", m.where("id"), p.line);
   m.require("metric");
   std::string metric;
-  m.get_choice("metric", &metric, {"tpot_ms", "tokens_per_s", "gain", "max_concurrency"});
+  m.get_choice("metric", &metric, {"tpot_ms", "tokens_per_s", "gain", "max_concurrency", "pool_tokens"});
   p.metric = parse_metric(metric);
   if (p.metric == FieldMetric::kGain) {
     if (m.has("mode"))
@@ -108,10 +112,10 @@ FieldPoint read_point(const YAML::Node& node, const std::string& file, size_t in
     m.get_choice("mode", &mode, {"hisparse", "full"});
     p.mode = mode == "full" ? KvMode::kFull : KvMode::kHiSparse;
   }
-  if (p.metric == FieldMetric::kMaxConcurrency) {
+  if (is_capacity_metric(p.metric)) {
     if (m.has("concurrency"))
-      throw_error("{} (point '{}', line {}): max_concurrency is the plan's limit, not a load; omit concurrency",
-                  m.where("concurrency"), p.id, p.line);
+      throw_error("{} (point '{}', line {}): {} is the plan's capacity, not a load; omit concurrency",
+                  m.where("concurrency"), p.id, p.line, to_string(p.metric));
   } else {
     m.require("concurrency");
     m.get("concurrency", &p.concurrency, 1, kMaxClients);
@@ -182,6 +186,17 @@ FieldPoint read_point(const YAML::Node& node, const std::string& file, size_t in
     m.child("plausible");  // marks the key read; the items are checked here
     p.plausible = read_plausible(node["plausible"], fmt::format("{}: points[{}].plausible", file, index));
   }
+  if (m.has("pending")) {
+    m.get("pending", &p.pending);
+    if (p.pending.empty())
+      throw_error("{} (point '{}', line {}): got an empty reason, expected why the point cannot be scored yet",
+                  m.where("pending"), p.id, p.line);
+    // A pending point is never evaluated, so nothing scored may be written on it.
+    for (const char* key : {"recorded_error_pct", "accepted_worse", "expected_miss", "role"})
+      if (m.has(key))
+        throw_error("{} (point '{}', line {}): a pending point is not scored; remove {} (or the pending reason)",
+                    m.where(key), p.id, p.line, key);
+  }
   m.finish();
   return p;
 }
@@ -250,9 +265,9 @@ FieldRun load_field_run(const std::string& path) {
   if (points.size() == 0) throw_error("{}: no point (expected at least one)", m.where("points"));
   std::set<std::string> ids;
   for (size_t i = 0; i < points.size(); ++i) {
-    r.points.push_back(read_point(points[i], path, i, r));
-    if (!ids.insert(r.points.back().id).second)
-      throw_error("{}: points[{}] (line {}): id '{}' appears twice", path, i, r.points.back().line, r.points.back().id);
+    FieldPoint p = read_point(points[i], path, i, r);
+    if (!ids.insert(p.id).second) throw_error("{}: points[{}] (line {}): id '{}' appears twice", path, i, p.line, p.id);
+    (p.pending.empty() ? r.points : r.pending).push_back(std::move(p));
   }
   if (m.has("plausible")) {
     m.child("plausible");
@@ -274,6 +289,10 @@ FieldRun load_field_run(const std::string& path) {
         if (!id.IsScalar() || ids.count(id.Scalar()) == 0)
           throw_error("{}: derived_overrides.{} (line {}): got {}, expected one of this file's point ids", path, key,
                       line, describe_node(id));
+        for (const FieldPoint& p : r.pending)
+          if (p.id == id.Scalar())
+            throw_error("{}: derived_overrides.{} (line {}): point '{}' is pending (not scored), so no override can "
+                        "be read off it", path, key, line, p.id);
         r.derived_overrides.emplace_back(key, id.Scalar());
         // The point set a deployment field, so it must say so where it is written.
         for (const FieldPoint& p : r.points)

@@ -15,7 +15,7 @@
 
 namespace hisparse::sim {
 
-enum class FieldMetric { kTpotMs, kTokensPerS, kGain, kMaxConcurrency };
+enum class FieldMetric { kTpotMs, kTokensPerS, kGain, kMaxConcurrency, kPoolTokens };
 const char* to_string(FieldMetric metric);
 
 /// A setup item the publication leaves out, as the set of values it may have had (`plausible:` of a file or a
@@ -51,6 +51,10 @@ struct FieldPoint {
   std::string expected_miss;              // why a held-out point is outside its band, as measured ("" = none)
   std::vector<PlausibleItem> plausible;   // this point's own setup ranges (over the run's, key by key)
   std::optional<AcceptedWorse> accepted_worse;  // the last --accept-worse of this point
+  // `pending: "<reason>"`: the point is declared (read and checked like any other) but cannot be scored yet, because
+  // the tool lacks what it needs (pipeline parallelism, say). It is kept out of FieldRun::points, never evaluated,
+  // fitted or recorded, and every report lists it with its reason (FieldRun::pending).
+  std::string pending;
 };
 
 struct FieldSource {
@@ -73,7 +77,8 @@ struct FieldRun {
   // "decode-side steady throughput" benchmark reports it; ServingSummary::decode_tokens_per_s p50).
   std::string throughput = "makespan";
   std::vector<std::string> assumed;
-  std::vector<FieldPoint> points;
+  std::vector<FieldPoint> points;         // the points scored (every one but the pending ones)
+  std::vector<FieldPoint> pending;        // declared, not scored yet, each with its reason (FieldPoint::pending)
   // `derived_overrides:` an override whose value was read off some of this run's own published figures (a pool size
   // from a logged token usage, say) makes those points inputs, not predictions: they are reported as fitted, named
   // "override <key>", and counted apart from the held-out ones, as a fitted cost term's points are.
@@ -82,8 +87,10 @@ struct FieldRun {
 };
 
 /// The band of a metric (docs/fidelity.md, scenarios/field/README.md gives each reason): tpot_ms 10, tokens_per_s
-/// 10, gain 15, max_concurrency 5 (%); every point's tolerance_pct must be its metric's.
+/// 10, gain 15, max_concurrency 5, pool_tokens 5 (%); every point's tolerance_pct must be its metric's.
 double metric_band_pct(FieldMetric metric);
+/// A capacity metric (max_concurrency, pool_tokens): the plan's figure at a context, no load (no concurrency).
+inline bool is_capacity_metric(FieldMetric m) { return m == FieldMetric::kMaxConcurrency || m == FieldMetric::kPoolTokens; }
 /// The band of a ratio scored on the overhead it implies (field_evaluation.h), in percentage points of overhead.
 inline constexpr double kOverheadBandPp = 3.0;
 /// The most combinations a point's setup ranges may expand to.

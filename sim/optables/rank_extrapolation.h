@@ -12,8 +12,8 @@ namespace hisparse::sim {
 ///   t = max(t2 + (t2 − t1) · (log2 ranks − log2 r2) / (log2 r2 − log2 r1),  t2,  bound_us)
 /// i.e. each doubling of the GPUs adds what the last measured doubling added (linear in log2 ranks), never less
 /// than the largest measured count's time, nor than `bound_us`, the payload over the link at DeepEP's published
-/// intranode bandwidth (the caller's). With only r2 measured: max(t2, bound_us). Label kFromRanks; absent when no
-/// rank count below `ranks` has the shape (nothing is extrapolated downward).
+/// intranode bandwidth (the caller's). Label kFromRanks; absent when fewer than two rank counts below `ranks` have
+/// the shape (one count gives no slope, and nothing is extrapolated downward): the term keeps its modelled price.
 OpLookup lookup_over_ranks(const OpTableSet& set, const std::string& op, const OpParams& params, const OpParams& prefer,
                            int ranks, double batch, double bytes, double bound_us);
 

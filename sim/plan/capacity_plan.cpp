@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/dsv4_pool_budget.h"
+#include "sim/capacity/capacity.h"
 #include "core/error.h"
 
 namespace hisparse::sim {
@@ -20,10 +21,6 @@ std::string num(double v) {
   return fmt::format("{:.6g}", v);
 }
 std::string ms(SimTime t) { return fmt::format("{:.3f} ms", static_cast<double>(t) * 1e-6); }
-std::string gbs(double rate) { return fmt::format("{:.4g} GB/s", rate * 1e-9); }
-
-const char* kLabels[] = {"max_running_requests cap", "HBM (device pool)", "logical pool (indexer keys, ratio)",
-                         "host pool", "host DRAM", "PCIe / host IO within the SLO", "TPOT SLO (step time)"};
 
 // What one plan row needs besides the row's own sequence length.
 struct RowContext {
@@ -50,154 +47,82 @@ std::string describe_step_past(const StepTimeModel& model, int64_t B, int64_t n)
   return out;
 }
 
-// DeepSeek-V4: the memory limits of its pools (core/dsv4_pool_budget.h dsv4_request_limits): full KV is bounded by the
-// full and sliding-window pools; HiSparse by the C4 device and sliding-window pools (hbm), the full pool (logical),
-// the C4 host pool and host DRAM.
-void dsv4_memory_limits(const RowContext& c, const SeqLenBudget& q, bool hs, PlanRow& r) {
+// DeepSeek-V4: what a row prints of one request's memory and of the pools (the limits are the capacity model's).
+void dsv4_row_memory(const RowContext& c, const SeqLenBudget& q, bool hs, PlanRow& r) {
   const MemoryBudget& b = c.b;
-  auto lim = [&](const char* key) -> PlanLimit& { return find_limit(r.limits, key); };
-  const Dsv4RequestLimits x = dsv4_request_limits(b, q.seq_len, hs);
-  const double kv = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
+  const double idx = b.indexer_key_bytes.value;
   const int n4 = b.c4_layers;
   r.hbm_per_request = hs ? q.hisparse_hbm_bytes : q.full_kv_bytes;
   r.gpu_indexer_per_request = q.full_indexer_bytes;
   r.gpu_latent_per_request = Figure{"device_kv_bytes", "device KV", r.hbm_per_request.value - q.full_indexer_bytes.value,
                                     "B", "HBM per request less its C4 indexer keys (window, C4 on device, C128, states)"};
-  lim("hbm").per_rank = x.hbm;
-  lim("hbm").formula = x.hbm_formula;
   const double indexer_pool = std::floor((hs ? b.logical_pool_tokens.value : b.full_pool_tokens.value) / 4) * n4 * idx;
   r.indexer_pool_bytes = indexer_pool;
   r.latent_pool_bytes = b.kv_budget_bytes.value - indexer_pool;
-  if (!hs) {
-    r.host_per_request = Figure{"host_bytes_per_request", "host", 0, "B", "full KV keeps nothing in host memory"};
-    const char* na = "full KV: no host pool";
-    lim("logical_pool").formula = lim("host_pool").formula = lim("host_dram").formula = na;
-    lim("pcie").formula = "full KV: nothing crosses PCIe per step";
-    return;
-  }
-  r.host_per_request = q.hisparse_host_bytes;
-  lim("logical_pool").per_rank = x.logical;
-  lim("logical_pool").formula = x.logical_formula;
-  lim("host_pool").per_rank = x.host;
-  lim("host_pool").formula = x.host_formula;
-  const double per_req_host = static_cast<double>(x.c4_entries) * n4 * kv;
-  lim("host_dram").per_rank = c.dram_per_gpu > 0 ? static_cast<int64_t>(std::floor(c.dram_per_gpu / per_req_host)) : 0;
-  lim("host_dram").formula = fmt::format(
-      "floor((host_dram − reserve) / GPUs_per_node / (paged_seq_len / 4 × c4_layers × kv)) = floor({} / {} / ({} × {} "
-      "× {}))", num(c.s.deployment.host_dram_bytes - c.o.host_reserve_bytes),
-      std::min(c.lay.gpus, c.s.hardware.gpus_per_node), x.c4_entries, n4, num(kv));
+  r.host_per_request = hs ? q.hisparse_host_bytes
+                          : Figure{"host_bytes_per_request", "host", 0, "B", "full KV keeps nothing in host memory"};
 }
 
-PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const StepTimeModel& model) {
-  const DeploymentSpec& d = c.s.deployment;
+// What a row prints of one request's memory and of the pools as allocated (figures of the memory budget); the limits
+// on concurrency come from the capacity model (sim/capacity/capacity.h).
+void row_memory(const RowContext& c, const SeqLenBudget& q, bool hs, PlanRow& r) {
+  if (c.s.model.is_compressed()) return dsv4_row_memory(c, q, hs, r);
   const MemoryBudget& b = c.b;
-  const int page = d.page_size;
+  const int page = c.s.deployment.page_size;
   const int64_t n = q.seq_len;
   const int64_t paged = round_up_to_page(n, page);
   const int64_t L = static_cast<int64_t>(b.kv_layers.value);
   const double row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
   const int64_t Li = b.indexer_layers;  // top-k anchors + MTP layers (IndexShare)
-  const int64_t H = d.hisparse.device_buffer_size;
-  const bool hs = uses_host_pool(mode);
-  const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
-  PlanRow r;
-  r.seq_len = n;
-  r.mode = mode;
-  r.limits = unset_limits();
-  auto lim = [&](const char* key) -> PlanLimit& { return find_limit(r.limits, key); };
-  if (d.max_running_requests > 0) {
-    lim("max_running_requests").per_rank = d.max_running_requests;
-    lim("max_running_requests").formula = fmt::format("deployment max_running_requests = {}", d.max_running_requests);
-  } else {
-    lim("max_running_requests").formula = "not set (0 = unlimited)";
-  }
-
-  const bool dsv4 = b.attention == "dsv4";
-  if (dsv4) {
-    dsv4_memory_limits(c, q, hs, r);
-  } else if (!hs) {
+  const int64_t H = c.s.deployment.hisparse.device_buffer_size;
+  if (!hs) {
     r.hbm_per_request = q.full_kv_bytes;
     r.host_per_request = Figure{"host_bytes_per_request", "host", 0, "B", "full KV keeps nothing in host memory"};
     r.gpu_latent_per_request = q.full_latent_bytes;
     r.gpu_indexer_per_request = q.full_indexer_bytes;
-    const auto pool = static_cast<int64_t>(b.full_pool_tokens.value);
-    lim("hbm").per_rank = full_pool_requests(b, n, &lim("hbm").formula);
-    const char* na = "full KV: no host pool";
-    lim("logical_pool").formula = lim("host_pool").formula = lim("host_dram").formula = na;
-    lim("pcie").formula = "full KV: nothing crosses PCIe per step";
     // The pools as allocated: one token of every KV layer per pool token (SWA: the sliding layers' own pool).
+    const auto pool = static_cast<int64_t>(b.full_pool_tokens.value);
     r.latent_pool_bytes = static_cast<double>(pool) * b.full_layers * row +
                           b.swa_pool_tokens.value * b.sliding_layer_count * row;
     r.indexer_pool_bytes = static_cast<double>(pool) * Li * idx;
-  } else {
-    r.hbm_per_request = q.hisparse_hbm_bytes;
-    r.host_per_request = q.hisparse_host_bytes;
-    const int64_t slots = n <= H ? paged : H + page;
-    r.gpu_latent_per_request = Figure{"device_buffer_bytes", "device buffer", static_cast<double>(slots) * L * row, "B",
-                                      fmt::format("buffer_slots × kv_layers × latent_row_bytes = {} × {} × {}", slots, L, num(row))};
-    r.gpu_indexer_per_request = Figure{"indexer_bytes", "indexer keys", static_cast<double>(n) * Li * idx, "B",
-                                       fmt::format("seq_len × indexer_layers × indexer_key_bytes = {} × {} × {}", n, Li,
-                                                   num(idx))};
-    const auto dev = static_cast<int64_t>(b.device_pool_tokens.value);
-    const auto logical = static_cast<int64_t>(b.logical_pool_tokens.value);
-    const auto host = static_cast<int64_t>(b.host_pool_tokens.value);
-    lim("hbm").per_rank = dev / slots;
-    lim("hbm").formula = fmt::format("floor(device_pool / buffer_slots) = floor({} / {}); buffer_slots = {}", dev, slots,
-                                     n <= H ? "paged seq_len (n ≤ H)" : "H + page_size");
-    lim("logical_pool").per_rank = requests_in_pool(logical, paged, static_cast<int64_t>(b.reserved_decode_tokens.value),
-                                                    "logical_pool", &lim("logical_pool").formula);
-    lim("host_pool").per_rank = host / paged;
-    lim("host_pool").formula = fmt::format("floor(host_pool / paged_seq_len) = floor({} / {})", host, paged);
-    const double per_req_host = static_cast<double>(paged) * L * row;
-    lim("host_dram").per_rank = c.dram_per_gpu > 0 ? static_cast<int64_t>(std::floor(c.dram_per_gpu / per_req_host)) : 0;
-    lim("host_dram").formula = fmt::format(
-        "floor((host_dram − reserve) / GPUs_per_node / (paged_seq_len × kv_layers × latent_row_bytes)) = "
-        "floor({} / {} / ({} × {} × {}))",
-        num(d.host_dram_bytes - c.o.host_reserve_bytes), std::min(c.lay.gpus, c.s.hardware.gpus_per_node), paged, L, num(row));
-    r.latent_pool_bytes = static_cast<double>(dev) * L * row;
-    r.indexer_pool_bytes = static_cast<double>(logical) * Li * idx;
+    return;
   }
-  if (hs) {
-    r.misses_per_request_step = model.misses_per_request(n);
-    if (c.o.memory_only) {
-      lim("pcie").formula = "not applied (--limits memory)";
-    } else if (r.misses_per_request_step > 0) {
-      lim("pcie").per_rank = model.max_batch_io_within(n, slo, c.o.batch_cap);
-      lim("pcie").formula = fmt::format(
-          "largest B with fixed + B × misses_per_request × row / rate ≤ SLO and the backup ≤ SLO: "
-          "{} + B × {:.0f} × {} B / {}{} ≤ {} ms",
-          ms(model.h2d_fixed_ns()), r.misses_per_request_step, num(row), gbs(model.h2d_rate()),
-          c.o.cost.swap_in_cost.calibrated ? " (calibrated: rate depends on B)" : "", num(d.tpot_slo_ms));
-    } else {
-      lim("pcie").formula = fmt::format("unbounded: {} = {} ≤ H = {}, every selection stays resident",
-                                        dsv4 ? "C4 entries n / 4" : "n", model.estimator().entries(n), H);
-    }
-  }
+  r.hbm_per_request = q.hisparse_hbm_bytes;
+  r.host_per_request = q.hisparse_host_bytes;
+  const int64_t slots = n <= H ? paged : H + page;
+  r.gpu_latent_per_request = Figure{"device_buffer_bytes", "device buffer", static_cast<double>(slots) * L * row, "B",
+                                    fmt::format("buffer_slots × kv_layers × latent_row_bytes = {} × {} × {}", slots, L, num(row))};
+  r.gpu_indexer_per_request = Figure{"indexer_bytes", "indexer keys", static_cast<double>(n) * Li * idx, "B",
+                                     fmt::format("seq_len × indexer_layers × indexer_key_bytes = {} × {} × {}", n, Li,
+                                                 num(idx))};
+  r.latent_pool_bytes = b.device_pool_tokens.value * L * row;
+  r.indexer_pool_bytes = b.logical_pool_tokens.value * Li * idx;
+}
 
-  const int64_t slo_b = model.max_batch_within(n, slo, c.o.batch_cap);
-  lim("slo").per_rank = c.o.memory_only ? -1 : slo_b;
-  if (c.o.memory_only) {
-    lim("slo").formula = fmt::format("not applied (--limits memory); largest B within the SLO would be {}", slo_b);
-    if (!std::any_of(r.limits.begin(), r.limits.end(), [](const PlanLimit& l) { return l.per_rank >= 0; })) {
-      // No memory limit applies (full KV with no cap cannot happen: HBM always applies); keep the search cap.
-      lim("slo").per_rank = c.o.batch_cap;
-      lim("slo").formula = "no memory limit applies: the search cap";
-    }
-  } else if (slo_b == 0) {
-    lim("slo").formula = fmt::format("one request alone takes {} > SLO {} ms", ms(model.step(1, n).tpot_ns), num(d.tpot_slo_ms));
-  } else if (slo_b >= c.o.batch_cap) {
-    lim("slo").formula = fmt::format("step({}) = {} ≤ SLO {} ms (search cap reached)", slo_b, ms(model.step(slo_b, n).tpot_ns),
-                                     num(d.tpot_slo_ms));
-  } else {
-    lim("slo").formula = fmt::format("largest B with step_time(B) ≤ SLO: step({}) = {} ≤ {} ms < step({}) = {}", slo_b,
-                                     ms(model.step(slo_b, n).tpot_ns), num(d.tpot_slo_ms), slo_b + 1,
-                                     ms(model.step(slo_b + 1, n).tpot_ns));
-  }
-  if (slo_b < c.o.batch_cap && !c.o.memory_only) r.slo_note = describe_step_past(model, slo_b + 1, n);
-
-  const PlanLimit& bind = binding_limit(r.limits);
-  r.binding_limit = bind.key;
-  r.max_per_rank = bind.per_rank;
+PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const StepTimeModel& model) {
+  const MemoryBudget& b = c.b;
+  const int64_t n = q.seq_len;
+  const int64_t paged = round_up_to_page(n, c.s.deployment.page_size);
+  const int64_t L = static_cast<int64_t>(b.kv_layers.value);
+  const double row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
+  const int64_t Li = b.indexer_layers;
+  const bool hs = uses_host_pool(mode);
+  PlanRow r;
+  r.seq_len = n;
+  r.mode = mode;
+  row_memory(c, q, hs, r);
+  CapacityOptions co;
+  co.host_reserve_bytes = c.o.host_reserve_bytes;
+  co.batch_cap = c.o.batch_cap;
+  co.memory_only = c.o.memory_only;
+  co.calibrated_swap_in = c.o.cost.swap_in_cost.calibrated;
+  const Capacity cap = capacity_limits(c.s, b, ContextMix::single(n), mode, model, co);
+  r.limits = cap.limits;
+  r.binding_limit = cap.binding_limit;
+  r.max_per_rank = cap.per_rank;
+  r.misses_per_request_step = cap.misses_per_request_step;
+  const int64_t slo_b = find_limit(r.limits, "slo").per_rank;
+  if (!c.o.memory_only && slo_b < c.o.batch_cap) r.slo_note = describe_step_past(model, slo_b + 1, n);
   r.max_concurrency = r.max_per_rank * c.lay.ranks;
   r.at_max = model.step(r.max_per_rank, n);
   if (mode != KvMode::kFull) {
@@ -210,7 +135,7 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
                                                        model.estimator().cost().offload_layers())
                         : 0;
   const double B = static_cast<double>(r.max_per_rank);
-  if (dsv4) {
+  if (c.s.model.is_compressed()) {
     r.latent_used_bytes = B * r.gpu_latent_per_request.value;
     r.indexer_used_bytes = B * r.gpu_indexer_per_request.value;
     r.host_used_bytes_per_gpu = B * r.host_per_request.value;
@@ -266,10 +191,7 @@ ThroughputCurve make_curve(const PlanRow& r, const StepTimeModel& model, const P
 }
 
 RowContext make_context(const Scenario& s, const MemoryBudget& b, const PlanOptions& o) {
-  RowContext c{s, b, o, rank_layout(s), 0};
-  const int per_node = std::max(1, std::min(c.lay.gpus, s.hardware.gpus_per_node));
-  c.dram_per_gpu = std::max(0.0, s.deployment.host_dram_bytes - o.host_reserve_bytes) / per_node;
-  return c;
+  return RowContext{s, b, o, rank_layout(s), host_dram_per_gpu(s, o.host_reserve_bytes)};
 }
 
 SweepRow sweep_row(const std::string& param, int64_t value, bool current, const PlanRow& r, const MemoryBudget& b) {
@@ -303,33 +225,6 @@ std::vector<int32_t> sorted_with(std::vector<int32_t> v, int32_t x) {
 
 }  // namespace
 
-const std::vector<std::string>& limit_keys() {
-  static const std::vector<std::string> keys = {"max_running_requests", "hbm",  "logical_pool", "host_pool",
-                                                "host_dram",            "pcie", "slo"};
-  return keys;
-}
-
-std::vector<PlanLimit> unset_limits() {
-  std::vector<PlanLimit> out;
-  for (size_t i = 0; i < limit_keys().size(); ++i) out.push_back(PlanLimit{limit_keys()[i], kLabels[i], -1, "does not apply"});
-  return out;
-}
-
-PlanLimit& find_limit(std::vector<PlanLimit>& limits, const std::string& key) {
-  for (auto& l : limits)
-    if (l.key == key) return l;
-  throw_error("plan: unknown limit {}", key);
-}
-
-const PlanLimit& binding_limit(const std::vector<PlanLimit>& limits) {
-  const PlanLimit* best = nullptr;
-  for (const auto& key : limit_keys())
-    for (const auto& l : limits)
-      if (l.key == key && l.per_rank >= 0 && (!best || l.per_rank < best->per_rank)) best = &l;
-  if (!best) throw_error("plan: no limit applies (the SLO limit always should)");
-  return *best;
-}
-
 std::vector<int32_t> default_buffer_sweep(const Scenario& s) {
   const int32_t K = s.deployment.hisparse.top_k;
   std::vector<int32_t> v;
@@ -340,6 +235,93 @@ std::vector<int32_t> default_buffer_sweep(const Scenario& s) {
 std::vector<int32_t> default_ratio_sweep(const Scenario& s) {
   return sorted_with({1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20}, s.deployment.hisparse.host_to_device_ratio);
 }
+
+namespace {
+
+// The warnings of a model with a sparse indexer: compressed attention, NVFP4, --limits memory, no KV budget, host
+// pools over DRAM, a miss model read outside its range or never measured, a remote NUMA host pool, attention TP.
+void add_hisparse_warnings(CapacityPlan& p, const MissCurves& misses, const StepTimeModel& hs) {
+  const Scenario& s = p.scenario;
+  const DeploymentSpec& d = s.deployment;
+  const PlanOptions& options = p.options;
+  const int32_t H = d.hisparse.device_buffer_size;
+  if (p.budget.attention == "dsv4")
+    p.warnings.push_back(
+        "DeepSeek-V4: HiSparse offloads the C4 entries (one per 4 tokens) of its C4 layers; the sliding window, the C128 "
+        "pool, the C4 indexer keys and the compress states stay on the GPU. Misses: the miss model read at n / 4 "
+        "entries (assumed: a C4 selection misses as a DSA selection over as many tokens); dynamic residency is not "
+        "planned for compressed attention");
+  if (d.kv_dtype == KvDtype::kNvfp4 && options.cost.attention.table)
+    p.warnings.push_back("NVFP4 KV: the measured FlashMLA table holds no NVFP4 kernel; the attention is priced by its "
+                         "roofline at efficiency.attention (modelled), not by the table the cost-model line names");
+  if (options.memory_only)
+    p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and memory (HBM, pools, host "
+                                     "DRAM) limit concurrency; PCIe and the TPOT SLO of {} ms are not applied, so the "
+                                     "step time at that concurrency may exceed the SLO",
+                                     d.tpot_slo_ms));
+  if (p.budget.kv_budget_bytes.value <= 0)
+    p.warnings.push_back(fmt::format("no HBM left for the KV cache: {}", p.budget.kv_budget_bytes.formula));
+  const double dram_usable = d.host_dram_bytes - options.host_reserve_bytes;
+  if (p.budget.host_pool_bytes_per_node.value > dram_usable)
+    p.warnings.push_back(fmt::format(
+        "the host pools need {:.1f} GB per node but host DRAM less the reserve is {:.1f} GB: SGLang would fail to "
+        "allocate them; lower host_to_device_ratio",
+        p.budget.host_pool_bytes_per_node.value * 1e-9, dram_usable * 1e-9));
+  std::string beyond;
+  for (int64_t n : options.seq_lens)
+    if (hs.estimator().entries(n) > H && misses.extrapolated(H, hs.estimator().entries(n))) beyond += fmt::format("{}{}", beyond.empty() ? "" : ", ", n);
+  if (!beyond.empty())
+    p.warnings.push_back(fmt::format("at device_buffer_size {} the miss model reads outside the (H/K, n/H) range it was "
+                                     "measured over for seq_len {}: the nearest measured fraction is held, capped by "
+                                     "the steady-state bound (n − H)/(K − 1)",
+                                     H, beyond));
+  for (int32_t h : misses.unmeasured())
+    p.warnings.push_back(fmt::format("the trace never exceeds device_buffer_size {}: its misses there come from the "
+                                     "fallback miss model (the miss surface or --miss-fraction), not the replay", h));
+  if (d.host_pool_remote_numa)
+    p.warnings.push_back(fmt::format(
+        "host_pool_numa remote: each GPU reads its host pool across sockets at cross_node_factor {:g} of a node's DRAM "
+        "share (assumed; miss copy rate {:.4g} GB/s per GPU, backup {:.4g} GB/s): bind the pool to the GPU's node "
+        "(numactl --membind) to lift it",
+        s.hardware.numa_cross_node_factor, hs.estimator().h2d_link() * 1e-9, hs.estimator().d2h_rate() * 1e-9));
+  if (p.layout.attention_tp > 1)
+    p.warnings.push_back(fmt::format(
+        "attention TP {} (tp {} / dp_attention {}): each rank's requests are replicated on its {} GPUs; the step "
+        "model divides the attention heads by {} and keeps every latent read",
+        p.layout.attention_tp, d.decode.tp, p.layout.ranks, p.layout.attention_tp, p.layout.attention_tp));
+}
+
+// The device_buffer_size and host_to_device_ratio sweeps: the HiSparse row of every length at each value.
+void add_sweeps(CapacityPlan& p, const MissCurves& misses, const StepTimeModel& hs) {
+  const Scenario& s = p.scenario;
+  const DeploymentSpec& d = s.deployment;
+  const PlanOptions& options = p.options;
+  const int32_t H = d.hisparse.device_buffer_size;
+  const std::vector<int32_t> bufs = options.sweep_buffer_sizes.empty() ? default_buffer_sweep(s) : options.sweep_buffer_sizes;
+  for (int32_t h : bufs) {
+    Scenario sh = s;
+    sh.deployment.hisparse.device_buffer_size = h;
+    sh.deployment.hisparse.validate(fmt::format("plan: --sweep-buffer-sizes value {}", h));
+    const MemoryBudget bh = compute_memory_budget(sh, options.seq_lens);
+    const StepTimeModel mh(sh, options.cost, true, [&misses, h](int64_t n) { return misses.fraction(h, n); });
+    const RowContext ch = make_context(sh, bh, options);
+    for (const SeqLenBudget& q : bh.per_seq_len)
+      p.sweep_buffer.push_back(sweep_row("device_buffer_size", h, h == H, plan_row(ch, q, KvMode::kHiSparse, mh), bh));
+  }
+  const std::vector<int32_t> ratios = options.sweep_ratios.empty() ? default_ratio_sweep(s) : options.sweep_ratios;
+  for (int32_t rr : ratios) {
+    if (rr < 1) throw_error("plan: host_to_device_ratio {} in the sweep (expected >= 1)", rr);
+    Scenario sr = s;
+    sr.deployment.hisparse.host_to_device_ratio = rr;
+    const MemoryBudget br = compute_memory_budget(sr, options.seq_lens);
+    const RowContext cr = make_context(sr, br, options);
+    for (const SeqLenBudget& q : br.per_seq_len)
+      p.sweep_ratio.push_back(sweep_row("host_to_device_ratio", rr, rr == d.hisparse.host_to_device_ratio,
+                                        plan_row(cr, q, KvMode::kHiSparse, hs), br));
+  }
+}
+
+}  // namespace
 
 CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& options, const MissCurves& misses) {
   CapacityPlan p;
@@ -430,73 +412,8 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
       p.warnings.push_back(fmt::format("seq_len {} exceeds the deployment's context_length {}", q.seq_len, d.context_length));
   }
 
-  if (p.budget.attention == "dsv4")
-    p.warnings.push_back(
-        "DeepSeek-V4: HiSparse offloads the C4 entries (one per 4 tokens) of its C4 layers; the sliding window, the C128 "
-        "pool, the C4 indexer keys and the compress states stay on the GPU. Misses: the miss model read at n / 4 "
-        "entries (assumed: a C4 selection misses as a DSA selection over as many tokens); dynamic residency is not "
-        "planned for compressed attention");
-  if (d.kv_dtype == KvDtype::kNvfp4 && options.cost.attention.table)
-    p.warnings.push_back("NVFP4 KV: the measured FlashMLA table holds no NVFP4 kernel; the attention is priced by its "
-                         "roofline at efficiency.attention (modelled), not by the table the cost-model line names");
-  if (options.memory_only)
-    p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and memory (HBM, pools, host "
-                                     "DRAM) limit concurrency; PCIe and the TPOT SLO of {} ms are not applied, so the "
-                                     "step time at that concurrency may exceed the SLO",
-                                     d.tpot_slo_ms));
-  if (p.budget.kv_budget_bytes.value <= 0)
-    p.warnings.push_back(fmt::format("no HBM left for the KV cache: {}", p.budget.kv_budget_bytes.formula));
-  const double dram_usable = d.host_dram_bytes - options.host_reserve_bytes;
-  if (p.budget.host_pool_bytes_per_node.value > dram_usable)
-    p.warnings.push_back(fmt::format(
-        "the host pools need {:.1f} GB per node but host DRAM less the reserve is {:.1f} GB: SGLang would fail to "
-        "allocate them; lower host_to_device_ratio",
-        p.budget.host_pool_bytes_per_node.value * 1e-9, dram_usable * 1e-9));
-  std::string beyond;
-  for (int64_t n : options.seq_lens)
-    if (hs.estimator().entries(n) > H && misses.extrapolated(H, hs.estimator().entries(n))) beyond += fmt::format("{}{}", beyond.empty() ? "" : ", ", n);
-  if (!beyond.empty())
-    p.warnings.push_back(fmt::format("at device_buffer_size {} the miss model reads outside the (H/K, n/H) range it was "
-                                     "measured over for seq_len {}: the nearest measured fraction is held, capped by "
-                                     "the steady-state bound (n − H)/(K − 1)",
-                                     H, beyond));
-  for (int32_t h : misses.unmeasured())
-    p.warnings.push_back(fmt::format("the trace never exceeds device_buffer_size {}: its misses there come from the "
-                                     "fallback miss model (the miss surface or --miss-fraction), not the replay", h));
-  if (d.host_pool_remote_numa)
-    p.warnings.push_back(fmt::format(
-        "host_pool_numa remote: each GPU reads its host pool across sockets at cross_node_factor {:g} of a node's DRAM "
-        "share (assumed; miss copy rate {:.4g} GB/s per GPU, backup {:.4g} GB/s): bind the pool to the GPU's node "
-        "(numactl --membind) to lift it",
-        s.hardware.numa_cross_node_factor, hs.estimator().h2d_link() * 1e-9, hs.estimator().d2h_rate() * 1e-9));
-  if (p.layout.attention_tp > 1)
-    p.warnings.push_back(fmt::format(
-        "attention TP {} (tp {} / dp_attention {}): each rank's requests are replicated on its {} GPUs; the step "
-        "model divides the attention heads by {} and keeps every latent read",
-        p.layout.attention_tp, d.decode.tp, p.layout.ranks, p.layout.attention_tp, p.layout.attention_tp));
-
-  const std::vector<int32_t> bufs = options.sweep_buffer_sizes.empty() ? default_buffer_sweep(s) : options.sweep_buffer_sizes;
-  for (int32_t h : bufs) {
-    Scenario sh = s;
-    sh.deployment.hisparse.device_buffer_size = h;
-    sh.deployment.hisparse.validate(fmt::format("plan: --sweep-buffer-sizes value {}", h));
-    const MemoryBudget bh = compute_memory_budget(sh, options.seq_lens);
-    const StepTimeModel mh(sh, options.cost, true, [&misses, h](int64_t n) { return misses.fraction(h, n); });
-    const RowContext ch = make_context(sh, bh, options);
-    for (const SeqLenBudget& q : bh.per_seq_len)
-      p.sweep_buffer.push_back(sweep_row("device_buffer_size", h, h == H, plan_row(ch, q, KvMode::kHiSparse, mh), bh));
-  }
-  const std::vector<int32_t> ratios = options.sweep_ratios.empty() ? default_ratio_sweep(s) : options.sweep_ratios;
-  for (int32_t rr : ratios) {
-    if (rr < 1) throw_error("plan: host_to_device_ratio {} in the sweep (expected >= 1)", rr);
-    Scenario sr = s;
-    sr.deployment.hisparse.host_to_device_ratio = rr;
-    const MemoryBudget br = compute_memory_budget(sr, options.seq_lens);
-    const RowContext cr = make_context(sr, br, options);
-    for (const SeqLenBudget& q : br.per_seq_len)
-      p.sweep_ratio.push_back(sweep_row("host_to_device_ratio", rr, rr == d.hisparse.host_to_device_ratio,
-                                        plan_row(cr, q, KvMode::kHiSparse, hs), br));
-  }
+  add_hisparse_warnings(p, misses, hs);
+  add_sweeps(p, misses, hs);
   if (options.strategies.enabled) p.strategies = compute_cache_strategies(p, options.strategies);
   return p;
 }

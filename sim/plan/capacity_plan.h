@@ -1,7 +1,8 @@
 // @brief CapacityPlan: for each sequence length, full-KV vs HiSparse — HBM and host memory per request, the largest
 // number of concurrent decode requests under each limit (HBM, pools, host DRAM, PCIe within the TPOT SLO, the SLO
 // itself), which limit binds, throughput against batch size, and sweeps of device_buffer_size and
-// host_to_device_ratio (docs/capacity.md). Pure computation: apps/plan.cpp reads options and writes the reports.
+// host_to_device_ratio (docs/capacity.md). The limits of each row are the capacity model's (sim/capacity/capacity.h);
+// this file adds what a plan prints around them. Pure computation: apps/plan.cpp reads options and writes the reports.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "core/deployment_spec.h"
 #include "core/memory_budget.h"
+#include "sim/capacity/capacity_limit.h"
 #include "sim/cost/cost_params.h"
 #include "sim/plan/cache_strategies.h"
 #include "sim/miss/miss_curve.h"
@@ -34,23 +36,8 @@ struct PlanOptions {
 /// binding_limit of a HiSparse row when the model has no sparse indexer (GQA / MHA models).
 inline constexpr const char* kNotApplicable = "not applicable";
 
-/// One limit on concurrent requests per rank (per_rank = -1: does not apply to this mode).
-struct PlanLimit {
-  std::string key;      // one of limit_keys()
-  std::string label;
-  int64_t per_rank = -1;
-  std::string formula;  // symbols = numbers
-};
-
-/// The limit keys in tie-break order: when several limits are equal, the first one named here binds
-/// (a count cap before memory, memory before bandwidth, PCIe before the SLO it causes).
-const std::vector<std::string>& limit_keys();
-/// Every limit of limit_keys(), labelled, none applying yet (per_rank −1): what plan rows and advice start from.
-std::vector<PlanLimit> unset_limits();
-/// The limit named `key` in `limits` (throws naming it when absent).
-PlanLimit& find_limit(std::vector<PlanLimit>& limits, const std::string& key);
-/// The binding limit of `limits` (smallest per_rank among those that apply; ties by limit_keys order).
-const PlanLimit& binding_limit(const std::vector<PlanLimit>& limits);
+/// A plan row's limits are the capacity model's (sim/capacity/capacity_limit.h).
+using PlanLimit = CapacityLimit;
 
 struct PlanRow {
   int64_t seq_len = 0;

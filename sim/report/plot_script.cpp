@@ -1,6 +1,8 @@
 // @brief Locating and running the plot scripts (see plot_script.h).
 #include "sim/report/plot_script.h"
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -41,7 +43,17 @@ std::string shell_quote(const std::string& s) {
 void run_plot_script(const std::string& script, const std::string& out_dir, const std::string& command) {
   const std::string cmd =
       fmt::format("/usr/bin/python3 {} {}", shell_quote(find_script(script, command)), shell_quote(out_dir));
-  if (std::system(cmd.c_str()) != 0) throw_error("{}: plotting failed: {}", command, cmd);
+  const int status = std::system(cmd.c_str());
+  if (status == 0) return;
+  // The script names the file and the cause on its own line of stderr (scripts/plot_output.py run_main); this line
+  // says which step failed, what is already written and how to go on without the plots.
+  const std::string how = status == -1                            ? "could not be started"
+                          : WIFEXITED(status)                     ? fmt::format("exited with status {}", WEXITSTATUS(status))
+                          : WIFSIGNALED(status)                   ? fmt::format("was killed by signal {}", WTERMSIG(status))
+                                                                  : "failed";
+  throw_error("{}: plotting into {} failed: {} {} (its message, if any, is on the line above); the data files are "
+              "written, --no-plots skips the plots",
+              command, out_dir, script, how);
 }
 
 }  // namespace hisparse::sim

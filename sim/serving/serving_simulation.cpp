@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "sim/capacity/admission_pools.h"
 #include "sim/network/link_model.h"
 #include "sim/miss/miss_surface.h"
 #include "sim/serving/engine.h"
@@ -84,15 +85,12 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
     idx_bytes_per_token_ = idx_layers_ * idx_;
   }
   gpr_ = layout_.gpus_per_rank;
-  const MemoryBudget mb = compute_memory_budget(sc, {});
+  // Admission sizing: the capacity model's pools (sim/capacity/admission_pools.h).
+  const AdmissionPools pools = admission_pools(compute_memory_budget(sc, {}), hisparse_, c4);
   pool_sizes_.page = page_;
-  if (hisparse_) {
-    pool_sizes_.device = static_cast<int64_t>(mb.device_pool_tokens.value) * c4;
-    pool_sizes_.logical = static_cast<int64_t>(mb.logical_pool_tokens.value);
-    pool_sizes_.host = static_cast<int64_t>(mb.host_pool_tokens.value) * c4;
-  } else {
-    pool_sizes_.logical = static_cast<int64_t>(mb.full_pool_tokens.value);
-  }
+  pool_sizes_.device = pools.device;
+  pool_sizes_.logical = pools.logical;
+  pool_sizes_.host = pools.host;
   const int64_t dev = hisparse_ ? pool_sizes_.device : pool_sizes_.logical;
   if (dev < page_)
     throw_error("{}: no HBM left for KV ({} tokens per rank in {} mode, memory.{}_pool_tokens)", sc.source, dev,

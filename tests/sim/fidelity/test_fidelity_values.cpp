@@ -98,6 +98,9 @@ TEST_CASE("fidelity's plan values are StepTimeModel's and the capacity plan's on
         case FieldMetric::kMaxConcurrency:
           CHECK(p.plan == static_cast<double>(planned(r.run, f.context, f.mode, false)));
           break;
+        case FieldMetric::kPoolTokens:  // not in these fixtures (tests/sim/fidelity/test_field_pending.cpp has one)
+          FAIL("unexpected pool_tokens point " << f.id);
+          break;
       }
       CHECK_FALSE(p.simulate.has_value());
       // Expect the signed error against the published figure, 0 inside a published range; a gain at which both modes
