@@ -43,7 +43,7 @@ int run_advise(int argc, char** argv) {
       "verbose", "print the miss-model and cost lines in full (without it: one short line each, paths as file names)")(
       "help,h", "this help");
   po::variables_map vm;
-  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
+  if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
 
   sim::AdviseRequest request = advise_request(args, vm, "advise");
   request.command_line = typed_command_line("advise", argc, argv);

@@ -5,6 +5,7 @@
 
 #include "apps/list_args.h"
 #include "apps/scenario_flags.h"
+#include "core/error.h"
 
 namespace hisparse::apps {
 
@@ -23,7 +24,7 @@ const std::vector<std::string>& replay_own_flags() {
 void add_advise_options(po::options_description& desc, AdviseArgs& a, bool with_trace) {
   desc.add_options()("scenario", po::value(&a.scenario)->required(), "deployment name (scenarios/deployments) or YAML path")(
       "seq-lens", po::value(&a.seq_lens), "context lengths, comma-separated, K = 1024 (one advice each; default "
-      "16K,32K,64K,128K unless --workload is given)")(
+      "16K,32K,64K,128K unless --workload is given; with --trace alone, the trace's own decode steps)")(
       "workload", po::value(&a.workload), "workload name / YAML / trace file: one advice for its decode context mix")(
       "mix-classes", po::value(&a.mix_classes)->default_value(a.mix_classes), "length classes of a --workload mix");
   if (with_trace)
@@ -63,7 +64,9 @@ sim::AdviseRequest advise_request(const AdviseArgs& a, const po::variables_map& 
   r.misses = miss_choice(vm, /*with_trace=*/false);
   r.misses.trace = a.trace;
   r.misses.policy = a.policy;
+  if (a.threads < 1) throw_error("{}: --threads {} (expected >= 1 replay threads)", command, a.threads);
   r.misses.threads = a.threads;
+  // A flag given empty ("--seq-lens ''") is refused by store_flags, not read as the default.
   if (!a.seq_lens.empty())
     r.seq_lens = parse_count_list(a.seq_lens, command, "--seq-lens", 1, int64_t{1} << 30, "16K,32K,65536");
   r.workload = a.workload;

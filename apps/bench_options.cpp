@@ -13,7 +13,7 @@ bool parse_bench_args(int argc, char** argv, const boost::program_options::optio
   namespace po = boost::program_options;
   po::positional_options_description pos;
   pos.add("what", 1);
-  store_flags(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+  store_flags(parse_args(argc, argv, desc, &pos), vm);
   if (vm.count("help")) {
     std::ostringstream os;
     os << desc;

@@ -51,7 +51,7 @@ int run_calibrate(int argc, char** argv) {
       "out,o", po::value(&out), "write the miss-surface YAML here (atomically)")(
       "json", po::value(&json), "write intervals, points and caveats as JSON here (atomically)");
   po::variables_map vm;
-  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
+  if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
   sim::counters::MetricsFitOptions options;
   auto positive = [](const char* flag, int64_t v, int64_t hi) {
     if (v < 1 || v > hi) throw_error("{}: --{} {} (expected 1..{})", kCommand, flag, v, hi);

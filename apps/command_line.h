@@ -20,8 +20,21 @@ std::string typed_command_line(const char* command, int argc, char** argv);
 /// Throws unless `name` (a miss surface's --name) is letters, digits, '-', '_' or '.', naming `command`.
 void check_surface_name(const char* command, const std::string& name);
 
+/// Every command's command-line parse (boost's, with `pos` for positional arguments when given), in SGLang's words
+/// too: a flag SGLang spells otherwise is taken under its name here where it means the same (--kv-cache-dtype is
+/// --kv-dtype; bench_serving's --max-concurrency is simulate's --concurrency), one that has no counterpart says where
+/// its setting lives (--tp-size: the deployment YAML), and an unknown flag is answered with the nearest ones by edit
+/// distance ("did you mean --concurrency?").
+boost::program_options::parsed_options parse_args(
+    int argc, char** argv, const boost::program_options::options_description& desc,
+    const boost::program_options::positional_options_description* pos = nullptr);
+
+/// Levenshtein distance between `a` and `b` (insertions, deletions and substitutions of one character).
+size_t edit_distance(const std::string& a, const std::string& b);
+
 /// boost::program_options::store, every command's: a value its flag's type cannot hold (boost: "the argument ('X')
-/// for option '--f' is invalid") is rethrown as "--f 'X' is not <what the type takes, with its range>".
+/// for option '--f' is invalid") is rethrown as "--f 'X' is not <what the type takes, with its range>"; a value
+/// given empty ("--out ''", "--seq-lens ''") is refused rather than read as the flag left out.
 void store_flags(const boost::program_options::parsed_options& parsed, boost::program_options::variables_map& vm);
 
 /// A command's flag parse: store_flags, then on --help print `desc` (the flags the help lists; `parsed` may hold

@@ -50,7 +50,7 @@ int run_fidelity(int argc, char** argv) {
       "no-plots", "skip scripts/plot_fidelity.py (the reports say the plot is missing)");
   add_scenario_flags(desc, kCostFlags | kMissFlags);
   po::variables_map vm;
-  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
+  if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
   if (vm.count("check") && vm.count("record"))
     throw_error("fidelity: --check and --record together would check the errors just recorded; give one");
   if (vm.count("accept-worse") && !vm.count("record"))

@@ -161,7 +161,7 @@ int run_fit_miss_model(int argc, char** argv) {
       "fitted-to", po::value(&fitted_to),
       "with --steady-scale: a field point run/point (scenarios/field/) the scale was fitted to; repeatable");
   po::variables_map vm;
-  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
+  if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
   const bool holdout = !holdout_text.empty();
   if (!holdout && (name.empty() || out.empty()))
     throw_error("{}: --name and --out are required (unless --holdout-lengths)", kCommand);

@@ -309,7 +309,7 @@ int run_info(int argc, char** argv) {
       "json", "print JSON instead of the table");
   po::variables_map vm;
   try {
-    store_flags(po::command_line_parser(argc, argv).options(opts).run(), vm);
+    store_flags(parse_args(argc, argv, opts), vm);
     po::notify(vm);
   } catch (const po::error& e) {
     throw_error("{} (see hisparse info --help)", e.what());

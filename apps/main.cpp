@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
 
 #include <fmt/core.h>
 
@@ -90,6 +91,12 @@ int run_command(int argc, char** argv) {
     if (!std::strcmp(argv[1], c.name)) {
       try {
         return c.run(argc - 1, argv + 1);
+      } catch (const std::bad_alloc&) {
+        // Whatever size asked for it, "std::bad_alloc" alone names neither the cause nor the way out.
+        fmt::print(stderr, "hisparse {}: error: out of memory (std::bad_alloc): the input asks for more than this "
+                           "machine can hold; reduce the sizes given (requests, steps, concurrency, lengths)\n",
+                   c.name);
+        return 1;
       } catch (const std::exception& e) {
         fmt::print(stderr, "hisparse {}: error: {}\n", c.name, e.what());
         return 1;

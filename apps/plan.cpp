@@ -73,7 +73,7 @@ int run_plan(int argc, char** argv) {
       "all | memory: with memory, only the max_running_requests cap and memory (HBM, pools, host DRAM) limit "
       "concurrency — the memory-only capacity question; PCIe and the TPOT SLO are reported, not applied");
   po::variables_map vm;
-  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
+  if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
   sim::PlanRequest req;
   req.command_line = typed_command_line("plan", argc, argv);
   req.setup = scenario_choice(vm, scenario_name, "plan");

@@ -108,7 +108,7 @@ int run_replay(int argc, char** argv) {
   po::options_description all;
   all.add(desc).add(advice);
   po::variables_map vm;
-  store_flags(po::command_line_parser(argc, argv).options(all).run(), vm);
+  store_flags(parse_args(argc, argv, all), vm);
   if (vm.count("help")) {
     std::cout << desc << "\n" << advice << "\n";
     return 0;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/yaml_reader.h"
 #include "sim/miss/miss_surface.h"
@@ -10,6 +12,13 @@
 namespace hisparse::apps {
 
 namespace po = boost::program_options;
+
+namespace {
+
+/// A byte-size flag's help: what it is, then the units it takes with their meaning (GB = 10^9 B, GiB = 2^30 B).
+std::string bytes_help(const std::string& what) { return fmt::format("{}; bytes: {}", what, kByteUnitsHelp); }
+
+}  // namespace
 
 void add_scenario_flags(po::options_description& out, unsigned groups, const std::vector<std::string>& except) {
   po::options_description desc;
@@ -32,21 +41,19 @@ void add_scenario_flags(po::options_description& out, unsigned groups, const std
         "step (SGLang --speculative-num-steps d, eagle-topk 1; 0 = off; replaces the deployment's mtp_draft_tokens)")(
         "mtp-acceptance", po::value<double>(), "MTP: probability a draft token is accepted given its predecessors were, "
         "in [0, 1]; accepted tokens per step = 1 + a + ... + a^d (replaces the deployment's mtp_acceptance)")(
-        "host-dram-bytes", po::value<std::string>(), "host DRAM per decode node (e.g. 1TiB)")(
-        "hbm-bytes", po::value<std::string>(), "HBM per GPU (replaces the hardware's)")(
-        "weight-bytes", po::value<std::string>(), "all weights of the model (replaces the model's)")(
-        "weights-per-gpu-bytes", po::value<std::string>(), "weights per GPU (replaces the sharding arithmetic)")(
-        "activation-reserve-bytes", po::value<std::string>(), "activation / CUDA-graph reserve per GPU")(
-        "kv-budget-bytes", po::value<std::string>(), "HBM for KV per GPU (replaces HBM × mem_fraction_static − "
-        "weights − reserve)")(
+        "host-dram-bytes", po::value<std::string>(), bytes_help("host DRAM per decode node").c_str())(
+        "hbm-bytes", po::value<std::string>(), bytes_help("HBM per GPU (replaces the hardware's; more than 5 % below the hardware file's is warned about: NVIDIA's \"141 GB\" H200 holds 143771MiB = 150.75GB)").c_str())(
+        "weight-bytes", po::value<std::string>(), bytes_help("all weights of the model (replaces the model's)").c_str())(
+        "weights-per-gpu-bytes", po::value<std::string>(), bytes_help("weights per GPU (replaces the sharding arithmetic)").c_str())(
+        "activation-reserve-bytes", po::value<std::string>(), bytes_help("activation / CUDA-graph reserve per GPU").c_str())(
+        "kv-budget-bytes", po::value<std::string>(), bytes_help("HBM for KV per GPU (replaces HBM × mem_fraction_static − weights − reserve)").c_str())(
         "full-pool-tokens", po::value<int64_t>(), "per GPU (dp rank): max_total_num_tokens without HiSparse, from a "
         "server log (0 = derive from memory)")(
         "device-pool-tokens", po::value<int64_t>(), "per GPU (dp rank): max_total_num_tokens with HiSparse, from a "
         "server log (0 = derive from memory)")(
         "host-pool-tokens", po::value<int64_t>(), "per GPU (dp rank): host pool tokens (0 = derive from memory)");
   if (groups & kHostReserveFlag)
-    add("host-reserve-bytes", po::value<std::string>(), "host DRAM per decode node kept for the OS and the server "
-        "(default 0)");
+    add("host-reserve-bytes", po::value<std::string>(), bytes_help("host DRAM per decode node kept for the OS and the server (default 0)").c_str());
   if (groups & kCostFlags)
     add("cost-params", po::value<std::string>()->default_value("auto"),
         "cost-model terms YAML (efficiencies, latencies, overheads, each with its source): auto (the hardware file's "
@@ -97,11 +104,7 @@ std::optional<T> opt(const po::variables_map& vm, const char* flag) {
 
 std::optional<double> bytes(const po::variables_map& vm, const char* flag, const std::string& command) {
   if (!vm.count(flag)) return std::nullopt;
-  const std::string text = vm[flag].as<std::string>();
-  double v = 0;
-  if (!parse_quantity(text, Unit::kBytes, &v) || v < 0)
-    throw_error("{}: --{} '{}' is not a byte size (expected e.g. 1TiB, 141e9, 93.5GB)", command, flag, text);
-  return v;
+  return parse_byte_size(vm[flag].as<std::string>(), fmt::format("{}: --{}", command, flag));
 }
 
 }  // namespace

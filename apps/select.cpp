@@ -73,7 +73,7 @@ int run_select(int argc, char** argv) {
       "write each row's lists as <dir>/<selector>_k<K>[_p<P>][_kvh].hstr (native token traces for hisparse replay; "
       "page rows: replay with --page-size P; per-KV-head: layers x kv_heads lists)");
   po::variables_map vm;
-  if (!parse_flags(po::command_line_parser(argc, argv).options(desc).run(), desc, vm)) return 0;
+  if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
   opt.selectors = split_list(selectors_text);
   opt.token_granularity = false;
   bool page_granularity = false;

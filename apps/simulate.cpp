@@ -40,7 +40,9 @@ namespace po = boost::program_options;
 using namespace hisparse::sim;
 
 SimTime seconds_flag(double s, const char* name) {
-  if (!(s >= 0) || !std::isfinite(s)) throw_error("--{} must be a finite number of seconds >= 0, got {}", name, s);
+  if (!(s >= 0 && s <= kMaxFlagSeconds))
+    throw_error("--{} {}: expected seconds in [0, {:g}] (simulated time counts int64 nanoseconds)", name, s,
+                kMaxFlagSeconds);
   return static_cast<SimTime>(std::llround(s * 1e9));
 }
 
@@ -114,7 +116,7 @@ int run_simulate(int argc, char** argv) {
                   "file names)");
   add_scenario_flags(desc, kSettingFlags | kDeploymentFlags | kCostFlags | kOverlapBoth | kMissFlags);
   po::variables_map vm;
-  if (!parse_flags(po::parse_command_line(argc, argv, desc), desc, vm)) return 0;
+  if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
   if (scenario_name.empty()) throw_error("--scenario is required (e.g. dsv32-8xh200-1tb)");
   if (workload_name.empty()) throw_error("--workload is required (e.g. mooncake_conversation)");
   std::vector<KvMode> modes;
@@ -147,7 +149,12 @@ int run_simulate(int argc, char** argv) {
   if (!concurrency.empty()) levels = parse_concurrency_levels(concurrency, "--concurrency");
   if ((vm.count("think-time") || vm.count("num-requests")) && levels.empty())
     throw_error("--think-time and --num-requests apply to closed-loop clients: give --concurrency");
-  if (vm.count("num-requests") && num_requests < 1) throw_error("--num-requests must be >= 1, got {}", num_requests);
+  // Each request sent keeps its outcome record (requests_*.csv) in memory: 10^8 of them are already gigabytes.
+  constexpr int64_t kMaxRequests = 100'000'000;
+  if (vm.count("num-requests") && (num_requests < 1 || num_requests > kMaxRequests))
+    throw_error("--num-requests {}: expected an integer in [1, {}] (each request keeps a {}-byte outcome record in "
+                "memory until the run's CSV is written)",
+                num_requests, kMaxRequests, sizeof(RequestOutcome));
   const SimTime think = seconds_flag(think_time, "think-time");
 
   const SimulationSetup setup = load_simulation(req);

@@ -25,6 +25,7 @@
 #include "apps/command.h"
 #include "apps/sweep_exec.h"
 #include "core/error.h"
+#include "core/io/interrupt_cleanup.h"
 #include "core/io/output_file.h"
 #include "core/progress.h"
 #include "core/work_estimate.h"
@@ -362,6 +363,18 @@ bool launched_by_mpi() {
   return false;
 }
 
+namespace {
+
+/// What an interrupted sweep prints on its way out (Ctrl-C, SIGTERM, SIGHUP): the journal keeps every finished work
+/// item, so the same command with --resume continues it.
+std::string sweep_resume_note(const std::string& command, const std::string& out_dir) {
+  const bool has_resume = (" " + command + " ").find(" --resume ") != std::string::npos;
+  return fmt::format("\nsweep: interrupted; the finished work items are in {}/sweep.journal: continue with\n  {}{}\n",
+                     out_dir, command, has_resume ? "" : " --resume");
+}
+
+}  // namespace
+
 int run_sweep(int argc, char** argv) {
   SweepInvocation inv;
   int jobs = 0;
@@ -388,12 +401,13 @@ int run_sweep(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("grid", 1);
   po::variables_map vm;
-  if (!parse_flags(po::command_line_parser(argc, argv).options(all).positional(pos).run(), desc, vm)) return 0;
+  if (!parse_flags(parse_args(argc, argv, all, &pos), desc, vm)) return 0;
   if (vm.count("worker")) return run_worker(vm["worker"].as<std::string>());
   if (inv.grid_path.empty()) throw_error("sweep: no grid given (usage: hisparse sweep GRID.yaml [--out DIR] [--jobs N])");
   inv.quiet = vm.count("quiet") > 0;
   inv.resume = vm.count("resume") > 0;
   inv.force = vm.count("force") > 0;
+  const InterruptNote resume_note(sweep_resume_note(quoted_command_line("sweep", argc, argv), inv.out_dir));
   if (launched_by_mpi()) {
     if (vm.count("jobs"))
       fmt::print(stderr, "sweep: --jobs is ignored under MPI: each rank runs one work item at a time\n");

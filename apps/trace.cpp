@@ -40,7 +40,7 @@ bool parse(int argc, char** argv, po::options_description& desc, const po::posit
            po::variables_map& vm, const char* what) {
   desc.add_options()("help,h", "this help");
   try {
-    store_flags(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+    store_flags(parse_args(argc, argv, desc, &pos), vm);
     // Help first: `trace gen --help` must not fail on the required flags it is asking about.
     if (vm.count("help")) {
       std::cout << "hisparse trace " << what << "\n" << desc << "\n";
@@ -232,6 +232,7 @@ int run_convert(int argc, char** argv) {
                 "with a directory name",
                 out);
   w.compress = !vm.count("no-compress");
+  refuse_output_over_input(out, "trace convert: --out", in, "--in");
   auto src = open_trace(in, open_flags(vm));
   return write_and_report(*src, out, parse_trace_format(format), w);
 }

@@ -55,7 +55,7 @@ int run_validate(int argc, char** argv) {
       "instead: check a record of the engine's kernels (.npz of bench/engine_ops/engine_checks.py: SGLang's V2 plan, "
       "FlashMLA, DeepGEMM) against the CPU reference; CPU only, no other option applies");
   po::variables_map vm;
-  store_flags(po::parse_command_line(argc, argv, desc), vm);
+  store_flags(parse_args(argc, argv, desc), vm);
   if (vm.count("help")) {
     std::ostringstream os;
     os << desc;

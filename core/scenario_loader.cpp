@@ -538,7 +538,12 @@ Scenario load_scenario(const std::string& name_or_path) {
   std::string path = name_or_path;
   std::error_code ec;
   if (!(looks_like_path(name_or_path) && fs::is_regular_file(name_or_path, ec))) {
-    if (looks_like_path(name_or_path)) throw_not_found("scenario file '{}' does not exist", name_or_path);
+    if (looks_like_path(name_or_path)) {
+      if (fs::exists(name_or_path, ec))
+        throw_error("scenario file '{}' is not a regular file ({}); expected a deployment YAML", name_or_path,
+                    fs::is_directory(name_or_path, ec) ? "a directory" : "a device, FIFO or socket");
+      throw_not_found("scenario file '{}' does not exist", name_or_path);
+    }
     path = resolve(name_or_path, "deployments", "", "");
   }
   Scenario s;
@@ -551,7 +556,12 @@ Scenario load_scenario(const std::string& name_or_path) {
   auto find = [&](const std::string& value, const std::string& kind) {
     if (looks_like_path(value)) {
       const fs::path p = fs::path(value).is_absolute() ? fs::path(value) : dep_dir / value;
-      if (!fs::is_regular_file(p, ec)) throw_not_found("{}{}: file '{}' does not exist", referrer, kind, p.string());
+      if (!fs::is_regular_file(p, ec)) {
+        if (fs::exists(p, ec))
+          throw_error("{}{}: '{}' is not a regular file; expected a {} YAML", referrer, kind, p.string(),
+                      kind == "models" ? "model" : "hardware");
+        throw_not_found("{}{}: file '{}' does not exist", referrer, kind, p.string());
+      }
       return p.string();
     }
     return resolve(value, kind, sibling_root, referrer);

@@ -1,6 +1,8 @@
 // @brief Strict YAML reading: typed getters with ranges and units, unknown-key detection, errors with file/key/value.
 #include "core/yaml_reader.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -64,7 +66,7 @@ std::string trim(const std::string& s) {
 
 const char* unit_hint(Unit unit) {
   switch (unit) {
-    case Unit::kBytes: return "bytes (a number, or with a unit like 141GB, 143771MiB)";
+    case Unit::kBytes: return "bytes (a number, or with a unit like 150.7GB, 143771MiB)";
     case Unit::kBytesPerSecond: return "bytes/s (a number, or with a unit like 55.3GB/s)";
     case Unit::kBitsPerSecond: return "bits/s (a number, or with a unit like 400Gb/s)";
     case Unit::kFlopsPerSecond: return "FLOP/s (a number, or with a unit like 148TFLOP/s)";
@@ -75,6 +77,26 @@ const char* unit_hint(Unit unit) {
 }
 
 std::string format_number(double v) { return fmt::format("{:g}", v); }
+
+/// A byte size's suffix as people type it: SI prefixes are powers of 1000 and binary ones powers of 1024 whatever the
+/// letter case, the "B" optional ("141GB", "141 gb", "141G" = 141e9; "141GiB", "141Gi" = 141 × 2^30; "2TiB", "1 TB").
+/// A byte size has no bits and no millis, so a lower-case b or m can only mean bytes and mega.
+bool parse_byte_suffix(const std::string& suffix, double number, double* out) {
+  std::string s;
+  for (char c : suffix) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "byte" || s == "bytes") s = "b";
+  if (!s.empty() && s.back() == 'b') s.pop_back();
+  static const std::pair<const char*, double> kByteScales[] = {
+      {"", 1.0},       {"k", 1e3},           {"m", 1e6},       {"g", 1e9},       {"t", 1e12},
+      {"p", 1e15},     {"ki", 1024.0},       {"mi", 1048576.0}, {"gi", 1073741824.0}, {"ti", 1099511627776.0},
+      {"pi", 1125899906842624.0}};
+  for (const auto& [name, factor] : kByteScales) {
+    if (s != name) continue;
+    *out = number * factor;
+    return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -97,6 +119,7 @@ bool parse_quantity(const std::string& raw, Unit unit, double* out) {
     return true;
   }
   if (unit == Unit::kNone) return false;
+  if (unit == Unit::kBytes) return parse_byte_suffix(suffix, number, out);
   if (unit == Unit::kNanoseconds) {
     double factor = 0;
     if (!parse_time_suffix(suffix, &factor)) return false;
@@ -115,6 +138,14 @@ bool parse_quantity(const std::string& raw, Unit unit, double* out) {
     }
   }
   return false;
+}
+
+double parse_byte_size(const std::string& text, const std::string& what) {
+  double v = 0;
+  if (!parse_quantity(text, Unit::kBytes, &v) || v < 0)
+    throw_error("{} '{}' is not a byte size (expected a number of bytes or one with a unit: {})", what, text,
+                kByteUnitsHelp);
+  return v;
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
@@ -141,7 +172,14 @@ std::string describe_node(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing (null)";
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a mapping";
-  return fmt::format("'{}'", node.Scalar());
+  // A file that is not YAML reads as one scalar, the whole file: an error quotes its start only (a 5 MB text used to
+  // be printed whole), on one line.
+  constexpr size_t kQuoted = 60;
+  const std::string& text = node.Scalar();
+  const size_t line_end = text.find_first_of("\r\n");
+  if (text.size() <= kQuoted && line_end == std::string::npos) return fmt::format("'{}'", text);
+  return fmt::format("'{}…' (a text of {} characters, not a YAML value)", text.substr(0, std::min(kQuoted, line_end)),
+                     text.size());
 }
 
 StrictMap::StrictMap(YAML::Node node, std::string file, std::string path)

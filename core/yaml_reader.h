@@ -1,7 +1,8 @@
 // @brief Strict YAML reading: every key must be known, every value typed and in range, every error names file/key/value.
 //
 // Units accepted for quantities (plain numbers are always accepted and mean the base unit):
-//   bytes        1152, 141e9, "141GB", "143771MiB", "1TB", "2TiB"          (B; k/M/G/T/P = 10^3.., Ki/Mi/Gi/Ti = 2^10..)
+//   bytes        1152, 141e9, "141GB", "143771MiB", "1TB", "2TiB", "141G", "1 tib"
+//                (B optional, any letter case; k/M/G/T/P = 10^3.., Ki/Mi/Gi/Ti/Pi = 2^10..)
 //   bytes/s      55.3e9, "55.3GB/s", "4.8TB/s"                               (B/s)
 //   bits/s       400e9, "400Gb/s", "400Gbit/s"                               (b/s, bit/s: lower-case b means bits)
 //   FLOP/s       148e12, "148TFLOP/s", "148TFLOPS"
@@ -21,6 +22,14 @@ enum class Unit { kNone, kBytes, kBytesPerSecond, kBitsPerSecond, kFlopsPerSecon
 
 /// Parses "55.3GB/s"-style text into the base unit of `unit`; returns false when the text is not such a quantity.
 bool parse_quantity(const std::string& text, Unit unit, double* out);
+
+/// What a byte size may be, for the help of every flag that takes one.
+inline constexpr const char* kByteUnitsHelp =
+    "141e9, 141GB or 141G (GB = 10^9 B), 143771MiB or 140.4GiB (GiB = 2^30 B), 1TB (10^12 B), 1TiB (2^40 B)";
+
+/// A byte size given as text (a flag, a Python argument): parse_quantity in bytes, >= 0; else throws
+/// hisparse::Error "<what> '<text>' is not a byte size (expected …)". The one parser of byte sizes besides YAML's.
+double parse_byte_size(const std::string& text, const std::string& what);
 
 /// Loads a YAML file; a missing file or a syntax error becomes hisparse::Error naming the file (and line).
 YAML::Node load_yaml_file(const std::string& path);

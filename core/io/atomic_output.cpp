@@ -11,14 +11,15 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/io/io_error.h"
 
 namespace hisparse {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& path, const std::string& what, const std::string& why) {
-  if (what.empty()) throw_error("{}: {}", path, why);
-  throw_error("{} ({}): {}", path, what, why);
+[[noreturn]] void refuse(const std::string& path, const std::string& what, const std::string& why, int err = 0) {
+  if (what.empty()) throw_io_error(err, "{}: {}", path, why);
+  throw_io_error(err, "{} ({}): {}", path, what, why);
 }
 
 /// The open descriptor `path` names (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), or -1.
@@ -61,17 +62,22 @@ AtomicOutput::AtomicOutput(std::string path, std::string what)
       struct stat lst {};
       if (::lstat(path_.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
         char resolved[PATH_MAX];
-        if (!::realpath(path_.c_str(), resolved)) refuse(path_, what_, std::string("cannot resolve the symbolic link: ") + std::strerror(errno));
+        if (!::realpath(path_.c_str(), resolved)) {
+          const int err = errno;
+          refuse(path_, what_, std::string("cannot resolve the symbolic link: ") + std::strerror(err), err);
+        }
         target_ = resolved;
       }
     } else {
       refuse(path_, what_,
              fmt::format("is {}: refusing to write over it (give a file path, a character device such as /dev/null, "
                          "or a FIFO)",
-                         kind_of(st.st_mode)));
+                         kind_of(st.st_mode)),
+             S_ISDIR(st.st_mode) ? EISDIR : 0);
     }
   } else if (errno != ENOENT) {
-    refuse(path_, what_, std::string("cannot write there: ") + std::strerror(errno));
+    const int err = errno;
+    refuse(path_, what_, std::string("cannot write there: ") + std::strerror(err), err);
   }
   if (in_place_) {
     file_ = std::make_unique<CheckedFile>(path_, CheckedFile::Mode::kExisting, what_);
@@ -106,8 +112,10 @@ void AtomicOutput::commit() {
   }
   file_->sync();
   file_->close();
-  if (std::rename(tmp_.c_str(), target_.c_str()) != 0)
-    refuse(tmp_, what_, fmt::format("cannot rename it to {}: {}", target_, std::strerror(errno)));
+  if (std::rename(tmp_.c_str(), target_.c_str()) != 0) {
+    const int err = errno;
+    refuse(tmp_, what_, fmt::format("cannot rename it to {}: {}", target_, std::strerror(err)), err);
+  }
   cleanup_->release();
   committed_ = true;
   sync_parent_directory(target_, what_);  // the rename itself survives a crash

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/io/io_error.h"
 
 namespace hisparse {
 
@@ -51,8 +52,8 @@ CheckedFile::~CheckedFile() {
 
 void CheckedFile::fail(const std::string& doing, int err) const {
   const std::string reason = err ? std::string(": ") + std::strerror(err) : std::string();
-  if (what_.empty()) throw_error("{}: {}{}", path_, doing, reason);
-  throw_error("{} ({}): {}{}", path_, what_, doing, reason);
+  if (what_.empty()) throw_io_error(err, "{}: {}{}", path_, doing, reason);
+  throw_io_error(err, "{} ({}): {}{}", path_, what_, doing, reason);
 }
 
 void CheckedFile::write_fully(const char* data, size_t size) {
@@ -122,15 +123,16 @@ void sync_parent_directory(const std::string& path, const std::string& what) {
   if (dir.empty()) dir = ".";
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
-    if (what.empty()) throw_error("{}: cannot open its directory to sync it: {}", path, std::strerror(errno));
-    throw_error("{} ({}): cannot open its directory to sync it: {}", path, what, std::strerror(errno));
+    const int err = errno;
+    if (what.empty()) throw_io_error(err, "{}: cannot open its directory to sync it: {}", path, std::strerror(err));
+    throw_io_error(err, "{} ({}): cannot open its directory to sync it: {}", path, what, std::strerror(err));
   }
   const int rc = ::fsync(fd);
   const int err = errno;
   ::close(fd);
   if (rc != 0 && err != EINVAL) {
-    if (what.empty()) throw_error("{}: fsync of its directory failed: {}", path, std::strerror(err));
-    throw_error("{} ({}): fsync of its directory failed: {}", path, what, std::strerror(err));
+    if (what.empty()) throw_io_error(err, "{}: fsync of its directory failed: {}", path, std::strerror(err));
+    throw_io_error(err, "{} ({}): fsync of its directory failed: {}", path, what, std::strerror(err));
   }
 }
 

@@ -12,6 +12,7 @@
 // microseconds, before the process dies).
 #include "core/io/interrupt_cleanup.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -82,8 +83,17 @@ void remove_entries(int dir, int depth) {
 }
 #endif
 
+// The note: its bytes are written before its size is published, and the handler reads the size first.
+constexpr size_t kNoteMax = 4096;
+char g_note[kNoteMax];
+std::atomic<size_t> g_note_size{0};
+
 extern "C" void remove_registered_and_die(int sig) {
   const int saved_errno = errno;
+  if (const size_t n = g_note_size.load(std::memory_order_acquire); n > 0) {
+    const ssize_t ignored = ::write(STDERR_FILENO, g_note, n);
+    (void)ignored;
+  }
   for (Slot& s : g_slots) {
     if (!s.used.load(std::memory_order_acquire)) continue;
     if (s.kind == InterruptCleanup::Kind::kTree) {
@@ -148,6 +158,16 @@ InterruptCleanup::InterruptCleanup(const std::string& path, Kind kind) {
     return;
   }
 }
+
+InterruptNote::InterruptNote(const std::string& text) {
+  g_note_size.store(0, std::memory_order_release);
+  const size_t n = std::min(text.size(), kNoteMax - 1);
+  std::memcpy(g_note, text.data(), n);
+  g_note_size.store(n, std::memory_order_release);
+  install_handlers();
+}
+
+InterruptNote::~InterruptNote() { g_note_size.store(0, std::memory_order_release); }
 
 void InterruptCleanup::release() {
   if (slot_ >= 0) g_slots[slot_].used.store(false, std::memory_order_release);

@@ -30,6 +30,17 @@ class InterruptCleanup {
   int slot_ = -1;
 };
 
+/// While alive, the same signals first write `text` to stderr (one write(2), before the clean-up): what a user
+/// should know on the way out, such as the command that resumes an interrupted sweep. One note at a time (a newer
+/// one replaces it until destroyed); at most 4095 bytes are kept.
+class InterruptNote {
+ public:
+  explicit InterruptNote(const std::string& text);
+  ~InterruptNote();
+  InterruptNote(const InterruptNote&) = delete;
+  InterruptNote& operator=(const InterruptNote&) = delete;
+};
+
 namespace detail {
 /// What the signal handler runs for a kTree path; exposed for tests. Only system calls (open, getdents64, unlinkat,
 /// close, lseek): no allocation, no locks, no errno left changed, so it is safe inside a signal handler.

@@ -29,10 +29,7 @@ CommandOutput advise(const sim::AdviseRequest& request, const std::string& out_d
 }
 
 double parse_bytes(const std::string& text, const std::string& what) {
-  double v = 0;
-  if (!parse_quantity(text, Unit::kBytes, &v) || v < 0)
-    throw_error("{}: '{}' is not a byte size (expected e.g. 1TiB, 141e9, 93.5GB)", what, text);
-  return v;
+  return parse_byte_size(text, what);
 }
 
 void set_bundled_scenario_dir(const std::string& dir) { hisparse::set_bundled_scenario_dir(dir); }

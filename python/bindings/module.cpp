@@ -18,6 +18,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "core/io/io_error.h"
 #include "core/not_found_error.h"
 #include "python/bindings/commands.h"
 #include "python/bindings/facade.h"
@@ -120,6 +121,15 @@ NB_MODULE(_core, m) {
       std::rethrow_exception(p);
     } catch (const hisparse::NotFoundError& e) {
       PyErr_SetString(PyExc_FileNotFoundError, e.what());
+    } catch (const hisparse::IoError& e) {
+      // OSError(errno, message), as Python's own open() and write() raise: `except OSError` sees a full disk.
+      if (e.error_number() == 0) {
+        PyErr_SetString(PyExc_OSError, e.what());
+      } else {
+        PyObject* args = Py_BuildValue("(is)", e.error_number(), e.what());
+        PyErr_SetObject(PyExc_OSError, args);
+        Py_XDECREF(args);
+      }
     } catch (const hisparse::Error& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }

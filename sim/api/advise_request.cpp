@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "sim/api/advise_simulation.h"
+#include "sim/cost/context_mix.h"
 #include "sim/miss/miss_surface.h"
 #include "sim/workload/workload.h"
 
@@ -30,6 +31,7 @@ AdviceSetup load_advice_setup(const AdviseRequest& r, const std::string& command
   opt.cost = setup.cost;
   opt.host_reserve_bytes = setup.host_reserve_bytes;
   out.info.cost_label = "modelled; " + setup.cost_line;
+  out.info.warnings = setup.warnings;
   for (int32_t h : r.buffer_sizes)
     if (h < 1) throw_error("{}: --buffer-sizes: {} (expected >= 1)", command, h);
   for (int32_t x : r.ratios)
@@ -52,9 +54,20 @@ AdviceSetup load_advice_setup(const AdviseRequest& r, const std::string& command
   return out;
 }
 
-std::vector<ContextMix> advice_mixes(const AdviseRequest& r, const Scenario& s, const std::string& command) {
+std::vector<ContextMix> advice_mixes(const AdviseRequest& r, const Scenario& s, const std::string& command,
+                                     const MissCurves* misses) {
   std::vector<ContextMix> mixes;
-  if (!r.seq_lens.empty() || r.workload.empty()) {
+  if (r.seq_lens.empty() && r.workload.empty() && misses && misses->from_trace() &&
+      !misses->trace_step_seq_lens().empty()) {
+    // Every step record is one decode step of one request: the trace's decode-time-weighted mix (as replay's).
+    if (r.mix_classes < 1) throw_error("{}: --mix-classes {} (expected >= 1)", command, r.mix_classes);
+    std::vector<std::pair<double, double>> samples;
+    samples.reserve(misses->trace_step_seq_lens().size());
+    for (int32_t n : misses->trace_step_seq_lens()) samples.emplace_back(static_cast<double>(n), 1.0);
+    mixes.push_back(context_mix_from_samples(
+        std::move(samples), r.mix_classes,
+        fmt::format("the trace's {} decode steps", misses->trace_step_seq_lens().size())));
+  } else if (!r.seq_lens.empty() || r.workload.empty()) {
     const std::vector<int64_t>& lens = r.seq_lens.empty() ? default_seq_lens() : r.seq_lens;
     for (int64_t n : lens) {
       if (n < 1) throw_error("{}: --seq-lens: {} (expected >= 1)", command, n);
@@ -109,7 +122,7 @@ AdviseOutcome run_advise(const AdviseRequest& r, const std::function<void(const 
   const auto t0 = std::chrono::steady_clock::now();
   AdviseOutcome out;
   out.setup = load_advice_setup(r, "advise");
-  const std::vector<ContextMix> mixes = advice_mixes(r, out.setup.scenario, "advise");
+  const std::vector<ContextMix> mixes = advice_mixes(r, out.setup.scenario, "advise", out.setup.misses.get());
   for (const auto& mix : mixes) {
     if (progress)
       progress(fmt::format("advise: evaluating {} settings at {}",

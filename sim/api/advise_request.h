@@ -28,7 +28,10 @@ struct AdviceSetup {
 AdviceSetup load_advice_setup(const AdviseRequest& request, const std::string& command);
 
 /// One mix per seq_lens value, plus the decode mix of the workload; the planner's default lengths without either.
-std::vector<ContextMix> advice_mixes(const AdviseRequest& request, const Scenario& scenario, const std::string& command);
+/// Without --seq-lens and --workload, an advice on a replayed trace (`misses` from a trace) is given at the trace's own
+/// decode-step mix, as `replay --scenario` gives it: the lengths it was recorded at, not the default 16K–128K.
+std::vector<ContextMix> advice_mixes(const AdviseRequest& request, const Scenario& scenario, const std::string& command,
+                                     const MissCurves* misses = nullptr);
 
 /// Warns where a recommendation rests on the miss model outside the range it was measured over.
 void add_extrapolation_warnings(AdviceSetup& setup, const std::vector<Advice>& advices);

@@ -167,6 +167,8 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
   if (request.shared_topk_group < 1 || request.shared_topk_offset < 1)
     throw_error("replay: --shared-topk-group {} / --shared-topk-offset {}: expected both >= 1",
                 request.shared_topk_group, request.shared_topk_offset);
+  if (request.threads < 0) throw_error("replay: --threads {} (expected >= 1, or 0 = the hardware threads)", request.threads);
+  refuse_output_over_input(request.per_step_csv, "--per-step-csv", request.trace, "--trace");
   const int threads =
       request.threads > 0 ? request.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int64_t row_bytes = request.row_bytes;
@@ -276,6 +278,12 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
     if (csv) csv->write(rows, config_names, row_bytes);
   };
   out.result = request.backend == "cuda" ? hooks.cuda(*source, opt, sink, open_cursor) : run_replay(*source, opt, sink);
+  // No decode step, no selection: a hit rate is 0 / 0, not 100 % (issue 40 item 7). Refused before any output is
+  // committed, in the CLI (non-zero exit) and in Python (an error) alike.
+  if (out.result.decode_steps == 0)
+    throw_error("replay: trace {} has no decode step (its requests have 0 steps): the hit rate is undefined "
+                "(nothing was selected), not 100 %; expected a trace with at least one step",
+                request.trace);
   if (csv) csv->finish();
   out.row_bytes = row_bytes;
 

@@ -21,6 +21,21 @@ template <class T>
 
 }  // namespace
 
+std::string hbm_override_warning(const Scenario& s, bool from_flag) {
+  const double given = s.deployment.memory.hbm_bytes, file = s.hardware.hbm_bytes;
+  // 5 %: wider than any rounding of one figure between GB, GiB and MiB (at most 2^30 / 10^9 - 1 = 7.4 % is the
+  // GB-for-GiB confusion itself, the mistake this catches; the H200's 141e9 against 143771 MiB is 6.5 %).
+  constexpr double kTolerance = 0.05;
+  if (!(given > 0) || !(file > 0) || given >= file * (1 - kTolerance)) return "";
+  return fmt::format("{} {:.0f} B ({:.2f} GB = {:.2f} GiB) is {:.1f} % below hardware {}'s hbm_bytes {:.0f} B ({:.2f} GB "
+                     "= {:.2f} GiB): every KV pool is sized from the smaller figure (GB = 10^9 B, GiB = 2^30 B; a "
+                     "datasheet's round figure, such as the H200's \"141 GB\", is not the total CUDA reports, which "
+                     "the hardware file holds)",
+                     from_flag ? "--hbm-bytes" : fmt::format("{}: memory.hbm_bytes", s.source), given, given / 1e9,
+                     given / 1073741824.0, 100 * (1 - given / file), s.hardware.name, file, file / 1e9,
+                     file / 1073741824.0);
+}
+
 int32_t max_running_requests_per_rank(const Scenario& scenario, int32_t per_instance) {
   return per_instance / rank_layout(scenario).ranks;
 }
@@ -47,7 +62,8 @@ void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string&
   }
   if (o.hisparse_prefetch) d.hisparse_prefetch = *o.hisparse_prefetch;
   if (o.kv_dtype) {
-    const std::string& v = *o.kv_dtype;
+    // SGLang's own spellings of the same dtypes (--kv-cache-dtype fp8_e4m3, bfloat16): fp8 here is E4M3.
+    const std::string v = *o.kv_dtype == "fp8_e4m3" ? "fp8" : *o.kv_dtype == "bfloat16" ? "bf16" : *o.kv_dtype;
     if (v != "bf16" && v != "fp8" && v != "nvfp4") bad(command, "kv-dtype", v, s, "kv_dtype", "bf16, fp8 or nvfp4");
     // NVFP4 rows exist only where the model publishes their size (DeepSeek-V4, SGLang PR #35237).
     if (v == "nvfp4" && s.model.latent_row_bytes_nvfp4 <= 0)
@@ -55,7 +71,11 @@ void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string&
     d.kv_dtype = v == "fp8" ? KvDtype::kFp8 : v == "nvfp4" ? KvDtype::kNvfp4 : KvDtype::kBf16;
   }
   if (o.tpot_slo_ms) {
-    if (!(*o.tpot_slo_ms > 0)) bad(command, "tpot-slo-ms", *o.tpot_slo_ms, s, "tpot_slo_ms", "a number of ms > 0");
+    // The deployment YAML's range (core/scenario_loader.cpp): the step model counts time in int64 ns, so an SLO of
+    // inf or 1e15 ms would overflow it and read as none met; 1e6 ms (1000 s per token) already constrains nothing.
+    if (!(*o.tpot_slo_ms >= 0.01 && *o.tpot_slo_ms <= 1e6))
+      bad(command, "tpot-slo-ms", *o.tpot_slo_ms, s, "tpot_slo_ms",
+          "a number of ms in [0.01, 1e6]; for no SLO give 1e6 (1000 s per token, which no step reaches)");
     d.tpot_slo_ms = *o.tpot_slo_ms;
   }
   if (o.mtp_draft_tokens) {

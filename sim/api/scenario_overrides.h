@@ -49,6 +49,11 @@ struct ScenarioOverrides {
 /// expected >= 1)". host_reserve_bytes is not a deployment field: it is checked here and read by the caller.
 void apply_overrides(const ScenarioOverrides& o, Scenario& scenario, const std::string& command);
 
+/// A warning when the HBM the deployment runs with (--hbm-bytes, else the deployment's memory.hbm_bytes) is more than
+/// 5 % below its hardware file's hbm_bytes, naming both: a datasheet's "141 GB" read as 141e9 B is 6.5 % below the
+/// 143771 MiB an H200 reports, and every KV pool shrinks with it. Empty when the two agree or HBM is not overridden.
+std::string hbm_override_warning(const Scenario& scenario, bool from_flag);
+
 /// The per-rank cap for a per-instance --max-running-requests of `per_instance` on `scenario` (SGLang's
 /// max_running_requests // dp_size under DP attention); 0 stays 0 (no cap).
 int32_t max_running_requests_per_rank(const Scenario& scenario, int32_t per_instance);

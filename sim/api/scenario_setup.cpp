@@ -20,6 +20,8 @@ ScenarioSetup load_scenario_setup(const ScenarioChoice& c, const std::string& co
   if (c.require_sparse_indexer) require_sparse_indexer(out.scenario, "hisparse " + command);
   apply_overrides(c.overrides, out.scenario, command);
   if (c.overrides.host_reserve_bytes) out.host_reserve_bytes = *c.overrides.host_reserve_bytes;
+  const std::string hbm = hbm_override_warning(out.scenario, c.overrides.hbm_bytes.has_value());
+  if (!hbm.empty()) out.warnings.push_back(hbm);
   // The cost terms read the hardware file of the overridden scenario; the calibrations then replace measured terms.
   const std::string terms = load_cost_terms(c.cost_params, out.scenario, &out.cost);
   const std::string attention = apply_attention_table(c.attention_table, out.scenario, &out.cost);

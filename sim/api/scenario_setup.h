@@ -23,6 +23,7 @@ struct ScenarioSetup {
   CostParams cost;
   std::string cost_line;          // "cost terms: … ; swap-in/PCIe calibrated (…)…": which terms and measurements
   double host_reserve_bytes = 0;  // per decode node (plan, advise)
+  std::vector<std::string> warnings;  // about the inputs (an HBM well below the hardware's): every command prints them
 };
 
 /// Loads `choice` for `command` (named in every error): scenario, overrides, cost terms, calibrations, overlap.

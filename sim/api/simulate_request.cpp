@@ -59,6 +59,7 @@ SimulationSetup load_simulation(const SimulateRequest& r, const std::string& com
   SimulationSetup out;
   ScenarioSetup setup = load_scenario_setup(r.setup, command);
   Scenario& sc = setup.scenario;
+  for (const std::string& w : setup.warnings) out.notes.push_back("warning: " + w);
   if (r.prefill_instances) {
     const int32_t n = *r.prefill_instances;
     if (n < 1) throw_error("--prefill-instances must be >= 1, got {}", n);
@@ -96,7 +97,10 @@ SimulationSetup load_simulation(const SimulateRequest& r, const std::string& com
   }
   if (r.duration_s) {
     const double s = *r.duration_s;
-    if (!(s >= 0) || !std::isfinite(s)) throw_error("--duration must be a finite number of seconds >= 0, got {}", s);
+    if (!(s >= 0 && s <= kMaxFlagSeconds))
+      throw_error("--duration {}: expected seconds in [0, {:g}] (simulated time counts int64 nanoseconds; a longer "
+                  "duration keeps the whole workload, as leaving the flag out does)",
+                  s, kMaxFlagSeconds);
     truncate_workload(out.workload, static_cast<SimTime>(std::llround(s * 1e9)));
   }
   if (out.workload.requests.empty())

@@ -27,4 +27,8 @@ inline SimTime transfer_ns(double bytes, double bytes_per_s) {
 
 inline double ns_to_seconds(SimTime t) { return static_cast<double>(t) * 1e-9; }
 
+/// The longest span a flag in seconds may give: int64 nanoseconds hold 9.2e9 s (292 years); 1e9 s leaves room to
+/// add spans without overflow and is longer than any workload (the shipped ones span minutes to days).
+inline constexpr double kMaxFlagSeconds = 1e9;
+
 }  // namespace hisparse::sim

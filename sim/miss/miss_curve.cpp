@@ -96,6 +96,7 @@ MissCurves MissCurves::from_trace(const std::string& trace_path, const std::stri
   out.top_k_ = scenario_top_k;
   out.trace_n_min_ = info.n_min;
   out.trace_n_max_ = info.n_max;
+  out.trace_step_seq_lens_ = std::move(res.step_seq_lens);
   out.fallback_ = std::make_shared<const MissCurves>(fallback);
   for (const auto& [H, Ht] : replayed) {
     const MissColumn col = fitter.column(policy, static_cast<double>(Ht) / Kt);

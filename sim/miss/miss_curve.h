@@ -54,6 +54,9 @@ class MissCurves {
   const MissCurve& curve(int32_t H) const;
   /// One line naming the source (for reports).
   const std::string& description() const { return description_; }
+  /// The context length of every decode step the replayed trace recorded, in trace order (trace only; empty
+  /// otherwise): the lengths an advice on the trace is given at when no --seq-lens or --workload names others.
+  const std::vector<int32_t>& trace_step_seq_lens() const { return trace_step_seq_lens_; }
   /// Buffer sizes whose fraction is the fallback's because the trace never went past them.
   const std::vector<int32_t>& unmeasured() const { return unmeasured_; }
 
@@ -67,6 +70,7 @@ class MissCurves {
   double constant_ = 0;                        // kConstant
   std::map<int32_t, MissCurve> by_h_;          // kTrace: one per measured H
   int64_t trace_n_min_ = 0, trace_n_max_ = 0;  // kTrace: the context lengths the trace recorded
+  std::vector<int32_t> trace_step_seq_lens_;   // kTrace: each decode step's n
   std::shared_ptr<const MissCurves> fallback_; // kTrace
   std::vector<int32_t> unmeasured_;
 };

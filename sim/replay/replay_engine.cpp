@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <cmath>
+#include <limits>
 #include <exception>
 #include <map>
 #include <memory>
@@ -23,7 +24,9 @@
 namespace hisparse::sim {
 
 double ReplayConfigStats::hit_rate() const {
-  return selected ? static_cast<double>(selected - misses) / static_cast<double>(selected) : 1.0;
+  // Nothing selected: 0 / 0 is undefined (NaN: "n/a" in the table, null in JSON), not a perfect 100 %.
+  return selected ? static_cast<double>(selected - misses) / static_cast<double>(selected)
+                  : std::numeric_limits<double>::quiet_NaN();
 }
 double ReplayConfigStats::mean_misses_per_step_layer() const {
   return step_layers ? static_cast<double>(misses) / static_cast<double>(step_layers) : 0.0;

@@ -59,7 +59,7 @@ struct ReplayConfigStats {
   std::vector<int64_t> cold_miss_hist;
   std::vector<int64_t> cold_step_miss_hist;
 
-  /// Share of selected entries that needed no load (hits and newest hits).
+  /// Share of selected entries that needed no load (hits and newest hits); NaN when nothing was selected.
   double hit_rate() const;
   double mean_misses_per_step_layer() const;
   double mean_misses_per_decode_step() const;

@@ -17,6 +17,11 @@ namespace hisparse::sim {
 
 namespace {
 
+/// The hit rate with 6 decimals, or `undefined` ("null" in JSON, an empty CSV cell) when nothing was selected.
+std::string hit_rate_text(const ReplayConfigStats& s, const char* undefined) {
+  return std::isnan(s.hit_rate()) ? std::string(undefined) : fmt::format("{:.6f}", s.hit_rate());
+}
+
 std::string human_bytes(double b) {
   if (b >= 1024.0 * 1024.0) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024.0));
   if (b >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
@@ -78,8 +83,9 @@ std::string format_replay_table(const ReplayResult& r, int64_t row_bytes) {
   for (const auto& s : r.configs) {
     const std::vector<int64_t> steady = steady_histogram(s.miss_hist, s.cold_miss_hist);
     const std::vector<int64_t> steady_step = steady_histogram(s.step_miss_hist, s.cold_step_miss_hist);
-    o += fmt::format("{:<11} {:>7} {:>8.2f}% {:>10.2f} {:>11} {:>11} {:>9} {:>14} {:>16} {:>14} {:>9.1f}%\n", s.policy,
-                     s.buffer_size, 100.0 * s.hit_rate(), s.mean_misses_per_step_layer(), quantile_text(steady, 0.5),
+    const std::string hit = std::isnan(s.hit_rate()) ? "n/a" : fmt::format("{:.2f}%", 100.0 * s.hit_rate());
+    o += fmt::format("{:<11} {:>7} {:>9} {:>10.2f} {:>11} {:>11} {:>9} {:>14} {:>16} {:>14} {:>9.1f}%\n", s.policy,
+                     s.buffer_size, hit, s.mean_misses_per_step_layer(), quantile_text(steady, 0.5),
                      quantile_text(steady, 0.99), quantile_text(s.cold_miss_hist, 0.99),
                      human_bytes(s.mean_misses_per_decode_step() * rb), bytes_quantile_text(steady_step, 0.99, rb),
                      bytes_quantile_text(s.cold_step_miss_hist, 0.99, rb), 100.0 * s.fast_path_fraction());
@@ -125,14 +131,14 @@ std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::str
     const double rb = static_cast<double>(row_bytes);
     o += fmt::format(
         "    {{\"policy\": {}, \"buffer_size\": {}, \"selected\": {}, \"hits\": {}, \"newest_hits\": {}, "
-        "\"misses\": {}, \"h2d_bytes\": {}, \"hit_rate\": {:.6f}, \"step_layers\": {}, \"decode_steps\": {}, "
+        "\"misses\": {}, \"h2d_bytes\": {}, \"hit_rate\": {}, \"step_layers\": {}, \"decode_steps\": {}, "
         "\"misses_per_step_layer\": {{\"mean\": {:.6f}, \"p50\": {}, \"p99\": {}, \"max\": {}, \"steady\": {}, "
         "\"cold_start\": {}}}, "
         "\"h2d_bytes_per_decode_step\": {{\"mean\": {:.3f}, \"p50\": {}, \"p99\": {}, \"steady\": {}, "
         "\"cold_start\": {}}}, "
         "\"fast_path_fraction\": {:.6f}, \"miss_histogram\": [{}], \"cold_start_miss_histogram\": [{}]}}{}\n",
-        json_quote(s.policy), s.buffer_size, s.selected, s.hits, s.newest_hits, s.misses, s.h2d_bytes, s.hit_rate(),
-        s.step_layers, s.decode_steps, s.mean_misses_per_step_layer(), histogram_quantile(s.miss_hist, 0.5),
+        json_quote(s.policy), s.buffer_size, s.selected, s.hits, s.newest_hits, s.misses, s.h2d_bytes,
+        hit_rate_text(s, "null"), s.step_layers, s.decode_steps, s.mean_misses_per_step_layer(), histogram_quantile(s.miss_hist, 0.5),
         histogram_quantile(s.miss_hist, 0.99), histogram_quantile(s.miss_hist, 1.0),
         phase_json(steady, "step_layers", 1), phase_json(s.cold_miss_hist, "step_layers", 1),
         s.mean_misses_per_decode_step() * rb, histogram_quantile(s.step_miss_hist, 0.5) * row_bytes,
@@ -163,8 +169,8 @@ std::string replay_csv(const ReplayResult& r) {
     auto q = [](const std::vector<int64_t>& h, double p) {
       return total(h) > 0 ? std::to_string(histogram_quantile(h, p)) : std::string();
     };
-    o += fmt::format("{},{},{},{},{},{},{:.6f},{:.6f},{},{},{},{:.3f},{:.6f},{},{},{}\n", s.policy, s.buffer_size,
-                     s.selected, s.hits, s.newest_hits, s.misses, s.hit_rate(), s.mean_misses_per_step_layer(),
+    o += fmt::format("{},{},{},{},{},{},{},{:.6f},{},{},{},{:.3f},{:.6f},{},{},{}\n", s.policy, s.buffer_size,
+                     s.selected, s.hits, s.newest_hits, s.misses, hit_rate_text(s, ""), s.mean_misses_per_step_layer(),
                      histogram_quantile(s.miss_hist, 0.5), histogram_quantile(s.miss_hist, 0.99), s.h2d_bytes,
                      s.mean_misses_per_decode_step() * row_bytes, s.fast_path_fraction(), q(steady, 0.5),
                      q(steady, 0.99), q(s.cold_miss_hist, 0.99));

@@ -241,3 +241,44 @@ TEST_CASE("first screen: advise opens with the SGLang flags, provenance lines ar
   CHECK(cost.find("/scenarios/cost_model/") != std::string::npos);
   CHECK(cost.size() > line_of(folded.out, "cost: ").size());
 }
+
+TEST_CASE("hisparse advise --trace: the advice is at the lengths the trace was recorded at (issue 40 item 6)") {
+  // A trace of 2 requests × 12 steps from a 20,000-token prompt records contexts 20,000..20,011. advise --trace with
+  // no --seq-lens used to advise at the default 16K, 32K, 64K and 128K instead; as replay --scenario does, it now
+  // gives one advice at the trace's own mix of its 24 decode steps, whose lengths all lie in [20,000, 20,011].
+  const fs::path dir = hisparse::test::scratch_dir("advise_trace_lengths");
+  traces::GeneratorOptions g = traces::generator_preset("tiny");
+  g.requests = 2;
+  g.steps = 12;
+  g.layers = 2;
+  g.top_k = 2048;
+  g.prompt_len = 20000;
+  g.seed = 5;
+  {
+    auto gen = traces::make_generated_trace(g);
+    auto w = traces::make_native_writer((dir / "t.hst").string(), gen->meta());
+    traces::copy_trace(*gen, *w);
+  }
+  const hisparse::test::Run r = hisparse::test::run(
+      "advise --scenario dsv32-8xh200-1tb --trace " + (dir / "t.hst").string() + " --no-plots --out " +
+          (dir / "out").string(),
+      dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("== context the trace's 24 decode steps") != std::string::npos);
+  for (const char* default_len : {"== context 16K", "== context 32K", "== context 128K"}) {
+    CAPTURE(default_len);
+    CHECK(r.out.find(default_len) == std::string::npos);
+  }
+  const std::string json = slurp(dir / "out" / "advise.json");
+  CHECK(json.find("\"label\": \"the trace's 24 decode steps\"") != std::string::npos);
+  // With --seq-lens the lengths asked for win over the trace's.
+  const hisparse::test::Run s = hisparse::test::run(
+      "advise --scenario dsv32-8xh200-1tb --trace " + (dir / "t.hst").string() + " --seq-lens 32K --no-plots --out " +
+          (dir / "out2").string(),
+      dir);
+  REQUIRE(s.status == 0);
+  CHECK(s.out.find("== context 32K") != std::string::npos);
+  CHECK(s.out.find("== context the trace's") == std::string::npos);
+  fs::remove_all(dir);
+}

@@ -62,7 +62,7 @@ TEST_CASE("bad numbers and lists are named with the flag, the value and what was
   CAPTURE(n.err);
   CHECK(n.status != 0);
   CHECK(n.err.find("--tpot-slo-ms nan") != std::string::npos);
-  CHECK(n.err.find("expected a number of ms > 0") != std::string::npos);
+  CHECK(n.err.find("expected a number of ms in [0.01, 1e6]") != std::string::npos);
   CHECK(n.err.find(".yaml") == std::string::npos);
   // An empty list item is a typo, refused rather than read as a shorter list.
   for (const char* sizes : {"32,,64", "32,64,", ",32"}) {

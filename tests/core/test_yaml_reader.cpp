@@ -76,6 +76,45 @@ TEST_CASE("parse_quantity: plain numbers and unit suffixes") {
   CHECK_FALSE(parse_quantity("5GB", Unit::kNone, &v));
 }
 
+TEST_CASE("parse_quantity: byte sizes as people type them (issue 40): GB = 10^9 B, GiB = 2^30 B, any case, B optional") {
+  // Before, only the exact spellings "141GB" / "141GiB" were bytes: "141G", "141 gib" or "2tb" were refused.
+  double v = 0;
+  for (const char* text : {"141GB", "141G", "141gb", "141 GB", "141 g", "141e9", "141e9B", "141e9 bytes"}) {
+    CAPTURE(text);
+    REQUIRE(parse_quantity(text, Unit::kBytes, &v));
+    CHECK(v == 141e9);
+  }
+  for (const char* text : {"140GiB", "140Gi", "140 GiB", "140gib", "140 gi"}) {
+    CAPTURE(text);
+    REQUIRE(parse_quantity(text, Unit::kBytes, &v));
+    CHECK(v == 140.0 * 1073741824.0);
+  }
+  CHECK((parse_quantity("2TB", Unit::kBytes, &v) && v == 2e12));
+  CHECK((parse_quantity("2tb", Unit::kBytes, &v) && v == 2e12));
+  CHECK((parse_quantity("2TiB", Unit::kBytes, &v) && v == 2.0 * 1099511627776.0));
+  CHECK((parse_quantity("1 tib", Unit::kBytes, &v) && v == 1099511627776.0));
+  CHECK((parse_quantity("64KiB", Unit::kBytes, &v) && v == 65536));
+  CHECK((parse_quantity("64kB", Unit::kBytes, &v) && v == 64000));
+  // Still refused: another unit's suffix, a prefix that is none, words.
+  for (const char* text : {"141GB/s", "141 GBs", "141 X", "141 gigabytes", "141 iB", "5 Gbit"}) {
+    CAPTURE(text);
+    CHECK_FALSE(parse_quantity(text, Unit::kBytes, &v));
+  }
+  // The case rule is for bytes only: a lower-case b is still bits in a rate.
+  CHECK_FALSE(parse_quantity("400Gb/s", Unit::kBytesPerSecond, &v));
+  // parse_byte_size: the same, with the flag and the units named when it fails.
+  CHECK(parse_byte_size("143771MiB", "--hbm-bytes") == 143771.0 * 1048576.0);
+  try {
+    parse_byte_size("141 gigs", "plan: --hbm-bytes");
+    FAIL("expected an error");
+  } catch (const std::exception& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("plan: --hbm-bytes '141 gigs' is not a byte size") != std::string::npos);
+    CHECK(msg.find("GB = 10^9 B") != std::string::npos);
+    CHECK(msg.find("GiB = 2^30 B") != std::string::npos);
+  }
+}
+
 TEST_CASE("strict YAML: an unknown key names the file, the key path and the keys allowed") {
   std::string text = read_file(kSource + "/scenarios/hardware/h200.yaml");
   text += "\n";

@@ -110,3 +110,27 @@ def test_import_without_compiled_module():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "hisparse._core is not available" in proc.stdout and "pip install ." in proc.stdout
+
+
+def test_write_failure_is_oserror(tmp_path):
+    """Issue 40: a write the system refuses is OSError with its errno, as Python's own open() raises, not ValueError."""
+    import errno
+    import os
+    if os.path.exists("/dev/full"):
+        with pytest.raises(OSError) as e:
+            hisparse.write_trace("/dev/full", TOPK, SEQ)   # every write there fails with ENOSPC
+        assert e.value.errno == errno.ENOSPC
+    (tmp_path / "d").mkdir()
+    with pytest.raises(OSError, match="is a directory"):
+        hisparse.write_trace(tmp_path / "d", TOPK, SEQ)    # the native format is one file: not over a directory
+
+
+def test_trace_without_steps_has_no_hit_rate(tmp_path):
+    """Issue 40 item 7: a request with 0 steps selects nothing: the hit rate is undefined, refused as the CLI does
+    (it used to come back as 1.0)."""
+    d = tmp_path / "empty"
+    d.mkdir()
+    np.save(d / "req_0_topk.npy", np.zeros((0, 2, 2), dtype=np.int32))
+    np.save(d / "req_0_seq_lens.npy", np.zeros((0,), dtype=np.int32))
+    with pytest.raises(ValueError, match="no decode step"):
+        hisparse.replay(d, [2], ["sglang-lru"])

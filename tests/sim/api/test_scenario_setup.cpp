@@ -2,7 +2,9 @@
 // --max-running-requests is SGLang's per-instance count, pool tokens 0 mean "derive", and every bad value is named
 // with its command, flag, value, file and field.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <limits>
 #include <string>
 
 #include "core/error.h"
@@ -111,16 +113,22 @@ TEST_CASE("loader: a bad override names the command, the flag, the value, what w
     ScenarioOverrides o;
     const char* expected;
   };
-  ScenarioOverrides page, frac, dtype, slo, bytes;
+  ScenarioOverrides page, frac, dtype, slo, slo_inf, slo_huge, bytes;
   page.page_size = 0;
   frac.mem_fraction_static = 1.5;
   dtype.kv_dtype = "int4";
   slo.tpot_slo_ms = 0;
+  // Issue 40 item 4: an infinite SLO (or one past int64 ns) used to pass the > 0 check and overflow the step model's
+  // clock, leaving 0 concurrency; it is refused by the YAML's own range, which says how to ask for no SLO.
+  slo_inf.tpot_slo_ms = std::numeric_limits<double>::infinity();
+  slo_huge.tpot_slo_ms = 1e15;
   bytes.hbm_bytes = -1;
   for (const Case& k : {Case{"page size", page, "advise: --page-size 0: expected >= 1 (the flag replaces "},
                         Case{"memory fraction", frac, "advise: --mem-fraction-static 1.5: expected in (0, 1] (the flag replaces "},
                         Case{"dtype", dtype, "advise: --kv-dtype int4: expected bf16, fp8 or nvfp4 (the flag replaces "},
-                        Case{"SLO", slo, "advise: --tpot-slo-ms 0: expected a number of ms > 0 (the flag replaces "},
+                        Case{"SLO", slo, "advise: --tpot-slo-ms 0: expected a number of ms in [0.01, 1e6]; for no SLO give 1e6"},
+                        Case{"SLO inf", slo_inf, "advise: --tpot-slo-ms inf: expected a number of ms in [0.01, 1e6]"},
+                        Case{"SLO 1e15", slo_huge, "advise: --tpot-slo-ms 1000000000000000: expected a number of ms in [0.01, 1e6]"},
                         Case{"bytes", bytes, "advise: --hbm-bytes -1: expected a byte size >= 0 (the flag replaces "}}) {
     const std::string what = k.what;
     CAPTURE(what);
@@ -162,4 +170,25 @@ TEST_CASE("loader: the miss model is a given fraction, a surface, or a trace ove
   } catch (const Error& e) {
     CHECK(std::string(e.what()) == "advise: --miss-fraction 1.5 (expected in [0, 1])");
   }
+}
+
+TEST_CASE("loader: an HBM more than 5 % below the hardware file's is warned about, naming both (issue 40 item 3)") {
+  // The H200 file holds 143771 MiB = 143771 × 2^20 = 150,754,820,096 B. The datasheet's "141 GB" read as 141e9 B is
+  // 1 − 141e9 / 150,754,820,096 = 6.5 % below it: warned, with both figures. 145e9 B is 3.8 % below: within the 5 %.
+  const double file_bytes = 143771.0 * 1048576.0;
+  ScenarioChoice c;
+  c.scenario = kDsv32;
+  c.overrides.hbm_bytes = 141e9;
+  const ScenarioSetup low = load_scenario_setup(c, "plan");
+  REQUIRE(low.warnings.size() == 1);
+  const std::string& w = low.warnings.front();
+  CAPTURE(w);
+  CHECK(w.find("--hbm-bytes 141000000000 B (141.00 GB") != std::string::npos);
+  CHECK(w.find(fmt::format("hbm_bytes {:.0f} B", file_bytes)) != std::string::npos);
+  CHECK(w.find(fmt::format("{:.1f} % below", 100 * (1 - 141e9 / file_bytes))) != std::string::npos);
+  CHECK(w.find("GiB = 2^30 B") != std::string::npos);
+  c.overrides.hbm_bytes = 145e9;
+  CHECK(load_scenario_setup(c, "plan").warnings.empty());
+  c.overrides.hbm_bytes.reset();
+  CHECK(load_scenario_setup(c, "plan").warnings.empty());
 }
