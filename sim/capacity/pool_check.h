@@ -45,7 +45,8 @@ PoolCheck check_pools(const Scenario& scenario, int64_t longest_prompt, int64_t 
 /// The report: the engine version, each pool with its formula, the notes, then each problem (or "no problem").
 std::string pool_check_text(const PoolCheck& check);
 
-/// Throws hisparse::Error with every problem (named by `command` and the scenario) when there is one.
+/// Throws hisparse::Error with every problem (named by `command` and the scenario) when there is one, but host pools
+/// over host DRAM (pool "host DRAM"): plan warns of those and advise filters its settings by them.
 void require_no_pool_problem(const PoolCheck& check, const Scenario& scenario, const std::string& command);
 
 }  // namespace hisparse::sim
