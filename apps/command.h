@@ -30,6 +30,7 @@ int run_trace(int argc, char** argv);
 int run_simulate(int argc, char** argv);
 int run_replay(int argc, char** argv);
 int run_plan(int argc, char** argv);
+int run_check(int argc, char** argv);  // check.cpp: `check`, the pool check plan and advise run first
 int run_fit_miss_model(int argc, char** argv);
 int run_advise(int argc, char** argv);
 int run_select(int argc, char** argv);

@@ -22,6 +22,9 @@ const std::vector<Command>& commands() {
       {"replay", "replay a top-k trace through swap-in policies and buffer sizes: hit rate, misses, H2D bytes; with "
                  "--scenario, also advise's settings for it",
        run_replay},
+      {"check", "the pools of a deployment against a workload's longest request, before anything is simulated: "
+                "prompts over a pool, start-up under its engine_version, allocation; every pool's capacity",
+       run_check},
       {"plan", "capacity plan: full KV vs HiSparse concurrency, binding limit, throughput, sweeps (JSON/MD/HTML)",
        run_plan},
       {"advise", "the SGLang settings (HiSparse on/off, buffer, ratio, max running requests) that maximise goodput",

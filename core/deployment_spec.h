@@ -92,6 +92,9 @@ struct DeploymentSpec {
   // which swap-in kernel prices the plan and miss copy ("" = the engine's own).
   std::string engine = "sglang";
   std::string swap_in_kernel;
+  // The SGLang version whose pool sizing the deployment runs (core/engine_version.h: each version's rules, cited);
+  // `hisparse check` asks whether the configuration starts and fits under them.
+  std::string engine_version = "sglang-main";
   // SGLang's --deepep-mode (attention DP with --moe-a2a-backend deepep): low_latency (DeepEP's low-latency kernels,
   // DeepGEMM's masked grouped GEMM), normal (normal kernels, contiguous grouped GEMM) or auto (SGLang's rule: normal
   // for prefill/extend batches, low_latency for decode). The decode step's op-table terms follow it.

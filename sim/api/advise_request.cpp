@@ -11,6 +11,7 @@
 #include "core/memory_budget.h"
 #include "sim/api/advise_simulation.h"
 #include "sim/cost/context_mix.h"
+#include "sim/api/check_request.h"
 #include "sim/miss/miss_surface.h"
 #include "sim/workload/workload.h"
 
@@ -27,6 +28,7 @@ AdviceSetup load_advice_setup(const AdviseRequest& r, const std::string& command
   ScenarioSetup setup = load_scenario_setup(choice, command);
   out.scenario = std::move(setup.scenario);
   const Scenario& s = out.scenario;
+  require_pools_fit(s, r.workload, command);  // `hisparse check` first: nothing is advised on pools that fail
   AdviseOptions& opt = out.options;
   opt.cost = setup.cost;
   opt.host_reserve_bytes = setup.host_reserve_bytes;

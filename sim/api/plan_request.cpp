@@ -14,6 +14,7 @@
 #include "core/not_found_error.h"
 #include "core/io/read_file.h"
 #include "core/memory_budget.h"
+#include "sim/api/check_request.h"
 #include "sim/workload/workload.h"
 
 namespace hisparse::sim {
@@ -44,6 +45,7 @@ PlanOutcome run_plan(const PlanRequest& r) {
   ScenarioSetup setup = load_scenario_setup(r.setup, r.command);
   Scenario& s = setup.scenario;
   const DeploymentSpec& d = s.deployment;
+  require_pools_fit(s, r.workload, r.command);  // `hisparse check` first: nothing is planned on pools that fail
   PlanOptions opt;
   opt.cost = setup.cost;
   opt.host_reserve_bytes = setup.host_reserve_bytes;

@@ -42,6 +42,15 @@ struct MissChoice {
   std::optional<double> steady_scale;
 };
 
+/// `hisparse check` (run_check, sim/api/check_request.h): the pools of the deployment against a workload's longest
+/// request, before anything is simulated.
+struct CheckRequest {
+  ScenarioChoice setup;
+  std::string workload;        // name / YAML / trace whose longest request is checked ("" = start-up checks only)
+  std::vector<int32_t> ratios;  // the C4 release table's host_to_device_ratio values (empty: 1 … 8)
+  std::string command = "check";
+};
+
 /// `hisparse plan` (run_plan, sim/api/plan_request.h).
 struct PlanRequest {
   ScenarioChoice setup;
