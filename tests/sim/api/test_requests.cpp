@@ -9,6 +9,7 @@
 #include "core/scenario_loader.h"
 #include "sim/api/advise_request.h"
 #include "sim/api/plan_request.h"
+#include "sim/calibration/op_tables_choice.h"
 #include "sim/api/simulate_request.h"
 #include "sim/calibration/calibration_choice.h"
 #include "sim/serving/serving_report.h"
@@ -27,6 +28,7 @@ Scenario by_hand(CostParams* cost, int32_t H) {
   load_cost_terms("auto", s, cost);
   apply_attention_table("auto", s, cost);
   apply_calibrations("auto", "auto", &s, cost);
+  apply_op_tables("auto", s, cost);  // the loader's last step: the engine's kernels timed on this GPU
   return s;
 }
 

@@ -54,6 +54,7 @@ ScenarioSetup setup(const std::string& scenario, const std::string& attention_ta
   ScenarioChoice c;
   c.scenario = scenario;
   c.attention_table = attention_table;
+  c.op_tables = "none";  // the attention table's own terms (the H100/H200 op tables would supersede its rows)
   return load_scenario_setup(c, "test");
 }
 

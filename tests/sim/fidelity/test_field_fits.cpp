@@ -67,6 +67,8 @@ FidelityReport run(const Scratch& s, const std::string& field, const std::string
   r.cost_params = (s.dir / "cost.yaml").string();
   r.fits = fits;
   r.simulate = false;
+  // The cost file's intranode all-reduce is the term fitted: the H200 op tables' NCCL rows would price it instead.
+  r.op_tables = "none";
   return run_fidelity(r);
 }
 

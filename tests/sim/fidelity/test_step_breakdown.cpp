@@ -110,7 +110,7 @@ TEST_CASE("the DeepEP mode is SGLang's: auto runs low-latency in a decode step, 
 }
 
 TEST_CASE("each term says where its time comes from: an H100 op table where measured, modelled elsewhere") {
-  // H100 has op tables (routed experts at EP 16 among them); H200 has none.
+  // H100 has op tables (routed experts at EP 16 among them); the RTX PRO 6000 has none.
   const ScenarioSetup h100 = setup_of("dsv32-2x8xh100-dp16");
   REQUIRE(h100.cost.op_tables != nullptr);
   const StepTimeModel m100(h100.scenario, h100.cost, false, nullptr);
@@ -119,11 +119,11 @@ TEST_CASE("each term says where its time comes from: an H100 op table where meas
   CHECK(routed.rfind("measured (", 0) == 0);
   CHECK(routed.find(".csv op ") != std::string::npos);
   CHECK(b100.tables.find("terms from ") != std::string::npos);
-  const ScenarioSetup h200 = setup_of("dsv32-8xh200-1tb");
+  const ScenarioSetup h200 = setup_of("glm51-8xrtxpro6000-tp8");
   const StepTimeModel m200(h200.scenario, h200.cost, false, nullptr);
   const StepBreakdown b200 = step_breakdown(m200, h200.cost, KvMode::kFull, 256, kContext);
   CHECK(term(b200, "routed_experts").source.rfind("modelled (", 0) == 0);
-  CHECK(b200.tables == "no op table read for h200: every term modelled");
+  CHECK(b200.tables == "no op table read for rtx-pro-6000: every term modelled");
   // The fixed terms carry their cost-file kind.
   CHECK(term(b200, "sampling").source.find("(cost term sampling)") != std::string::npos);
 }
