@@ -182,12 +182,17 @@ void apply_field_fits(const FidelityRequest& r, const std::vector<FieldRun>& run
       const FitSearch s = fit_by_bisection(fit, mean);
       res.refit = s.value;
       res.evaluations = s.evaluations;
-      res.at_bound = s.at_bound;
+      // A refit on a bound of the declared range (the error kept its sign up to it, or only reaches zero there) is
+      // the range's edge, not a value the points single out.
+      res.at_bound = s.at_bound || std::abs(s.value - fit.lo) < fit.resolution / 2 ||
+                     std::abs(s.value - fit.hi) < fit.resolution / 2;
       res.refit_error = mean(s.value);
       if (res.file_value) {
         res.file_error = mean(*res.file_value);
         // A value already at the minimum within rounding stays: the search moves a value only to improve the fit.
-        if (std::abs(res.file_error) <= std::abs(res.refit_error) + 0.05) {
+        // So does one whose points no value of the declared range can meet (the error keeps its sign to the bound):
+        // the range says what is plausible, and a bound is not a fit; those points then need their expected_miss.
+        if (res.at_bound || std::abs(res.file_error) <= std::abs(res.refit_error) + 0.05) {
           res.kept = true;
           res.refit = *res.file_value;
           res.refit_error = res.file_error;

@@ -112,9 +112,9 @@ TEST_CASE("fidelity's plan values are StepTimeModel's and the capacity plan's on
       else if (p.plan >= f.published_range->first && p.plan <= f.published_range->second) CHECK(p.error_pct == 0);
     }
   }
-  // The shipped deployment's 128K HiSparse capacity is the plan's (48, bound by the TPOT SLO with the H200 op
-  // tables: `plan --scenario dsv32-8xh200-1tb --seq-lens 128K`, CTest plan_dsv32-8xh200-1tb).
-  CHECK(point(rep.runs[0], "cap_hs_128k").plan == 48);
+  // The shipped deployment's 128K HiSparse capacity is the plan's (72, bound by the logical pool: `plan --scenario
+  // dsv32-8xh200-1tb --seq-lens 128K`, CTest plan_dsv32-8xh200-1tb).
+  CHECK(point(rep.runs[0], "cap_hs_128k").plan == 72);
 }
 
 TEST_CASE("at a multiple of the ranks the step is plan's own; below, the idle ranks add no MoE tokens") {
