@@ -4,7 +4,6 @@
 #include "sim/api/fidelity_request.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -12,11 +11,11 @@
 #include <mutex>
 #include <set>
 #include <tuple>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/parallel/task_pool.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
 #include "sim/api/plan_request.h"
@@ -195,25 +194,10 @@ class RunRoutes {
       sim_ = std::make_unique<SimulationSetup>(load_simulation(q, where()));
     }
     std::vector<std::unique_ptr<ServingSummary>> out(keys.size());
-    std::vector<std::string> errors(keys.size());
-    std::atomic<size_t> next{0};
     std::mutex print;
-    auto work = [&] {
-      for (size_t i; (i = next++) < keys.size();) {
-        try {
-          out[i] = serve(keys[i].first, keys[i].second, print);
-        } catch (const std::exception& e) {
-          errors[i] = e.what();
-        }
-      }
-    };
-    const size_t n = std::min<size_t>(keys.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
+    // A failure is the lowest failing key's, whichever thread got there first (core/parallel/task_pool.h).
+    parallel_for(keys.size(), hardware_threads(), [&](size_t i) { out[i] = serve(keys[i].first, keys[i].second, print); });
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (!errors[i].empty()) throw_error("{}", errors[i]);
       served_[{keys[i].first == KvMode::kHiSparse, keys[i].second}] = std::move(out[i]);
     }
   }
