@@ -47,7 +47,7 @@ ReplayOptions with_v2_schedules(const ReplayOptions& options, const traces::Trac
   }
   if (out.v2_schedules.empty())
     throw_error("replay: V2 session pools given (--v2-device-pool-tokens) but no hisparse-v2 policy to replay; add "
-                "--policies hisparse-v2");
+                "--policy hisparse-v2");
   return out;
 }
 
