@@ -50,8 +50,8 @@ class HisparseV2Policy final : public SwapInPolicy {
       kept.swap(slot_pos_);
       slot_pos_.assign(kept.size(), -1);
     }
-    const SwapInV2Step step{in.selected,  in.count,   in.n,   in.top_k,         p->evicted_end,
-                            page_,        in.host_loc, in.row_bytes, p->evicted_begin};
+    const SwapInV2Step step{in.selected, in.count,    in.n,         in.top_k,        p->evicted_end,
+                            page_,       in.host_loc, in.row_bytes, p->evicted_begin};
     try {
       swap_in_v2({slot_pos_.data(), static_cast<int32_t>(slot_pos_.size())}, step, where, plan, scratch);
     } catch (...) {
