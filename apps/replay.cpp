@@ -44,6 +44,7 @@ int run_replay(int argc, char** argv) {
   const auto t_command = std::chrono::steady_clock::now();
   std::string trace_path, sizes_text, policies_text, initial_text, csv_path, out_dir, backend = "cpu";
   std::string v2_coordinator = "current";
+  sim::ReplayRequest request;  // the V2 session's flags write into it directly
   int32_t top_k = 0;
   int64_t row_bytes = 1152;
   int threads = 0;
@@ -71,6 +72,16 @@ int run_replay(int argc, char** argv) {
       "hisparse-v2's admission rules: current (SGLang hisparse_v2_coordinator.py at 09f8170: a prefix shorter than "
       "the buffer runs as standard) | older (at ca0edd9: every whole prompt page evicted); hisparse-v2:P:RULES "
       "overrides it per policy")(
+      "v2-device-pool-tokens", po::value(&request.v2_device_pool_tokens),
+      "hisparse-v2 over the whole trace as one batch (admitted in trace order): the device KV pool the requests "
+      "share, tokens; admission falls back to standard, prefixes are evicted leaf first (current) or whole (older) "
+      "and requests are retracted as the pool runs out (docs/swap_in.md); 0 (default): each request alone")(
+      "v2-host-pool-tokens", po::value(&request.v2_host_pool_tokens),
+      "with --v2-device-pool-tokens: host capacity for admitted prefixes, tokens (0: unbounded)")(
+      "v2-indexer-pages", po::value(&request.v2_indexer_pages),
+      "with --v2-device-pool-tokens: expanded indexer pages (-1: unbounded)")(
+      "v2-node-tokens", po::value(&request.v2_node_tokens),
+      "with --v2-device-pool-tokens: radix node length of a prefix, tokens (a node per prefill chunk; 0: one node)")(
       "initial-state", po::value(&initial_text), "identity | empty (overrides the trace's)")(
       "top-k", po::value(&top_k), "top_k (overrides the trace's)")(
       "row-bytes", po::value(&row_bytes)->default_value(1152),
@@ -115,7 +126,6 @@ int run_replay(int argc, char** argv) {
   }
   po::notify(vm);
 
-  sim::ReplayRequest request;
   request.trace = trace_path;
   request.buffer_sizes = parse_sizes(sizes_text);
   request.policies = split_list(policies_text);

@@ -109,6 +109,12 @@ struct ReplayRequest {
   std::vector<std::string> policies = {"sglang-lru", "belady"};
   /// hisparse-v2's admission rules: current (SGLang 09f8170) | older (ca0edd9); core/hisparse_v2.h V2Coordinator.
   std::string v2_coordinator = "current";
+  /// hisparse-v2 over the whole trace as one batch (cpu_ref/memory/hisparse_v2_session.h): the device KV pool the
+  /// requests share, tokens; 0 keeps the per-request rule (each request alone, its whole prefix on the host).
+  int64_t v2_device_pool_tokens = 0;
+  int64_t v2_host_pool_tokens = 0;  // the session's host capacity for admitted prefixes; 0: unbounded
+  int64_t v2_indexer_pages = -1;    // the session's expanded indexer pages; -1: unbounded
+  int32_t v2_node_tokens = 0;       // radix node length of a prefix (a node per prefill chunk); 0: one node
   std::string initial_state;              // identity | empty; "" keeps the trace's
   std::optional<int32_t> top_k;           // replaces the trace's (>= 1)
   int64_t row_bytes = 1152;               // bytes of one KV row of one layer

@@ -362,9 +362,13 @@ ReplayResult run_replay_cpu_session(traces::TraceSource& source, const ReplayOpt
   const size_t step_bytes = static_cast<size_t>(lanes) * static_cast<size_t>(L) * static_cast<size_t>(K) * 4;
   const auto steps = static_cast<int32_t>(std::clamp<size_t>(options.batch_bytes / step_bytes, 1, 4096));
   const int threads = options.threads;
-  ReplayResult r = run_replay_session(source, options, row_sink, d, [threads, steps](const SwapInSessionShape& shape) {
-    return std::make_unique<CountingSwapInSession>(shape, threads, 1, steps);
-  });
+  const cpu_ref::V2Schedules& v2 = options.v2_schedules;
+  const auto make = [threads, steps, &v2](const SwapInSessionShape& shape) {
+    auto session = std::make_unique<CountingSwapInSession>(shape, threads, 1, steps);
+    session->use_v2_schedules(v2);  // hisparse-v2 follows the V2 session's schedules, when there are any
+    return session;
+  };
+  ReplayResult r = run_replay_session(source, options, row_sink, d, make);
   // The session's threads step the rows (the driver's read the lanes): the replay ran on as many as it has rows for.
   r.threads = std::min<int>(threads, lanes * L);
   return r;

@@ -19,6 +19,7 @@
 #include "cpu_ref/policies/registry.h"
 #include "sim/replay/lru_counter.h"
 #include "sim/replay/replay_driver.h"
+#include "sim/replay/replay_v2_session.h"
 #include "traces/trace_limits.h"
 
 namespace hisparse::sim {
@@ -167,6 +168,10 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
   // The options are checked here, so that both paths refuse the same ones with the same words.
   const std::vector<Config> configs = make_configs(options, meta.top_k);
   const bool offline = std::any_of(configs.begin(), configs.end(), [](const Config& c) { return c.offline; });
+  if (options.v2_pools && options.v2_schedules.empty()) {  // the V2 session over the whole trace first
+    const ReplayOptions with = with_v2_schedules(options, meta);
+    return run_replay(source, with, row_sink);
+  }
   if (offline || options.reference_lru) return run_replay_windowed(source, options, row_sink);
   return run_replay_cpu_session(source, options, row_sink, options.open_trace);
 }
@@ -230,7 +235,10 @@ ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOption
   for (auto& per_layer : policies) {
     per_layer.resize(C);
     for (size_t c = 0; c < C; ++c)
-      if (configs[c].lru_index < 0) per_layer[c] = cpu_ref::make_policy(configs[c].spec);
+      if (configs[c].lru_index < 0) {
+        per_layer[c] = cpu_ref::make_policy(configs[c].spec);
+        cpu_ref::attach_v2_schedule(*per_layer[c], options.v2_schedules, configs[c].spec, configs[c].H);
+      }
   }
   // futures[layer][offline size]: the layer's next uses over the window, rebuilt when the window moves.
   std::vector<std::vector<std::shared_ptr<const cpu_ref::LayerFuture>>> futures(
