@@ -1,4 +1,4 @@
-// @brief The per-op time models of a decode layer (sim/cost/step_calibration.h): the work of each op matches what the
+// @brief The per-op time models of a decode layer (sim/calibration/step_calibration.h): the work of each op matches what the
 // GPU benchmark wrote, the fitter recovers known models, the shipped H200 sweep meets the held-out bar, the YAML
 // round-trips, bad CSV or YAML input is refused with the file and line named, and the cost model loads the
 // hardware's calibrations by default and charges the fitted models.
@@ -16,7 +16,7 @@
 #include "core/io/output_file.h"
 #include "core/io/read_file.h"
 #include "core/io/text_lines.h"
-#include "sim/cost/step_calibration.h"
+#include "sim/calibration/step_calibration.h"
 
 using namespace hisparse;
 namespace fs = std::filesystem;
