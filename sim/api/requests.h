@@ -99,6 +99,17 @@ struct SimulateRequest {
   MissChoice misses;
   std::string admission = "pools";  // pools | logical | v2 (sim/serving/admission_ledger.h)
   int32_t max_retries = 8;
+  // What run_simulate runs (sim/api/simulate_outcome.h); load_simulation alone reads none of these.
+  std::string mode = "both";           // full | hisparse | dynamic | both (full, hisparse) | all (the three)
+  bool both_overlaps = false;          // each run under overlap none, then two-batch (`--overlap both`)
+  std::vector<int32_t> concurrency;    // closed-loop client levels, ascending; empty: the workload's arrivals;
+                                       // several: a concurrency sweep
+  double think_time_s = 0;             // closed loop: a client's wait after a reply
+  int64_t num_requests = 0;            // closed loop: requests per level (0: 4 per client, at least 64)
+  std::optional<double> timeline_start_s;  // Chrome-trace window start (unset: min(60 s, half the arrivals' span))
+  double timeline_length_s = 1.0;      // its length (0: no timeline)
+  bool check_work = true;              // print the up-front estimate, refuse over an hour (a sweep has its own)
+  bool force = false;                  // run past that refusal
 };
 
 /// `hisparse replay` (run_replay_request, sim/api/replay_request.h). Sizes are in tokens, also with page_size (the

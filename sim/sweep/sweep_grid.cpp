@@ -159,7 +159,8 @@ void set_axis(GridPoint& p, const std::string& axis, const YAML::Node& v, const 
       fail(file, path, v, "closed-loop clients in [0, 2^20] (0 = the workload's open-loop arrivals)");
     p.concurrency = static_cast<int32_t>(n);
   } else if (axis == "mode") {
-    if (t != "hisparse" && t != "full") fail(file, path, v, "hisparse or full");
+    if (t != "hisparse" && t != "full" && t != "dynamic")
+      fail(file, path, v, "hisparse, full or dynamic (dynamic residency, as `hisparse simulate --mode dynamic`)");
     p.mode = t;
   }
 }
