@@ -15,11 +15,11 @@ except ImportError:  # the Python sources alone, not installed: the version pip 
     except PackageNotFoundError:
         __version__ = "unknown (not installed)"
 
-from .commands import advise, cuda_status, plan, validate
+from .commands import advise, cuda_status, plan, settings, validate
 from .replay import ReplayResult, replay
 from .trace import Trace, open_trace, trace_meta, write_trace
 
 read_trace = open_trace
 
 __all__ = ["__version__", "Trace", "ReplayResult", "advise", "cuda_status", "open_trace", "plan", "read_trace",
-           "replay", "trace_meta", "validate", "write_trace"]
+           "replay", "settings", "trace_meta", "validate", "write_trace"]
