@@ -84,6 +84,8 @@ _GROUP_CHOSEN, _GROUP_DEPLOYMENT, _GROUP_HOST_RESERVE, _GROUP_COST = 1, 2, 4, 8
 _SETTING_GROUPS = {
     "plan": _GROUP_CHOSEN | _GROUP_DEPLOYMENT | _GROUP_HOST_RESERVE | _GROUP_COST,
     "advise": _GROUP_DEPLOYMENT | _GROUP_HOST_RESERVE | _GROUP_COST,
+    # For a SimulateRequest's setup (its CLI takes no --host-reserve-bytes): _apply_settings("simulate", ...).
+    "simulate": _GROUP_CHOSEN | _GROUP_DEPLOYMENT | _GROUP_COST,
 }
 
 # keyword -> (where in the request, conversion). "s." is setup, "m." misses, "t." strategies.
