@@ -3,10 +3,6 @@
 
 #include <algorithm>
 
-#include <fmt/format.h>
-
-#include "core/error.h"
-#include "core/yaml_reader.h"
 #include "sim/api/settings_table.h"
 #include "sim/miss/miss_surface.h"
 
