@@ -13,6 +13,7 @@
 #include "sim/api/advise_request.h"
 #include "sim/api/plan_request.h"
 #include "sim/api/simulate_outcome.h"
+#include "sim/api/settings_table.h"
 #include "validate/validate.h"
 
 namespace hisparse::python {
@@ -109,6 +110,52 @@ SimulateOutput simulate(const sim::SimulateRequest& request, const std::string& 
 
 double parse_bytes(const std::string& text, const std::string& what) {
   return parse_byte_size(text, what);
+}
+
+namespace {
+
+const sim::Setting& setting_named(const std::string& name) {
+  const sim::Setting* s = sim::find_setting(name);
+  if (!s) throw_error("{}: no such setting (hisparse.settings() lists them)", name);
+  return *s;
+}
+
+const char* kind_name(sim::SettingKind k) {
+  switch (k) {
+    case sim::SettingKind::kInt:
+    case sim::SettingKind::kInt64: return "int";
+    case sim::SettingKind::kReal: return "float";
+    case sim::SettingKind::kBytes: return "bytes";
+    case sim::SettingKind::kChoice: return "choice";
+    case sim::SettingKind::kText: return "text";
+    case sim::SettingKind::kBool: return "bool";
+  }
+  return "text";
+}
+
+}  // namespace
+
+std::vector<SettingRow> settings() {
+  std::vector<SettingRow> rows;
+  for (const sim::Setting& s : sim::settings_table())
+    rows.push_back({s.name, s.flag, s.sglang_alias ? s.sglang_alias : "", kind_name(s.kind), s.unit,
+                    sim::range_text(s), s.default_text, sim::setting_help(s), s.groups,
+                    sim::out_of_range_example(s).value_or(""), sim::in_range_example(s)});
+  return rows;
+}
+
+void set_setting(sim::ScenarioChoice& choice, const std::string& name, const std::string& text, const std::string& where) {
+  sim::set_setting(choice, setting_named(name), text, where, name);
+}
+
+std::string get_setting(const sim::ScenarioChoice& choice, const std::string& name) {
+  const std::optional<sim::SettingValue> v = setting_named(name).get(choice);
+  return v ? sim::value_text(*v) : "";
+}
+
+std::string setting_range_error(const std::string& name, const std::string& spelling, const std::string& text) {
+  const sim::Setting& s = setting_named(name);
+  return sim::range_error(s, spelling, sim::parse_setting(s, text, "", spelling));
 }
 
 void set_bundled_scenario_dir(const std::string& dir) { hisparse::set_bundled_scenario_dir(dir); }

@@ -58,6 +58,22 @@ struct SimulateOutput {
 
 /// run_simulate; with `out_dir` not empty, also the CLI's files there, byte for byte (plots: scripts/plot_sweep.py).
 SimulateOutput simulate(const sim::SimulateRequest& request, const std::string& out_dir, bool plots);
+/// One row of the settings table (sim/api/settings_table.h) in standard types, for hisparse.settings() and the
+/// keywords plan / advise walk against it.
+struct SettingRow {
+  std::string name, flag, sglang_alias, kind, unit, range, default_text, help;
+  unsigned groups = 0;
+  std::string out_of_range;  // a value out of range ("" for names and switches), for the tests of every front
+  std::string example;       // a value in range
+};
+std::vector<SettingRow> settings();
+/// Sets the setting `name` (or its SGLang alias) in `choice` from `text`, parsed and range-checked by the table as the
+/// flags and the field files are; throws hisparse::Error "<where><name> <value>: expected <range>".
+void set_setting(sim::ScenarioChoice& choice, const std::string& name, const std::string& text, const std::string& where);
+/// The setting `name` in `choice` as text (true / false, integers, numbers as the messages print them), or "" unset.
+std::string get_setting(const sim::ScenarioChoice& choice, const std::string& name);
+/// The message every front gives for `text` out of `name`'s range, spelled `spelling`.
+std::string setting_range_error(const std::string& name, const std::string& spelling, const std::string& text);
 
 /// A byte size such as "1TiB", "141e9", "93.5GB" (the flags' reading), or hisparse::Error naming `what`.
 double parse_bytes(const std::string& text, const std::string& what);

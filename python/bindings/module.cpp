@@ -233,7 +233,7 @@ NB_MODULE(_core, m) {
       HS_RW(sim::ScenarioOverrides, weight_bytes) HS_RW(sim::ScenarioOverrides, weights_per_gpu_bytes)
       HS_RW(sim::ScenarioOverrides, activation_reserve_bytes) HS_RW(sim::ScenarioOverrides, kv_budget_bytes)
       HS_RW(sim::ScenarioOverrides, full_pool_tokens) HS_RW(sim::ScenarioOverrides, device_pool_tokens)
-      HS_RW(sim::ScenarioOverrides, host_pool_tokens);
+      HS_RW(sim::ScenarioOverrides, host_pool_tokens) HS_RW(sim::ScenarioOverrides, hisparse_prefetch);
   nb::class_<sim::ScenarioChoice>(m, "ScenarioChoice")
       .def(nb::init<>()) HS_RW(sim::ScenarioChoice, scenario) HS_RW(sim::ScenarioChoice, overrides)
       HS_RW(sim::ScenarioChoice, cost_params) HS_RW(sim::ScenarioChoice, calibration)
@@ -353,6 +353,31 @@ NB_MODULE(_core, m) {
       "request"_a, "out"_a, "plots"_a);
 
   m.def("parse_bytes", &parse_bytes, "text"_a, "what"_a);
+
+  // The settings table (sim/api/settings_table.h): its rows as dicts, and a setting set or read by its name, which
+  // is how hisparse.plan / advise take every override keyword (python/hisparse/commands.py walks the table).
+  m.def("settings", [] {
+    nb::list rows;
+    for (const SettingRow& r : settings()) {
+      nb::dict d;
+      d["name"] = r.name;
+      d["flag"] = r.flag;
+      d["sglang_alias"] = r.sglang_alias;
+      d["kind"] = r.kind;
+      d["unit"] = r.unit;
+      d["range"] = r.range;
+      d["default"] = r.default_text;
+      d["help"] = r.help;
+      d["groups"] = r.groups;
+      d["out_of_range"] = r.out_of_range;
+      d["example"] = r.example;
+      rows.append(d);
+    }
+    return rows;
+  });
+  m.def("set_setting", &set_setting, "choice"_a, "name"_a, "text"_a, "where"_a);
+  m.def("get_setting", &get_setting, "choice"_a, "name"_a);
+  m.def("setting_range_error", &setting_range_error, "name"_a, "spelling"_a, "text"_a);
 
   m.def(
       "validate",
