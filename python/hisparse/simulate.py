@@ -12,22 +12,18 @@ import io
 import os
 
 from ._native import core
-from .commands import _COMMON, _FLOAT, _INT, _counts, _text
+from .commands import _COMMON, _FLOAT, _INT, _apply_settings, _counts, _text
 
 def _levels(key, value):
     """One level (4) or several ([1, 4], "1,4")."""
     return _counts(key, [value] if isinstance(value, int) and not isinstance(value, bool) else value)
 
 
-# keyword -> (where in the request, conversion); "o." setup.overrides, "s." setup, "m." misses (commands.py).
-_SIMULATE = {key: _COMMON[key] for key in (
-    "top_k", "mem_fraction_static", "page_size", "kv_dtype", "tpot_slo_ms", "host_dram_bytes", "host_reserve_bytes",
-    "hbm_bytes", "weight_bytes", "weights_per_gpu_bytes", "activation_reserve_bytes", "kv_budget_bytes",
-    "full_pool_tokens", "device_pool_tokens", "host_pool_tokens", "cost_params", "calibration", "step_calibration",
-    "miss_curve", "miss_fraction", "policy")}
+# keyword -> (where in the request, conversion); "s." setup, "m." misses (commands.py).
+# simulate's own flags; every override setting (the scenario's and the cost model's) is a keyword by its name in the
+# settings table (hisparse.settings()), set through _apply_settings as plan's and advise's are.
+_SIMULATE = {key: _COMMON[key] for key in ("miss_curve", "miss_fraction", "policy")}
 _SIMULATE.update({
-    "device_buffer_size": ("o.device_buffer_size", _INT), "host_to_device_ratio": ("o.host_to_device_ratio", _INT),
-    "max_running_requests": ("o.max_running_requests", _INT),
     "mode": ("mode", _text), "duration": ("duration_s", _FLOAT), "prefill_instances": ("prefill_instances", _INT),
     "link_model": ("link_model", _text), "miss_model": ("miss_model", _text), "miss_trace": ("m.trace", _text),
     "timeline_start": ("timeline_start_s", _FLOAT), "timeline_length": ("timeline_length_s", _FLOAT),
@@ -136,8 +132,8 @@ def simulate(scenario, workload, *, out=None, plots=False, verbose=False, overla
         request.both_overlaps = True
     elif overlap is not None:
         request.setup.overlap = _text("overlap", overlap)
-    parts = {"o": request.setup.overrides, "s": request.setup, "m": request.misses}
-    for key, value in options.items():
+    parts = {"s": request.setup, "m": request.misses}
+    for key, value in _apply_settings("simulate", request.setup, options).items():
         if value is None or value is False:
             continue
         if key not in _SIMULATE:
