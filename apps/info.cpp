@@ -165,7 +165,11 @@ void print_dsv4_text(const Scenario& s, const Dsv4PoolBudget& v) {
   fmt::print("  model {} (compressed attention: window {}, C4 top_k {}) · hardware {} · decode {} × {} GPUs (tp {}, "
              "dp_attention {}, ep {}){}\n",
              s.model.name, s.model.window_size, s.model.top_k, s.hardware.name, d.decode.count, d.decode.gpus, d.decode.tp,
-             d.decode.dp_attention, d.decode.ep, d.pd_disaggregation ? " · PD disaggregation" : "");
+             d.decode.dp_attention, d.decode.ep,
+             (d.decode.pp > 1 ? fmt::format(" · pipeline pp {} (each GPU holds one stage: the KV layers below)",
+                                            d.decode.pp)
+                              : std::string()) +
+                 (d.pd_disaggregation ? " · PD disaggregation" : ""));
   fmt::print("  HiSparse {} · top_k {} · device_buffer_size {} · host_to_device_ratio {} · page_size {} · {} KV · "
              "mem_fraction_static {} · max_running_requests {}\n",
              d.hisparse_enabled ? "on (C4 caches only)" : "off", hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio,
