@@ -176,6 +176,11 @@ int run_simulate(int argc, char** argv) {
                !sc.deployment.pd_disaggregation ? "colocated (chunked, on the decode GPUs, staging backup)"
                : sc.deployment.prefill.count > 0 ? fmt::format("on {} prefill instance(s), KV by RDMA", sc.deployment.prefill.count)
                                                  : std::string("outside the scenario (TTFT not modelled)"));
+    if (sc.deployment.decode.pp > 1)
+      fmt::print("pipeline: pp {} stages of {} GPUs (each step is one stage's on the largest micro-batch, the cycle adds "
+                 "the other stages and the stage-to-stage hops: docs/cost_model.md \"Pipeline parallelism\"); a "
+                 "stage's collectives run inside it, the hops on {}\n",
+                 sc.deployment.decode.pp, sc.deployment.decode.gpus / sc.deployment.decode.pp, rk.collective_link);
   }
   fmt::print("{}\n", fold_line("cost model: " + setup.cost_line, verbose));
   std::vector<OverlapMode> overlaps = {setup.cost.overlap};

@@ -95,7 +95,7 @@ MemoryBudget pipeline_memory_budget(const Scenario& sc, const std::vector<int64_
 }
 
 std::string describe_stage(const ModelSpec& m, const PipelineStage& st, int pp) {
-  return fmt::format("pipeline stage {} of {}: layers [{}, {}){} of {} + {} MTP (SGLang get_pp_indices)", st.index + 1,
+  return fmt::format("pipeline stage {} of {}: layers [{}, {}){} of the model's {} + {} MTP (SGLang get_pp_indices)", st.index + 1,
                      pp, st.first_layer, st.end_layer,
                      st.mtp_layers > 0 ? fmt::format(" + {} MTP", st.mtp_layers) : std::string(), m.layers,
                      m.mtp_layers);

@@ -57,8 +57,18 @@ LayoutRow make_row(const Scenario& s, int G, bool dp, bool pd, bool hisparse) {
 
 }  // namespace
 
+namespace {
+
+/// The user's GPUs: every decode instance's, and the prefill instances' of a PD deployment that models them.
+int deployment_gpus(const Scenario& s) {
+  const DeploymentSpec& d = s.deployment;
+  return d.decode.count * d.decode.gpus + (d.pd_disaggregation ? d.prefill.count * d.prefill.gpus : 0);
+}
+
+}  // namespace
+
 std::vector<LayoutRow> layout_rows(const Scenario& s) {
-  const int G = s.deployment.decode.gpus;
+  const int G = deployment_gpus(s);
   std::vector<LayoutRow> rows;
   for (bool pd : {false, true})
     for (bool dp : {false, true})
@@ -82,7 +92,9 @@ void evaluate_row(LayoutRow& r, const LayoutWorkload& w, const MissCurves& misse
   const double D = r.decode.goodput;
   r.decode_s = D > 0 ? static_cast<double>(w.output_tokens) / D : 0;
   if (D <= 0 || !(r.prefill_s > 0)) {
-    r.binding = D <= 0 ? fmt::format("decode ({}: no request fits)", r.decode.binding_limit) : "prefill";
+    r.binding = D <= 0 ? fmt::format("decode ({}: no request fits{})", r.decode.binding_limit,
+                                     r.decode.binding_limit == "hbm" ? ", the weights leave no KV" : "")
+                       : "prefill";
     return;
   }
   const std::string decode_binds = fmt::format("decode ({})", r.decode.binding_limit);
@@ -146,20 +158,20 @@ std::string layouts_to_text(const Scenario& s, const std::vector<LayoutCompariso
       "layouts of {} × {} for {} (modelled: decode by the planner's step model at its best batch within the TPOT SLO "
       "of {} ms; prefill by the cost model's prefill pass; colocated shares the GPUs' time, PD gives half the GPUs to "
       "each)\n",
-      s.deployment.decode.gpus, s.hardware.name, s.model.name, s.deployment.tpot_slo_ms);
+      deployment_gpus(s), s.hardware.name, s.model.name, s.deployment.tpot_slo_ms);
   for (const LayoutComparison& c : cs) {
     out += fmt::format("\n{}\n", c.workload.label);
-    out += fmt::format("  {:<52} {:>8} {:>10} {:>9} {:>9} {:>11}  {}\n", "layout", "HiSparse", "batch/rank",
+    out += fmt::format("  {:<62} {:>8} {:>10} {:>9} {:>9} {:>11}  {}\n", "layout", "HiSparse", "batch/rank",
                        "TPOT ms", "prefill s", "tok/s/GPU", "binds");
     for (size_t i = 0; i < c.rows.size(); ++i) {
       const LayoutRow& r = c.rows[i];
       const char* mark = static_cast<int>(i) == c.winner ? " <- wins" : "";
       if (!r.not_applicable.empty()) {
-        out += fmt::format("  {:<52} {:>8} {}\n", r.layout, r.hisparse ? "on" : "off",
+        out += fmt::format("  {:<62} {:>8} {}\n", r.layout, r.hisparse ? "on" : "off",
                            "not applicable: " + r.not_applicable);
         continue;
       }
-      out += fmt::format("  {:<52} {:>8} {:>10} {:>9.1f} {:>9.3f} {:>11.1f}  {}{}\n", r.layout, r.hisparse ? "on" : "off",
+      out += fmt::format("  {:<62} {:>8} {:>10} {:>9.1f} {:>9.3f} {:>11.1f}  {}{}\n", r.layout, r.hisparse ? "on" : "off",
                          r.decode.per_rank, r.decode.tpot_ms, r.prefill_s, r.tokens_per_s_per_gpu, r.binding, mark);
     }
     out += fmt::format("  {}\n", c.why);

@@ -52,7 +52,7 @@ struct LayoutComparison {
   std::string why;                // the winner, its margin and the binding terms
 };
 
-/// The layouts of the scenario's decode GPUs (its decode.gpus), each with HiSparse off and on (on: the deployment's H
+/// The layouts of the deployment's GPUs (its decode instances', and its prefill instances' under PD), each with HiSparse off and on (on: the deployment's H
 /// and ratio; not applicable without a sparse indexer).
 std::vector<LayoutRow> layout_rows(const Scenario& s);
 /// Evaluates every layout on `w` and picks the most output tokens/s per GPU (ties: the earlier row).

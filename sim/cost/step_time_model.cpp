@@ -142,7 +142,7 @@ std::string describe_pipeline(const Scenario& s, const StepTimeModel& m, int64_t
   const PipelineCycle c = m.pipeline(1, ContextMix::single(n));
   const PipelineStage st = binding_stage(s.model, m.pp());
   return fmt::format(
-      "pipeline parallelism: pp {} stages of tp {}; the {} binds the memory budget and paces every stage; a step is "
+      "pipeline parallelism: pp {} stages of tp {}; {} binds the memory budget and paces every stage; a step is "
       "the cycle of up to {} micro-batches through the stages (SGLang's event_loop_pp; sim/cost/pipeline_step.h). "
       "At batch 1 and {} tokens (modelled): stage {:.2f} ms, hop {:.1f} us ({}), cycle {:.2f} ms, bubble {:.0f} %",
       m.pp(), s.deployment.decode.tp, describe_stage(s.model, st, m.pp()), m.pp(), n, c.stage_ns * 1e-6,

@@ -107,7 +107,10 @@ void Engine::plan_rank(Rank& g) {
                                 : MissResult{static_cast<int64_t>(std::min(e, K_)) * cost_.offload_layers(), 0};
       g.selected += m.selected * pos;
       g.misses += m.misses * pos;
-      if (in_micro) g.micro_misses += m.misses * pos;
+      if (in_micro) {
+        g.micro_misses += m.misses * pos;
+        micro_misses_ += m.misses * pos;
+      }
       o.selected += m.selected * pos;
       o.misses += m.misses * pos;
       // The previous step's token is backed up at the start of every step but the first (docs/swap_in.md).
@@ -179,8 +182,16 @@ void Engine::rank_finished(int32_t gi) {
     if (r.active && (!busiest || b > bmax)) busiest = &r.batch;
     bmax = std::max(bmax, b);
   }
-  inst.moe_time = step_.moe_ns(T, step_.max_gpu_tokens(bmax));
-  inst.draft_time = busiest ? step_.draft_ns(*busiest, T, step_.max_gpu_tokens(bmax)) : 0;
+  // Pipeline parallelism: a stage step runs each rank's largest micro-batch (the planner's stage step, the same tokens).
+  double Ts = T, bs = bmax;
+  if (pp_ > 1) {
+    Ts = 0;
+    for (int32_t k = 0; k < inst.ranks; ++k)
+      Ts += static_cast<double>(ranks_[static_cast<size_t>(inst.first_rank + k)].micro_batch);
+    bs = static_cast<double>(micro_batch_size(pp_, static_cast<int64_t>(bmax)));
+  }
+  inst.moe_time = step_.moe_ns(Ts, step_.max_gpu_tokens(bs));
+  inst.draft_time = busiest ? step_.draft_ns(*busiest, Ts, step_.max_gpu_tokens(bs)) : 0;
   inst.pipeline_time = 0;
   if (pp_ > 1) {
     // One stage's step on the largest micro-batch is done; the cycle adds the other stages and the hops.

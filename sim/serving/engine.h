@@ -161,6 +161,7 @@ class Engine final : public EventHandler, public FlowListener {
   int32_t K_ = 0, H_ = 0, page_ = 64, kv_layers_ = 0, gpr_ = 1;
   int pp_ = 1;              // pipeline stages (decode.pp)
   StageLink stage_link_;    // pp > 1: the link between stages
+  int64_t micro_misses_ = 0;  // misses of the micro-batches whose copies the stage steps ran (all of them without pp)
   int32_t idx_layers_ = 0;  // layers holding indexer keys (top-k anchors + MTP layers)
   double row_ = 0, idx_ = 0;
   // Bytes per prompt token: the KV the PD transfer carries (with the indexer keys apart), and the offloaded cache
