@@ -20,6 +20,9 @@ struct InstanceSpec {
   int tp = 8;                        // tensor parallel
   int dp_attention = 8;              // attention data parallel (each GPU serves its own requests)
   int ep = 8;                        // expert parallel
+  // Pipeline stages (SGLang --pp-size): gpus = tp × pp, each stage a TP group holding its layers' weights and KV
+  // (core/pipeline_stages.h); decode runs pp micro-batches through them (sim/cost/pipeline_step.h). 1 = none.
+  int pp = 1;
 };
 
 /// Figures a deployment may pin instead of deriving them (0 = derive). Lets a user hold the planner against the

@@ -30,10 +30,21 @@ void read_instance(StrictMap map, InstanceSpec* inst) {
   map.get("tp", &inst->tp, 1, inst->gpus);
   map.get("dp_attention", &inst->dp_attention, 1, inst->tp);
   map.get("ep", &inst->ep, 1, inst->gpus);
+  map.get("pp", &inst->pp, 1, 64);
   map.finish();
   // Attention data parallelism splits the TP group into dp groups of tp/dp GPUs each.
   if (inst->tp % inst->dp_attention != 0)
     throw_error("{}: dp_attention ({}) must divide tp ({})", map.location(), inst->dp_attention, inst->tp);
+  // Pipeline parallelism: SGLang's world is tp × pp GPUs, each stage one TP group (server_args: tp_size, pp_size).
+  if (inst->pp > 1 && inst->gpus != inst->tp * inst->pp)
+    throw_error("{}: pp: got {} with gpus {} and tp {}, expected gpus = tp × pp ({})", map.location(), inst->pp,
+                inst->gpus, inst->tp, inst->tp * inst->pp);
+  if (inst->pp > 1 && inst->dp_attention != 1)
+    throw_error("{}: dp_attention: got {} with pp {}, expected 1 (attention data parallelism inside a pipeline stage "
+                "is not modelled)", map.location(), inst->dp_attention, inst->pp);
+  if (inst->pp > 1 && inst->ep > inst->tp)
+    throw_error("{}: ep: got {} with pp {}, expected at most tp {} (experts are split inside a stage)",
+                map.location(), inst->ep, inst->pp, inst->tp);
 }
 
 }  // namespace
@@ -634,6 +645,14 @@ Scenario load_scenario(const std::string& name_or_path) {
   if (s.model.is_compressed() && s.deployment.page_size % 128 != 0)
     throw_error("{}: page_size: got {}, expected a multiple of 128 for model {} (compressed attention)", path,
                 s.deployment.page_size, s.model.name);
+  if (s.deployment.decode.pp > 1) {
+    if (s.deployment.decode.pp > s.model.layers)
+      throw_error("{}: decode.pp: got {}, expected at most the model {}'s {} layers (every stage holds one)", path,
+                  s.deployment.decode.pp, s.model.name, s.model.layers);
+    if (s.deployment.mtp_draft_tokens > 0)
+      throw_error("{}: mtp_draft_tokens: got {} with decode.pp {}, expected 0 (speculative decoding under pipeline "
+                  "parallelism is not modelled)", path, s.deployment.mtp_draft_tokens, s.deployment.decode.pp);
+  }
   if (s.deployment.decode.gpus > s.hardware.gpus_per_node && s.deployment.decode.gpus % s.hardware.gpus_per_node)
     throw_error("{}: decode.gpus: got {}, expected a multiple of the node size {}", path, s.deployment.decode.gpus,
                 s.hardware.gpus_per_node);

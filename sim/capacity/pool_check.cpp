@@ -11,6 +11,7 @@
 #include "core/dsv4_pool_budget.h"
 #include "core/engine_version.h"
 #include "core/error.h"
+#include "core/pipeline_stages.h"
 #include "core/memory_budget.h"
 #include "core/text_format.h"
 
@@ -69,7 +70,7 @@ void dsv4_pools(PoolCheck& c, const Scenario& s, const MemoryBudget& b, int64_t 
     add_pool(c, "C4 device", "entries", c4idx, x.c4_entries, fmt::format("paged n / 4 = {}", x.c4_entries));
   }
   add_pool(c, "C4 indexer", "entries", c4idx, x.c4_entries, fmt::format("paged n / 4 = {}", x.c4_entries));
-  const Dsv4PoolBudget p = compute_dsv4_pool_budget(s);
+  const Dsv4PoolBudget p = compute_dsv4_pool_budget(pipeline_stage_scenario(s));
   c.notes.push_back(fmt::format("full-token usage an empty pool reports: {:.1f} % before sglang PR #30909 ({}), {:.0f} % "
                                 "after (logical_available alone); the pools above are each pool's own capacity",
                                 100 * p.usage_empty_before.value, p.usage_empty_before.formula,

@@ -349,6 +349,7 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
   const int32_t H = d.hisparse.device_buffer_size;
 
   const StepTimeModel full(s, options.cost, false, nullptr);
+  if (full.pp() > 1) p.warnings.push_back(describe_pipeline(s, full, options.seq_lens.empty() ? 8192 : options.seq_lens.front()));
   const RowContext ctx = make_context(s, p.budget, options);
   p.host_dram_per_gpu = ctx.dram_per_gpu;
   if (!s.model.has_sparse_indexer()) {

@@ -54,7 +54,8 @@ ServingResult Engine::finish() {
   r.requests = std::move(outcomes_);
   // Conservation: every byte a miss needed was carried (once per GPU of the rank), links carried exactly what the
   // flows asked for, every request finished or was rejected, steps never overlap or go back in time, no page leaked.
-  const double want = static_cast<double>(r.misses) * row_ * gpr_;
+  // Pipeline parallelism: a step copies the largest micro-batch's misses (the stage step it runs, decode_step.cpp).
+  const double want = static_cast<double>(pp_ > 1 ? micro_misses_ : r.misses) * row_ * gpr_;
   auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)}); };
   if (!close(r.miss_flow_bytes, want))
     throw_error("conservation: miss copies carried {} B but misses × row_bytes × GPUs per rank = {} × {} × {} = {} B",

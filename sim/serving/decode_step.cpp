@@ -85,12 +85,18 @@ void Engine::plan_rank(Rank& g) {
   if (dynamic_) grow_residents(g);
   // MTP: each of a request's 1 + d positions selects and misses as a decode step (sim/cost/speculative.h).
   const int64_t pos = step_.positions();
+  // Pipeline parallelism: a stage prices the largest micro-batch (SGLang's pp micro-batches, sim/cost/pipeline_step.h).
+  g.micro_batch = micro_batch_size(pp_, static_cast<int64_t>(g.running.size()));
+  g.micro_batches = std::min<int64_t>(pp_, static_cast<int64_t>(g.running.size()));
+  g.micro_misses = 0;
+  int64_t j = 0;
   for (int64_t i : g.running) {
+    const bool in_micro = j++ < g.micro_batch;
     Runtime& rt = rt_[static_cast<size_t>(i)];
     auto& o = outcomes_[static_cast<size_t>(i)];
     // Dynamic residency: a resident request hits its full KV (no misses); a demoted one restarts its warm-up.
     const bool swap = !dynamic_ || rt.residency == Residency::kSwap;
-    step_.add_request(b, rt.n, swap);
+    if (in_micro) step_.add_request(b, rt.n, swap);
     if (swap && dynamic_) ++g.swap_requests;
     if (hisparse_) {
       // The offloaded cache's entries: n, or DeepSeek-V4's n / 4 C4 entries over its C4 layers.
@@ -101,10 +107,14 @@ void Engine::plan_rank(Rank& g) {
                                 : MissResult{static_cast<int64_t>(std::min(e, K_)) * cost_.offload_layers(), 0};
       g.selected += m.selected * pos;
       g.misses += m.misses * pos;
+      if (in_micro) {
+        g.micro_misses += m.misses * pos;
+        micro_misses_ += m.misses * pos;
+      }
       o.selected += m.selected * pos;
       o.misses += m.misses * pos;
       // The previous step's token is backed up at the start of every step but the first (docs/swap_in.md).
-      if (rt.step > 0) ++g.backups;
+      if (rt.step > 0 && in_micro) ++g.backups;
     } else {
       const int64_t sel = static_cast<int64_t>(std::min(static_cast<int32_t>(step_.entries(rt.n)), K_)) *
                           cost_.offload_layers() * pos;
@@ -113,7 +123,7 @@ void Engine::plan_rank(Rank& g) {
     }
     ++rt.step;
   }
-  g.miss_bytes = static_cast<double>(g.misses) * row_;  // per GPU of the rank
+  g.miss_bytes = static_cast<double>(g.micro_misses) * row_;  // per GPU of the rank, one stage step
   g.backup_bytes = hisparse_ ? step_.backup(g.backups).bytes : 0;
   result_.selected += g.selected;
   result_.misses += g.misses;
@@ -127,9 +137,9 @@ void Engine::begin_io(Rank& g, int32_t gi) {
   if (g.miss_bytes > 0) {
     // The copy's fixed part (per-layer calls, calibrated latency rounds) is the flow's latency; its bytes share the
     // GPU's PCIe link and its NUMA node's DRAM with the other flows.
-    const CopyCall c = step_.miss_copy(static_cast<int64_t>(g.running.size()), static_cast<double>(g.misses));
+    const CopyCall c = step_.miss_copy(g.micro_batch, static_cast<double>(g.micro_misses));
     g.io_pending = gpr_;
-    result_.miss_transfers += step_.decode_transfer(static_cast<double>(g.misses)).transfers;
+    result_.miss_transfers += step_.decode_transfer(static_cast<double>(g.micro_misses)).transfers * g.micro_batches;
     start_rank_flows(g, c.bytes, c.latency, c.max_rate, true, false, true, false, cookie(kMissFlow, gi));
     return;
   }
@@ -172,9 +182,29 @@ void Engine::rank_finished(int32_t gi) {
     if (r.active && (!busiest || b > bmax)) busiest = &r.batch;
     bmax = std::max(bmax, b);
   }
-  inst.moe_time = step_.moe_ns(T, step_.max_gpu_tokens(bmax));
-  inst.draft_time = busiest ? step_.draft_ns(*busiest, T, step_.max_gpu_tokens(bmax)) : 0;
-  sim_.schedule(inst.barrier + inst.moe_time + inst.draft_time, handler_, kStepEnd, g.instance);
+  // Pipeline parallelism: a stage step runs each rank's largest micro-batch (the planner's stage step, the same tokens).
+  double Ts = T, bs = bmax;
+  if (pp_ > 1) {
+    Ts = 0;
+    for (int32_t k = 0; k < inst.ranks; ++k)
+      Ts += static_cast<double>(ranks_[static_cast<size_t>(inst.first_rank + k)].micro_batch);
+    bs = static_cast<double>(micro_batch_size(pp_, static_cast<int64_t>(bmax)));
+  }
+  inst.moe_time = step_.moe_ns(Ts, step_.max_gpu_tokens(bs));
+  inst.draft_time = busiest ? step_.draft_ns(*busiest, Ts, step_.max_gpu_tokens(bs)) : 0;
+  inst.pipeline_time = 0;
+  if (pp_ > 1) {
+    // One stage's step on the largest micro-batch is done; the cycle adds the other stages and the hops.
+    const SimTime stage = inst.barrier + inst.moe_time + inst.draft_time - inst.step_start - inst.prefill;
+    const int64_t mb = micro_batch_size(pp_, static_cast<int64_t>(bmax));
+    const int tp = std::max(1, step_.rank_scenario().deployment.decode.tp);
+    const PipelineCycle c =
+        pipeline_cycle(pp_, static_cast<int64_t>(bmax), stage,
+                       stage_hop_ns(stage_link_, stage_activation_bytes(step_.rank_scenario().model, mb), tp),
+                       stage_hop_ns(stage_link_, static_cast<double>(mb) * 8.0, 1));
+    inst.pipeline_time = c.cycle_ns - stage;
+  }
+  sim_.schedule(inst.barrier + inst.moe_time + inst.draft_time + inst.pipeline_time, handler_, kStepEnd, g.instance);
 }
 
 void Engine::step_end(int32_t ii) {
@@ -200,6 +230,12 @@ void Engine::step_end(int32_t ii) {
     g.cost.moe = inst.moe_time;
     g.cost.draft = inst.draft_time;
     g.cost.sync = inst.barrier - g.done;
+    if (pp_ > 1) {
+      // The token's critical path crosses every stage (each priced as this one) and the hops (sync).
+      const StepCost one = g.cost;
+      for (int s = 1; s < pp_; ++s) g.cost += one;
+      g.cost.sync += now - inst.step_start - inst.prefill - g.cost.critical_path();
+    }
     if (g.cost.critical_path() + inst.prefill != now - inst.step_start)
       throw_error("serving engine: step {} of instance {} on rank {}: breakdown {} ns + prefill {} ns != step length {} ns",
                   row.index, ii, g.local, g.cost.critical_path(), inst.prefill, now - inst.step_start);
@@ -208,8 +244,8 @@ void Engine::step_end(int32_t ii) {
     row.requests += static_cast<int32_t>(g.running.size());
     row.selected += g.selected;
     row.misses += g.misses;
-    row.h2d_bytes += g.miss_bytes * gpr_;
-    row.backup_bytes += g.backup_bytes * gpr_;
+    row.h2d_bytes += g.miss_bytes * gpr_ * static_cast<double>(g.micro_batches);
+    row.backup_bytes += g.backup_bytes * gpr_ * static_cast<double>(g.micro_batches);
     if (dynamic_) {
       row.swap_requests += g.swap_requests;
       row.demotions += g.demotions;

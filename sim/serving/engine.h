@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/cost/decode_cost_model.h"
+#include "sim/cost/pipeline_step.h"
 #include "sim/cost/step_estimate.h"
 #include "sim/network/network_resource.h"
 #include "sim/serving/admission_ledger.h"
@@ -46,6 +47,9 @@ struct Rank {
   double miss_bytes = 0, backup_bytes = 0;
   SimTime start = 0, a_end = 0, io_start = 0, io_end = 0, compute_end = 0, done = 0, backup_end = 0;
   int64_t selected = 0, misses = 0, backups = 0;
+  // Pipeline parallelism (sim/cost/pipeline_step.h): the step's compute and copies are one stage's on the largest
+  // micro-batch (its first `micro_batch` requests, misses `micro_misses`); without pp, the whole batch.
+  int64_t micro_batch = 0, micro_batches = 1, micro_misses = 0;
   int32_t swap_requests = 0, demotions = 0;  // dynamic residency, this step
   StepCost cost;
   std::vector<std::pair<int64_t, int64_t>> chunks;  // colocated prefill this step: (request, tokens)
@@ -59,6 +63,7 @@ struct Instance {
   int64_t index = 0, prefill_tokens = 0;
   SimTime moe_time = 0, prefill = 0;
   SimTime draft_time = 0;  // MTP draft passes after the MoE phase
+  SimTime pipeline_time = 0;  // pp > 1: the rest of the cycle after one stage's step (the other stages and hops)
 };
 
 struct PrefillInstance {
@@ -142,7 +147,8 @@ class Engine final : public EventHandler, public FlowListener {
   bool hisparse_;                 // HiSparse's pools and backup: HiSparse and dynamic modes
   bool dynamic_;                  // dynamic residency
   ServingRanks layout_;
-  StepEstimator step_;            // the one step model: one GPU of a rank (rank scenario)
+  StepEstimator step_;            // the one step model: one GPU of a rank (rank scenario; pp > 1: of the binding
+                                  // pipeline stage, core/pipeline_stages.h)
   const DecodeCostModel& cost_;   // step_'s per-operation times
   Scenario prefill_scenario_;     // colocated: the decode instance running a prefill pass
   DecodeCostModel prefill_cost_;
@@ -153,6 +159,9 @@ class Engine final : public EventHandler, public FlowListener {
   const MissModel* miss_ = nullptr;
   std::unique_ptr<MissModel> own_miss_;
   int32_t K_ = 0, H_ = 0, page_ = 64, kv_layers_ = 0, gpr_ = 1;
+  int pp_ = 1;              // pipeline stages (decode.pp)
+  StageLink stage_link_;    // pp > 1: the link between stages
+  int64_t micro_misses_ = 0;  // misses of the micro-batches whose copies the stage steps ran (all of them without pp)
   int32_t idx_layers_ = 0;  // layers holding indexer keys (top-k anchors + MTP layers)
   double row_ = 0, idx_ = 0;
   // Bytes per prompt token: the KV the PD transfer carries (with the indexer keys apart), and the offloaded cache

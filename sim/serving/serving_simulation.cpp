@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "core/pipeline_stages.h"
 #include "sim/capacity/admission_pools.h"
 #include "sim/network/link_model.h"
 #include "sim/miss/miss_surface.h"
@@ -55,11 +56,14 @@ Scenario prefill_on_decode(const Scenario& s) {
 Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt, ChromeTrace* trace)
     : sc_(sc), w_(w), opt_(opt), trace_(trace), hisparse_(uses_host_pool(opt.mode)),
       dynamic_(opt.mode == KvMode::kDynamic),
-      layout_(serving_ranks(sc)), step_(sc, opt.cost, opt.mode), cost_(step_.cost()),
+      layout_(serving_ranks(sc)), step_(pipeline_stage_scenario(sc), opt.cost, opt.mode),
+      cost_(step_.cost()),
       prefill_scenario_(prefill_on_decode(sc)), prefill_cost_(prefill_scenario_, opt.cost, hisparse_),
       net_(sim_, make_link_model(opt.cost.link_model)) {
   handler_ = sim_.add_handler(this);
   const DeploymentSpec& d = sc.deployment;
+  pp_ = std::max(1, d.decode.pp);
+  if (pp_ > 1) stage_link_ = stage_link(sc, opt.cost);
   if (hisparse_) {
     if (opt.miss_model) miss_ = opt.miss_model;
     else { own_miss_ = make_statistical_miss_model(default_miss_params(sc)); miss_ = own_miss_.get(); }
