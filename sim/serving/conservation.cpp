@@ -89,7 +89,7 @@ ServingResult Engine::finish() {
     last_end[static_cast<size_t>(s.instance)] = s.end;
   }
   for (size_t k = 0; k < ranks_.size(); ++k) {
-    const RankPools& p = *ranks_[k].pools;
+    const RankPools& p = ranks_[k].pools();
     const int64_t size[3] = {pool_sizes_.logical, hisparse_ ? pool_sizes_.device : 0, hisparse_ ? pool_sizes_.host : 0};
     for (int pool = 0; pool < 3; ++pool)
       if (size[pool] > 0 && p.free_tokens(pool) != size[pool] / page_ * page_)
