@@ -286,6 +286,10 @@ int run_simulate(int argc, char** argv) {
                  tag, r.finished, r.arrivals, r.rejected, r.aborts, ttft, s.tpot_ms.p50, s.tpot_ms.p99, s.wait_ms.p50, s.wait_ms.p99,
                  s.tokens_per_s_per_gpu, s.batch_per_gpu.mean, s.hit_rate, 100 * s.pcie_h2d_util, 100 * s.io_stall_fraction, r.events, wall);
       if (!r.first_abort.empty()) fmt::print("  first host-pool failure: {}\n", r.first_abort);
+      if (r.retraction != "none")
+        fmt::print("  {} (modelled, sim/serving/retraction.cpp): {} retractions, {} prompt + decoded tokens dropped, {} "
+                   "recomputed in {:.3f} GPU-s of prefill\n", r.retraction, r.retractions, r.retracted_tokens,
+                   r.recomputed_tokens, ns_to_seconds(r.recompute_ns));
       if (m != KvMode::kFull)
         fmt::print("  transfers (modelled, sim/cost/transfer_granularity.h): decode loads each layer's misses in its own "
                    "copy, {} per-layer loads over {} busy rank-steps (pcie.latency_ns {} each, or as a swap-in calibration "

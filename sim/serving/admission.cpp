@@ -40,7 +40,9 @@ PoolNeed Engine::needs(int64_t i) const {
   const auto& r = spec(i);
   const int64_t total = static_cast<int64_t>(r.input_tokens) + r.output_tokens;
   PoolNeed n;
-  n.logical = paged(total);
+  // The prompt (with a retracted request's decoded tokens) and the output admission reserves: the whole request
+  // unless the deployment retracts (sim/serving/retraction.cpp).
+  n.logical = paged(prompt_tokens(i) + reserved_output(i));
   if (!hisparse_) return n;
   // The device buffer (docs/capacity.md): the whole request while it fits H, else H + one page (the newest-token
   // slot). Colocated prefill first extends device rows for every prompt token; staging then shrinks to the buffer.
@@ -59,7 +61,10 @@ void Engine::try_admit() {
     const int64_t i = waiting_.front();
     const auto& r = spec(i);
     const AdmissionAsk ask = admission_->ask(needs(i), r.input_tokens, r.output_tokens, any, page_);
-    if (admission_->never_fits(ask, pool_sizes_, any)) {
+    // A request that retracts still needs its whole length alone on a rank (SGLang asserts the last one fits).
+    const bool too_long = retraction_ != Retraction::kNone &&
+                          paged(static_cast<int64_t>(r.input_tokens) + r.output_tokens) > pool_sizes_.logical;
+    if (too_long || admission_->never_fits(ask, pool_sizes_, any)) {
       outcomes_[static_cast<size_t>(i)].rejected = true;
       ++result_.rejected;
       waiting_.pop_front();
@@ -93,7 +98,7 @@ void Engine::admitted(int64_t i, int32_t rank) {
   rt_[static_cast<size_t>(i)].admit(rank, dynamic_);
   auto& o = outcomes_[static_cast<size_t>(i)];
   o.gpu = rank;
-  o.admitted = sim_.now();
+  if (o.admitted < 0) o.admitted = sim_.now();  // a retracted request keeps its first admission
   ++result_.admitted;
   const auto& r = spec(i);
   switch (prefill_mode_) {

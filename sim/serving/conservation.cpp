@@ -26,6 +26,9 @@ ServingResult Engine::finish() {
   r.overlap = overlap();
   r.admission = opt_.admission;
   r.link_model = opt_.cost.link_model;
+  r.retraction = retraction_ == Retraction::kNone    ? "none"
+                 : retraction_ == Retraction::kSglang ? "sglang retract_decode"
+                                                      : "vllm recompute preemption";
   r.prefill_mode = prefill_mode_ == PrefillMode::kColocated ? "colocated"
                    : prefill_mode_ == PrefillMode::kPd     ? "pd"
                                                            : "pd-external";

@@ -38,6 +38,7 @@ void Engine::start_decode(int32_t ii) {
   for (int32_t k = 0; k < inst.ranks; ++k) {
     const int32_t gi = inst.first_rank + k;
     Rank& g = ranks_[static_cast<size_t>(gi)];
+    if (retraction_ != Retraction::kNone) grow_or_retract(g);  // the step's new pages, or retraction
     if (hisparse_ && admission_->lands_in_decode()) {
       // The eager backup of token n − 2 needs a host row: a new host page every page_size tokens, which can fail.
       const std::vector<int64_t> running = g.running();

@@ -52,6 +52,8 @@ struct PrefillInstance {
 };
 
 enum class PrefillMode { kPd, kPdExternal, kColocated };
+/// What happens when running requests grow past the pool (sim/serving/retraction.cpp).
+enum class Retraction { kNone, kSglang, kVllm };
 
 class Engine final : public EventHandler, public FlowListener {
  public:
@@ -105,6 +107,12 @@ class Engine final : public EventHandler, public FlowListener {
   bool demote_longest(Rank& g);                  // false: no resident request holds more than its buffer
   void make_device_room(Rank& g, int64_t tokens);
   void grow_residents(Rank& g);
+  // retraction.cpp (decode retraction / recompute preemption)
+  int64_t prompt_tokens(int64_t i) const;        // what its prefill computes: the prompt + tokens decoded before a retraction
+  int64_t reserved_output(int64_t i) const;      // output tokens admission reserves KV for
+  int64_t growth_tokens(const Rank& g, int64_t i) const;  // pages (tokens) its next step needs beyond what it holds
+  void grow_or_retract(Rank& g);
+  void retract(Rank& g, int64_t i);
   // conservation.cpp
   ServingResult finish();
 
@@ -120,6 +128,7 @@ class Engine final : public EventHandler, public FlowListener {
   Scenario prefill_scenario_;     // colocated: the decode instance running a prefill pass
   DecodeCostModel prefill_cost_;
   PrefillMode prefill_mode_ = PrefillMode::kPd;
+  Retraction retraction_ = Retraction::kNone;
   Simulator sim_;
   NetworkResource net_;
   uint32_t handler_ = 0;

@@ -87,7 +87,7 @@ SimTime Engine::plan_prefill(Instance& inst) {
     if (g.prefill_queue().empty()) continue;
     const int64_t i = g.prefill_queue().front();
     const RequestState& rt = rt_[static_cast<size_t>(i)];
-    const int64_t take = std::min<int64_t>(spec(i).input_tokens - rt.prefilled(), chunk);
+    const int64_t take = std::min<int64_t>(prompt_tokens(i) - rt.prefilled(), chunk);
     g.step.chunks.emplace_back(i, take);
     auto& o = outcomes_[static_cast<size_t>(i)];
     if (o.prefill_start < 0) o.prefill_start = sim_.now();
@@ -105,17 +105,22 @@ void Engine::prefill_chunks_done(Instance& inst) {
     g.step.chunks.clear();
     for (const auto& [i, take] : chunks) {
       RequestState& rt = rt_[static_cast<size_t>(i)];
+      auto& o = outcomes_[static_cast<size_t>(i)];
+      if (o.retractions > 0) {  // the prefix of a retracted request, computed again
+        result_.recomputed_tokens += take;
+        result_.recompute_ns += prefill_cost_.prefill_time(rt.prefilled() + take) - prefill_cost_.prefill_time(rt.prefilled());
+      }
       rt.prefill_chunk(take);
       result_.prefill_tokens += take;
       const auto& r = spec(i);
-      if (rt.prefilled() < r.input_tokens) continue;
+      const int64_t prompt = prompt_tokens(i);
+      if (rt.prefilled() < prompt) continue;
       g.prefill_finished();
-      auto& o = outcomes_[static_cast<size_t>(i)];
-      o.first_token = sim_.now();
+      if (o.first_token < 0) o.first_token = sim_.now();  // a retracted request keeps its first token
       if (trace_) trace_->span(fmt::format("prefill r{} ({} tok)", i, r.input_tokens), "prefill", 1 + g.instance(), g.local() * 10 + 3,
                                o.prefill_start, sim_.now());
       if (r.output_tokens <= 1) { complete(i); continue; }
-      if (!hisparse_) { rt.decode_from(r.input_tokens, false); make_ready(i); continue; }
+      if (!hisparse_) { rt.decode_from(static_cast<int32_t>(prompt), false); make_ready(i); continue; }
       // Staging (admit_request_into_staging): host pages for every prompt token, then the prompt's latent is backed
       // up device → host before the request enters HiSparse decode, in one batched copy of every layer (transfer
       // granularity: backup_from_device_all_layer).

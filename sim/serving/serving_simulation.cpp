@@ -66,6 +66,14 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
   }
   if (!d.pd_disaggregation) prefill_mode_ = PrefillMode::kColocated;
   else prefill_mode_ = d.prefill.count > 0 ? PrefillMode::kPd : PrefillMode::kPdExternal;
+  if (d.engine == "vllm") retraction_ = Retraction::kVllm;
+  else if (d.decode_reserve_ratio < 1) retraction_ = Retraction::kSglang;
+  if (retraction_ != Retraction::kNone && (hisparse_ || prefill_mode_ != PrefillMode::kColocated))
+    throw_error("{}: {} is modelled in full-KV mode with colocated prefill only (mode {}, pd_disaggregation {}); "
+                "expected --mode full and pd_disaggregation: false", sc.source,
+                retraction_ == Retraction::kVllm ? "engine: vllm (recompute preemption)"
+                                                 : fmt::format("decode_reserve_ratio {} (decode retraction)", d.decode_reserve_ratio),
+                to_string(opt.mode), d.pd_disaggregation);
   K_ = hisparse_ ? d.hisparse.top_k : sc.model.top_k;
   // DeepSeek-V4 (core/dsv4_pool_budget.h): the pools count C4 entries, one per 4 tokens; the engine's token pools hold
   // 4 tokens per entry, so its buffer is 4 × H tokens (H + page / 4 entries with the page).
