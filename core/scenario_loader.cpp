@@ -413,7 +413,8 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   map.get("hisparse_enabled", &d.hisparse_enabled);
   map.get("mtp_draft_tokens", &d.mtp_draft_tokens, 0, 16);
   map.get("mtp_acceptance", &d.mtp_acceptance, 0.0, 1.0);
-  map.get_choice("engine", &d.engine, {"sglang", "project"});
+  map.get_choice("engine", &d.engine, {"sglang", "project", "vllm"});
+  map.get("decode_reserve_ratio", &d.decode_reserve_ratio, 0.0, 1.0);
   map.get_choice("engine_version", &d.engine_version, engine_version_names());
   if (map.has("swap_in_kernel")) map.get_choice("swap_in_kernel", &d.swap_in_kernel, {"sglang", "project"});
   map.get_choice("deepep_mode", &d.deepep_mode, {"auto", "low_latency", "normal"});

@@ -53,6 +53,10 @@ std::string run_line(const SimulateRun& run) {
       s.wait_ms.p99, s.tokens_per_s_per_gpu, s.batch_per_gpu.mean, s.hit_rate, 100 * s.pcie_h2d_util,
       100 * s.io_stall_fraction, r.events, run.wall_s);
   if (!r.first_abort.empty()) o += fmt::format("  first host-pool failure: {}\n", r.first_abort);
+  if (r.retraction != "none")
+    o += fmt::format("  {} (modelled, sim/serving/retraction.cpp): {} retractions, {} prompt + decoded tokens dropped, {} "
+                     "recomputed in {:.3f} GPU-s of prefill\n",
+                     r.retraction, r.retractions, r.retracted_tokens, r.recomputed_tokens, ns_to_seconds(r.recompute_ns));
   return o;
 }
 

@@ -26,6 +26,9 @@ ServingResult Engine::finish() {
   r.overlap = overlap();
   r.admission = opt_.admission;
   r.link_model = opt_.cost.link_model;
+  r.retraction = retraction_ == Retraction::kNone    ? "none"
+                 : retraction_ == Retraction::kSglang ? "sglang retract_decode"
+                                                      : "vllm recompute preemption";
   r.prefill_mode = prefill_mode_ == PrefillMode::kColocated ? "colocated"
                    : prefill_mode_ == PrefillMode::kPd     ? "pd"
                                                            : "pd-external";
@@ -90,7 +93,7 @@ ServingResult Engine::finish() {
     last_end[static_cast<size_t>(s.instance)] = s.end;
   }
   for (size_t k = 0; k < ranks_.size(); ++k) {
-    const RankPools& p = *ranks_[k].pools;
+    const RankPools& p = ranks_[k].pools();
     const int64_t size[3] = {pool_sizes_.logical, hisparse_ ? pool_sizes_.device : 0, hisparse_ ? pool_sizes_.host : 0};
     for (int pool = 0; pool < 3; ++pool)
       if (size[pool] > 0 && p.free_tokens(pool) != size[pool] / page_ * page_)
