@@ -12,6 +12,7 @@
 #include "apps/command.h"
 #include "core/dsv4_pool_budget.h"
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/text_format.h"
@@ -195,7 +196,7 @@ void print_dsv4_text(const Scenario& s, const Dsv4PoolBudget& v) {
   print_section("Full token usage of an empty pool (sglang PR #30909, open)",
                 {&v.usage_capacity_before, &v.usage_empty_before, &v.usage_empty_after});
   // The memory budget plan, simulate and advise read: both modes' pools and a request's footprint and capacity.
-  const MemoryBudget b = dsv4_memory_budget(s, default_seq_lens());
+  const MemoryBudget b = compute_memory_budget(s, default_seq_lens());
   fmt::print("\nOne request by sequence length (per dp rank, memory limits only; {}; `hisparse plan` adds PCIe and SLO "
              "limits)\n", dsv4_pools_line(b));
   fmt::print("  {:>8} {:>12} {:>14} {:>14} {:>9} {:>9}\n", "seq_len", "full KV", "HiSparse HBM", "HiSparse host",
@@ -235,7 +236,7 @@ void print_dsv4_json(const Scenario& s, const Dsv4PoolBudget& v) {
 }
 
 void print_text(const Scenario& s, const MemoryBudget& b) {
-  if (s.model.is_gqa()) return print_gqa_text(s, b);
+  if (b.model_family().lists_every_pool_figure()) return print_gqa_text(s, b);  // GQA families: one pool table
   const DeploymentSpec& d = s.deployment;
   const HiSparseConfig& hs = d.hisparse;
   fmt::print("scenario {}  ({})\n", d.name, s.source);
@@ -323,7 +324,7 @@ int run_info(int argc, char** argv) {
   const Scenario s = load_scenario(scenario);
   const bool json = vm.count("json") > 0;
   // DeepSeek-V4's compressed attention has pools of its own (core/dsv4_pool_budget.h).
-  if (s.model.is_compressed()) {
+  if (family_of(s).compressed_pools()) {
     const Dsv4PoolBudget v = compute_dsv4_pool_budget(s);
     json ? print_dsv4_json(s, v) : print_dsv4_text(s, v);
     return 0;
