@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "sim/capacity/capacity.h"
 
@@ -55,7 +56,7 @@ std::string sglang_flags(const Candidate& c, const Scenario& s) {
 std::string deployment_sglang_flags(const Scenario& s) {
   const DeploymentSpec& d = s.deployment;
   std::string f;
-  if (d.hisparse_enabled && (s.model.has_sparse_indexer() || s.model.is_compressed()))
+  if (d.hisparse_enabled && family_of(s).offload(s.model).applies)
     f = fmt::format("--enable-hisparse --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, "
                     "\"host_to_device_ratio\": {}}}'",
                     d.hisparse.top_k, d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio);
@@ -284,7 +285,7 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
     a.break_even = break_even(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
                               a.candidates[static_cast<size_t>(a.best_hisparse)], o);
   // Dynamic residency keeps whole token caches resident; DeepSeek-V4's pools are not modelled for it.
-  if (s.model.is_compressed())
+  if (!family_of(s).dynamic_residency())
     a.notes.push_back("DeepSeek-V4: dynamic residency is not evaluated for compressed attention; the C128 states are "
                       "sized without max_running_requests (the advisor's output)");
   else if (a.best_full >= 0 && a.best_hisparse >= 0)
