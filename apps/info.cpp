@@ -13,6 +13,7 @@
 #include "core/dsv4_pool_budget.h"
 #include "core/error.h"
 #include "core/pipeline_stages.h"
+#include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/text_format.h"
@@ -240,7 +241,7 @@ void print_dsv4_json(const Scenario& s, const Dsv4PoolBudget& v) {
 }
 
 void print_text(const Scenario& s, const MemoryBudget& b) {
-  if (s.model.is_gqa()) return print_gqa_text(s, b);
+  if (b.model_family().lists_every_pool_figure()) return print_gqa_text(s, b);  // GQA families: one pool table
   const DeploymentSpec& d = s.deployment;
   const HiSparseConfig& hs = d.hisparse;
   fmt::print("scenario {}  ({})\n", d.name, s.source);
@@ -328,7 +329,7 @@ int run_info(int argc, char** argv) {
   const Scenario s = load_scenario(scenario);
   const bool json = vm.count("json") > 0;
   // DeepSeek-V4's compressed attention has pools of its own (core/dsv4_pool_budget.h).
-  if (s.model.is_compressed()) {
+  if (family_of(s).compressed_pools()) {
     // Pipeline parallelism: the pools of one GPU, which holds the binding stage's layers (core/pipeline_stages.h).
     const Dsv4PoolBudget v = compute_dsv4_pool_budget(pipeline_stage_scenario(s));
     json ? print_dsv4_json(s, v) : print_dsv4_text(s, v);

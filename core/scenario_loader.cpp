@@ -10,6 +10,7 @@
 
 #include "core/engine_version.h"
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "core/not_found_error.h"
 #include "core/yaml_reader.h"
@@ -241,6 +242,7 @@ ModelSpec load_model_spec(const std::string& path) {
   m.name = stem_of(path);
   map.get("name", &m.name);
   map.get("layer_shapes_of", &m.layer_shapes_of);
+  map.get("family", &m.family);  // a registered family's name (core/family/family_registry.h); absent = by shape
   std::string kind = "mla";
   map.get_choice("attention", &kind, {"mla", "gqa"});
   if (kind == "gqa") {
@@ -545,7 +547,7 @@ void require_sparse_indexer(const Scenario& s, const std::string& command) {
   throw_error("{}: {} models HiSparse's selection and pools, which need DeepSeek Sparse Attention's indexer; model {} "
               "has {} attention and no sparse indexer (use `hisparse info` / `hisparse plan` for its memory and "
               "capacity)",
-              s.source, command, s.model.name, s.model.is_gqa() ? "gqa" : "mla");
+              s.source, command, s.model.name, family_of(s).attention_label());
 }
 
 Scenario load_scenario(const std::string& name_or_path) {
@@ -582,10 +584,11 @@ Scenario load_scenario(const std::string& name_or_path) {
   };
   s.model = load_model_spec(find(s.deployment.model, "models"));
   s.hardware = load_hardware_spec(find(s.deployment.hardware, "hardware"));
+  family_of(s);  // a model naming an unknown family fails here, with the names it could have used
   if (!s.model.has_sparse_indexer() && s.deployment.hisparse_enabled)
     throw_error("{}: hisparse_enabled: got true, expected false: model {} has no sparse indexer ({} attention), and "
                 "HiSparse offloads what DeepSeek Sparse Attention's indexer selects",
-                path, s.model.name, s.model.is_gqa() ? "gqa" : "mla without DSA");
+                path, s.model.name, family_of(s).attention_label());
   if (s.deployment.mtp_draft_tokens > 0 && s.model.mtp_layers == 0)
     throw_error("{}: mtp_draft_tokens: got {}, expected 0: model {} has no MTP layer (mtp_layers 0) to draft with", path,
                 s.deployment.mtp_draft_tokens, s.model.name);

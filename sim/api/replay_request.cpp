@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/io/output_file.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
@@ -199,7 +200,7 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
     if (!s.model.has_sparse_indexer())
       throw_error("replay: --scenario {}: model {} has no sparse indexer ({} attention), so HiSparse does not apply "
                   "and there is nothing to advise; replay without --scenario (pass --row-bytes for its KV row)",
-                  scenario_name, s.model.name, s.model.is_gqa() ? "gqa" : "mla");
+                  scenario_name, s.model.name, family_of(s).attention_label());
     if (!request.row_bytes_given) row_bytes = latent_row_bytes(s.model, s.deployment.kv_dtype);
     scenario_top_k = s.deployment.hisparse.top_k;
     const int32_t K = open_base()->meta().top_k;

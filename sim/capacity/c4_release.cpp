@@ -9,12 +9,13 @@
 #include "core/dsv4_pool_budget.h"
 #include "core/error.h"
 #include "core/pipeline_stages.h"
+#include "core/family/family_registry.h"
 #include "core/text_format.h"
 
 namespace hisparse::sim {
 
 std::vector<C4ReleaseRow> c4_release_by_ratio(const Scenario& s, std::vector<int> ratios) {
-  if (!s.model.is_compressed())
+  if (!family_of(s).compressed_pools())
     throw_error("{}: model {}: the C4 release table applies to DeepSeek-V4 (compress_ratios) only", s.source,
                 s.model.name);
   std::sort(ratios.begin(), ratios.end());

@@ -220,7 +220,7 @@ TEST_CASE("ReplayRequest: a scenario is checked against the trace and sets the r
   MESSAGE("a GQA model has no sparse indexer: nothing to advise");
   CHECK(error_of([&] { run_replay_request(r); })
             .rfind("replay: --scenario gptoss-120b-1xh200: model ", 0) == 0);
-  CHECK(error_of([&] { run_replay_request(r); }).find("has no sparse indexer (gqa attention)") != std::string::npos);
+  CHECK(error_of([&] { run_replay_request(r); }).find("has no sparse indexer (gqa+swa attention)") != std::string::npos);
   r.advice.setup.scenario = kDsv32;
   MESSAGE("a trace of top_k 1024 does not describe a top_k 2048 deployment unless it is rescaled");
   CHECK(error_of([&] { run_replay_request(r); })
