@@ -19,7 +19,7 @@
 #include "sim/calibration/calibration.h"
 #include "sim/calibration/calibration_fit.h"
 #include "core/io/output_file.h"
-#include "sim/cost/step_calibration.h"
+#include "sim/calibration/step_calibration.h"
 
 namespace hisparse::apps {
 namespace {
@@ -156,7 +156,7 @@ int run_calibrate(const CalibrateOptions& o) {
     sc.driver = c.driver;
     sc.made_from = fmt::format("hisparse bench step rows {} fitted on batches {} (every other batch held out)",
                                repo_relative(step_csv), o.step_fit_batches);
-    text += "# Per-op time models of one decode layer (sim/cost/step_calibration.h), from the same device.\nstep:\n" +
+    text += "# Per-op time models of one decode layer (sim/calibration/step_calibration.h), from the same device.\nstep:\n" +
             indented(sim::step_calibration_yaml(sc));
     fmt::print("per-op time models of {} on {}:\n{}", sc.model, sc.device, sim::step_calibration_table(sc));
     step_worst = 100 * worst_held_out_check(sc, &step_worst_what);

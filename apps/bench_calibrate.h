@@ -25,7 +25,7 @@ struct CalibrateOptions {
   std::string fit_miss_rates = "0,0.2,0.5";
   double max_error_pct = 10;  // held-out error above this: exit status 1
   bench::BenchOptions bench;
-  // The per-op models of a decode layer (sim/cost/step_calibration.h), written into the same file under `step:`.
+  // The per-op models of a decode layer (sim/calibration/step_calibration.h), written into the same file under `step:`.
   bool step = true;                  // live: run `bench step`'s sweep too; --no-step leaves the section out
   std::string step_csv;              // --from-csv: the stored `bench step --csv` rows to fit ("" = no step section)
   std::string model;                 // "" = live: deepseek-v3.2; from stored rows: the rows' model

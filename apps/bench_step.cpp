@@ -20,7 +20,7 @@
 #include "cuda/kernel_config.h"
 #include "cuda/runtime.h"
 #include "core/io/output_file.h"
-#include "sim/cost/step_calibration.h"
+#include "sim/calibration/step_calibration.h"
 
 namespace hisparse::apps {
 namespace {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "sim/api/settings_table.h"
 
 namespace hisparse::apps {
 
@@ -44,10 +45,10 @@ struct SglangFlag {
   const char* note;
 };
 
+// The aliases of settings (--kv-cache-dtype) are the settings table's (sim/api/settings_table.cpp); these are the rest.
 // SGLang derives its server flags from ServerArgs' fields (python/sglang/srt/server_args.py at 001067f: kv_cache_dtype
 // → --kv-cache-dtype, tp_size → --tp-size); --max-concurrency and --request-rate are python/sglang/bench_serving.py's.
 constexpr SglangFlag kSglangFlags[] = {
-    {"kv-cache-dtype", "kv-dtype", "SGLang's --kv-cache-dtype: the KV cache's dtype (fp8_e4m3 is fp8 here)"},
     {"max-concurrency", "concurrency",
      "bench_serving's --max-concurrency: requests in flight at once, here closed-loop clients"},
     {"tp-size", nullptr,
@@ -115,6 +116,9 @@ po::parsed_options parse_args(int argc, char** argv, const po::options_descripti
     if (name.empty() || desc.find_nothrow(name, false)) continue;
     for (const SglangFlag& f : kSglangFlags)
       if (f.ours && name == f.theirs && desc.find_nothrow(f.ours, false)) a = "--" + std::string(f.ours) + a.substr(2 + name.size());
+    const sim::Setting* s = sim::find_setting(name);
+    if (s && s->sglang_alias && name == s->sglang_alias && desc.find_nothrow(s->flag, false))
+      a = "--" + std::string(s->flag) + a.substr(2 + name.size());
   }
   try {
     po::command_line_parser parser(args);

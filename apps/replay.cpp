@@ -53,6 +53,8 @@ constexpr const char* kReplayUsage =
 struct ReplayFlags {
   std::string trace_path, sizes_text, policies_text, initial_text, csv_path, out_dir, backend = "cpu";
   std::string v2_coordinator = "current";
+  int64_t v2_device_pool_tokens = 0, v2_host_pool_tokens = 0, v2_indexer_pages = -1;
+  int32_t v2_node_tokens = 0;
   int32_t top_k = 0;
   int64_t row_bytes = 1152;
   int threads = 0;
@@ -77,6 +79,16 @@ void add_replay_options(po::options_description& desc, po::options_description& 
       "hisparse-v2's admission rules: current (SGLang hisparse_v2_coordinator.py at 09f8170: a prefix shorter than "
       "the buffer runs as standard) | older (at ca0edd9: every whole prompt page evicted); hisparse-v2:P:RULES "
       "overrides it per policy")(
+      "v2-device-pool-tokens", po::value(&f.v2_device_pool_tokens),
+      "hisparse-v2 over the whole trace as one batch (admitted in trace order): the device KV pool the requests "
+      "share, tokens; admission falls back to standard, prefixes are evicted leaf first (current) or whole (older) "
+      "and requests are retracted as the pool runs out (docs/swap_in.md); 0 (default): each request alone")(
+      "v2-host-pool-tokens", po::value(&f.v2_host_pool_tokens),
+      "with --v2-device-pool-tokens: host capacity for admitted prefixes, tokens (0: unbounded)")(
+      "v2-indexer-pages", po::value(&f.v2_indexer_pages),
+      "with --v2-device-pool-tokens: expanded indexer pages (-1: unbounded)")(
+      "v2-node-tokens", po::value(&f.v2_node_tokens),
+      "with --v2-device-pool-tokens: radix node length of a prefix, tokens (a node per prefill chunk; 0: one node)")(
       "initial-state", po::value(&f.initial_text), "identity | empty (overrides the trace's)")(
       "top-k", po::value(&f.top_k), "top_k (overrides the trace's)")(
       "row-bytes", po::value(&f.row_bytes)->default_value(1152),
@@ -119,6 +131,10 @@ sim::ReplayRequest replay_request(const ReplayFlags& f, const po::variables_map&
   request.buffer_sizes = parse_sizes(f.sizes_text);
   request.policies = split_list(f.policies_text);
   request.v2_coordinator = f.v2_coordinator;
+  request.v2_device_pool_tokens = f.v2_device_pool_tokens;
+  request.v2_host_pool_tokens = f.v2_host_pool_tokens;
+  request.v2_indexer_pages = f.v2_indexer_pages;
+  request.v2_node_tokens = f.v2_node_tokens;
   if (vm.count("initial-state")) request.initial_state = f.initial_text;
   if (vm.count("top-k")) request.top_k = f.top_k;
   request.row_bytes = f.row_bytes;

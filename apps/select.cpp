@@ -25,6 +25,47 @@ namespace hisparse::apps {
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
 
+namespace {
+
+std::vector<int32_t> parse_page_sizes(const std::string& pages_text) {
+  std::vector<int32_t> page_sizes;
+  for (const std::string& p : split_list(pages_text)) {
+    int64_t v = 0;
+    try {
+      size_t used = 0;
+      v = std::stoll(p, &used);
+      if (used != p.size()) throw std::invalid_argument(p);
+    } catch (const std::exception&) {
+      throw_error("select: --page-size '{}' is not a whole number of tokens", p);
+    }
+    traces::check_page_size(v, "select: --page-size");
+    page_sizes.push_back(static_cast<int32_t>(v));
+  }
+  return page_sizes;
+}
+
+void check_select_counts(const sim::select::StudyOptions& opt, int64_t seed) {
+  if (seed < 0) throw_error("select: --seed {} must be >= 0", seed);
+  if (opt.row_bytes < 0) throw_error("select: --row-bytes {} must be >= 0", opt.row_bytes);
+  if (opt.sinks < 0) throw_error("select: --sinks {} must be >= 0", opt.sinks);
+  if (opt.clusters < 1) throw_error("select: --clusters {} must be >= 1", opt.clusters);
+  if (opt.kmeans_iters < 1) throw_error("select: --kmeans-iters {} must be >= 1", opt.kmeans_iters);
+  if (opt.max_steps < 0) throw_error("select: --steps {} must be >= 0", opt.max_steps);
+}
+
+void write_select_traces(const sim::select::StudyResult& r, const std::string& traces_dir) {
+  create_output_directory(traces_dir, "--write-traces");
+  for (const auto& [key, recs] : r.traces) {
+    const std::string path = (fs::path(traces_dir) / key.file_name()).string();
+    auto w = traces::make_native_writer(path, r.trace_meta(key.top_k, key.per_kv_head));
+    for (const auto& rec : recs) w->write(rec);
+    w->finish();
+  }
+  fmt::print("wrote {} traces to {}\n", r.traces.size(), traces_dir);
+}
+
+}  // namespace
+
 int run_select(int argc, char** argv) {
   std::string kq_path, selectors_text, ks_text, mult_text, out_dir, traces_dir, initial_text, gran_text, pages_text;
   sim::select::StudyOptions opt;
@@ -84,19 +125,7 @@ int run_select(int argc, char** argv) {
   }
   if (!opt.token_granularity && !page_granularity)
     throw_error("select: --granularity '{}' names no granularity (expected token, page or token,page)", gran_text);
-  std::vector<int32_t> page_sizes;
-  for (const std::string& p : split_list(pages_text)) {
-    int64_t v = 0;
-    try {
-      size_t used = 0;
-      v = std::stoll(p, &used);
-      if (used != p.size()) throw std::invalid_argument(p);
-    } catch (const std::exception&) {
-      throw_error("select: --page-size '{}' is not a whole number of tokens", p);
-    }
-    traces::check_page_size(v, "select: --page-size");
-    page_sizes.push_back(static_cast<int32_t>(v));
-  }
+  const std::vector<int32_t> page_sizes = parse_page_sizes(pages_text);
   if (page_sizes.empty()) throw_error("select: --page-size '{}' names no page size", pages_text);
   opt.page_size = page_sizes.front();
   if (page_granularity) opt.page_sizes = page_sizes;
@@ -105,13 +134,8 @@ int run_select(int argc, char** argv) {
     opt.top_ks.push_back(static_cast<int32_t>(k));
   for (int64_t m : parse_count_list(mult_text, "select", "--buffer-multiples", 1, 1024, "1,2,4"))
     opt.buffer_multiples.push_back(static_cast<int32_t>(m));
-  if (seed < 0) throw_error("select: --seed {} must be >= 0", seed);
+  check_select_counts(opt, seed);
   opt.seed = static_cast<uint64_t>(seed);
-  if (opt.row_bytes < 0) throw_error("select: --row-bytes {} must be >= 0", opt.row_bytes);
-  if (opt.sinks < 0) throw_error("select: --sinks {} must be >= 0", opt.sinks);
-  if (opt.clusters < 1) throw_error("select: --clusters {} must be >= 1", opt.clusters);
-  if (opt.kmeans_iters < 1) throw_error("select: --kmeans-iters {} must be >= 1", opt.kmeans_iters);
-  if (opt.max_steps < 0) throw_error("select: --steps {} must be >= 0", opt.max_steps);
   opt.initial_state = traces::parse_initial_state(initial_text, "--initial-state");
   if (!vm.count("threads")) opt.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
@@ -129,16 +153,7 @@ int run_select(int argc, char** argv) {
              "{} steps x {} layers in {:.1f} s\n",
              r.steps, r.layer_ids.size(), r.seconds);
 
-  if (!traces_dir.empty()) {
-    create_output_directory(traces_dir, "--write-traces");
-    for (const auto& [key, recs] : r.traces) {
-      const std::string path = (fs::path(traces_dir) / key.file_name()).string();
-      auto w = traces::make_native_writer(path, r.trace_meta(key.top_k, key.per_kv_head));
-      for (const auto& rec : recs) w->write(rec);
-      w->finish();
-    }
-    fmt::print("wrote {} traces to {}\n", r.traces.size(), traces_dir);
-  }
+  if (!traces_dir.empty()) write_select_traces(r, traces_dir);
   if (!out_dir.empty()) {
     create_output_directory(out_dir);
     write_file_atomically((fs::path(out_dir) / "select.json").string(), sim::select::study_json(r));

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bench/gpu/step_bench.h"
-#include "sim/cost/step_calibration.h"
+#include "sim/calibration/step_calibration.h"
 
 namespace hisparse::apps {
 

@@ -42,7 +42,7 @@ struct HardwareSpec {
   NicSpec nic;
   // Measurements of this GPU the cost model loads by default (paths resolved against the hardware file; empty: none).
   std::string calibration;       // PCIe and swap-in copy costs (`hisparse bench --calibrate`, sim/calibration/calibration.h)
-  std::string step_calibration;  // per-op decode-layer models (`hisparse bench step --fit`, sim/cost/step_calibration.h)
+  std::string step_calibration;  // per-op decode-layer models (`hisparse bench step --fit`, sim/calibration/step_calibration.h)
   // Further per-op calibrations of this GPU, one per model / expert-parallel size measured: `auto` picks the one of
   // the scenario's model whose ep is nearest the deployment's (sim/calibration/calibration_choice.h).
   std::vector<std::string> step_calibrations;

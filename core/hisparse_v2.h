@@ -39,6 +39,29 @@ HS_HOST_DEVICE int32_t v2_admitted_evicted_end(int32_t n0, int32_t page, int32_t
   return rules == V2Coordinator::kCurrent && end < H ? 0 : end;
 }
 
+/// Start of the evicted part of a request's tree-owned prefix [0, E) once HiCache has had to free `demand` of its
+/// tokens (docs/swap_in.md, "Eviction per radix node"). The positions [begin, E) are on the host only, [0, begin) stay
+/// in their device pages.
+/// - kCurrent: the tree evicts whole radix nodes, a device leaf at a time, so the evicted part of a path is always its
+///   tail (sglang 09f8170, mem_cache/unified_radix_cache.py `_is_device_leaf`: a node with a device child is no leaf;
+///   `_evict_device_leaf` demotes one node whole; unified_cache_components/full_component.py pushes a node's parent
+///   once it becomes a leaf). The request's nodes end at multiples of `node_tokens` (a node per chunked-prefill chunk,
+///   an assumption) and at E; begin is the largest such boundary b with E - b >= demand (0 when none is far enough).
+///   node_tokens <= 0: the whole prefix is one node.
+/// - kOlder: the whole prefix, whatever the demand (the project's former assumption: the upper bound on host loads).
+HS_HOST_DEVICE int32_t v2_evicted_begin(int32_t E, int32_t node_tokens, int32_t demand, V2Coordinator rules) {
+  if (E <= 0 || rules == V2Coordinator::kOlder) return 0;
+  if (demand <= 0) return E;  // nothing evicted
+  if (node_tokens <= 0 || demand >= E) return 0;
+  // The last node is [floor((E - 1) / node) * node, E); every earlier node is a full node_tokens long.
+  const int32_t last_start = ((E - 1) / node_tokens) * node_tokens;
+  if (E - last_start >= demand) return last_start;
+  const int32_t more = demand - (E - last_start);  // tokens still to free from the full nodes before it
+  const int32_t nodes = (more + node_tokens - 1) / node_tokens;
+  const int32_t begin = last_start - nodes * node_tokens;
+  return begin > 0 ? begin : 0;
+}
+
 /// V2's top_k rule, under both coordinators: a multiple of the page (the coordinator asserts it in __init__, so temp
 /// slots map to whole pages, hisparse_v2_coordinator.py __init__ at both commits) and a power of two (the plan
 /// kernel's lanes are `tl.arange(0, TOPK)`, swap_in_plan_kernel in python/sglang/kernels/ops/kvcache/hisparse_v2.py

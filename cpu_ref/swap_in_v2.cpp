@@ -2,6 +2,8 @@
 // (python/sglang/kernels/ops/kvcache/hisparse_v2.py, PR #32314), restated in docs/swap_in.md.
 #include "cpu_ref/swap_in_v2.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/hisparse_v2.h"
 
@@ -18,10 +20,16 @@ void swap_in_v2(SwapInV2StateView state, const SwapInV2Step& in, const StepConte
   const uint32_t epoch = validate_and_mark(in.selected, in.count, in.n, in.top_k, H, where, plan, scratch);
   SwapInCounters& c = plan.counters;
   int32_t* slot_of = plan.slot_of.data();
-  // Resident device pages pass through (slot H stands for "outside the buffer").
+  if (in.evicted_begin < 0 || in.evicted_begin > std::max(in.evicted_end, 0)) {
+    throw_error("swap-in hisparse-v2: request {}, layer {}: evicted range [{}, {}) (expected 0 <= begin <= end)",
+                where.request, where.layer, in.evicted_begin, in.evicted_end);
+  }
+  // Resident device pages pass through (slot H stands for "outside the buffer"): past the evicted prefix, and before
+  // it where HiCache evicted only the prefix's tail nodes.
+  const auto evicted = [&](int32_t t) { return t >= in.evicted_begin && t < in.evicted_end; };
   int32_t resident = 0;
   for (int32_t i = 0; i < in.count; ++i) {
-    if (in.selected[i] >= in.evicted_end) {
+    if (in.selected[i] >= 0 && !evicted(in.selected[i])) {
       slot_of[i] = H;
       ++resident;
     }
@@ -34,7 +42,7 @@ void swap_in_v2(SwapInV2StateView state, const SwapInV2Step& in, const StepConte
   scratch.with_table([&](auto table) {
     for (int32_t s = 0; s < H; ++s) {
       const int32_t p = slot_pos[s];
-      if (p < 0 || p >= in.evicted_end) continue;
+      if (p < 0 || !evicted(p)) continue;
       const int32_t e = table.find(p);
       if (e < 0) continue;
       slot_of[e] = s;

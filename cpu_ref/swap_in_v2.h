@@ -17,7 +17,8 @@ struct SwapInV2StateView {
   int32_t H = 0;
 };
 
-/// One step's input. Positions >= evicted_end are device-resident (core/hisparse_v2.h, v2_evicted_end).
+/// One step's input. Positions in [evicted_begin, evicted_end) live on the host only; the others are device-resident
+/// (core/hisparse_v2.h: v2_evicted_end, and v2_evicted_begin for a prefix whose head HiCache kept on the device).
 struct SwapInV2Step {
   const int32_t* selected = nullptr;  // [count] positions, -1 = padding
   int32_t count = 0;                  // <= top_k
@@ -27,6 +28,7 @@ struct SwapInV2Step {
   int32_t page = 0;                   // page size (V2's buffer-size rule)
   const int64_t* host_loc = nullptr;  // [n] host row per token, -1 = none; nullptr = token t at host row t
   int64_t row_bytes = 0;
+  int32_t evicted_begin = 0;          // positions [0, evicted_begin) stay in their device pages
 };
 
 /// Runs one V2 step on `state`. plan.slot_of: the buffer slot of each hit or load, H for a device-resident entry,

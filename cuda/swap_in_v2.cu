@@ -1,6 +1,7 @@
 // @brief The HiSparse V2 swap-in kernel (see swap_in_v2.h). One block per row, in four phases separated by barriers:
-//  1. every entry is padding (-1), resident (>= evicted_end: slot H) or evicted; evicted positions go into a
-//     shared-memory open-addressing table (position -> entry), >= 2 cells per entry so it never fills;
+//  1. every entry is padding (-1), resident (outside [evicted_begin, evicted_end): slot H) or evicted; evicted
+//     positions go into a shared-memory open-addressing table (position -> entry), >= 2 cells per entry so it never
+//     fills;
 //  2. every slot looks its position up: found = a hit, the slot is retained;
 //  3. ranks: each thread counts the misses of a contiguous run of entries and the empty and stale free slots of a
 //     contiguous run of slots, three threads scan the per-thread counts, so order is entry order and slot order;
@@ -28,6 +29,7 @@ __device__ __forceinline__ uint32_t home_cell(int32_t t, uint32_t mask) {
 __global__ void __launch_bounds__(kThreads) swap_in_v2_kernel(int32_t top_k, int32_t H, int32_t table_cells,
                                                              const int32_t* __restrict__ selected,
                                                              const int32_t* __restrict__ evicted_end,
+                                                             const int32_t* __restrict__ evicted_begin,
                                                              int32_t* __restrict__ slot_pos,
                                                              int32_t* __restrict__ slot_of,
                                                              int32_t* __restrict__ load_slot,
@@ -49,6 +51,7 @@ __global__ void __launch_bounds__(kThreads) swap_in_v2_kernel(int32_t top_k, int
   int32_t* pos = slot_pos + static_cast<int64_t>(b) * H;
   int32_t* out = slot_of + static_cast<int64_t>(b) * top_k;
   const int32_t E = evicted_end[b];
+  const int32_t B = evicted_begin[b];
 
   for (int32_t i = tid; i < table_cells; i += kThreads) keys[i] = -1;
   for (int32_t s = tid; s < H; s += kThreads) retained[s] = 0;
@@ -63,7 +66,7 @@ __global__ void __launch_bounds__(kThreads) swap_in_v2_kernel(int32_t top_k, int
       continue;
     }
     atomicAdd(&count[0], 1);
-    if (t >= E) {
+    if (t >= E || t < B) {
       out[k] = H;
       atomicAdd(&count[1], 1);
       continue;
@@ -81,7 +84,7 @@ __global__ void __launch_bounds__(kThreads) swap_in_v2_kernel(int32_t top_k, int
   // 2. hits: a slot whose (evicted) position is selected keeps it.
   for (int32_t s = tid; s < H; s += kThreads) {
     const int32_t p = pos[s];
-    if (p < 0 || p >= E) continue;
+    if (p < 0 || p >= E || p < B) continue;
     for (uint32_t h = home_cell(p, mask); keys[h] != -1; h = (h + 1) & mask) {
       if (keys[h] == p) {
         out[vals[h]] = s;
@@ -181,16 +184,21 @@ void swap_in_v2(const SwapInV2Batch& batch) {
   HS_CUDA_CHECK(cudaFuncSetAttribute(swap_in_v2_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(smem)));
   const size_t rk = static_cast<size_t>(R) * K, rh = static_cast<size_t>(R) * H;
-  DeviceArray<int32_t> sel(rk), end(R), pos(rh), slot_of(rk), load_slot(rk), load_pos(rk);
+  DeviceArray<int32_t> sel(rk), end(R), begin(R), pos(rh), slot_of(rk), load_slot(rk), load_pos(rk);
   DeviceArray<long long> counters(static_cast<size_t>(R) * kSwapInV2CounterWords);
   HS_CUDA_CHECK(cudaMemcpy(sel.p, batch.selected, rk * sizeof(int32_t), cudaMemcpyHostToDevice));
   HS_CUDA_CHECK(cudaMemcpy(end.p, batch.evicted_end, R * sizeof(int32_t), cudaMemcpyHostToDevice));
+  if (batch.evicted_begin) {
+    HS_CUDA_CHECK(cudaMemcpy(begin.p, batch.evicted_begin, R * sizeof(int32_t), cudaMemcpyHostToDevice));
+  } else {
+    HS_CUDA_CHECK(cudaMemset(begin.p, 0, R * sizeof(int32_t)));
+  }
   HS_CUDA_CHECK(cudaMemcpy(pos.p, batch.slot_pos, rh * sizeof(int32_t), cudaMemcpyHostToDevice));
   // Loads past a row's miss count stay -1 (the reference's lists are only as long as its misses).
   HS_CUDA_CHECK(cudaMemset(load_slot.p, 0xFF, rk * sizeof(int32_t)));
   HS_CUDA_CHECK(cudaMemset(load_pos.p, 0xFF, rk * sizeof(int32_t)));
-  swap_in_v2_kernel<<<R, kThreads, smem>>>(K, H, cells, sel.p, end.p, pos.p, slot_of.p, load_slot.p, load_pos.p,
-                                            counters.p);
+  swap_in_v2_kernel<<<R, kThreads, smem>>>(K, H, cells, sel.p, end.p, begin.p, pos.p, slot_of.p, load_slot.p,
+                                            load_pos.p, counters.p);
   HS_CUDA_CHECK_LAUNCH();
   HS_CUDA_CHECK(cudaMemcpy(batch.slot_pos, pos.p, rh * sizeof(int32_t), cudaMemcpyDeviceToHost));
   HS_CUDA_CHECK(cudaMemcpy(batch.slot_of, slot_of.p, rk * sizeof(int32_t), cudaMemcpyDeviceToHost));

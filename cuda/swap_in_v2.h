@@ -18,7 +18,9 @@ struct SwapInV2Batch {
   int32_t top_k = 0;                     // entries per row (-1 = padding)
   int32_t H = 0;                         // slots per row
   const int32_t* selected = nullptr;     // [rows][top_k]
-  const int32_t* evicted_end = nullptr;  // [rows] positions below it live on the host only
+  const int32_t* evicted_end = nullptr;  // [rows] positions below it (and from evicted_begin on) live on the host only
+  const int32_t* evicted_begin = nullptr;  // [rows] positions below it stay on the device (HiCache evicted only the
+                                           // prefix's tail nodes); nullptr = 0 for every row (the whole prefix)
   int32_t* slot_pos = nullptr;           // [rows][H] in/out: the position each slot holds, -1 = empty
   int32_t* slot_of = nullptr;            // [rows][top_k] out: buffer slot, H = resident page, -1 = padding
   int32_t* load_slot = nullptr;          // [rows][top_k] out: slot of each load in miss order (first misses valid)

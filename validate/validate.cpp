@@ -30,7 +30,9 @@ const std::vector<ValidateOp>& validate_ops() {
       {"indexer-fp8", "lightning-indexer scores, fp8 E4M3 q and keys with a per-row key scale, bit for bit",
        validate_indexer_fp8},
       {"topk", "top-k positions (ties to the smaller position, ascending output), exactly", validate_topk},
-      {"swap-in-v2", "HiSparse V2 swap-in (resident page / buffer hit / host copy), random states and --trace",
+      {"swap-in-v2",
+       "HiSparse V2 swap-in (resident page / buffer hit / host copy) under both coordinators (older: whole prefix "
+       "evicted; current: short-prefix gate, leaf-first tail eviction), random states and --trace",
        validate_swap_in_v2},
       {"gather-layout", "host pool (layer_first, page_first, page_head) -> layer-first device pool, per layer",
        validate_layout_gather},

@@ -2,7 +2,9 @@
 // cpu_ref::swap_in_v2, bit for bit: every slot, load, counter and the state after each step. Random cases (rows with
 // their own evicted prefix, random or empty starting states, several steps each so states evolve) and, with
 // --trace, whole traces (one row per layer, the evicted prefix from each request's first step, page 64). The evicted
-// prefix follows both coordinators' admission (core/hisparse_v2.h): even rows the older rules, odd rows the current.
+// prefix follows both coordinators (core/hisparse_v2.h): even rows the older rules (the whole prefix evicted), odd rows
+// the current ones (the short-prefix gate, and HiCache's leaf-first eviction: only the prefix's tail nodes evicted,
+// v2_evicted_begin, with a random node length and eviction demand).
 #include <algorithm>
 #include <vector>
 
@@ -28,8 +30,14 @@ struct V2Side {
 
 struct V2Case {
   int32_t R = 0, K = 0, H = 0;
-  std::vector<int32_t> selected, evicted_end, n;
+  std::vector<int32_t> selected, evicted_end, evicted_begin, n;
 };
+
+/// Row b's evicted range [begin, end) under its coordinator: the tail nodes that `demand` tokens of eviction take
+/// (current) or the whole prefix (older).
+int32_t v2_begin_of_row(int32_t b, int32_t E, int32_t node_tokens, int32_t demand) {
+  return v2_evicted_begin(E, node_tokens, demand, v2_rules_of_row(b));
+}
 
 /// cpu_ref::swap_in_v2 row by row (page 1: the kernel does not check V2's buffer-size rule, the reference is asked
 /// only about the step itself).
@@ -42,7 +50,7 @@ void run_reference(const V2Case& c, V2Side& side, int64_t step) {
   side.counters.assign(size_t(c.R) * cuda::kSwapInV2CounterWords, 0);
   for (int32_t b = 0; b < c.R; ++b) {
     const int32_t* sel = c.selected.data() + size_t(b) * c.K;
-    const cpu_ref::SwapInV2Step in{sel, c.K, c.n[b], c.K, c.evicted_end[b], 1, nullptr, 1};
+    const cpu_ref::SwapInV2Step in{sel, c.K, c.n[b], c.K, c.evicted_end[b], 1, nullptr, 1, c.evicted_begin[b]};
     cpu_ref::swap_in_v2({side.slot_pos.data() + size_t(b) * c.H, c.H}, in, {b, 0, step}, plan, scratch);
     std::copy(plan.slot_of.begin(), plan.slot_of.end(), side.slot_of.begin() + size_t(b) * c.K);
     for (size_t m = 0; m < plan.load_slot.size(); ++m) {
@@ -69,6 +77,7 @@ void run_device(const ValidateContext& ctx, const V2Case& c, V2Side& side, int64
   batch.H = c.H;
   batch.selected = c.selected.data();
   batch.evicted_end = c.evicted_end.data();
+  batch.evicted_begin = c.evicted_begin.data();
   batch.slot_pos = side.slot_pos.data();
   batch.slot_of = side.slot_of.data();
   batch.load_slot = side.load_slot.data();
@@ -86,7 +95,7 @@ void compare(Checker& check, const V2Side& ref, const V2Side& dut) {
 }
 
 /// K entries of row b: padding, positions the row's buffer holds (hits), other evicted ones, resident ones.
-void draw_row(Rng& rng, const std::vector<int32_t>& held, int32_t K, int32_t n, int32_t E, int32_t* out) {
+void draw_row(Rng& rng, const std::vector<int32_t>& held, int32_t K, int32_t n, int32_t B, int32_t E, int32_t* out) {
   std::vector<int32_t> chosen;
   for (int32_t i = 0; i < K; ++i) {
     int32_t t = -1;
@@ -95,7 +104,7 @@ void draw_row(Rng& rng, const std::vector<int32_t>& held, int32_t K, int32_t n, 
       int32_t cand = -1;
       if (kind == 0) break;  // padding
       if (kind <= 3 && !held.empty()) cand = held[rng.below(held.size())];
-      else if (kind <= 5 && E > 0) cand = static_cast<int32_t>(rng.below(E));
+      else if (kind <= 5 && E > B) cand = B + static_cast<int32_t>(rng.below(E - B));
       else cand = static_cast<int32_t>(rng.below(n));
       if (cand >= 0 && std::find(chosen.begin(), chosen.end(), cand) == chosen.end()) t = cand;
     }
@@ -117,6 +126,7 @@ void random_cases(const ValidateContext& ctx, OpReport& report) {
     while (c.H < c.K) c.H *= 2;
     c.H <<= rng.below(c.K >= 2048 ? 2 : 3);
     c.evicted_end.resize(c.R);
+    c.evicted_begin.resize(c.R);
     c.n.resize(c.R);
     std::vector<int32_t> n0(c.R);
     V2Side ref, dut;
@@ -124,11 +134,15 @@ void random_cases(const ValidateContext& ctx, OpReport& report) {
     for (int32_t b = 0; b < c.R; ++b) {
       n0[b] = 1 + static_cast<int32_t>(rng.below(6 * uint64_t(c.H)));
       // Both coordinators' admission (core/hisparse_v2.h): even rows the older rules, odd rows the current ones.
-      c.evicted_end[b] = v2_admitted_evicted_end(n0[b], 1 << rng.below(7), c.H, v2_rules_of_row(b));
+      const int32_t E = v2_admitted_evicted_end(n0[b], 1 << rng.below(7), c.H, v2_rules_of_row(b));
+      c.evicted_end[b] = E;
+      // Leaf-first eviction (current rows): nodes of 1..E tokens, a demand of 0..E tokens.
+      const int32_t node = E > 0 ? 1 + static_cast<int32_t>(rng.below(E)) : 0;
+      c.evicted_begin[b] = v2_begin_of_row(b, E, node, static_cast<int32_t>(rng.below(uint64_t(E) + 1)));
       // Half the rows start from a random state: distinct evicted positions in random slots, some empty.
-      if (rng.chance(1, 2) && c.evicted_end[b] > 0) {
+      if (rng.chance(1, 2) && E > c.evicted_begin[b]) {
         std::vector<int32_t> pool;
-        for (int32_t t = 0; t < c.evicted_end[b]; ++t) pool.push_back(t);
+        for (int32_t t = c.evicted_begin[b]; t < E; ++t) pool.push_back(t);
         for (size_t j = pool.size(); j > 1; --j) std::swap(pool[j - 1], pool[rng.below(j)]);
         for (int32_t s = 0; s < c.H && s < static_cast<int32_t>(pool.size()); ++s)
           if (!rng.chance(1, 4)) ref.slot_pos[size_t(b) * c.H + s] = pool[s];
@@ -145,7 +159,7 @@ void random_cases(const ValidateContext& ctx, OpReport& report) {
         std::vector<int32_t> held;
         for (int32_t s = 0; s < c.H; ++s)
           if (ref.slot_pos[size_t(b) * c.H + s] >= 0) held.push_back(ref.slot_pos[size_t(b) * c.H + s]);
-        draw_row(rng, held, c.K, c.n[b], c.evicted_end[b], c.selected.data() + size_t(b) * c.K);
+        draw_row(rng, held, c.K, c.n[b], c.evicted_begin[b], c.evicted_end[b], c.selected.data() + size_t(b) * c.K);
       }
       run_reference(c, ref, step);
       run_device(ctx, c, dut, step);
@@ -168,6 +182,7 @@ void trace_cases(const ValidateContext& ctx, std::vector<OpReport>& out) {
     c.K = K;
     c.H = H;
     c.evicted_end.resize(c.R);
+    c.evicted_begin.resize(c.R);
     c.n.resize(c.R);
     V2Side ref, dut;
     traces::StepRecord rec;
@@ -176,8 +191,12 @@ void trace_cases(const ValidateContext& ctx, std::vector<OpReport>& out) {
       if (o.trace_steps > 0 && records >= o.trace_steps) break;
       if (rec.request_id != current) {  // a new request: V2 admits it with an empty buffer
         current = rec.request_id;
-        for (int32_t b = 0; b < c.R; ++b)  // even rows (layers) the older rules, odd rows the current ones
-          c.evicted_end[b] = v2_admitted_evicted_end(rec.seq_len, kHisparseV2PageSize, H, v2_rules_of_row(b));
+        for (int32_t b = 0; b < c.R; ++b) {  // even rows (layers) the older rules, odd rows the current ones
+          const int32_t E = v2_admitted_evicted_end(rec.seq_len, kHisparseV2PageSize, H, v2_rules_of_row(b));
+          c.evicted_end[b] = E;
+          // Current rows: nodes of 4 pages, half the prefix's tokens demanded (its head stays on the device).
+          c.evicted_begin[b] = v2_begin_of_row(b, E, 4 * kHisparseV2PageSize, E / 2);
+        }
         ref.slot_pos.assign(size_t(c.R) * H, -1);
         dut.slot_pos = ref.slot_pos;
       }

@@ -20,6 +20,8 @@
 
 namespace hisparse::cpu_ref {
 
+struct V2Schedule;  // cpu_ref/memory/hisparse_v2_session.h
+
 /// One step's input (the same arguments as cpu_ref::swap_in).
 struct StepInput {
   const int32_t* selected = nullptr;  // [count] positions, -1 = padding
@@ -69,6 +71,10 @@ class SwapInPolicy {
     }
     started_ = true;
   }
+
+  /// hisparse-v2 only (a no-op for the others): take each request's admission, evicted range and buffer restarts
+  /// from a V2 session over the whole trace (cpu_ref/memory/hisparse_v2_session.h) instead of the first step's prompt.
+  virtual void use_v2_schedule(std::shared_ptr<const V2Schedule> /*schedule*/) {}
 
   /// [H] token held by each slot, -1 = empty (for tests and inspection).
   virtual const int32_t* slot_token() const = 0;

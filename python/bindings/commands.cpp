@@ -1,4 +1,4 @@
-// @brief hisparse.plan / advise / validate over the library's requests (see commands.h).
+// @brief hisparse.plan / advise / simulate / validate over the library's requests (see commands.h).
 #include "python/bindings/commands.h"
 
 #include <cstdio>
@@ -12,6 +12,8 @@
 #include "python/bindings/facade.h"
 #include "sim/api/advise_request.h"
 #include "sim/api/plan_request.h"
+#include "sim/api/simulate_outcome.h"
+#include "sim/api/settings_table.h"
 #include "validate/validate.h"
 
 namespace hisparse::python {
@@ -28,8 +30,132 @@ CommandOutput advise(const sim::AdviseRequest& request, const std::string& out_d
   return {outcome.json(), sim::advice_to_text(outcome.setup.scenario, outcome.advices, outcome.setup.info)};
 }
 
+namespace {
+
+SimulateRunOutput run_output(const sim::SimulateRun& run) {
+  const sim::ServingResult& r = run.result;
+  const sim::ServingSummary& s = run.summary;
+  SimulateRunOutput o;
+  o.mode = sim::to_string(run.mode);
+  o.overlap = sim::to_string(run.overlap);
+  o.tag = run.tag;
+  o.concurrency = run.clients.concurrency;
+  o.arrivals = r.arrivals;
+  o.admitted = r.admitted;
+  o.finished = r.finished;
+  o.rejected = r.rejected;
+  o.host_alloc_failures = r.aborts;
+  o.demotions = r.demotions;
+  o.events = r.events;
+  o.ttft_modelled = sim::ttft_modelled(r);
+  o.tokens_per_s = s.tokens_per_s;
+  o.tokens_per_s_per_gpu = s.tokens_per_s_per_gpu;
+  o.steady_tokens_per_s = run.steady_tokens_per_s;
+  o.tpot_p50_ms = s.tpot_ms.p50;
+  o.tpot_p99_ms = s.tpot_ms.p99;
+  o.ttft_p50_ms = s.ttft_ms.p50;
+  o.ttft_p99_ms = s.ttft_ms.p99;
+  o.wait_p50_ms = s.wait_ms.p50;
+  o.wait_p99_ms = s.wait_ms.p99;
+  o.batch_per_rank_mean = s.batch_per_gpu.mean;
+  o.hit_rate = s.hit_rate;
+  o.pcie_h2d_util = s.pcie_h2d_util;
+  o.io_stall_fraction = s.io_stall_fraction;
+  o.tpot_slo_attainment = s.tpot_slo_attainment;
+  o.wall_s = run.wall_s;
+  o.requests_csv = sim::requests_csv(r);
+  o.steps_csv = sim::steps_csv(r);
+  return o;
+}
+
+SimulateSweepRow sweep_row(const sim::SweepPoint& p) {
+  SimulateSweepRow o;
+  o.concurrency = p.concurrency;
+  o.mode = sim::to_string(p.mode);
+  o.tokens_per_s = p.tokens_per_s;
+  o.tpot_p50_ms = p.tpot_p50_ms;
+  o.tpot_p99_ms = p.tpot_p99_ms;
+  o.wait_p50_ms = p.wait_p50_ms;
+  o.wait_p99_ms = p.wait_p99_ms;
+  o.ttft_p50_ms = p.ttft_p50_ms;
+  o.ttft_p99_ms = p.ttft_p99_ms;
+  o.batch_per_rank = p.batch_per_rank;
+  o.steady_tokens_per_s = p.steady_tokens_per_s;
+  o.finished = p.finished;
+  o.rejected = p.rejected;
+  o.host_alloc_failures = p.host_alloc_failures;
+  return o;
+}
+
+}  // namespace
+
+SimulateOutput simulate(const sim::SimulateRequest& request, const std::string& out_dir, bool plots) {
+  sim::SimulateRequest req = request;
+  req.setup.require_sparse_indexer = true;  // as `hisparse simulate` sets it: HiSparse needs a sparse indexer
+  const sim::SimulateOutcome outcome = sim::run_simulate(req);
+  if (!out_dir.empty()) sim::write_simulate_files(outcome, out_dir, plots);
+  SimulateOutput o;
+  o.scenario = outcome.setup.scenario.deployment.name;
+  o.workload = outcome.setup.workload.name;
+  o.workload_source = outcome.setup.workload.source;
+  o.workload_requests = static_cast<int64_t>(outcome.setup.workload.requests.size());
+  for (const sim::SimulateRun& run : outcome.runs) o.runs.push_back(run_output(run));
+  if (outcome.sweep) {
+    for (const sim::SweepPoint& p : outcome.sweep->points) o.sweep.push_back(sweep_row(p));
+    o.crossover = outcome.sweep->crossover;
+  }
+  o.text = sim::simulate_console_text(outcome, /*verbose=*/false);
+  return o;
+}
+
 double parse_bytes(const std::string& text, const std::string& what) {
   return parse_byte_size(text, what);
+}
+
+namespace {
+
+const sim::Setting& setting_named(const std::string& name) {
+  const sim::Setting* s = sim::find_setting(name);
+  if (!s) throw_error("{}: no such setting (hisparse.settings() lists them)", name);
+  return *s;
+}
+
+const char* kind_name(sim::SettingKind k) {
+  switch (k) {
+    case sim::SettingKind::kInt:
+    case sim::SettingKind::kInt64: return "int";
+    case sim::SettingKind::kReal: return "float";
+    case sim::SettingKind::kBytes: return "bytes";
+    case sim::SettingKind::kChoice: return "choice";
+    case sim::SettingKind::kText: return "text";
+    case sim::SettingKind::kBool: return "bool";
+  }
+  return "text";
+}
+
+}  // namespace
+
+std::vector<SettingRow> settings() {
+  std::vector<SettingRow> rows;
+  for (const sim::Setting& s : sim::settings_table())
+    rows.push_back({s.name, s.flag, s.sglang_alias ? s.sglang_alias : "", kind_name(s.kind), s.unit,
+                    sim::range_text(s), s.default_text, sim::setting_help(s), s.groups,
+                    sim::out_of_range_example(s).value_or(""), sim::in_range_example(s)});
+  return rows;
+}
+
+void set_setting(sim::ScenarioChoice& choice, const std::string& name, const std::string& text, const std::string& where) {
+  sim::set_setting(choice, setting_named(name), text, where, name);
+}
+
+std::string get_setting(const sim::ScenarioChoice& choice, const std::string& name) {
+  const std::optional<sim::SettingValue> v = setting_named(name).get(choice);
+  return v ? sim::value_text(*v) : "";
+}
+
+std::string setting_range_error(const std::string& name, const std::string& spelling, const std::string& text) {
+  const sim::Setting& s = setting_named(name);
+  return sim::range_error(s, spelling, sim::parse_setting(s, text, "", spelling));
 }
 
 void set_bundled_scenario_dir(const std::string& dir) { hisparse::set_bundled_scenario_dir(dir); }

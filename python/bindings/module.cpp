@@ -1,6 +1,6 @@
 // @brief hisparse._core, the compiled half of the Python package: numpy arrays in and out of facade.h, and the
 // library's own request structs (sim/api/requests.h, validate/validate_request.h) bound field by field for plan,
-// advise and validate. Argument checks that name Python arguments live in python/hisparse/*.py; this layer only
+// advise, simulate and validate, and simulate's outcome as read-only structs. Argument checks that name Python arguments live in python/hisparse/*.py; this layer only
 // converts (and releases the GIL while the C++ side runs, so replays and plans of several Python threads proceed in
 // parallel).
 #include <cstdint>
@@ -233,7 +233,7 @@ NB_MODULE(_core, m) {
       HS_RW(sim::ScenarioOverrides, weight_bytes) HS_RW(sim::ScenarioOverrides, weights_per_gpu_bytes)
       HS_RW(sim::ScenarioOverrides, activation_reserve_bytes) HS_RW(sim::ScenarioOverrides, kv_budget_bytes)
       HS_RW(sim::ScenarioOverrides, full_pool_tokens) HS_RW(sim::ScenarioOverrides, device_pool_tokens)
-      HS_RW(sim::ScenarioOverrides, host_pool_tokens);
+      HS_RW(sim::ScenarioOverrides, host_pool_tokens) HS_RW(sim::ScenarioOverrides, hisparse_prefetch);
   nb::class_<sim::ScenarioChoice>(m, "ScenarioChoice")
       .def(nb::init<>()) HS_RW(sim::ScenarioChoice, scenario) HS_RW(sim::ScenarioChoice, overrides)
       HS_RW(sim::ScenarioChoice, cost_params) HS_RW(sim::ScenarioChoice, calibration)
@@ -269,6 +269,48 @@ NB_MODULE(_core, m) {
       HS_RW(sim::AdviseRequest, seq_lens) HS_RW(sim::AdviseRequest, workload) HS_RW(sim::AdviseRequest, mix_classes)
       HS_RW(sim::AdviseRequest, buffer_sizes) HS_RW(sim::AdviseRequest, ratios) HS_RW(sim::AdviseRequest, command_line)
       HS_RW(sim::AdviseRequest, decision_rule) HS_RW(sim::AdviseRequest, compare_miss_curves);
+  nb::class_<sim::SimulateRequest>(m, "SimulateRequest")
+      .def(nb::init<>()) HS_RW(sim::SimulateRequest, setup) HS_RW(sim::SimulateRequest, misses)
+      HS_RW(sim::SimulateRequest, prefill_instances) HS_RW(sim::SimulateRequest, link_model)
+      HS_RW(sim::SimulateRequest, workload) HS_RW(sim::SimulateRequest, duration_s)
+      HS_RW(sim::SimulateRequest, miss_model) HS_RW(sim::SimulateRequest, admission)
+      HS_RW(sim::SimulateRequest, max_retries) HS_RW(sim::SimulateRequest, mode)
+      HS_RW(sim::SimulateRequest, both_overlaps) HS_RW(sim::SimulateRequest, concurrency)
+      HS_RW(sim::SimulateRequest, think_time_s) HS_RW(sim::SimulateRequest, num_requests)
+      HS_RW(sim::SimulateRequest, timeline_start_s) HS_RW(sim::SimulateRequest, timeline_length_s)
+      HS_RW(sim::SimulateRequest, force);
+  // simulate's outcome: read-only structs of figures (python/bindings/commands.h), not JSON text.
+#define HS_RO(cls, field) .def_ro(#field, &cls::field)
+  nb::class_<SimulateRunOutput>(m, "SimulateRun")
+      HS_RO(SimulateRunOutput, mode) HS_RO(SimulateRunOutput, overlap) HS_RO(SimulateRunOutput, tag)
+      HS_RO(SimulateRunOutput, concurrency) HS_RO(SimulateRunOutput, arrivals) HS_RO(SimulateRunOutput, admitted)
+      HS_RO(SimulateRunOutput, finished) HS_RO(SimulateRunOutput, rejected)
+      HS_RO(SimulateRunOutput, host_alloc_failures) HS_RO(SimulateRunOutput, demotions)
+      HS_RO(SimulateRunOutput, events) HS_RO(SimulateRunOutput, ttft_modelled)
+      HS_RO(SimulateRunOutput, tokens_per_s) HS_RO(SimulateRunOutput, tokens_per_s_per_gpu)
+      HS_RO(SimulateRunOutput, steady_tokens_per_s) HS_RO(SimulateRunOutput, tpot_p50_ms)
+      HS_RO(SimulateRunOutput, tpot_p99_ms) HS_RO(SimulateRunOutput, ttft_p50_ms) HS_RO(SimulateRunOutput, ttft_p99_ms)
+      HS_RO(SimulateRunOutput, wait_p50_ms) HS_RO(SimulateRunOutput, wait_p99_ms)
+      HS_RO(SimulateRunOutput, batch_per_rank_mean) HS_RO(SimulateRunOutput, hit_rate)
+      HS_RO(SimulateRunOutput, pcie_h2d_util) HS_RO(SimulateRunOutput, io_stall_fraction)
+      HS_RO(SimulateRunOutput, tpot_slo_attainment) HS_RO(SimulateRunOutput, wall_s)
+      HS_RO(SimulateRunOutput, requests_csv) HS_RO(SimulateRunOutput, steps_csv)
+      .def("__repr__", [](const SimulateRunOutput& r) {
+        return "<SimulateRun " + r.tag + " concurrency=" + std::to_string(r.concurrency) + " finished=" +
+               std::to_string(r.finished) + ">";
+      });
+  nb::class_<SimulateSweepRow>(m, "SimulateSweepRow")
+      HS_RO(SimulateSweepRow, concurrency) HS_RO(SimulateSweepRow, mode) HS_RO(SimulateSweepRow, tokens_per_s)
+      HS_RO(SimulateSweepRow, tpot_p50_ms) HS_RO(SimulateSweepRow, tpot_p99_ms) HS_RO(SimulateSweepRow, wait_p50_ms)
+      HS_RO(SimulateSweepRow, wait_p99_ms) HS_RO(SimulateSweepRow, ttft_p50_ms) HS_RO(SimulateSweepRow, ttft_p99_ms)
+      HS_RO(SimulateSweepRow, batch_per_rank) HS_RO(SimulateSweepRow, steady_tokens_per_s)
+      HS_RO(SimulateSweepRow, finished) HS_RO(SimulateSweepRow, rejected)
+      HS_RO(SimulateSweepRow, host_alloc_failures);
+  nb::class_<SimulateOutput>(m, "SimulateOutput")
+      HS_RO(SimulateOutput, scenario) HS_RO(SimulateOutput, workload) HS_RO(SimulateOutput, workload_source)
+      HS_RO(SimulateOutput, workload_requests) HS_RO(SimulateOutput, runs) HS_RO(SimulateOutput, sweep)
+      HS_RO(SimulateOutput, crossover) HS_RO(SimulateOutput, text);
+#undef HS_RO
   nb::class_<val::ValidateOptions>(m, "ValidateOptions")
       .def(nb::init<>()) HS_RW(val::ValidateOptions, cases) HS_RW(val::ValidateOptions, start_case)
       HS_RW(val::ValidateOptions, seed) HS_RW(val::ValidateOptions, trace) HS_RW(val::ValidateOptions, trace_steps)
@@ -302,7 +344,40 @@ NB_MODULE(_core, m) {
       },
       "request"_a, "out"_a, "plots"_a);
 
+  m.def(
+      "simulate",
+      [](const sim::SimulateRequest& request, const std::string& out, bool plots) {
+        nb::gil_scoped_release release;
+        return simulate(request, out, plots);
+      },
+      "request"_a, "out"_a, "plots"_a);
+
   m.def("parse_bytes", &parse_bytes, "text"_a, "what"_a);
+
+  // The settings table (sim/api/settings_table.h): its rows as dicts, and a setting set or read by its name, which
+  // is how hisparse.plan / advise take every override keyword (python/hisparse/commands.py walks the table).
+  m.def("settings", [] {
+    nb::list rows;
+    for (const SettingRow& r : settings()) {
+      nb::dict d;
+      d["name"] = r.name;
+      d["flag"] = r.flag;
+      d["sglang_alias"] = r.sglang_alias;
+      d["kind"] = r.kind;
+      d["unit"] = r.unit;
+      d["range"] = r.range;
+      d["default"] = r.default_text;
+      d["help"] = r.help;
+      d["groups"] = r.groups;
+      d["out_of_range"] = r.out_of_range;
+      d["example"] = r.example;
+      rows.append(d);
+    }
+    return rows;
+  });
+  m.def("set_setting", &set_setting, "choice"_a, "name"_a, "text"_a, "where"_a);
+  m.def("get_setting", &get_setting, "choice"_a, "name"_a);
+  m.def("setting_range_error", &setting_range_error, "name"_a, "spelling"_a, "text"_a);
 
   m.def(
       "validate",

@@ -2,7 +2,9 @@
 
 Keyword arguments are the CLI's flags with underscores (`seq_lens=[16384, 32768]` is `--seq-lens 16384,32768`,
 `strategies=True` is `--strategies`, None / False leave a flag out), with the same units and meanings; each sets one
-field of the request the CLI builds (hisparse._core.PlanRequest / AdviseRequest), and the library runs it. The dicts
+field of the request the CLI builds. The override settings (top_k, kv_dtype, mtp_draft_tokens, attention_table, ...)
+are the settings table's (hisparse.settings()): each keyword by the setting's name, parsed and range-checked by the
+same code as its flag (hisparse_prefetch=False is a setting, not a flag left out) (hisparse._core.PlanRequest / AdviseRequest), and the library runs it. The dicts
 returned are the JSON the CLI writes (plan.json, advise.json), built in memory from the result.
 """
 
@@ -75,30 +77,25 @@ def _names(key, value):
     return [_text(key, v).strip() for v in items if not isinstance(v, str) or v.strip()]
 
 
-def _bytes(key, value):
-    return core().parse_bytes(value, key) if isinstance(value, str) else _number(key, value, float)
+# The override settings (the scenario's and the cost model's) are not listed here: every one is a keyword by its name
+# in the settings table (sim/api/settings_table.cpp, hisparse.settings()), walked by _apply_settings. The groups a
+# command takes are the CLI's (apps/scenario_flags.h): advise chooses H, the ratio and the running cap itself.
+_GROUP_CHOSEN, _GROUP_DEPLOYMENT, _GROUP_HOST_RESERVE, _GROUP_COST = 1, 2, 4, 8
+_SETTING_GROUPS = {
+    "plan": _GROUP_CHOSEN | _GROUP_DEPLOYMENT | _GROUP_HOST_RESERVE | _GROUP_COST,
+    "advise": _GROUP_DEPLOYMENT | _GROUP_HOST_RESERVE | _GROUP_COST,
+    # For a SimulateRequest's setup (its CLI takes no --host-reserve-bytes): _apply_settings("simulate", ...).
+    "simulate": _GROUP_CHOSEN | _GROUP_DEPLOYMENT | _GROUP_COST,
+}
 
-
-# keyword -> (where in the request, conversion). "o." is setup.overrides, "s." setup, "m." misses, "t." strategies.
+# keyword -> (where in the request, conversion). "s." is setup, "m." misses, "t." strategies.
 _INT, _FLOAT, _BOOL = (lambda k, v: _number(k, v, int)), (lambda k, v: _number(k, v, float)), (lambda k, v: bool(v))
 _COMMON = {
-    "top_k": ("o.top_k", _INT), "mem_fraction_static": ("o.mem_fraction_static", _FLOAT),
-    "page_size": ("o.page_size", _INT), "kv_dtype": ("o.kv_dtype", _text), "tpot_slo_ms": ("o.tpot_slo_ms", _FLOAT),
-    "host_dram_bytes": ("o.host_dram_bytes", _bytes), "host_reserve_bytes": ("o.host_reserve_bytes", _bytes),
-    "hbm_bytes": ("o.hbm_bytes", _bytes), "weight_bytes": ("o.weight_bytes", _bytes),
-    "weights_per_gpu_bytes": ("o.weights_per_gpu_bytes", _bytes),
-    "activation_reserve_bytes": ("o.activation_reserve_bytes", _bytes), "kv_budget_bytes": ("o.kv_budget_bytes", _bytes),
-    "full_pool_tokens": ("o.full_pool_tokens", _INT), "device_pool_tokens": ("o.device_pool_tokens", _INT),
-    "host_pool_tokens": ("o.host_pool_tokens", _INT),
-    "cost_params": ("s.cost_params", _text), "calibration": ("s.calibration", _text),
-    "step_calibration": ("s.step_calibration", _text), "overlap": ("s.overlap", _text),
     "miss_curve": ("m.surface", _text), "miss_fraction": ("m.fraction", _FLOAT), "trace": ("m.trace", _text),
     "policy": ("m.policy", _text), "threads": ("m.threads", _INT), "rescale_trace_top_k": ("m.rescale_trace_top_k", _BOOL),
     "seq_lens": ("seq_lens", _counts), "workload": ("workload", _text),
 }
 _PLAN = dict(_COMMON, **{
-    "device_buffer_size": ("o.device_buffer_size", _INT), "host_to_device_ratio": ("o.host_to_device_ratio", _INT),
-    "max_running_requests": ("o.max_running_requests", _INT),
     "sweep_buffer_sizes": ("sweep_buffer_sizes", _counts), "sweep_ratios": ("sweep_ratios", _counts),
     "batch_cap": ("batch_cap", _INT), "strategies": ("t.enabled", _BOOL), "eviction_budget": ("t.eviction_budget", _INT),
     "compression_ratio": ("t.compression_ratio", _FLOAT), "compression_sinks": ("t.compression_sinks", _INT),
@@ -109,6 +106,50 @@ _ADVISE = dict(_COMMON, **{
     "buffer_sizes": ("buffer_sizes", _counts), "ratios": ("ratios", _counts), "mix_classes": ("mix_classes", _INT),
     "decision_rule": ("decision_rule", _text), "compare_miss_curves": ("compare_miss_curves", _names),
 })
+
+
+def settings():
+    """The settings table: one dict per override setting (name, flag, sglang_alias, kind, unit, range, default, help,
+    groups), the same rows the CLI's flags, their --help and the field files' `overrides:` are made from."""
+    return [dict(row) for row in core().settings()]
+
+
+def _setting_index():
+    """Every setting by its keyword: its name, and its SGLang alias with underscores (kv_cache_dtype)."""
+    index = {}
+    for row in core().settings():
+        index[row["name"]] = row
+        if row["sglang_alias"]:
+            index[row["sglang_alias"].replace("-", "_")] = row
+    return index
+
+
+def _setting_text(key, value):
+    """A keyword's value as the flag's text, for the table's one parse (bools as true / false, so a number setting
+    refuses them as the CLI refuses `--page-size true`)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    raise ValueError(f"{key}: {value!r}, expected a number, string, path or bool")
+
+
+def _apply_settings(command, choice, options):
+    """Sets every keyword of `options` that names a setting `command` takes into `choice` (a ScenarioChoice) through
+    the table, and returns the other keywords. None leaves a setting out (its default); errors are the table's,
+    "<name> <value>: expected <range>", as the CLI's for the flag and the field files' for the key."""
+    index, groups, rest = _setting_index(), _SETTING_GROUPS[command], {}
+    for key, value in options.items():
+        row = index.get(key)
+        if row is None or not row["groups"] & groups:
+            rest[key] = value
+        elif value is not None:
+            core().set_setting(choice, key, _setting_text(key, value), f"hisparse.{command}(): ")
+    return rest
 
 
 def _request(command, request, table, scenario, options):
@@ -125,10 +166,10 @@ def _request(command, request, table, scenario, options):
             raise ValueError(f"limits: {limits!r}, expected 'all' or 'memory'")
         request.memory_only = limits == "memory"
         options = dict(options, limits=None if limits == "all" else limits)
-    parts = {"o": request.setup.overrides, "s": request.setup, "m": request.misses}
+    parts = {"s": request.setup, "m": request.misses}
     if command == "plan":
         parts["t"] = request.strategies
-    for key, value in options.items():
+    for key, value in _apply_settings(command, request.setup, options).items():
         if key == "limits" or value is None or value is False:
             continue
         if key not in table:
@@ -138,7 +179,11 @@ def _request(command, request, table, scenario, options):
         owner, _, field = path.rpartition(".")
         setattr(parts[owner] if owner else request, field, convert(key, value))
     # Provenance, as the CLI's reports print it: the command these keywords stand for.
-    request.command_line = " ".join(["hisparse", command, "--scenario", os.fspath(scenario), *_flags(options)])
+    # (A switch setting given False is written out, as --hisparse-prefetch false: leaving it out would mean the
+    # deployment's.)
+    index = _setting_index()
+    flags = {k: _setting_text(k, v) if k in index and isinstance(v, (bool, np.bool_)) else v for k, v in options.items()}
+    request.command_line = " ".join(["hisparse", command, "--scenario", os.fspath(scenario), *_flags(flags)])
     return request
 
 

@@ -132,142 +132,162 @@ std::vector<DocCell> summary_column(const Candidate* c, const Scenario& s) {
           cell(plan_bytes(c->h2d_bytes_per_step))};
 }
 
-std::vector<DocBlock> build_document(const Scenario& s, const std::vector<Advice>& advices, const AdviceRunInfo& info,
-                                     const std::vector<AdvicePlot>& plots) {
-  std::vector<DocBlock> doc;
-  auto heading = [&](int level, std::string text, std::string id = "") {
-    DocBlock b;
-    b.kind = DocBlock::kHeading;
-    b.level = level;
-    b.text = std::move(text);
-    b.id = std::move(id);
-    doc.push_back(b);
-  };
-  auto para = [&](std::string text, DocBlock::Kind kind = DocBlock::kParagraph) {
-    DocBlock b;
-    b.kind = kind;
-    b.text = std::move(text);
-    doc.push_back(b);
-  };
-  const RankLayout lay = rank_layout(s);
-  heading(1, "HiSparse advice — " + s.deployment.name);
-  para(fmt::format("`{}`", info.command_line));
-  para(fmt::format("Deployment {}: model {}, {} × {} per decode instance, {} dp rank{}, top_k {}, TPOT SLO {} ms, host "
-                   "DRAM {} per node. The advisor evaluates full KV and every (device_buffer_size, host_to_device_ratio) "
-                   "of the sweep at the largest batch per rank that meets every limit, under every miss source and "
-                   "assumed cost range, and recommends by the decision rule {} (ties: full KV, then the smaller host "
-                   "pool, then the smaller HBM footprint).",
-                   s.deployment.name, s.model.name, lay.gpus, s.hardware.name, lay.ranks, lay.ranks == 1 ? "" : "s",
-                   s.deployment.hisparse.top_k, s.deployment.tpot_slo_ms, plan_bytes(s.deployment.host_dram_bytes),
-                   advices.empty() ? "" : decision_rule_text(advices.front().robustness.rule)));
+void add_heading(std::vector<DocBlock>& doc, int level, std::string text, std::string id = "") {
+  DocBlock b;
+  b.kind = DocBlock::kHeading;
+  b.level = level;
+  b.text = std::move(text);
+  b.id = std::move(id);
+  doc.push_back(b);
+}
+
+void add_para(std::vector<DocBlock>& doc, std::string text, DocBlock::Kind kind = DocBlock::kParagraph) {
+  DocBlock b;
+  b.kind = kind;
+  b.text = std::move(text);
+  doc.push_back(b);
+}
+
+void add_introduction(std::vector<DocBlock>& doc, const Scenario& s, const std::vector<Advice>& advices,
+                      const AdviceRunInfo& info, const RankLayout& lay) {
+  add_heading(doc, 1, "HiSparse advice — " + s.deployment.name);
+  add_para(doc, fmt::format("`{}`", info.command_line));
+  add_para(doc,
+           fmt::format("Deployment {}: model {}, {} × {} per decode instance, {} dp rank{}, top_k {}, TPOT SLO {} ms, "
+                       "host DRAM {} per node. The advisor evaluates full KV and every (device_buffer_size, "
+                       "host_to_device_ratio) of the sweep at the largest batch per rank that meets every limit, under "
+                       "every miss source and assumed cost range, and recommends by the decision rule {} (ties: full KV, "
+                       "then the smaller host pool, then the smaller HBM footprint).",
+                       s.deployment.name, s.model.name, lay.gpus, s.hardware.name, lay.ranks, lay.ranks == 1 ? "" : "s",
+                       s.deployment.hisparse.top_k, s.deployment.tpot_slo_ms, plan_bytes(s.deployment.host_dram_bytes),
+                       advices.empty() ? "" : decision_rule_text(advices.front().robustness.rule)));
   DocBlock labels;
   labels.kind = DocBlock::kList;
   labels.items = {"goodput, TPOT, concurrency: " + info.cost_label,
                   "misses per request and step: " + info.miss_label + " — " + info.miss_source,
                   "HBM, host memory, pool sizes: derived from SGLang's pool arithmetic (core/memory_budget.cpp)"};
   doc.push_back(labels);
-  for (const auto& w : info.warnings) para(w, DocBlock::kWarning);
+  for (const auto& w : info.warnings) add_para(doc, w, DocBlock::kWarning);
+}
 
-  for (size_t i = 0; i < advices.size(); ++i) {
-    const Advice& a = advices[i];
-    heading(2, "Context " + a.mix.label, fmt::format("mix-{}", i));
-    para("Mix: " + mix_text(a.mix) + ".");
-    for (const auto& n : a.notes) para(n, DocBlock::kWarning);
-    const Candidate* rec = a.recommended();
-    if (!rec) continue;
-    para(fmt::format("Recommended: {} — `{}`", rec->name(), sglang_flags(*rec, s)));
-    para(fmt::format("Its goodput, {} tok/s, is a {}.", tps(rec->goodput), figure_meaning(*rec)));
-    for (const std::string& l : simulated_lines(a)) para("Simulated: " + l + ".");
-    for (DocBlock& b : robustness_blocks(a)) doc.push_back(std::move(b));
-    DocBlock t;
-    t.kind = DocBlock::kTable;
-    if (const std::string why = default_source_text(a); !why.empty()) para(upper_first(why) + ".");
-    t.headers = {"", "recommended", "runner-up", "best full KV", "HiSparse compared below",
-                 "best if the miss model is " + (a.robustness.cases.empty() ? std::string("the default")
-                                                                            : a.robustness.cases.front().name)};
-    const std::vector<std::string> rows = {"setting", "SGLang flags", "goodput, tokens/s", "TPOT ms", "concurrency",
-                                           "binding limit", "HBM per request", "host per request", "host pools per node",
-                                           "rows loaded per request-step", "H2D bytes per step and GPU"};
-    const std::vector<DocCell> cols[5] = {summary_column(rec, s), summary_column(at(a, a.runner_up), s),
-                                          summary_column(at(a, a.best_full), s), summary_column(at(a, a.best_hisparse), s),
-                                          summary_column(at(a, a.best_default_source), s)};
-    for (size_t r = 0; r < rows.size(); ++r) {
-      std::vector<DocCell> row = {DocCell{rows[r]}};
-      for (const auto& col : cols) row.push_back(col[r]);
-      t.rows.push_back(row);
-    }
-    doc.push_back(t);
-
-    DocBlock sw;
-    sw.kind = DocBlock::kTable;
-    sw.text = "Buffer sweep (each device_buffer_size at its best host_to_device_ratio; H = — is full KV):";
-    sw.headers = {"device_buffer_size", "ratio", "concurrency", "binding limit", "goodput tok/s", "vs recommended",
-                  "TPOT ms", "HBM/request", "rows loaded/request-step"};
-    for (int idx : buffer_sweep(a)) {
-      const Candidate& c = a.candidates[static_cast<size_t>(idx)];
-      const bool is_rec = idx == a.best;
-      sw.rows.push_back({DocCell{c.mode == KvMode::kFull ? "— (full KV)" : plan_int(c.buffer_size), is_rec},
-                         DocCell{c.ratio > 0 ? std::to_string(c.ratio) : "—"}, DocCell{plan_int(c.concurrency)},
-                         DocCell{c.binding_limit}, DocCell{tps(c.goodput), is_rec},
-                         DocCell{ratio_text(rec->goodput > 0 ? c.goodput / rec->goodput : 0)},
-                         DocCell{fmt::format("{:.2f}", c.tpot_ms)}, DocCell{plan_bytes(c.hbm_per_request)},
-                         DocCell{fmt::format("{:.0f}", c.misses_per_request_step)}});
-    }
-    doc.push_back(sw);
-    if (!a.break_even.by_concurrency.empty()) {
-      heading(3, "Break-even", fmt::format("break-even-{}", i));
-      para(pays_text(a.break_even, lay.ranks));
-      DocBlock bt;
-      bt.kind = DocBlock::kTable;
-      bt.headers = {"batch per rank", "concurrency", "full KV tok/s", "HiSparse tok/s", "HiSparse / full"};
-      for (const auto& p : a.break_even.by_concurrency)
-        bt.rows.push_back({DocCell{plan_int(p.batch_per_rank)}, DocCell{plan_int(p.concurrency)},
-                           DocCell{tps(p.full_tokens_per_s)}, DocCell{tps(p.hisparse_tokens_per_s)},
-                           DocCell{ratio_text(p.ratio), p.ratio > 1}});
-      doc.push_back(bt);
-      DocBlock lt;
-      lt.kind = DocBlock::kTable;
-      lt.text = "By context length (each mode at its own largest concurrency within every limit):";
-      lt.headers = {"seq_len", "full KV conc.", "full KV tok/s", "full binding", "HiSparse conc.", "HiSparse tok/s",
-                    "HiSparse binding", "HiSparse / full"};
-      for (const auto& p : a.break_even.by_seq_len)
-        lt.rows.push_back({DocCell{len_name(p.seq_len)}, DocCell{plan_int(p.full_concurrency)}, DocCell{tps(p.full_goodput)},
-                           DocCell{p.full_binding}, DocCell{plan_int(p.hisparse_concurrency)},
-                           DocCell{tps(p.hisparse_goodput)}, DocCell{p.hisparse_binding},
-                           DocCell{ratio_text(p.ratio), p.ratio > 1}});
-      doc.push_back(lt);
-    }
-    if (const std::string dt = dynamic_text(a.dynamic, lay.ranks); !dt.empty()) {
-      heading(3, "Dynamic residency", fmt::format("dynamic-{}", i));
-      para(dt + " Not among the recommendations: its SGLang pull requests are open. Each request keeps its full KV on "
-                "the GPU (backed up to the host one token a step) until the device pool runs short; then the longest are "
-                "demoted to the buffer, and a rank's batch runs HiSparse's swap graph once one of its requests is "
-                "demoted.");
-      DocBlock dt_table;
-      dt_table.kind = DocBlock::kTable;
-      dt_table.headers = {"batch per rank", "concurrency", "full KV tok/s", "HiSparse tok/s", "dynamic tok/s",
-                          "demoted per rank"};
-      for (const auto& p : a.dynamic.by_concurrency)
-        dt_table.rows.push_back({DocCell{plan_int(p.batch_per_rank)}, DocCell{plan_int(p.concurrency)},
-                                 DocCell{tps(p.full_tokens_per_s)}, DocCell{tps(p.hisparse_tokens_per_s)},
-                                 DocCell{tps(p.dynamic_tokens_per_s),
-                                         p.dynamic_tokens_per_s > std::max(p.full_tokens_per_s, p.hisparse_tokens_per_s)},
-                                 DocCell{plan_int(p.swap_per_rank)}});
-      doc.push_back(dt_table);
-    }
-    if (!a.mtp.empty()) {
-      heading(3, "MTP vs HiSparse", fmt::format("mtp-{}", i));
-      for (DocBlock& b : mtp_comparison_blocks(a.mtp)) doc.push_back(std::move(b));
-    }
-    for (size_t k = 0; k < plots.size(); ++k) {
-      if (plots[k].file.find(fmt::format("advise_{}_", i)) != 0) continue;
-      DocBlock p;
-      p.kind = DocBlock::kPlot;
-      p.plot = static_cast<int>(k);
-      doc.push_back(p);
-    }
+/// The recommendation beside the runner-up, the best full KV, the HiSparse setting the later sections describe and
+/// the best under the default miss source.
+DocBlock summary_table(const Advice& a, const Candidate* rec, const Scenario& s) {
+  DocBlock t;
+  t.kind = DocBlock::kTable;
+  t.headers = {"", "recommended", "runner-up", "best full KV", "HiSparse compared below",
+               "best if the miss model is " + (a.robustness.cases.empty() ? std::string("the default")
+                                                                          : a.robustness.cases.front().name)};
+  const std::vector<std::string> rows = {"setting", "SGLang flags", "goodput, tokens/s", "TPOT ms", "concurrency",
+                                         "binding limit", "HBM per request", "host per request", "host pools per node",
+                                         "rows loaded per request-step", "H2D bytes per step and GPU"};
+  const std::vector<DocCell> cols[5] = {summary_column(rec, s), summary_column(at(a, a.runner_up), s),
+                                        summary_column(at(a, a.best_full), s), summary_column(at(a, a.best_hisparse), s),
+                                        summary_column(at(a, a.best_default_source), s)};
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::vector<DocCell> row = {DocCell{rows[r]}};
+    for (const auto& col : cols) row.push_back(col[r]);
+    t.rows.push_back(row);
   }
-  heading(2, "Method", "method");
+  return t;
+}
+
+DocBlock buffer_sweep_table(const Advice& a, const Candidate* rec) {
+  DocBlock sw;
+  sw.kind = DocBlock::kTable;
+  sw.text = "Buffer sweep (each device_buffer_size at its best host_to_device_ratio; H = — is full KV):";
+  sw.headers = {"device_buffer_size", "ratio", "concurrency", "binding limit", "goodput tok/s", "vs recommended",
+                "TPOT ms", "HBM/request", "rows loaded/request-step"};
+  for (int idx : buffer_sweep(a)) {
+    const Candidate& c = a.candidates[static_cast<size_t>(idx)];
+    const bool is_rec = idx == a.best;
+    sw.rows.push_back({DocCell{c.mode == KvMode::kFull ? "— (full KV)" : plan_int(c.buffer_size), is_rec},
+                       DocCell{c.ratio > 0 ? std::to_string(c.ratio) : "—"}, DocCell{plan_int(c.concurrency)},
+                       DocCell{c.binding_limit}, DocCell{tps(c.goodput), is_rec},
+                       DocCell{ratio_text(rec->goodput > 0 ? c.goodput / rec->goodput : 0)},
+                       DocCell{fmt::format("{:.2f}", c.tpot_ms)}, DocCell{plan_bytes(c.hbm_per_request)},
+                       DocCell{fmt::format("{:.0f}", c.misses_per_request_step)}});
+  }
+  return sw;
+}
+
+void add_break_even(std::vector<DocBlock>& doc, const Advice& a, size_t i, int ranks) {
+  if (a.break_even.by_concurrency.empty()) return;
+  add_heading(doc, 3, "Break-even", fmt::format("break-even-{}", i));
+  add_para(doc, pays_text(a.break_even, ranks));
+  DocBlock bt;
+  bt.kind = DocBlock::kTable;
+  bt.headers = {"batch per rank", "concurrency", "full KV tok/s", "HiSparse tok/s", "HiSparse / full"};
+  for (const auto& p : a.break_even.by_concurrency)
+    bt.rows.push_back({DocCell{plan_int(p.batch_per_rank)}, DocCell{plan_int(p.concurrency)},
+                       DocCell{tps(p.full_tokens_per_s)}, DocCell{tps(p.hisparse_tokens_per_s)},
+                       DocCell{ratio_text(p.ratio), p.ratio > 1}});
+  doc.push_back(bt);
+  DocBlock lt;
+  lt.kind = DocBlock::kTable;
+  lt.text = "By context length (each mode at its own largest concurrency within every limit):";
+  lt.headers = {"seq_len", "full KV conc.", "full KV tok/s", "full binding", "HiSparse conc.", "HiSparse tok/s",
+                "HiSparse binding", "HiSparse / full"};
+  for (const auto& p : a.break_even.by_seq_len)
+    lt.rows.push_back({DocCell{len_name(p.seq_len)}, DocCell{plan_int(p.full_concurrency)}, DocCell{tps(p.full_goodput)},
+                       DocCell{p.full_binding}, DocCell{plan_int(p.hisparse_concurrency)},
+                       DocCell{tps(p.hisparse_goodput)}, DocCell{p.hisparse_binding},
+                       DocCell{ratio_text(p.ratio), p.ratio > 1}});
+  doc.push_back(lt);
+}
+
+void add_dynamic(std::vector<DocBlock>& doc, const Advice& a, size_t i, int ranks) {
+  const std::string dt = dynamic_text(a.dynamic, ranks);
+  if (dt.empty()) return;
+  add_heading(doc, 3, "Dynamic residency", fmt::format("dynamic-{}", i));
+  add_para(doc, dt + " Not among the recommendations: its SGLang pull requests are open. Each request keeps its full "
+                "KV on the GPU (backed up to the host one token a step) until the device pool runs short; then the "
+                "longest are demoted to the buffer, and a rank's batch runs HiSparse's swap graph once one of its "
+                "requests is demoted.");
+  DocBlock dt_table;
+  dt_table.kind = DocBlock::kTable;
+  dt_table.headers = {"batch per rank", "concurrency", "full KV tok/s", "HiSparse tok/s", "dynamic tok/s",
+                      "demoted per rank"};
+  for (const auto& p : a.dynamic.by_concurrency)
+    dt_table.rows.push_back({DocCell{plan_int(p.batch_per_rank)}, DocCell{plan_int(p.concurrency)},
+                             DocCell{tps(p.full_tokens_per_s)}, DocCell{tps(p.hisparse_tokens_per_s)},
+                             DocCell{tps(p.dynamic_tokens_per_s),
+                                     p.dynamic_tokens_per_s > std::max(p.full_tokens_per_s, p.hisparse_tokens_per_s)},
+                             DocCell{plan_int(p.swap_per_rank)}});
+  doc.push_back(dt_table);
+}
+
+/// One context mix's section: the recommendation, its robustness, the tables, break-even, dynamic, MTP and plots.
+void add_mix_section(std::vector<DocBlock>& doc, const Scenario& s, const Advice& a, size_t i,
+                     const std::vector<AdvicePlot>& plots, int ranks) {
+  add_heading(doc, 2, "Context " + a.mix.label, fmt::format("mix-{}", i));
+  add_para(doc, "Mix: " + mix_text(a.mix) + ".");
+  for (const auto& n : a.notes) add_para(doc, n, DocBlock::kWarning);
+  const Candidate* rec = a.recommended();
+  if (!rec) return;
+  add_para(doc, fmt::format("Recommended: {} — `{}`", rec->name(), sglang_flags(*rec, s)));
+  add_para(doc, fmt::format("Its goodput, {} tok/s, is a {}.", tps(rec->goodput), figure_meaning(*rec)));
+  for (const std::string& l : simulated_lines(a)) add_para(doc, "Simulated: " + l + ".");
+  for (DocBlock& b : robustness_blocks(a)) doc.push_back(std::move(b));
+  if (const std::string why = default_source_text(a); !why.empty()) add_para(doc, upper_first(why) + ".");
+  doc.push_back(summary_table(a, rec, s));
+  doc.push_back(buffer_sweep_table(a, rec));
+  add_break_even(doc, a, i, ranks);
+  add_dynamic(doc, a, i, ranks);
+  if (!a.mtp.empty()) {
+    add_heading(doc, 3, "MTP vs HiSparse", fmt::format("mtp-{}", i));
+    for (DocBlock& b : mtp_comparison_blocks(a.mtp)) doc.push_back(std::move(b));
+  }
+  for (size_t k = 0; k < plots.size(); ++k) {
+    if (plots[k].file.find(fmt::format("advise_{}_", i)) != 0) continue;
+    DocBlock p;
+    p.kind = DocBlock::kPlot;
+    p.plot = static_cast<int>(k);
+    doc.push_back(p);
+  }
+}
+
+DocBlock method_list() {
   DocBlock m;
   m.kind = DocBlock::kList;
   m.items = {
@@ -286,7 +306,17 @@ std::vector<DocBlock> build_document(const Scenario& s, const std::vector<Advice
       "term labelled assumed at 0.5× and 1.5× (its stated ±50 % range) with the advice's own miss model, one "
       "uncertainty at a time; the decision rule (--decision-rule) picks the recommendation from those goodputs; the "
       "regret under a case is 1 − the recommendation's goodput ÷ the best goodput under that case."};
-  doc.push_back(m);
+  return m;
+}
+
+std::vector<DocBlock> build_document(const Scenario& s, const std::vector<Advice>& advices, const AdviceRunInfo& info,
+                                     const std::vector<AdvicePlot>& plots) {
+  std::vector<DocBlock> doc;
+  const RankLayout lay = rank_layout(s);
+  add_introduction(doc, s, advices, info, lay);
+  for (size_t i = 0; i < advices.size(); ++i) add_mix_section(doc, s, advices[i], i, plots, lay.ranks);
+  add_heading(doc, 2, "Method", "method");
+  doc.push_back(method_list());
   return doc;
 }
 

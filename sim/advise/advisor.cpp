@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "sim/capacity/capacity.h"
+#include "sim/cost/decode_cost_model.h"
 
 namespace hisparse::sim {
 
@@ -283,11 +284,13 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
   if (a.best_full >= 0 && a.best_hisparse >= 0)
     a.break_even = break_even(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
                               a.candidates[static_cast<size_t>(a.best_hisparse)], o);
-  // Dynamic residency keeps whole token caches resident; DeepSeek-V4's pools are not modelled for it.
-  if (s.model.is_compressed())
-    a.notes.push_back("DeepSeek-V4: dynamic residency is not evaluated for compressed attention; the C128 states are "
-                      "sized without max_running_requests (the advisor's output)");
-  else if (a.best_full >= 0 && a.best_hisparse >= 0)
+  // Dynamic residency (DeepSeek-V4: resident requests keep every C4 entry in the C4 device pool, demoted ones the
+  // buffer of H + page / 4 entries; sim/cost/dynamic_residency.h).
+  if (s.model.is_compressed()) {
+    a.notes.push_back("DeepSeek-V4: the C128 states are sized without max_running_requests (the advisor's output)");
+    a.notes.push_back(dsv4_modelled_terms_note(s));
+  }
+  if (a.best_full >= 0 && a.best_hisparse >= 0)
     a.dynamic = advise_dynamic(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
                                a.candidates[static_cast<size_t>(a.best_hisparse)], o);
   if (a.best_hisparse >= 0 && !a.break_even.by_concurrency.empty()) {

@@ -4,7 +4,6 @@
 #include "sim/api/fidelity_request.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -12,15 +11,16 @@
 #include <mutex>
 #include <set>
 #include <tuple>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/parallel/task_pool.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
 #include "sim/api/plan_request.h"
 #include "sim/api/scenario_setup.h"
+#include "sim/api/settings_table.h"
 #include "sim/api/fidelity_fit.h"
 #include "sim/api/simulate_request.h"
 #include "sim/serving/serving_report.h"
@@ -30,69 +30,6 @@ namespace hisparse::sim {
 namespace {
 
 constexpr const char* kCommand = "fidelity";
-
-/// The run's `overrides:` typed and range-checked (errors name the file, overrides.<key> and its line).
-ScenarioOverrides overrides_of(const FieldRun& run) {
-  ScenarioOverrides result;
-  ScenarioOverrides* o = &result;
-  StrictMap m(run.overrides, run.file, "overrides");
-  auto opt_int = [&m](const char* key, std::optional<int32_t>* out, int64_t lo) {
-    if (!m.has(key)) return;
-    int32_t v = 0;
-    m.get(key, &v, lo, int64_t{1} << 30);
-    *out = v;
-  };
-  auto opt_int64 = [&m](const char* key, std::optional<int64_t>* out) {
-    if (!m.has(key)) return;
-    int64_t v = 0;
-    m.get(key, &v, 0, int64_t{1} << 40);
-    *out = v;
-  };
-  auto opt_real = [&m](const char* key, std::optional<double>* out, double lo, double hi, Unit unit) {
-    if (!m.has(key)) return;
-    double v = 0;
-    m.get(key, &v, lo, hi, unit);
-    *out = v;
-  };
-  opt_int("device_buffer_size", &o->device_buffer_size, 1);
-  opt_int("host_to_device_ratio", &o->host_to_device_ratio, 1);
-  opt_int("top_k", &o->top_k, 1);
-  opt_int("max_running_requests", &o->max_running_requests, 0);
-  opt_real("mem_fraction_static", &o->mem_fraction_static, 1e-6, 1, Unit::kNone);
-  opt_int("page_size", &o->page_size, 1);
-  if (m.has("kv_dtype")) {
-    std::string v;
-    m.get_choice("kv_dtype", &v, {"bf16", "fp8"});
-    o->kv_dtype = v;
-  }
-  opt_real("tpot_slo_ms", &o->tpot_slo_ms, 1e-6, 1e6, Unit::kNone);
-  opt_int("mtp_draft_tokens", &o->mtp_draft_tokens, 0);
-  opt_real("mtp_acceptance", &o->mtp_acceptance, 0, 1, Unit::kNone);
-  if (m.has("swap_in_kernel")) {
-    std::string v;
-    m.get_choice("swap_in_kernel", &v, {"sglang", "project"});
-    o->swap_in_kernel = v;
-  }
-  if (m.has("hisparse_prefetch")) {
-    bool v = true;
-    m.get("hisparse_prefetch", &v);
-    o->hisparse_prefetch = v;
-  }
-  constexpr double kPB = 1e18;
-  opt_real("host_dram_bytes", &o->host_dram_bytes, 0, kPB, Unit::kBytes);
-  opt_real("host_reserve_bytes", &o->host_reserve_bytes, 0, kPB, Unit::kBytes);
-  opt_real("hbm_bytes", &o->hbm_bytes, 0, kPB, Unit::kBytes);
-  opt_real("weight_bytes", &o->weight_bytes, 0, kPB, Unit::kBytes);
-  opt_real("weights_per_gpu_bytes", &o->weights_per_gpu_bytes, 0, kPB, Unit::kBytes);
-  opt_real("activation_reserve_bytes", &o->activation_reserve_bytes, 0, kPB, Unit::kBytes);
-  opt_real("kv_budget_bytes", &o->kv_budget_bytes, 0, kPB, Unit::kBytes);
-  opt_int64("full_pool_tokens", &o->full_pool_tokens);
-  opt_int64("device_pool_tokens", &o->device_pool_tokens);
-  opt_int64("host_pool_tokens", &o->host_pool_tokens);
-  m.finish();
-  return result;
-}
-
 
 /// Sets the time-valued cost term `term` (a fit's trial value; fits name only such terms, field_fits.h).
 void set_cost_term(CostParams& cost, const std::string& term, SimTime ns, const std::string& where) {
@@ -104,12 +41,14 @@ void set_cost_term(CostParams& cost, const std::string& term, SimTime ns, const 
 ScenarioChoice choice_of(const FidelityRequest& r, const FieldRun& run) {
   ScenarioChoice c;
   c.scenario = run.deployment;
-  c.overrides = overrides_of(run);
   c.cost_params = r.cost_params;
   c.calibration = r.calibration;
   c.step_calibration = r.step_calibration;
   c.op_tables = r.op_tables;
   c.overlap = r.overlap;
+  // The run's `overrides:` through the settings table's reader (the same parse and ranges as the flags and Python);
+  // a cost setting a field file names is that run's own, so it comes after the request's.
+  read_settings_yaml(run.overrides, run.file, "overrides", c);
   return c;
 }
 
@@ -195,25 +134,10 @@ class RunRoutes {
       sim_ = std::make_unique<SimulationSetup>(load_simulation(q, where()));
     }
     std::vector<std::unique_ptr<ServingSummary>> out(keys.size());
-    std::vector<std::string> errors(keys.size());
-    std::atomic<size_t> next{0};
     std::mutex print;
-    auto work = [&] {
-      for (size_t i; (i = next++) < keys.size();) {
-        try {
-          out[i] = serve(keys[i].first, keys[i].second, print);
-        } catch (const std::exception& e) {
-          errors[i] = e.what();
-        }
-      }
-    };
-    const size_t n = std::min<size_t>(keys.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
+    // A failure is the lowest failing key's, whichever thread got there first (core/parallel/task_pool.h).
+    parallel_for(keys.size(), hardware_threads(), [&](size_t i) { out[i] = serve(keys[i].first, keys[i].second, print); });
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (!errors[i].empty()) throw_error("{}", errors[i]);
       served_[{keys[i].first == KvMode::kHiSparse, keys[i].second}] = std::move(out[i]);
     }
   }
@@ -384,7 +308,7 @@ std::vector<RunResult> evaluate_field_runs(const FidelityRequest& r, const std::
                                            const FieldTrial& trial,
                                            const std::function<void(const std::string&)>& progress) {
   std::vector<RunResult> results;
-  for (const FieldRun& run : runs) overrides_of(run);  // every file's values checked before any run is evaluated
+  for (const FieldRun& run : runs) choice_of(r, run);  // every file's values checked before any run is evaluated
   for (const FieldRun& run : runs) {
     const auto wanted = [&](const FieldPoint& p) {
       return trial.points.empty() || trial.points.count(run.name + "/" + p.id) > 0;

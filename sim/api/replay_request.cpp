@@ -11,6 +11,7 @@
 #include "core/io/output_file.h"
 #include "cpu_ref/policies/registry.h"
 #include "sim/replay/replay_report.h"
+#include "sim/replay/replay_v2_session.h"
 #include "traces/page_trace_source.h"
 #include "traces/shared_topk_source.h"
 
@@ -34,6 +35,18 @@ std::string v2_coordinator_note(const ReplayOptions& opt) {
                 : "every request with a whole prompt page has its page-aligned prefix evicted, whatever H");
   }
   return out;
+}
+
+/// The V2 session's pools from the request, checked (docs/swap_in.md, "Admission over a trace").
+cpu_ref::V2SessionPools v2_session_pools(const ReplayRequest& r) {
+  if (r.v2_device_pool_tokens < 1 || r.v2_host_pool_tokens < 0 || r.v2_indexer_pages < -1 || r.v2_node_tokens < 0)
+    throw_error("replay: V2 session: --v2-device-pool-tokens {} (expected >= 1), --v2-host-pool-tokens {} (>= 0, 0 "
+                "unbounded), --v2-indexer-pages {} (>= 0, or -1 unbounded), --v2-node-tokens {} (>= 0, 0 one node)",
+                r.v2_device_pool_tokens, r.v2_host_pool_tokens, r.v2_indexer_pages, r.v2_node_tokens);
+  if (r.backend != "cpu" || r.page_size != 0)
+    throw_error("replay: the V2 session (--v2-device-pool-tokens) runs on --backend cpu in tokens only (got --backend "
+                "{}, --page-size {})", r.backend, r.page_size);
+  return {r.v2_device_pool_tokens, r.v2_host_pool_tokens, r.v2_indexer_pages, r.v2_node_tokens};
 }
 
 /// Collects the printed text and hands each piece to the caller as it comes.
@@ -124,6 +137,7 @@ ReplayOptions replay_options(const ReplayRequest& request, const ReplayHooks& ho
   opt.lookahead_bytes = static_cast<size_t>(request.lookahead_mb) << 20;
   opt.policies = request.policies;
   opt.v2_coordinator = cpu_ref::parse_v2_coordinator(request.v2_coordinator, "replay: --v2-coordinator");
+  if (request.v2_device_pool_tokens != 0) opt.v2_pools = v2_session_pools(request);
   opt.buffer_sizes = request.buffer_sizes;
   std::sort(opt.buffer_sizes.begin(), opt.buffer_sizes.end());
   opt.threads =
@@ -165,6 +179,7 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
   print(out.page_note);
   const TraceOpener open_cursor = [cursors] { return cursors.open(); };
   opt.open_trace = open_cursor;  // the CPU driver's lanes, when there are more threads than layers
+  if (opt.v2_pools) opt = with_v2_schedules(opt, source->meta());  // the V2 session, before anything is replayed
 
   if (hooks.checked) hooks.checked();
   std::unique_ptr<StepCsvWriter> csv;
@@ -195,6 +210,7 @@ ReplayOutcome run_replay_request(const ReplayRequest& request, const ReplayHooks
 
   print(format_replay_table(out.result, row_bytes));
   print(v2_coordinator_note(opt));
+  print(format_v2_session(opt));
   if (out.result.lookahead_steps > 0) print(format_lookahead(out.result));
   out.recommendation_json = no_deployment_recommendation_json();
   out.json = replay_json(out.result, row_bytes, out.recommendation_json, out.step_time_json);

@@ -99,6 +99,17 @@ struct SimulateRequest {
   MissChoice misses;
   std::string admission = "pools";  // pools | logical | v2 (sim/serving/admission_ledger.h)
   int32_t max_retries = 8;
+  // What run_simulate runs (sim/api/simulate_outcome.h); load_simulation alone reads none of these.
+  std::string mode = "both";           // full | hisparse | dynamic | both (full, hisparse) | all (the three)
+  bool both_overlaps = false;          // each run under overlap none, then two-batch (`--overlap both`)
+  std::vector<int32_t> concurrency;    // closed-loop client levels, ascending; empty: the workload's arrivals;
+                                       // several: a concurrency sweep
+  double think_time_s = 0;             // closed loop: a client's wait after a reply
+  int64_t num_requests = 0;            // closed loop: requests per level (0: 4 per client, at least 64)
+  std::optional<double> timeline_start_s;  // Chrome-trace window start (unset: min(60 s, half the arrivals' span))
+  double timeline_length_s = 1.0;      // its length (0: no timeline)
+  bool check_work = true;              // print the up-front estimate, refuse over an hour (a sweep has its own)
+  bool force = false;                  // run past that refusal
 };
 
 /// `hisparse replay` (run_replay_request, sim/api/replay_request.h). Sizes are in tokens, also with page_size (the
@@ -109,6 +120,12 @@ struct ReplayRequest {
   std::vector<std::string> policies = {"sglang-lru", "belady"};
   /// hisparse-v2's admission rules: current (SGLang 09f8170) | older (ca0edd9); core/hisparse_v2.h V2Coordinator.
   std::string v2_coordinator = "current";
+  /// hisparse-v2 over the whole trace as one batch (cpu_ref/memory/hisparse_v2_session.h): the device KV pool the
+  /// requests share, tokens; 0 keeps the per-request rule (each request alone, its whole prefix on the host).
+  int64_t v2_device_pool_tokens = 0;
+  int64_t v2_host_pool_tokens = 0;  // the session's host capacity for admitted prefixes; 0: unbounded
+  int64_t v2_indexer_pages = -1;    // the session's expanded indexer pages; -1: unbounded
+  int32_t v2_node_tokens = 0;       // radix node length of a prefix (a node per prefill chunk); 0: one node
   std::string initial_state;              // identity | empty; "" keeps the trace's
   std::optional<int32_t> top_k;           // replaces the trace's (>= 1)
   int64_t row_bytes = 1152;               // bytes of one KV row of one layer

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "sim/api/settings_table.h"
 #include "sim/cost/step_time_model.h"
 
 namespace hisparse::sim {
@@ -41,60 +42,37 @@ int32_t max_running_requests_per_rank(const Scenario& scenario, int32_t per_inst
 }
 
 void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string& command) {
+  // Every range is the settings table's (one check for the CLI, the field files and Python); what follows are the
+  // checks that need the scenario.
+  check_override_ranges(o, command, s.deployment.name);
   DeploymentSpec& d = s.deployment;
   if (o.device_buffer_size) d.hisparse.device_buffer_size = *o.device_buffer_size;
   if (o.host_to_device_ratio) d.hisparse.host_to_device_ratio = *o.host_to_device_ratio;
   if (o.top_k) d.hisparse.top_k = *o.top_k;
   d.hisparse.validate(command);
-  if (o.mem_fraction_static) {
-    if (!(*o.mem_fraction_static > 0 && *o.mem_fraction_static <= 1))
-      bad(command, "mem-fraction-static", *o.mem_fraction_static, s, "mem_fraction_static", "in (0, 1]");
-    d.mem_fraction_static = *o.mem_fraction_static;
-  }
-  if (o.page_size) {
-    if (*o.page_size < 1) bad(command, "page-size", *o.page_size, s, "page_size", ">= 1");
-    d.page_size = *o.page_size;
-  }
-  if (o.swap_in_kernel) {
-    if (*o.swap_in_kernel != "sglang" && *o.swap_in_kernel != "project")
-      bad(command, "swap-in-kernel", *o.swap_in_kernel, s, "swap_in_kernel", "sglang or project");
-    d.swap_in_kernel = *o.swap_in_kernel;
-  }
+  if (o.mem_fraction_static) d.mem_fraction_static = *o.mem_fraction_static;
+  if (o.page_size) d.page_size = *o.page_size;
+  if (o.swap_in_kernel) d.swap_in_kernel = *o.swap_in_kernel;
   if (o.hisparse_prefetch) d.hisparse_prefetch = *o.hisparse_prefetch;
   if (o.kv_dtype) {
     // SGLang's own spellings of the same dtypes (--kv-cache-dtype fp8_e4m3, bfloat16): fp8 here is E4M3.
     const std::string v = *o.kv_dtype == "fp8_e4m3" ? "fp8" : *o.kv_dtype == "bfloat16" ? "bf16" : *o.kv_dtype;
-    if (v != "bf16" && v != "fp8" && v != "nvfp4") bad(command, "kv-dtype", v, s, "kv_dtype", "bf16, fp8 or nvfp4");
     // NVFP4 rows exist only where the model publishes their size (DeepSeek-V4, SGLang PR #35237).
     if (v == "nvfp4" && s.model.latent_row_bytes_nvfp4 <= 0)
       bad(command, "kv-dtype", v, s, "kv_dtype", "bf16 or fp8 (the model publishes no latent_row_bytes_nvfp4)");
     d.kv_dtype = v == "fp8" ? KvDtype::kFp8 : v == "nvfp4" ? KvDtype::kNvfp4 : KvDtype::kBf16;
   }
-  if (o.tpot_slo_ms) {
-    // The deployment YAML's range (core/scenario_loader.cpp): the step model counts time in int64 ns, so an SLO of
-    // inf or 1e15 ms would overflow it and read as none met; 1e6 ms (1000 s per token) already constrains nothing.
-    if (!(*o.tpot_slo_ms >= 0.01 && *o.tpot_slo_ms <= 1e6))
-      bad(command, "tpot-slo-ms", *o.tpot_slo_ms, s, "tpot_slo_ms",
-          "a number of ms in [0.01, 1e6]; for no SLO give 1e6 (1000 s per token, which no step reaches)");
-    d.tpot_slo_ms = *o.tpot_slo_ms;
-  }
+  if (o.tpot_slo_ms) d.tpot_slo_ms = *o.tpot_slo_ms;
   if (o.mtp_draft_tokens) {
-    if (*o.mtp_draft_tokens < 0 || *o.mtp_draft_tokens > 16)
-      bad(command, "mtp-draft-tokens", *o.mtp_draft_tokens, s, "mtp_draft_tokens", "0..16 (0 = no MTP)");
     if (*o.mtp_draft_tokens > 0 && s.model.mtp_layers == 0)
       bad(command, "mtp-draft-tokens", *o.mtp_draft_tokens, s, "mtp_draft_tokens",
           "0: the model has no MTP layer (mtp_layers 0) to draft with");
     d.mtp_draft_tokens = *o.mtp_draft_tokens;
   }
-  if (o.mtp_acceptance) {
-    if (!(*o.mtp_acceptance >= 0 && *o.mtp_acceptance <= 1))
-      bad(command, "mtp-acceptance", *o.mtp_acceptance, s, "mtp_acceptance", "a probability in [0, 1]");
-    d.mtp_acceptance = *o.mtp_acceptance;
-  }
+  if (o.mtp_acceptance) d.mtp_acceptance = *o.mtp_acceptance;
   if (o.max_running_requests) {
     const int32_t n = *o.max_running_requests;
     const int ranks = rank_layout(s).ranks;
-    if (n < 0) bad(command, "max-running-requests", n, s, "max_running_requests", ">= 0 (0 = no cap)");
     // SGLang hands each dp attention rank N // ranks; below one request per rank no rank could run anything.
     if (n > 0 && n < ranks)
       throw_error("{}: --max-running-requests {} is per instance and {} has {} dp attention ranks: each would run "
@@ -102,26 +80,15 @@ void apply_overrides(const ScenarioOverrides& o, Scenario& s, const std::string&
                   command, n, s.source, ranks, n, ranks, ranks);
     d.max_running_requests = max_running_requests_per_rank(s, n);
   }
-  auto bytes = [&](const std::optional<double>& v, const char* flag, const char* field, double* dst) {
-    if (!v) return;
-    if (!(*v >= 0)) bad(command, flag, *v, s, field, "a byte size >= 0");
-    if (dst) *dst = *v;
-  };
-  bytes(o.host_dram_bytes, "host-dram-bytes", "host_dram_bytes", &d.host_dram_bytes);
-  bytes(o.host_reserve_bytes, "host-reserve-bytes", "(none: a plan/advise option)", nullptr);
-  bytes(o.hbm_bytes, "hbm-bytes", "memory.hbm_bytes", &d.memory.hbm_bytes);
-  bytes(o.weight_bytes, "weight-bytes", "memory.weight_bytes", &d.memory.weight_bytes);
-  bytes(o.weights_per_gpu_bytes, "weights-per-gpu-bytes", "memory.weights_per_gpu_bytes", &d.memory.weights_per_gpu_bytes);
-  bytes(o.activation_reserve_bytes, "activation-reserve-bytes", "activation_reserve_bytes", &d.activation_reserve_bytes);
-  bytes(o.kv_budget_bytes, "kv-budget-bytes", "memory.kv_budget_bytes", &d.memory.kv_budget_bytes);
-  auto tokens = [&](const std::optional<int64_t>& v, const char* flag, const char* field, int64_t* dst) {
-    if (!v) return;
-    if (*v < 0) bad(command, flag, *v, s, field, ">= 0 tokens (0 = derive from memory)");
-    *dst = *v;
-  };
-  tokens(o.full_pool_tokens, "full-pool-tokens", "memory.full_pool_tokens", &d.memory.full_pool_tokens);
-  tokens(o.device_pool_tokens, "device-pool-tokens", "memory.device_pool_tokens", &d.memory.device_pool_tokens);
-  tokens(o.host_pool_tokens, "host-pool-tokens", "memory.host_pool_tokens", &d.memory.host_pool_tokens);
+  if (o.host_dram_bytes) d.host_dram_bytes = *o.host_dram_bytes;
+  if (o.hbm_bytes) d.memory.hbm_bytes = *o.hbm_bytes;
+  if (o.weight_bytes) d.memory.weight_bytes = *o.weight_bytes;
+  if (o.weights_per_gpu_bytes) d.memory.weights_per_gpu_bytes = *o.weights_per_gpu_bytes;
+  if (o.activation_reserve_bytes) d.activation_reserve_bytes = *o.activation_reserve_bytes;
+  if (o.kv_budget_bytes) d.memory.kv_budget_bytes = *o.kv_budget_bytes;
+  if (o.full_pool_tokens) d.memory.full_pool_tokens = *o.full_pool_tokens;
+  if (o.device_pool_tokens) d.memory.device_pool_tokens = *o.device_pool_tokens;
+  if (o.host_pool_tokens) d.memory.host_pool_tokens = *o.host_pool_tokens;
 }
 
 }  // namespace hisparse::sim

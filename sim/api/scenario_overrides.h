@@ -11,7 +11,8 @@
 
 namespace hisparse::sim {
 
-/// An unset field keeps the deployment YAML's value. Units are in the names; "per rank" is a dp attention rank,
+/// An unset field keeps the deployment YAML's value. Each field's range, unit, help, flag and YAML key are declared
+/// once in sim/api/settings_table.cpp; a field added here needs its row there. Units are in the names; "per rank" is a dp attention rank,
 /// "per instance" a decode server (all its ranks), as SGLang's flags of the same name.
 struct ScenarioOverrides {
   // HiSparse settings (the advisor chooses the first two itself).

@@ -125,7 +125,7 @@ Calibration load_calibration(const std::string& path) {
   const YAML::Node doc = load_yaml_file(path);
   Calibration c;
   c.source = path;
-  // `step:` (per-op models, sim/cost/step_calibration.h) is read by load_step_calibration.
+  // `step:` (per-op models, sim/calibration/step_calibration.h) is read by load_step_calibration.
   StrictMap root(without(doc, {"points", "step"}), path, "");
   for (const char* k : {"device", "date", "bulk", "swap_in"}) root.require(k);
   root.get("device", &c.device);

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "core/scenario_loader.h"
 #include "sim/calibration/calibration.h"
-#include "sim/cost/step_calibration.h"
+#include "sim/calibration/step_calibration.h"
 
 namespace hisparse::sim {
 namespace {

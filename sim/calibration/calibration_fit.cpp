@@ -46,27 +46,40 @@ int32_t config_value(const std::string& config, const std::string& key, const st
 
 // ---------- least squares ----------
 
+/// Up to six unknowns: the plan's fixed, per-request and per-slot terms, the copy's fixed term, and (the exact
+/// polish of the linear form) the copy's time per row at the link rate and at the per-request rate.
+constexpr int kMaxColumns = 6;
+using Row = std::array<double, kMaxColumns>;
+
 /// Minimises sum(w_i^2 (A_i x - y_i)^2) over x >= 0 (columns with a negative solution are dropped, one at a time).
 /// Returns the weighted residual sum of squares; x has A's column count.
-double nonneg_least_squares(const std::vector<std::array<double, 4>>& A, const std::vector<double>& y,
-                            const std::vector<double>& w, int cols, std::array<double, 4>* x) {
-  std::array<bool, 4> on{};
+double nonneg_least_squares(const std::vector<Row>& A, const std::vector<double>& y, const std::vector<double>& w,
+                            int cols, Row* x) {
+  // Columns scaled to a largest magnitude of 1 first: the normal equations square the columns' spread (1 against
+  // a copy's 10^5 rows), which would cost the exact polish its last digits.
+  Row scale{};
+  for (int j = 0; j < cols; ++j) {
+    for (const Row& r : A) scale[j] = std::max(scale[j], std::fabs(r[j]));
+    if (!(scale[j] > 0)) scale[j] = 1;
+  }
+  std::array<bool, kMaxColumns> on{};
   for (int j = 0; j < cols; ++j) on[j] = true;
   for (;;) {
     std::vector<int> idx;
     for (int j = 0; j < cols; ++j)
       if (on[j]) idx.push_back(j);
     const int n = static_cast<int>(idx.size());
-    double M[4][5] = {};
+    double M[kMaxColumns][kMaxColumns + 1] = {};
     for (size_t i = 0; i < A.size(); ++i) {
       const double ww = w[i] * w[i];
       for (int a = 0; a < n; ++a) {
-        for (int b = 0; b < n; ++b) M[a][b] += ww * A[i][idx[a]] * A[i][idx[b]];
-        M[a][n] += ww * A[i][idx[a]] * y[i];
+        const double xa = A[i][idx[a]] / scale[idx[a]];
+        for (int b = 0; b < n; ++b) M[a][b] += ww * xa * A[i][idx[b]] / scale[idx[b]];
+        M[a][n] += ww * xa * y[i];
       }
     }
     // Gaussian elimination with partial pivoting; a (near-)singular column is dropped (its coefficient 0).
-    std::array<double, 4> sol{};
+    Row sol{};
     bool singular = false;
     int bad = -1;
     for (int c = 0; c < n && !singular; ++c) {
@@ -84,7 +97,7 @@ double nonneg_least_squares(const std::vector<std::array<double, 4>>& A, const s
     if (singular) { on[idx[bad]] = false; continue; }
     int most_negative = -1;
     for (int a = 0; a < n; ++a) {
-      sol[idx[a]] = M[a][n] / M[a][a];
+      sol[idx[a]] = M[a][n] / M[a][a] / scale[idx[a]];
       if (sol[idx[a]] < 0 && (most_negative < 0 || sol[idx[a]] < sol[idx[most_negative]])) most_negative = a;
     }
     if (most_negative >= 0) { on[idx[most_negative]] = false; continue; }
@@ -115,6 +128,47 @@ struct RoundShape {
   int64_t rows_per_round = 0;
 };
 
+/// Exact polish of the linear form's search: once it is known which bound sets each point's copy rate (the rate R,
+/// or B × R_req where that is lower), the copy time is linear in 1/R and 1/R_req, so every constant comes from one
+/// weighted least squares, repeated while the assignment changes. Points made exactly by the model are then fitted
+/// exactly; the search alone stops at its grid's resolution (2 % on the copy's fixed term). Kept only where it
+/// lowers the loss and R stays within the link's bulk rate, as the search's bounds require.
+void polish_linear_form(const std::vector<CalibrationPoint>& train, double rb, double p1_us, bool fixed, bool per_slot,
+                        double h2d_bulk, double& best, double& best_rate, double& best_second, Row& best_x) {
+  double rate = best_rate, second = best_second;
+  for (int iteration = 0; iteration < 8; ++iteration) {
+    // rate_at_bulk: the rate held at the link's bulk rate (the search's upper bound) and the rest refitted, when the
+    // free solution lands above it (rounding in the points puts a rate at the bound a little over it).
+    Row x{};
+    double e = 0;
+    for (bool rate_at_bulk : {false, true}) {
+      std::vector<Row> A;
+      std::vector<double> y, w;
+      for (const CalibrationPoint& p : train) {
+        const double rows = static_cast<double>(p.rows), B = std::max(1, p.batch);
+        const bool per_request_binds = second > 0 && second * B < rate;
+        const double at_rate = per_request_binds ? 0.0 : rows;
+        A.push_back({1.0, fixed ? 0.0 : B, per_slot ? double(p.H) : 0.0, p.rows > 0 ? 1.0 : 0.0,
+                     rate_at_bulk ? 0.0 : at_rate, per_request_binds ? rows / B : 0.0});
+        y.push_back(p.measured_us - p1_us * B - (rate_at_bulk ? at_rate * rb / h2d_bulk * 1e6 : 0.0));
+        w.push_back(1.0 / p.measured_us);
+      }
+      e = nonneg_least_squares(A, y, w, kMaxColumns, &x);
+      if (rate_at_bulk) x[4] = rb * 1e6 / h2d_bulk;
+      if (!(x[4] > 0)) return;  // no copy rate: the search's answer stands
+      if (rb * 1e6 / x[4] <= h2d_bulk) break;
+    }
+    const double new_rate = std::min(rb * 1e6 / x[4], h2d_bulk), new_second = x[5] > 0 ? rb * 1e6 / x[5] : 0.0;
+    if (!(e <= best)) return;
+    const bool same = new_second > 0 ? second > 0 : second == 0;
+    best = e, best_rate = new_rate, best_second = new_second;
+    best_x = {x[0], x[1], x[2], x[3], 0.0, 0.0};
+    if (same && std::fabs(new_rate - rate) <= 1e-12 * rate && std::fabs(new_second - second) <= 1e-12 * (second + 1))
+      return;
+    rate = new_rate, second = new_second;
+  }
+}
+
 /// Swap-in model of one mode and regime, fitted to `train` (rows = 0 points fix the plan; the rest the copy):
 ///   T = p0 + p1*B + p2*H + [rows > 0] * (c0 + smax(rows * row_bytes / min(R, B * R_req), rounds * tau))
 /// with tau = 0 (the linear form) unless `shape.on`, and R_req = 0 when it is (the rounds are the per-request
@@ -144,8 +198,8 @@ SwapInRegimeCost fit_swap_in(const std::vector<CalibrationPoint>& train, double 
     rounds.push_back(form.copy_rounds(call));
   }
   // `second` is the per-request rate (linear form) or the round latency in us (rounds on); 0 = none.
-  auto evaluate = [&](double rate, double second, std::array<double, 4>* x) {
-    std::vector<std::array<double, 4>> A;
+  auto evaluate = [&](double rate, double second, Row* x) {
+    std::vector<Row> A;
     std::vector<double> y, w;
     for (size_t i = 0; i < train.size(); ++i) {
       const CalibrationPoint& p = train[i];
@@ -154,7 +208,7 @@ SwapInRegimeCost fit_swap_in(const std::vector<CalibrationPoint>& train, double 
       if (!shape.on && second > 0) r = std::min(r, second * B);
       double copy_us = rows * rb / r * 1e6;
       if (shape.on && rows > 0 && second > 0) copy_us = std::hypot(copy_us, rounds[i] * second);  // smax, swap_in_cost.cpp
-      A.push_back({1.0, fixed ? 0.0 : B, per_slot ? double(p.H) : 0.0, p.rows > 0 ? 1.0 : 0.0});
+      A.push_back({1.0, fixed ? 0.0 : B, per_slot ? double(p.H) : 0.0, p.rows > 0 ? 1.0 : 0.0, 0.0, 0.0});
       y.push_back(p.measured_us - copy_us - p1_us * B);
       w.push_back(1.0 / p.measured_us);
     }
@@ -164,7 +218,7 @@ SwapInRegimeCost fit_swap_in(const std::vector<CalibrationPoint>& train, double 
   double lo = std::log(1e8), hi = std::log(h2d_bulk);
   double rlo = shape.on ? std::log(1e-2) : std::log(1e7), rhi = shape.on ? std::log(1e2) : std::log(std::max(h2d_bulk, 1e12));
   double best_rate = h2d_bulk, best_second = 0;
-  std::array<double, 4> best_x{};
+  Row best_x{};
   double best = std::numeric_limits<double>::infinity();
   const bool search_second = shape.on || !fixed;
   for (int round = 0; round < 5; ++round) {
@@ -173,7 +227,7 @@ SwapInRegimeCost fit_swap_in(const std::vector<CalibrationPoint>& train, double 
       const double rate = std::exp(lo + (hi - lo) * i / kN);
       for (int j = -1; j <= (search_second ? kN : -1); ++j) {
         const double second = j < 0 ? 0.0 : std::exp(rlo + (rhi - rlo) * j / kN);
-        std::array<double, 4> x{};
+        Row x{};
         const double e = evaluate(rate, second, &x);
         if (e < best * (1 - 1e-9)) { best = e; best_rate = rate; best_second = second; best_x = x; }
       }
@@ -183,6 +237,7 @@ SwapInRegimeCost fit_swap_in(const std::vector<CalibrationPoint>& train, double 
     hi = std::min(std::log(h2d_bulk), std::log(best_rate) + span);
     if (best_second > 0) { rlo = std::log(best_second) - rspan; rhi = std::log(best_second) + rspan; }
   }
+  if (!shape.on) polish_linear_form(train, rb, p1_us, fixed, per_slot, h2d_bulk, best, best_rate, best_second, best_x);
   SwapInRegimeCost c;
   c.plan_fixed_ns = best_x[0] * 1e3;
   c.plan_per_request_ns = fixed ? fixed_per_request_ns : best_x[1] * 1e3;
@@ -206,14 +261,14 @@ SwapInRegimeCost fit_swap_in(const std::vector<CalibrationPoint>& train, double 
 RowRateCost fit_row_rate(const std::vector<CalibrationPoint>& pts, int64_t row_bytes) {
   RowRateCost r;
   if (pts.size() < 2) return r;
-  std::vector<std::array<double, 4>> A;
+  std::vector<Row> A;
   std::vector<double> y, w;
   for (const auto& p : pts) {
-    A.push_back({1.0, static_cast<double>(p.rows) * static_cast<double>(row_bytes), 0, 0});
+    A.push_back({1.0, static_cast<double>(p.rows) * static_cast<double>(row_bytes), 0, 0, 0, 0});
     y.push_back(p.measured_us * 1e-6);
     w.push_back(1.0 / p.measured_us);
   }
-  std::array<double, 4> x{};
+  Row x{};
   nonneg_least_squares(A, y, w, 2, &x);
   if (!(x[1] > 0)) return r;
   r.fixed_ns = x[0] * 1e9;

@@ -14,7 +14,7 @@
 
 namespace hisparse::sim {
 
-struct StepCalibration;  // sim/cost/step_calibration.h
+struct StepCalibration;  // sim/cost/op_time_model.h
 
 /// Fractions of the device's peak FLOP/s and of its HBM bytes/s one kind of kernel reaches: the roofline time is
 /// max(flops / (peak · compute), bytes / (hbm · memory)). Published kernels report the two separately (FlashMLA's
@@ -79,7 +79,7 @@ struct CostParams {
   std::string swap_in_copy_mode = "fused";  // the zero-copy kernel that moves the misses (fused: the CUDA default)
   std::string swap_in_kernel;            // whose kernel swap_in_cost was fitted to: sglang | project ("" = roofline)
   AttentionPricing attention;            // the measured FlashMLA table of the sparse attention (none: roofline)
-  // Measured per-op models of the decode layer (sim/cost/step_calibration.h); when set they replace the roofline of the
+  // Measured per-op models of the decode layer (sim/cost/op_time_model.h); when set they replace the roofline of the
   // projection GEMMs (MLA and indexer projections, absorbed w_kv_b, router, shared expert, dense MLP) and of top-k
   // (DecodeCostModel says which terms stay roofline and why).
   std::shared_ptr<const StepCalibration> step;

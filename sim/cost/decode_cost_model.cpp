@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "sim/cost/rank_layout.h"
-#include "sim/cost/step_calibration.h"
+#include "sim/cost/op_time_model.h"
 
 namespace hisparse::sim {
 namespace {

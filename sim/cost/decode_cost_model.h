@@ -47,6 +47,10 @@ struct GpuPhases {
   SimTime compute() const { return indexer + topk + swap_in + attention; }
 };
 
+/// DeepSeek-V4: what its step prices without a measured kernel (mHC mixing, hash routing; NVFP4 attention), one line
+/// for plan's warnings and advise's notes; "" for every other model.
+std::string dsv4_modelled_terms_note(const Scenario& scenario);
+
 class DecodeCostModel {
  public:
   /// `hisparse`: this batch runs HiSparse's decode path (swap-in, attention on the device buffer). `hisparse_server`:
@@ -138,6 +142,9 @@ class DecodeCostModel {
   GpuPhases dsv4_phases(const GpuBatch& batch) const;
   /// Prefill's attention and indexer FLOPs of `n` tokens over all layers (causal; window, C4 top-k, C128 rows).
   double dsv4_prefill_attention_flops(double n) const;
+  /// The MoE-phase terms V4 adds at `tokens` per GPU: mHC mixing (hc_pre / hc_post around attention and FFN of every
+  /// layer, hc_head once) and hash routing (the first layers' tid2eid lookup), each modelled (roofline) with sources.
+  void dsv4_moe_terms(double tokens, bool with_sources, std::vector<MoeTerm>& out) const;
   int c4_layers_ = 0, c128_layers_ = 0;
   int kv_heads_ = 0;           // GQA: KV heads one GPU holds (replicated when attention TP > KV heads)
   int full_attn_layers_ = 0, sliding_attn_layers_ = 0;

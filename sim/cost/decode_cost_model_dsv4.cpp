@@ -7,10 +7,83 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/dsv4_pool_budget.h"
 #include "sim/cost/decode_cost_model.h"
 
 namespace hisparse::sim {
+
+namespace {
+
+// Manifold-constrained hyper-connections (mHC) and hash routing, from the published configs and SGLang's model:
+//  - hc_mult 4 and num_hash_layers 3 in both DeepSeek-V4-Pro's and DeepSeek-V4-Flash's config.json (the Hugging Face
+//    cards deepseek-ai/DeepSeek-V4-Pro config.json L206-L245, DeepSeek-V4-Flash config.json L203-L242, as a public
+//    config comparison quotes them); read here until the model files carry them.
+//  - sgl-project/sglang python/sglang/srt/models/deepseek_v4.py at 000328a8cd54dd3aac97cd9977c39b5408034b26:
+//    DeepseekV4DecoderLayer.__init__ sizes hc_attn_fn / hc_ffn_fn as fp32 (mix_hc, hc_dim) with mix_hc = (2 + hc_mult)
+//    × hc_mult and hc_dim = hc_mult × hidden_size; forward runs hc_pre → attention → hc_post → hc_pre → MoE → hc_post,
+//    hc_pre one tf32 GEMM of the flattened bf16 residual (DeepGEMM tf32_hc_prenorm_gemm, or TileLang's fused mhc_pre
+//    with its Sinkhorn) and hc_post the weighted sum of the new output and the hc_mult residual streams;
+//    DeepseekV4Model.hc_head mixes the streams back once (hc_head_fn fp32 (hc_mult, hc_dim)); the first
+//    num_hash_layers route by the token's tid2eid row (remap_weight_name_to_dpsk_hf_format moves gate.tid2eid to
+//    topk.tid2eid: the gate's scores are still computed, the choice of experts is a table lookup).
+constexpr int kDsv4HcMult = 4;
+constexpr int kDsv4HashLayers = 3;
+
+}  // namespace
+
+std::string dsv4_modelled_terms_note(const Scenario& s) {
+  if (!s.model.is_compressed()) return "";
+  std::string o = fmt::format(
+      "DeepSeek-V4 step: mHC mixing (hc_mult {}: hc_pre + hc_post around attention and MoE of every layer, hc_head once) "
+      "and hash routing (the first {} layers' tid2eid lookup) are modelled (roofline; no op-table row times them; "
+      "sources in sim/cost/decode_cost_model_dsv4.cpp)",
+      kDsv4HcMult, kDsv4HashLayers);
+  if (s.deployment.kv_dtype == KvDtype::kNvfp4)
+    o += "; NVFP4 KV: attention modelled (roofline at efficiency.attention): no measured NVFP4 attention kernel "
+         "(the FlashMLA table and the op tables hold fp8 and bf16 only)";
+  return o;
+}
+
+void DecodeCostModel::dsv4_moe_terms(double t, bool with_sources, std::vector<MoeTerm>& out) const {
+  const ModelSpec& m = sc_.model;
+  const HardwareSpec& hw = sc_.hardware;
+  const auto& e = p_.efficiency;
+  const double h = m.hidden_size, hc = kDsv4HcMult, hc_dim = hc * h, mix = (2 + hc) * hc;
+  // Assumed: the tf32 GEMM of hc_pre runs at half the bf16 dense peak (Hopper's tf32 : bf16 tensor-core ratio).
+  const double tf32_peak = hw.bf16_flops / 2;
+  // hc_pre: fp32 weights (mix × hc_dim) once per step; per token the bf16 residual streams read, the layer input
+  // written, pre / post / comb (hc + hc + hc² fp32) written.
+  const SimTime pre = kernel(2.0 * mix * hc_dim * t, mix * hc_dim * 4 + t * (hc_dim * 2 + h * 2 + (2 * hc + hc * hc) * 4),
+                             tf32_peak, e.dense);
+  // hc_post: per token the sublayer output and the residual streams read, the new streams written.
+  const SimTime post = kernel(t * (2.0 * hc * h + 2.0 * hc * hc * h), t * (h * 2 + 2 * hc_dim * 2 + (hc + hc * hc) * 4),
+                              hw.bf16_flops, e.dense);
+  // hc_head: once per step, fp32 (hc × hc_dim) weights.
+  const SimTime head = kernel(2.0 * hc * hc_dim * t, hc * hc_dim * 4 + t * (hc_dim * 2 + h * 2), tf32_peak, e.dense);
+  MoeTerm mhc{"mhc_mixing", (pre + post) * 2 * m.layers + head, false, ""};
+  if (with_sources)
+    mhc.source = fmt::format(
+        "modelled (roofline; no op-table row): per layer 2 × (hc_pre: 2 × {:g} × {:g} FLOPs per token at tf32 = bf16 "
+        "peak / 2 (assumed) + hc_post), hc_head once; hc_mult {} from V4's config.json, shapes from SGLang deepseek_v4.py "
+        "at 000328a8",
+        mix, hc_dim, kDsv4HcMult);
+  out.push_back(mhc);
+  // Hash routing: the first layers gather each token's tid2eid row (experts_per_token int32 ids, the token id read)
+  // instead of choosing experts by score; one memory-bound kernel per hash layer.
+  const int hash_layers = std::min(kDsv4HashLayers, m.layers - m.dense_layers);
+  if (hash_layers <= 0 || m.routed_experts <= 0) return;
+  MoeTerm hash{"hash_routing", kernel(0, t * (8.0 + m.experts_per_token * 4.0), hw.bf16_flops, e.topk) * hash_layers,
+               false, ""};
+  if (with_sources)
+    hash.source = fmt::format(
+        "modelled (roofline; no op-table row): {} layers × one gather of experts_per_token {} int32 tid2eid ids per "
+        "token at efficiency.topk; num_hash_layers {} from V4's config.json (the gate GEMM stays in `dense`, as SGLang "
+        "keeps tid2eid in its TopK module, deepseek_v4.py at 000328a8)",
+        hash_layers, m.experts_per_token, kDsv4HashLayers);
+  out.push_back(hash);
+}
 
 GpuPhases DecodeCostModel::dsv4_phases(const GpuBatch& b) const {
   GpuPhases out;

@@ -58,6 +58,7 @@ std::vector<MoeTerm> DecodeCostModel::moe_terms(double T, double max_gpu_tokens,
     dense.source = ops_source({"rmsnorm_hidden", "router", "shared_gate_up", "silu_mul_shared", "shared_down"},
                             max_gpu_tokens);
   out.push_back(dense);
+  if (m.is_compressed()) dsv4_moe_terms(max_gpu_tokens, with_sources, out);  // mHC mixing, hash routing
   if (moe_layers > 0 && m.routed_experts > 0) {
     // Routed experts: the expected distinct experts one GPU must read, each routed pick landing on a uniform expert.
     const double picks = T * m.experts_per_token;

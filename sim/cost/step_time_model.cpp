@@ -75,12 +75,12 @@ StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix, int64_t insta
 
 int64_t StepTimeModel::swap_requests(int64_t B, const ContextMix& mix) const {
   if (!est_.dynamic()) return 0;
-  return steady_swap_requests(B, mix, device_pool_, est_.device_buffer(), page_);
+  return steady_swap_requests(B, mix, device_pool_, est_.device_buffer(), page_, est_.cost().compress_ratio());
 }
 
 int64_t StepTimeModel::max_resident_batch(const ContextMix& mix, int64_t cap) const {
   if (!est_.dynamic()) return 0;
-  return sim::max_resident_batch(mix, device_pool_, est_.device_buffer(), page_, cap);
+  return sim::max_resident_batch(mix, device_pool_, est_.device_buffer(), page_, cap, est_.cost().compress_ratio());
 }
 
 int64_t StepTimeModel::max_batch_within(const ContextMix& mix, SimTime slo_ns, int64_t cap) const {

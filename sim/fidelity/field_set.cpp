@@ -16,16 +16,6 @@ namespace hisparse::sim {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string>& field_override_keys() {
-  static const std::vector<std::string> keys = {
-      "device_buffer_size", "host_to_device_ratio", "top_k", "max_running_requests", "mem_fraction_static",
-      "page_size", "kv_dtype", "tpot_slo_ms", "host_dram_bytes", "host_reserve_bytes", "hbm_bytes", "weight_bytes",
-      "weights_per_gpu_bytes", "activation_reserve_bytes", "kv_budget_bytes", "full_pool_tokens",
-      "device_pool_tokens", "host_pool_tokens", "mtp_draft_tokens", "mtp_acceptance", "swap_in_kernel",
-      "hisparse_prefetch"};
-  return keys;
-}
-
 double metric_band_pct(FieldMetric m) {
   switch (m) {
     case FieldMetric::kTpotMs: return 10;

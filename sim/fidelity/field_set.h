@@ -98,7 +98,8 @@ inline constexpr size_t kMaxPlausibleCombos = 32;
 /// The keys `plausible:` may hold: field_override_keys() and `context`.
 bool is_plausible_key(const std::string& key);
 
-/// The keys `overrides:` may hold: the ScenarioOverrides fields (sim/api/scenario_overrides.h).
+/// The keys `overrides:` may hold: the names of the settings table. Defined in sim/api/settings_table.cpp, beside the
+/// table, which sim/fidelity cannot include (sim/api includes sim/fidelity; the folders keep no include cycle).
 const std::vector<std::string>& field_override_keys();
 
 /// The suite's fits (sim/fidelity/field_fits.h) live beside the field files under this name, which the folder

@@ -21,6 +21,7 @@
 //                  and layer, `reconstruct_bytes` of HBM traffic at the hardware's hbm_bytes_per_s. The hbm limit
 //                  is ⌊full_pool × full_cell / per_request(paged(n))⌋: the full-KV pool's bytes over the request's.
 #include "sim/plan/cache_strategies.h"
+#include "sim/plan/cache_strategy_rows.h"
 
 #include <algorithm>
 #include <cmath>
@@ -37,9 +38,6 @@
 
 namespace hisparse::sim {
 
-namespace {
-
-/// A plan row copied into a strategy row.
 StrategyRow from_plan(const PlanRow& r, const std::string& key, const std::string& name, const std::string& def) {
   StrategyRow o;
   o.key = key;
@@ -61,10 +59,8 @@ StrategyRow from_plan(const PlanRow& r, const std::string& key, const std::strin
   return o;
 }
 
-/// Concurrency of a strategy limited by the cap, its HBM limit and the SLO: `step_ns(B)` must be non-decreasing.
-template <class StepNs>
 void set_limits(StrategyRow& o, const CapacityPlan& p, int64_t hbm_limit, const std::string& hbm_formula,
-                const StepNs& step_ns, const std::function<double(int64_t)>& tokens_per_s) {
+                const std::function<SimTime(int64_t)>& step_ns, const std::function<double(int64_t)>& tokens_per_s) {
   const DeploymentSpec& d = p.scenario.deployment;
   const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));
   std::vector<PlanLimit> limits = unset_limits();
@@ -82,6 +78,8 @@ void set_limits(StrategyRow& o, const CapacityPlan& p, int64_t hbm_limit, const 
   o.tpot_ms = o.max_per_rank > 0 ? static_cast<double>(step_ns(o.max_per_rank)) * 1e-6 : 0;
   o.decode_tokens_per_s = o.max_per_rank > 0 ? tokens_per_s(o.max_per_rank) : 0;
 }
+
+namespace {
 
 const traces::JsonValue* find_row(const traces::JsonValue& doc, const std::string& selector, int64_t k) {
   const traces::JsonValue* rows = doc.find("rows");
@@ -165,19 +163,11 @@ StrategyRecall strategy_recall(const std::string& key, const std::string& json, 
   return r;
 }
 
-StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOptions& opt) {
-  StrategyTable t;
-  t.options = opt;
-  const Scenario& s = p.scenario;
-  const DeploymentSpec& d = s.deployment;
-  const MemoryBudget& b = p.budget;
-  const int page = d.page_size;
-  const double L = b.kv_layers.value, row = b.latent_row_bytes.value, idx = b.indexer_key_bytes.value;
-  const int64_t K = d.hisparse.top_k;
-  const int64_t model_k = s.model.top_k > 0 ? s.model.top_k : 0;
-  const auto full_pool = static_cast<int64_t>(b.full_pool_tokens.value);
-  const double full_cell = b.full_cell_bytes.value;
-  t.eviction_budget = opt.eviction_budget > 0 ? opt.eviction_budget : K;
+namespace {
+
+// The reconstruction work of the compression strategy per compressed row attended per layer: --reconstruct-bytes, the
+// hardware's DeltaKV calibration, or the assumed read + write of a row.
+void set_reconstruction(StrategyTable& t, const Scenario& s, const StrategyOptions& opt, double row) {
   if (!(opt.compression_ratio >= 1)) throw_error("plan: --compression-ratio {} (expected >= 1)", opt.compression_ratio);
   if (opt.compression_sinks < 0 || opt.compression_recent < 0)
     throw_error("plan: --compression-sinks {} / --compression-recent {} (expected >= 0)", opt.compression_sinks,
@@ -202,179 +192,249 @@ StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOpti
     t.reconstruct_bytes = row / opt.compression_ratio + row;
     t.reconstruct_label = "assumed: row / c + row, read compressed + write full precision";
   }
-  t.recall_source = opt.recall_file.empty() ? "none" : opt.recall_file;
-  const double hbm_rate = s.hardware.hbm_bytes_per_s;
-  if (!(hbm_rate > 0) && t.reconstruct_bytes > 0)
+  if (!(s.hardware.hbm_bytes_per_s > 0) && t.reconstruct_bytes > 0)
     throw_error("{}: hardware hbm_bytes_per_s must be > 0 to price the compression's reconstruction", s.source);
+}
 
-  const StepTimeModel full(s, p.options.cost, false, nullptr);
-  Scenario sm = s;
-  sm.model.top_k = static_cast<int>(K);
-  const StepTimeModel masked(sm, p.options.cost, false, nullptr);
-  auto attended = [](int64_t n, int64_t k) { return static_cast<double>(k > 0 ? std::min(n, k) : n); };
+// Full KV and HiSparse: the plan's own rows.
+void plan_strategy_rows(const StrategyContext& c, const PlanRow& fr, const PlanRow& hr) {
+  const MemoryBudget& b = c.b;
+  const int64_t n = fr.seq_len;
+  StrategyRow f = from_plan(fr, "full", "full KV",
+                            c.compressed ? "every C4 and C128 entry, C4 indexer key and window row in HBM"
+                            : b.sparse_indexer ? "every token's latent and indexer key in HBM"
+                            : b.sliding_layer_count > 0 ? "every token's K and V in HBM (sliding layers: their window)"
+                                                        : "every token's K and V in HBM");
+  f.attended_rows = c.attended(n, c.model_k);
+  f.indexed_rows = static_cast<double>(c.entries(n));
+  f.recall = c.recall("full");
+  c.t.rows.push_back(f);
+  if (!b.sparse_indexer) return;
+  StrategyRow h = from_plan(hr, "hisparse", "HiSparse",
+                            fmt::format("device buffer H={} + indexer keys in HBM, {} in host DRAM, LRU swap-in",
+                                        c.d.hisparse.device_buffer_size, c.compressed ? "C4 entries" : "latent"));
+  h.pcie_bytes_per_step = c.compressed ? dsv4_hisparse_pcie_bytes(c, hr) : hr.misses_per_request_step * c.row + c.L * c.row;
+  h.attended_rows = c.attended(n, c.K);
+  h.indexed_rows = static_cast<double>(c.entries(n));
+  h.recall = c.recall("hisparse");
+  c.t.rows.push_back(h);
+}
 
-  for (size_t i = 0; i + 1 < p.rows.size(); i += 2) {
-    const PlanRow &fr = p.rows[i], &hr = p.rows[i + 1];
-    const int64_t n = fr.seq_len;
-    const int64_t paged = round_up_to_page(n, page);
-    auto recall = [&](const std::string& key) {
-      return strategy_recall(key, opt.recall_json, t.recall_source, K, t.eviction_budget, opt.recall_top_k);
-    };
-
-    // Full KV and HiSparse: the plan's rows.
-    StrategyRow f = from_plan(fr, "full", "full KV",
-                              b.sparse_indexer ? "every token's latent and indexer key in HBM"
-                              : b.sliding_layer_count > 0
-                                  ? "every token's K and V in HBM (sliding layers: their window)"
-                                  : "every token's K and V in HBM");
-    f.attended_rows = attended(n, model_k);
-    f.indexed_rows = static_cast<double>(n);
-    f.recall = recall("full");
-    t.rows.push_back(f);
-    if (b.sparse_indexer) {
-      StrategyRow h = from_plan(hr, "hisparse", "HiSparse",
-                                fmt::format("device buffer H={} + indexer keys in HBM, latent in host DRAM, LRU swap-in",
-                                            d.hisparse.device_buffer_size));
-      h.pcie_bytes_per_step = hr.misses_per_request_step * row + L * row;
-      h.attended_rows = attended(n, K);
-      h.indexed_rows = static_cast<double>(n);
-      h.recall = recall("hisparse");
-      t.rows.push_back(h);
-    }
-
-    // Physical eviction at budget E.
-    const int64_t kept = std::min(n, t.eviction_budget);
-    const int64_t kept_paged = round_up_to_page(kept, page);
-    StrategyRow e;
-    e.key = "eviction";
-    e.name = fmt::format("eviction E={}", t.eviction_budget);
-    e.definition = "SnapKV/PyramidKV: only min(n, E) tokens (latent + indexer key) stay, in HBM; the rest dropped";
-    e.seq_len = n;
-    e.hbm_per_request = full_kv_request_bytes(b, kept);
-    e.attended_rows = attended(kept, model_k);
-    e.indexed_rows = b.sparse_indexer ? static_cast<double>(kept) : 0;
-    std::string e_formula;
-    const int64_t e_limit = kept_paged > 0 ? full_pool_requests(b, kept, &e_formula) : 0;
-    e_formula += " at min(n, E)";
-    set_limits(e, p, e_limit, e_formula,
-               [&](int64_t B) { return full.step(B, kept).tpot_ns; },
-               [&](int64_t B) { return full.step(B, kept).tokens_per_s; });
-    e.recall = recall("eviction");
-    t.rows.push_back(e);
-
-    // Logical masking.
-    StrategyRow m;
-    m.key = "masking";
-    m.name = "logical masking";
-    m.definition = "OmniKV: every token stays in HBM (as full KV); attention reads only the top-K selected rows";
-    m.seq_len = n;
-    m.hbm_per_request = fr.hbm_per_request.value;
-    m.attended_rows = attended(n, K);
-    m.indexed_rows = b.sparse_indexer ? static_cast<double>(n) : 0;
-    std::string m_formula;
-    const int64_t m_limit = full_pool_requests(b, n, &m_formula);
-    set_limits(m, p, m_limit, m_formula + " (as full KV)",
-               [&](int64_t B) { return masked.step(B, n).tpot_ns; },
-               [&](int64_t B) { return masked.step(B, n).tokens_per_s; });
-    m.recall = recall("masking");
-    t.rows.push_back(m);
-
-    // Hybrid compression.
-    const int64_t S = opt.compression_sinks, R = opt.compression_recent;
-    const double c = opt.compression_ratio;
-    // Full-attention layers compress; a sliding layer already keeps only its window (full precision).
-    const double Lf = b.full_layers, Ls = b.sliding_layer_count;
-    auto full_layer_bytes = [&](int64_t tokens) {
-      const int64_t fp = std::min(tokens, S + R);
-      return Lf * (static_cast<double>(fp) * row + static_cast<double>(tokens - fp) * row / c) +
-             b.indexer_layers * static_cast<double>(tokens) * idx;
-    };
-    auto bytes_at = [&](int64_t tokens) {
-      return full_layer_bytes(tokens) + Ls * static_cast<double>(sliding_tokens_kept(b, tokens)) * row;
-    };
-    StrategyRow z;
-    z.key = "compression";
-    z.name = fmt::format("compression c={}", c);
-    z.definition = fmt::format("DeltaKV: {} sink + {} recent rows full precision, the rest at 1/c of a row; "
-                               "indexer keys of all n", S, R);
-    z.seq_len = n;
-    z.hbm_per_request = bytes_at(n);
-    z.attended_rows = attended(n, model_k);
-    z.indexed_rows = static_cast<double>(n);
-    const double compressed_attended = std::min(z.attended_rows, static_cast<double>(n - std::min(n, S + R)));
-    z.reconstruct_bytes_per_step = compressed_attended * Lf * t.reconstruct_bytes;
-    const double per_req_paged = bytes_at(paged);
-    const double pool_bytes = static_cast<double>(full_pool) * full_cell;
-    // The PD decode reserve (requests_in_pool) in bytes: reserved tokens at the full cell.
-    const double reserve_bytes = b.reserved_decode_tokens.value * full_cell;
-    auto zlimit = per_req_paged > 0
-                      ? static_cast<int64_t>(std::floor((pool_bytes + reserve_bytes) / (per_req_paged + reserve_bytes)))
-                      : 0;
-    std::string z_formula =
-        reserve_bytes > 0
-            ? fmt::format("floor((full_pool × full_cell + reserved × full_cell) / (per_request(paged n) + reserved × "
-                          "full_cell)) = floor(({} × {} + {}) / ({} + {}))",
-                          full_pool, full_cell, reserve_bytes, per_req_paged, reserve_bytes)
-            : fmt::format("floor(full_pool × full_cell / per_request(paged n)) = floor({} × {} / {})", full_pool,
-                          full_cell, per_req_paged);
-    if (Ls > 0) {
-      // SWA: the full-layer pool holds the compressed rows, the sliding pool the windows.
-      const double full_pool_bytes = static_cast<double>(full_pool) * Lf * row;
-      const int64_t swa_slots = round_up_to_page(sliding_tokens_kept(b, paged), page);
-      const auto swa_pool = static_cast<int64_t>(b.swa_pool_tokens.value);
-      zlimit = std::min(static_cast<int64_t>(std::floor(full_pool_bytes / full_layer_bytes(paged))), swa_pool / swa_slots);
-      z_formula = fmt::format("min(floor(full_pool × full_layers × kv_row / full-layer bytes(paged n)), floor(swa_pool / "
-                              "paged window)) = min(floor({} × {} × {} / {}), floor({} / {}))",
-                              full_pool, Lf, row, full_layer_bytes(paged), swa_pool, swa_slots);
-    }
-    auto rec_ns = [&](int64_t B) {
-      return t.reconstruct_bytes > 0
-                 ? static_cast<SimTime>(std::llround(static_cast<double>(B) * z.reconstruct_bytes_per_step / hbm_rate * 1e9))
-                 : SimTime{0};
-    };
-    auto z_step = [&](int64_t B) { return full.step(B, n).tpot_ns + rec_ns(B); };
-    set_limits(z, p, zlimit, z_formula, z_step, [&](int64_t B) {
-                 const SimTime st = z_step(B);
-                 return st > 0 ? static_cast<double>(B) * p.layout.ranks / (static_cast<double>(st) * 1e-9) : 0.0;
-               });
-    z.recall = recall("compression");
-    t.rows.push_back(z);
+// Physical eviction at budget E: the full-KV request and step at n = min(n, E).
+void eviction_strategy_row(const StrategyContext& c, int64_t n) {
+  const int64_t kept = std::min(n, c.t.eviction_budget);
+  StrategyRow e;
+  e.key = "eviction";
+  e.name = fmt::format("eviction E={}", c.t.eviction_budget);
+  e.definition = "SnapKV/PyramidKV: only min(n, E) tokens (latent + indexer key) stay, in HBM; the rest dropped";
+  e.seq_len = n;
+  e.attended_rows = c.attended(kept, c.model_k);
+  e.indexed_rows = c.b.sparse_indexer ? static_cast<double>(c.entries(kept)) : 0;
+  std::string e_formula;
+  int64_t e_limit = 0;
+  if (c.compressed) {
+    e_limit = dsv4_eviction_memory(c, kept, e, &e_formula);
+  } else {
+    e.hbm_per_request = full_kv_request_bytes(c.b, kept);
+    e_limit = round_up_to_page(kept, c.page) > 0 ? full_pool_requests(c.b, kept, &e_formula) : 0;
   }
-  if (b.sparse_indexer)
-    t.notes.push_back(fmt::format(
+  e_formula += " at min(n, E)";
+  set_limits(e, c.p, e_limit, e_formula, [&](int64_t B) { return c.full.step(B, kept).tpot_ns; },
+             [&](int64_t B) { return c.full.step(B, kept).tokens_per_s; });
+  e.recall = c.recall("eviction");
+  c.t.rows.push_back(e);
+}
+
+// Logical masking: memory as full KV, the step of a top-K attention.
+void masking_strategy_row(const StrategyContext& c, const PlanRow& fr) {
+  const int64_t n = fr.seq_len;
+  StrategyRow m;
+  m.key = "masking";
+  m.name = "logical masking";
+  m.definition = "OmniKV: every token stays in HBM (as full KV); attention reads only the top-K selected rows";
+  m.seq_len = n;
+  m.hbm_per_request = fr.hbm_per_request.value;
+  m.attended_rows = c.attended(n, c.K);
+  m.indexed_rows = c.b.sparse_indexer ? static_cast<double>(c.entries(n)) : 0;
+  std::string m_formula;
+  const int64_t m_limit = full_pool_requests(c.b, n, &m_formula);
+  set_limits(m, c.p, m_limit, m_formula + " (as full KV)", [&](int64_t B) { return c.masked.step(B, n).tpot_ns; },
+             [&](int64_t B) { return c.masked.step(B, n).tokens_per_s; });
+  m.recall = c.recall("masking");
+  c.t.rows.push_back(m);
+}
+
+// The HBM limit of hybrid compression for a token-pool model: the full pool's bytes over the request's (SWA: the
+// full-layer pool holds the compressed rows, the sliding pool the windows).
+int64_t compression_limit(const StrategyContext& c, int64_t paged, const std::function<double(int64_t)>& full_layer_bytes,
+                          double per_req_paged, std::string* formula) {
+  const MemoryBudget& b = c.b;
+  const auto full_pool = static_cast<int64_t>(b.full_pool_tokens.value);
+  const double full_cell = b.full_cell_bytes.value;
+  if (b.sliding_layer_count > 0 && !c.compressed) {
+    const double full_pool_bytes = static_cast<double>(full_pool) * b.full_layers * c.row;
+    const int64_t swa_slots = round_up_to_page(sliding_tokens_kept(b, paged), c.page);
+    const auto swa_pool = static_cast<int64_t>(b.swa_pool_tokens.value);
+    *formula = fmt::format("min(floor(full_pool × full_layers × kv_row / full-layer bytes(paged n)), floor(swa_pool / "
+                           "paged window)) = min(floor({} × {} × {} / {}), floor({} / {}))",
+                           full_pool, b.full_layers, c.row, full_layer_bytes(paged), swa_pool, swa_slots);
+    return std::min(static_cast<int64_t>(std::floor(full_pool_bytes / full_layer_bytes(paged))), swa_pool / swa_slots);
+  }
+  const double pool_bytes = static_cast<double>(full_pool) * full_cell;
+  // The PD decode reserve (requests_in_pool) in bytes: reserved tokens at the full cell.
+  const double reserve_bytes = b.reserved_decode_tokens.value * full_cell;
+  *formula = reserve_bytes > 0
+                 ? fmt::format("floor((full_pool × full_cell + reserved × full_cell) / (per_request(paged n) + reserved × "
+                               "full_cell)) = floor(({} × {} + {}) / ({} + {}))",
+                               full_pool, full_cell, reserve_bytes, per_req_paged, reserve_bytes)
+                 : fmt::format("floor(full_pool × full_cell / per_request(paged n)) = floor({} × {} / {})", full_pool,
+                               full_cell, per_req_paged);
+  return per_req_paged > 0
+             ? static_cast<int64_t>(std::floor((pool_bytes + reserve_bytes) / (per_req_paged + reserve_bytes)))
+             : 0;
+}
+
+// Hybrid compression (DeltaKV): S + R rows full precision, the rest at 1 / c, plus the reconstruction per step.
+void compression_strategy_row(const StrategyContext& c, int64_t n) {
+  const MemoryBudget& b = c.b;
+  const int64_t S = c.opt.compression_sinks, R = c.opt.compression_recent;
+  const double cr = c.opt.compression_ratio;
+  // Full-attention layers compress; a sliding layer already keeps only its window (full precision).
+  const double Lf = b.full_layers, Ls = b.sliding_layer_count;
+  std::function<double(int64_t)> full_layer_bytes = [&](int64_t tokens) {
+    const int64_t fp = std::min(tokens, S + R);
+    return Lf * (static_cast<double>(fp) * c.row + static_cast<double>(tokens - fp) * c.row / cr) +
+           b.indexer_layers * static_cast<double>(tokens) * c.idx;
+  };
+  std::function<double(int64_t)> bytes_at = [&](int64_t tokens) {
+    return full_layer_bytes(tokens) + Ls * static_cast<double>(sliding_tokens_kept(b, tokens)) * c.row;
+  };
+  // DeepSeek-V4: only the C4 entries compress (sim/plan/dsv4_cache_strategies.cpp).
+  double compressed_layers = Lf;
+  if (c.compressed) {
+    bytes_at = [&](int64_t tokens) { return dsv4_compressed_request_bytes(c, tokens); };
+    compressed_layers = b.c4_layers;
+  }
+  StrategyRow z;
+  z.key = "compression";
+  z.name = fmt::format("compression c={}", cr);
+  z.definition = fmt::format("DeltaKV: {} sink + {} recent {} full precision, the rest at 1/c of a row; indexer keys "
+                             "of all n", S, R, c.compressed ? "tokens' C4 entries" : "rows");
+  z.seq_len = n;
+  z.hbm_per_request = bytes_at(n);
+  z.attended_rows = c.attended(n, c.model_k);
+  z.indexed_rows = static_cast<double>(c.entries(n));
+  const double compressed_attended = std::min(z.attended_rows, static_cast<double>(c.entries(n - std::min(n, S + R))));
+  z.reconstruct_bytes_per_step = compressed_attended * compressed_layers * c.t.reconstruct_bytes;
+  const int64_t paged = round_up_to_page(n, c.page);
+  std::string z_formula;
+  const int64_t zlimit = compression_limit(c, paged, full_layer_bytes, bytes_at(paged), &z_formula);
+  const double hbm_rate = c.s.hardware.hbm_bytes_per_s;
+  auto z_step = [&](int64_t B) {
+    const SimTime rec = c.t.reconstruct_bytes > 0 ? static_cast<SimTime>(std::llround(
+                                                        static_cast<double>(B) * z.reconstruct_bytes_per_step / hbm_rate * 1e9))
+                                                  : SimTime{0};
+    return c.full.step(B, n).tpot_ns + rec;
+  };
+  set_limits(z, c.p, zlimit, z_formula, z_step, [&](int64_t B) {
+    const SimTime st = z_step(B);
+    return st > 0 ? static_cast<double>(B) * c.p.layout.ranks / (static_cast<double>(st) * 1e-9) : 0.0;
+  });
+  z.recall = c.recall("compression");
+  c.t.rows.push_back(z);
+}
+
+// The notes under the table: what E and K stand for, sliding layers, the compression's terms, recall's K.
+void strategy_notes(const StrategyContext& c) {
+  const StrategyTable& tt = c.t;
+  std::vector<std::string>& notes = c.t.notes;
+  const MemoryBudget& b = c.b;
+  const StrategyOptions& opt = c.opt;
+  if (c.compressed)
+    notes.push_back(dsv4_strategy_note(c));
+  else if (b.sparse_indexer)
+    notes.push_back(fmt::format(
         "eviction budget E = {} ({}): the rows DSA attends per step, so eviction, masking and HiSparse attend the same "
         "number of rows and differ in memory and in what they can still select",
-        t.eviction_budget, opt.eviction_budget > 0 ? "--eviction-budget" : "default: the deployment's top_k"));
+        tt.eviction_budget, opt.eviction_budget > 0 ? "--eviction-budget" : "default: the deployment's top_k"));
   else
-    t.notes.push_back(fmt::format(
+    notes.push_back(fmt::format(
         "{}: HiSparse {}. Eviction budget E = {} and masking K = {} ({}) are inputs, not a selection this model makes: "
         "a {} model attends every cached row, so eviction and masking stand for a page- or token-level selector "
         "(Quest, SnapKV) added on top; their recall needs a select study of this model",
-        s.model.name, p.hisparse_not_applicable, t.eviction_budget, K,
+        c.s.model.name, c.p.hisparse_not_applicable, tt.eviction_budget, c.K,
         opt.eviction_budget > 0 ? "--eviction-budget" : "default: the deployment's hisparse.top_k, unused by the model",
         b.attention));
-  if (b.sliding_layer_count > 0)
-    t.notes.push_back(fmt::format(
+  if (b.sliding_layer_count > 0 && !c.compressed)
+    notes.push_back(fmt::format(
         "sliding layers ({} of {}) keep at most window + page = {} tokens under every strategy; eviction and "
         "compression act on the {} full-attention layers",
         b.sliding_layer_count, b.full_layers + b.sliding_layer_count, b.sliding_window + b.page_size, b.full_layers));
-  t.notes.push_back(fmt::format(
+  notes.push_back(fmt::format(
       "compression: S = {} sinks, R = {} recent, ratio c = {}; reconstruction {:.0f} B of HBM traffic per compressed row "
       "attended per layer ({}), at hbm_bytes_per_s {:.3g} TB/s, added to the full-KV step",
-      opt.compression_sinks, opt.compression_recent, opt.compression_ratio, t.reconstruct_bytes,
-      t.reconstruct_label,
-      hbm_rate * 1e-12));
+      opt.compression_sinks, opt.compression_recent, opt.compression_ratio, tt.reconstruct_bytes, tt.reconstruct_label,
+      c.s.hardware.hbm_bytes_per_s * 1e-12));
   if (opt.recall_top_k > 0 && !opt.recall_json.empty())
-    t.notes.push_back(fmt::format(
+    notes.push_back(fmt::format(
         "recall read at K = {} of {} (--recall-top-k) for every strategy, not at this deployment's K = {} / E = {}: "
         "a figure of the recorded model at that K, not of this deployment",
-        opt.recall_top_k, t.recall_source, K, t.eviction_budget));
-  if (model_k > 0 && model_k == K)
-    t.notes.push_back(fmt::format(
-        "the model's attention is already top-{} sparse (DSA): full KV attends min(n, {}) rows, so logical masking "
+        opt.recall_top_k, tt.recall_source, c.K, tt.eviction_budget));
+  if (c.model_k > 0 && c.model_k == c.K)
+    notes.push_back(fmt::format(
+        "the model's attention is already top-{} sparse ({}): full KV attends min({}, {}) rows, so logical masking "
         "with the same K computes what full KV computes (same row) — it differs only for a dense-attention model or "
         "another --top-k",
-        K, K));
+        c.K, c.compressed ? "the C4 indexer" : "DSA", c.compressed ? "n / 4" : "n", c.K));
+}
+
+}  // namespace
+
+StrategyContext::StrategyContext(const CapacityPlan& plan, const StrategyOptions& options, StrategyTable& table,
+                                 const StepTimeModel& full_model, const StepTimeModel& masked_model)
+    : p(plan), opt(options), t(table), s(plan.scenario), d(plan.scenario.deployment), b(plan.budget),
+      full(full_model), masked(masked_model) {
+  page = d.page_size;
+  L = b.kv_layers.value;
+  row = b.latent_row_bytes.value;
+  idx = b.indexer_key_bytes.value;
+  K = d.hisparse.top_k;
+  model_k = s.model.top_k > 0 ? s.model.top_k : 0;
+  compressed = s.model.is_compressed();
+}
+
+int64_t StrategyContext::entries(int64_t n) const { return full.estimator().entries(n); }
+
+double StrategyContext::attended(int64_t n, int64_t k) const {
+  const int64_t e = entries(n);
+  return static_cast<double>(k > 0 ? std::min(e, k) : e);
+}
+
+StrategyRecall StrategyContext::recall(const std::string& key) const {
+  return strategy_recall(key, opt.recall_json, t.recall_source, K, t.eviction_budget, opt.recall_top_k);
+}
+
+StrategyTable compute_cache_strategies(const CapacityPlan& p, const StrategyOptions& opt) {
+  StrategyTable t;
+  t.options = opt;
+  const Scenario& s = p.scenario;
+  set_reconstruction(t, s, opt, p.budget.latent_row_bytes.value);
+  t.recall_source = opt.recall_file.empty() ? "none" : opt.recall_file;
+  const StepTimeModel full(s, p.options.cost, false, nullptr);
+  Scenario sm = s;
+  sm.model.top_k = static_cast<int>(s.deployment.hisparse.top_k);
+  const StepTimeModel masked(sm, p.options.cost, false, nullptr);
+  const StrategyContext c(p, opt, t, full, masked);
+  // E by default: the tokens the model's selection covers (DSA: K tokens; DeepSeek-V4: K C4 entries of 4 tokens).
+  t.eviction_budget = opt.eviction_budget > 0 ? opt.eviction_budget : c.K * full.estimator().cost().compress_ratio();
+  for (size_t i = 0; i + 1 < p.rows.size(); i += 2) {
+    const PlanRow &fr = p.rows[i], &hr = p.rows[i + 1];
+    plan_strategy_rows(c, fr, hr);
+    eviction_strategy_row(c, fr.seq_len);
+    masking_strategy_row(c, fr);
+    compression_strategy_row(c, fr.seq_len);
+  }
+  strategy_notes(c);
   return t;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/dsv4_pool_budget.h"
 #include "sim/capacity/capacity.h"
+#include "sim/cost/decode_cost_model.h"
 #include "core/error.h"
 
 namespace hisparse::sim {
@@ -249,11 +250,12 @@ void add_hisparse_warnings(CapacityPlan& p, const MissCurves& misses, const Step
     p.warnings.push_back(
         "DeepSeek-V4: HiSparse offloads the C4 entries (one per 4 tokens) of its C4 layers; the sliding window, the C128 "
         "pool, the C4 indexer keys and the compress states stay on the GPU. Misses: the miss model read at n / 4 "
-        "entries (assumed: a C4 selection misses as a DSA selection over as many tokens); dynamic residency is not "
-        "planned for compressed attention");
+        "entries (assumed: a C4 selection misses as a DSA selection over as many tokens); dynamic residency counts the "
+        "C4 device pool in entries (a resident request holds paged(n) / 4, a demoted one H + page / 4)");
   if (d.kv_dtype == KvDtype::kNvfp4 && options.cost.attention.table)
     p.warnings.push_back("NVFP4 KV: the measured FlashMLA table holds no NVFP4 kernel; the attention is priced by its "
                          "roofline at efficiency.attention (modelled), not by the table the cost-model line names");
+  if (const std::string v4 = dsv4_modelled_terms_note(s); !v4.empty()) p.warnings.push_back(v4);
   if (options.memory_only)
     p.warnings.push_back(fmt::format("--limits memory: only the max_running_requests cap and memory (HBM, pools, host "
                                      "DRAM) limit concurrency; PCIe and the TPOT SLO of {} ms are not applied, so the "
@@ -335,9 +337,6 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
   if (!(d.tpot_slo_ms > 0)) throw_error("{}: tpot_slo_ms {} (expected > 0)", s.source, d.tpot_slo_ms);
   if (options.batch_cap < 1) throw_error("plan: batch cap {} (expected >= 1)", options.batch_cap);
   if (s.model.has_sparse_indexer()) d.hisparse.validate(s.source + ": hisparse");
-  if (s.model.is_compressed() && options.strategies.enabled)
-    throw_error("{}: plan --strategies: model {} has compressed attention; the cache strategies compare per-token "
-                "caches and do not model DeepSeek-V4's pools (run plan without --strategies)", s.source, s.model.name);
   p.budget = compute_memory_budget(s, options.seq_lens);
   p.layout = rank_layout(s);
   p.hbm.hbm = p.budget.hbm_bytes.value;
@@ -404,10 +403,9 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
     p.curves.push_back(make_curve(p.rows.back(), full, options, slo, p.layout.ranks));
     p.rows.push_back(plan_row(ctx, q, KvMode::kHiSparse, hs));
     p.curves.push_back(make_curve(p.rows.back(), hs, options, slo, p.layout.ranks));
-    if (p.budget.attention != "dsv4") {
-      p.dynamic_rows.push_back(plan_row(ctx, q, KvMode::kDynamic, dyn));
-      p.dynamic_rows.back().resident_per_rank = dyn.max_resident_batch(ContextMix::single(q.seq_len), options.batch_cap);
-    }
+    // Dynamic residency (DeepSeek-V4 too: its resident requests hold every C4 entry, its demoted ones the buffer).
+    p.dynamic_rows.push_back(plan_row(ctx, q, KvMode::kDynamic, dyn));
+    p.dynamic_rows.back().resident_per_rank = dyn.max_resident_batch(ContextMix::single(q.seq_len), options.batch_cap);
     if (q.seq_len > d.context_length)
       p.warnings.push_back(fmt::format("seq_len {} exceeds the deployment's context_length {}", q.seq_len, d.context_length));
   }

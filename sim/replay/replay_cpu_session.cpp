@@ -45,6 +45,12 @@ CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threa
                 HostSessionSlot(rows * static_cast<size_t>(steps_), shape_.top_k, C, /*borrowed_lists=*/true, offline_));
 }
 
+void CountingSwapInSession::use_v2_schedules(const cpu_ref::V2Schedules& schedules) {
+  for (auto& row : policy_)
+    for (size_t c = 0; c < row.size(); ++c)
+      if (row[c]) cpu_ref::attach_v2_schedule(*row[c], schedules, shape_.configs[c].policy, shape_.configs[c].H);
+}
+
 SessionStaging CountingSwapInSession::staging(int32_t slot) {
   return slots_.at(static_cast<size_t>(slot)).staging();
 }

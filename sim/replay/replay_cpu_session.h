@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/swap_in_session.h"
+#include "cpu_ref/memory/hisparse_v2_session.h"
 #include "cpu_ref/policies/policy.h"
 #include "sim/replay/lru_counter.h"
 #include "sim/replay/replay_cuda_pool.h"
@@ -37,6 +38,8 @@ class CountingSwapInSession final : public SwapInSession {
   const SessionRowCounts* counts(int32_t slot, size_t config) const override;
   size_t staging_bytes() const override;
   double backend_seconds() const override { return seconds_; }
+  /// hisparse-v2 configurations follow these V2 session schedules (cpu_ref/memory/hisparse_v2_session.h).
+  void use_v2_schedules(const cpu_ref::V2Schedules& schedules);
 
  private:
   /// Per-thread working memory, reused for every row and step.

@@ -511,13 +511,14 @@ ReplayResult run_replay_cpu_session(traces::TraceSource& source, const ReplayOpt
   const auto steps = static_cast<int32_t>(std::clamp<size_t>(options.batch_bytes / step_bytes, 1, 4096));
   const int threads = options.threads;
   const bool reference_lru = options.reference_lru;
+  const cpu_ref::V2Schedules& v2 = options.v2_schedules;
+  const auto make = [threads, steps, reference_lru, &v2](const SwapInSessionShape& shape) {
+    auto session = std::make_unique<CountingSwapInSession>(shape, threads, 1, steps, reference_lru);
+    session->use_v2_schedules(v2);  // hisparse-v2 follows the V2 session's schedules, when there are any
+    return session;
+  };
   ReplayDriverTiming timing;
-  ReplayResult r = run_replay_session(
-      source, options, row_sink, d,
-      [threads, steps, reference_lru](const SwapInSessionShape& shape) {
-        return std::make_unique<CountingSwapInSession>(shape, threads, 1, steps, reference_lru);
-      },
-      &timing);
+  ReplayResult r = run_replay_session(source, options, row_sink, d, make, &timing);
   // The session's threads step the rows (the driver's read the lanes): the replay ran on as many as it has rows for.
   r.threads = std::min<int>(threads, timing.lanes * L);
   return r;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "cpu_ref/policies/registry.h"
 #include "sim/replay/replay_driver.h"
+#include "sim/replay/replay_v2_session.h"
 #include "traces/trace_limits.h"
 
 namespace hisparse::sim {
@@ -123,6 +124,10 @@ ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& option
   if (meta.layers < 1 || meta.top_k < 1)
     throw_error("replay: trace {} declares {} layers and top_k {}", meta.source, meta.layers, meta.top_k);
   check_options(options, meta.top_k);
+  if (options.v2_pools && options.v2_schedules.empty()) {  // the V2 session over the whole trace first
+    const ReplayOptions with = with_v2_schedules(options, meta);
+    return run_replay(source, with, row_sink);
+  }
   return run_replay_cpu_session(source, options, row_sink, options.open_trace);
 }
 

@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/hisparse_v2.h"
+#include "cpu_ref/memory/hisparse_v2_session.h"
 #include "traces/trace_source.h"
 
 namespace hisparse::sim {
@@ -98,6 +100,11 @@ struct ReplayOptions {
   /// Opens another cursor on the same trace (called from several threads at once), so that the driver can run
   /// requests side by side in lanes when there are more threads than layers; without it requests run one at a time.
   std::function<std::unique_ptr<traces::TraceSource>()> open_trace;
+  /// hisparse-v2 over the whole trace as one batch (cpu_ref/memory/hisparse_v2_session.h): the pools it shares;
+  /// unset, each request is admitted alone from its first step (the short-prefix gate only). run_replay fills
+  /// v2_schedules from them (sim/replay/replay_v2_session.h), reading the trace once more through open_trace.
+  std::optional<cpu_ref::V2SessionPools> v2_pools;
+  cpu_ref::V2Schedules v2_schedules;
 };
 
 /// The rows of one request, [config][layer][step], configs in ReplayResult::configs order.

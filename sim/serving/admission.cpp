@@ -41,6 +41,7 @@ PoolNeed Engine::needs(int64_t i) const {
   const int64_t total = static_cast<int64_t>(r.input_tokens) + r.output_tokens;
   PoolNeed n;
   n.logical = paged(total);
+  n.dsv4 = dsv4_request_need(sc_, total);  // DeepSeek-V4's window, C128, indexer and state pools (0 otherwise)
   if (!hisparse_) return n;
   // The device buffer (docs/capacity.md): the whole request while it fits H, else H + one page (the newest-token
   // slot). Colocated prefill first extends device rows for every prompt token; staging then shrinks to the buffer.
@@ -66,7 +67,8 @@ void Engine::try_admit() {
     const int64_t tree = claim ? ledger->tree_len(spec(i).input_tokens) : 0;
     if (ledger && !claim) n.device = std::max(n.device, paged(static_cast<int64_t>(spec(i).input_tokens) + spec(i).output_tokens));
     if (n.logical > s.logical || n.device > (hisparse_ ? s.device : 0) || (check_host && n.host > s.host) ||
-        (claim && tree > AdmissionLedger(ledger->sizes()).reservable_left())) {
+        (claim && tree > AdmissionLedger(ledger->sizes()).reservable_left()) ||
+        (s.dsv4.any() && Dsv4PoolLedger(s.dsv4).never_fits(n.dsv4) >= 0)) {
       outcomes_[static_cast<size_t>(i)].rejected = true;
       ++result_.rejected;
       waiting_.pop_front();

@@ -11,6 +11,7 @@ RankPools::RankPools(const PoolSizes& s) : sizes_(s) {
   const int64_t sz[3] = {s.logical, s.device, s.host};
   for (int k = 0; k < 3; ++k)
     if (sz[k] > 0) pools_[k] = std::make_unique<cpu_ref::PagedTokenToKVPoolAllocator>(sz[k], s.page, /*need_sort=*/false);
+  if (s.dsv4.any()) dsv4_ = std::make_unique<Dsv4PoolLedger>(s.dsv4);
 }
 
 RankPools::Held* RankPools::find(int64_t owner) {
@@ -36,7 +37,7 @@ bool RankPools::fits(const PoolNeed& n, bool check_host) const {
   const int64_t need[3] = {n.logical, n.device, check_host ? n.host : 0};
   for (int k = 0; k < 3; ++k)
     if (need[k] > 0 && (!pool(k) || need[k] > pool(k)->available_size())) return false;
-  return true;
+  return !dsv4_ || dsv4_->short_pool(n.dsv4) < 0;
 }
 
 bool RankPools::alloc_pages(int k, int64_t owner, int64_t tokens, std::vector<int64_t>* pages) {
@@ -63,6 +64,7 @@ void RankPools::free_pages(int k, int64_t owner, std::vector<int64_t>& pages, si
 
 bool RankPools::take(int64_t owner, const PoolNeed& n) {
   if (find(owner)) throw_error("serving pools: request {} already holds pages on this rank", owner);
+  if (dsv4_ && dsv4_->short_pool(n.dsv4) >= 0) return false;
   Held h;
   h.owner = owner;
   const int64_t need[3] = {n.logical, n.device, n.host};
@@ -72,6 +74,7 @@ bool RankPools::take(int64_t owner, const PoolNeed& n) {
       return false;
     }
   held_.push_back(std::move(h));
+  if (dsv4_) dsv4_->take(owner, n.dsv4);
   return true;
 }
 
@@ -110,6 +113,7 @@ void RankPools::release(int64_t owner) {
   for (size_t i = 0; i < held_.size(); ++i)
     if (held_[i].owner == owner) {
       for (int k = 0; k < 4; ++k) free_pages(k, owner, held_[i].pages[k], 0);
+      if (dsv4_) dsv4_->release(owner);
       held_[i] = std::move(held_.back());
       held_.pop_back();
       return;

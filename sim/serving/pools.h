@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cpu_ref/memory/paged_allocator.h"
+#include "sim/capacity/admission_pools.h"
 
 namespace hisparse::sim {
 
@@ -17,11 +18,13 @@ namespace hisparse::sim {
 struct PoolSizes {
   int64_t logical = 0, device = 0, host = 0;  // host 0 = no host pool (full KV)
   int64_t page = 64;
+  Dsv4Pools dsv4;  // DeepSeek-V4's window, C128, indexer and state pools (sim/capacity/admission_pools.h); 0 = none
 };
 
 /// Tokens of each pool one request holds.
 struct PoolNeed {
   int64_t logical = 0, device = 0, host = 0;  // page multiples
+  Dsv4Pools dsv4;  // DeepSeek-V4: what the request holds in each of those pools for its life
 };
 
 class RankPools {
@@ -66,6 +69,7 @@ class RankPools {
   PoolSizes sizes_;
   std::unique_ptr<cpu_ref::PagedTokenToKVPoolAllocator> pools_[3];
   std::vector<Held> held_;   // few live requests per rank: a linear search is cheaper than a map
+  std::unique_ptr<Dsv4PoolLedger> dsv4_;  // DeepSeek-V4 only: taken and freed with the token pools
 };
 
 }  // namespace hisparse::sim

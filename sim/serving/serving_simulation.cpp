@@ -91,6 +91,7 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
   pool_sizes_.device = pools.device;
   pool_sizes_.logical = pools.logical;
   pool_sizes_.host = pools.host;
+  pool_sizes_.dsv4 = dsv4_admission_pools(sc, hisparse_);  // DeepSeek-V4's other pools (none for other models)
   const int64_t dev = hisparse_ ? pool_sizes_.device : pool_sizes_.logical;
   if (dev < page_)
     throw_error("{}: no HBM left for KV ({} tokens per rank in {} mode, memory.{}_pool_tokens)", sc.source, dev,

@@ -101,7 +101,11 @@ std::vector<double> work_item_seconds(const Grid& grid, const std::vector<WorkIt
                                                          : std::max<int64_t>(64, 4 * static_cast<int64_t>(p.concurrency));
         }
         s = kSimulateSetupSeconds +
-            estimate_serving_work(it->second, p.mode == "full" ? KvMode::kFull : KvMode::kHiSparse, clients).seconds;
+            estimate_serving_work(it->second, p.mode == "full"      ? KvMode::kFull
+                                              : p.mode == "dynamic" ? KvMode::kDynamic
+                                                                    : KvMode::kHiSparse,
+                                  clients)
+                .seconds;
         break;
       }
     }

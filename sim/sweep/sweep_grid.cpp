@@ -159,7 +159,8 @@ void set_axis(GridPoint& p, const std::string& axis, const YAML::Node& v, const 
       fail(file, path, v, "closed-loop clients in [0, 2^20] (0 = the workload's open-loop arrivals)");
     p.concurrency = static_cast<int32_t>(n);
   } else if (axis == "mode") {
-    if (t != "hisparse" && t != "full") fail(file, path, v, "hisparse or full");
+    if (t != "hisparse" && t != "full" && t != "dynamic")
+      fail(file, path, v, "hisparse, full or dynamic (dynamic residency, as `hisparse simulate --mode dynamic`)");
     p.mode = t;
   }
 }
@@ -260,6 +261,126 @@ std::string describe_point(const GridPoint& p) {
   return s + ")";
 }
 
+namespace {
+
+/// The product's axes of one job: grid keys in file order, then each zip group as one axis.
+std::vector<Axis> job_axes(StrictMap& jm, const YAML::Node& job, const std::string& file, const std::string& jpath,
+                           JobKind kind) {
+  std::vector<Axis> axes;
+  std::set<std::string> seen;
+  if (jm.has("grid")) {
+    const YAML::Node grid = job["grid"];
+    (void)jm.child("grid");  // marks the key as known; rejects a non-mapping and repeated axes
+    for (const auto& kv : grid) {
+      const std::string path = fmt::format("{}.grid.{}", jpath, kv.first.Scalar());
+      check_axis_name(file, jpath + ".grid", kv.first, kind, seen);
+      Axis ax;
+      ax.names = {kv.first.Scalar()};
+      ax.paths = {path};
+      for (const auto& v : as_list(kv.second, file, path)) ax.values.push_back({v});
+      axes.push_back(std::move(ax));
+    }
+  }
+  const YAML::Node zips = jm.sequence("zip");
+  for (size_t z = 0; z < zips.size(); ++z) {
+    const std::string zpath = fmt::format("{}.zip[{}]", jpath, z);
+    if (!zips[z].IsMap() || zips[z].size() == 0) fail(file, zpath, zips[z], "a mapping of axes to lists of equal length");
+    StrictMap zm(zips[z], file, zpath);  // rejects repeated keys
+    (void)zm;
+    Axis ax;
+    size_t len = 0;
+    for (const auto& kv : zips[z]) {
+      const std::string path = fmt::format("{}.{}", zpath, kv.first.Scalar());
+      check_axis_name(file, zpath, kv.first, kind, seen);
+      const auto vals = as_list(kv.second, file, path);
+      if (ax.names.empty()) {
+        len = vals.size();
+        ax.values.resize(len);
+      } else if (vals.size() != len) {
+        throw_error("{}: {}{}: got {} values, expected {} (the lists of a zip advance together: same length as '{}')",
+                    file, path, line_of(kv.second), vals.size(), len, ax.names.front());
+      }
+      ax.names.push_back(kv.first.Scalar());
+      ax.paths.push_back(path);
+      for (size_t i = 0; i < len; ++i) ax.values[i].push_back(vals[i]);
+    }
+    axes.push_back(std::move(ax));
+  }
+  return axes;
+}
+
+/// Checks a point has every axis its kind needs (and a replay point's trace fits its buffer and scenario) and
+/// appends it to the grid.
+void add_point(Grid& g, const Resolver& r, GridPoint p, const std::string& where) {
+  const std::string& file = g.file;
+  for (const auto& a : required_axes().at(p.kind)) {
+    if (axis_value(p, a).empty() || (a == "device_buffer_size" && p.device_buffer_size == 0))
+      throw_error("{}: {}: a {} point needs axis '{}' (none given)", file, where, to_string(p.kind), a);
+  }
+  if (p.kind == JobKind::kReplay) {
+    const int32_t K = r.trace_top_k.at(p.trace_path);
+    if (p.device_buffer_size < K)
+      throw_error("{}: {}: device_buffer_size {} is smaller than trace {}'s top_k {} (expected >= top_k: the swap-in "
+                  "contract)",
+                  file, where, p.device_buffer_size, p.trace, K);
+    if (!p.scenario.empty() && r.scenario_top_k.at(p.scenario) != K)
+      throw_error("{}: {}: trace {} has top_k {} but scenario {} runs top_k {} (expected a trace recorded at the "
+                  "scenario's top_k)",
+                  file, where, p.trace, K, p.scenario, r.scenario_top_k.at(p.scenario));
+  }
+  p.index = static_cast<int64_t>(g.points.size());
+  g.points.push_back(std::move(p));
+}
+
+/// Odometer over the axes, the last one fastest: the first axis written is the outermost loop.
+void add_product(Grid& g, Resolver& r, const GridPoint& base, const std::vector<Axis>& axes, const std::string& jpath) {
+  if (axes.empty()) return;
+  std::vector<size_t> at(axes.size(), 0);
+  bool done = false;
+  while (!done) {
+    GridPoint p = base;
+    std::string where = jpath + " point";
+    for (size_t a = 0; a < axes.size(); ++a)
+      for (size_t k = 0; k < axes[a].names.size(); ++k) {
+        const std::string path = axes[a].values.size() > 1 ? fmt::format("{}[{}]", axes[a].paths[k], at[a])
+                                                            : axes[a].paths[k];
+        set_axis(p, axes[a].names[k], axes[a].values[at[a]][k], g.file, path, r);
+        where += fmt::format(" {}={}", axes[a].names[k], axes[a].values[at[a]][k].Scalar());
+      }
+    add_point(g, r, std::move(p), where);
+    size_t a = axes.size();
+    while (true) {
+      if (a == 0) {
+        done = true;
+        break;
+      }
+      --a;
+      if (++at[a] < axes[a].values.size()) break;
+      at[a] = 0;
+    }
+  }
+}
+
+void add_explicit_points(Grid& g, Resolver& r, const GridPoint& base, const YAML::Node& explicit_points,
+                         const std::string& jpath) {
+  for (size_t i = 0; i < explicit_points.size(); ++i) {
+    const std::string ppath = fmt::format("{}.points[{}]", jpath, i);
+    const YAML::Node pn = explicit_points[i];
+    if (!pn.IsMap() || pn.size() == 0) fail(g.file, ppath, pn, "a mapping of axes to single values");
+    StrictMap pm(pn, g.file, ppath);
+    (void)pm;
+    GridPoint p = base;
+    std::set<std::string> pseen;
+    for (const auto& kv : pn) {
+      check_axis_name(g.file, ppath, kv.first, base.kind, pseen);
+      set_axis(p, kv.first.Scalar(), kv.second, g.file, ppath + "." + kv.first.Scalar(), r);
+    }
+    add_point(g, r, std::move(p), ppath);
+  }
+}
+
+}  // namespace
+
 Grid parse_grid(const std::string& yaml_text, const std::string& file, const std::string& base_dir) {
   StrictMap root(load_yaml_string(yaml_text, file), file, "");
   Grid g;
@@ -287,119 +408,18 @@ Grid parse_grid(const std::string& yaml_text, const std::string& file, const std
     if (jm.has("name")) jm.get("name", &name);
     if (!job_names.insert(name).second) throw_error("{}: job name '{}' is used twice (names tell jobs apart)", jm.where("name"), name);
     const JobSettings settings = read_settings(jm.child("settings"), kind);
-
-    // The product's axes: grid keys in file order, then each zip group as one axis.
-    std::vector<Axis> axes;
-    std::set<std::string> seen;
-    const bool has_grid = jm.has("grid");
-    if (has_grid) {
-      const YAML::Node grid = jobs[j]["grid"];
-      (void)jm.child("grid");  // marks the key as known; rejects a non-mapping and repeated axes
-      for (const auto& kv : grid) {
-        const std::string path = fmt::format("{}.grid.{}", jpath, kv.first.Scalar());
-        check_axis_name(file, jpath + ".grid", kv.first, kind, seen);
-        Axis ax;
-        ax.names = {kv.first.Scalar()};
-        ax.paths = {path};
-        for (const auto& v : as_list(kv.second, file, path)) ax.values.push_back({v});
-        axes.push_back(std::move(ax));
-      }
-    }
-    const YAML::Node zips = jm.sequence("zip");
-    for (size_t z = 0; z < zips.size(); ++z) {
-      const std::string zpath = fmt::format("{}.zip[{}]", jpath, z);
-      if (!zips[z].IsMap() || zips[z].size() == 0) fail(file, zpath, zips[z], "a mapping of axes to lists of equal length");
-      StrictMap zm(zips[z], file, zpath);  // rejects repeated keys
-      (void)zm;
-      Axis ax;
-      size_t len = 0;
-      for (const auto& kv : zips[z]) {
-        const std::string path = fmt::format("{}.{}", zpath, kv.first.Scalar());
-        check_axis_name(file, zpath, kv.first, kind, seen);
-        const auto vals = as_list(kv.second, file, path);
-        if (ax.names.empty()) {
-          len = vals.size();
-          ax.values.resize(len);
-        } else if (vals.size() != len) {
-          throw_error("{}: {}{}: got {} values, expected {} (the lists of a zip advance together: same length as '{}')",
-                      file, path, line_of(kv.second), vals.size(), len, ax.names.front());
-        }
-        ax.names.push_back(kv.first.Scalar());
-        ax.paths.push_back(path);
-        for (size_t i = 0; i < len; ++i) ax.values[i].push_back(vals[i]);
-      }
-      axes.push_back(std::move(ax));
-    }
+    const std::vector<Axis> axes = job_axes(jm, jobs[j], file, jpath, kind);
     const YAML::Node explicit_points = jm.sequence("points");
     jm.finish();
     if (axes.empty() && explicit_points.size() == 0)
       throw_error("{}: {}: a job needs points: a grid, a zip or a points list", file, jpath);
-
-    auto finish_point = [&](GridPoint p, const std::string& where) {
-      for (const auto& a : required_axes().at(kind)) {
-        if (axis_value(p, a).empty() || (a == "device_buffer_size" && p.device_buffer_size == 0))
-          throw_error("{}: {}: a {} point needs axis '{}' (none given)", file, where, to_string(kind), a);
-      }
-      if (kind == JobKind::kReplay) {
-        const int32_t K = r.trace_top_k.at(p.trace_path);
-        if (p.device_buffer_size < K)
-          throw_error("{}: {}: device_buffer_size {} is smaller than trace {}'s top_k {} (expected >= top_k: the swap-in "
-                      "contract)",
-                      file, where, p.device_buffer_size, p.trace, K);
-        if (!p.scenario.empty() && r.scenario_top_k.at(p.scenario) != K)
-          throw_error("{}: {}: trace {} has top_k {} but scenario {} runs top_k {} (expected a trace recorded at the "
-                      "scenario's top_k)",
-                      file, where, p.trace, K, p.scenario, r.scenario_top_k.at(p.scenario));
-      }
-      p.index = static_cast<int64_t>(g.points.size());
-      g.points.push_back(std::move(p));
-    };
     GridPoint base;
     base.kind = kind;
     base.job = name;
     base.job_index = static_cast<int32_t>(j);
     base.settings = settings;
-    if (!axes.empty()) {
-      // Odometer over the axes, the last one fastest: the first axis written is the outermost loop.
-      std::vector<size_t> at(axes.size(), 0);
-      bool done = false;
-      while (!done) {
-        GridPoint p = base;
-        std::string where = jpath + " point";
-        for (size_t a = 0; a < axes.size(); ++a)
-          for (size_t k = 0; k < axes[a].names.size(); ++k) {
-            const std::string path = axes[a].values.size() > 1 ? fmt::format("{}[{}]", axes[a].paths[k], at[a])
-                                                                : axes[a].paths[k];
-            set_axis(p, axes[a].names[k], axes[a].values[at[a]][k], file, path, r);
-            where += fmt::format(" {}={}", axes[a].names[k], axes[a].values[at[a]][k].Scalar());
-          }
-        finish_point(std::move(p), where);
-        size_t a = axes.size();
-        while (true) {
-          if (a == 0) {
-            done = true;
-            break;
-          }
-          --a;
-          if (++at[a] < axes[a].values.size()) break;
-          at[a] = 0;
-        }
-      }
-    }
-    for (size_t i = 0; i < explicit_points.size(); ++i) {
-      const std::string ppath = fmt::format("{}.points[{}]", jpath, i);
-      const YAML::Node pn = explicit_points[i];
-      if (!pn.IsMap() || pn.size() == 0) fail(file, ppath, pn, "a mapping of axes to single values");
-      StrictMap pm(pn, file, ppath);
-      (void)pm;
-      GridPoint p = base;
-      std::set<std::string> pseen;
-      for (const auto& kv : pn) {
-        check_axis_name(file, ppath, kv.first, kind, pseen);
-        set_axis(p, kv.first.Scalar(), kv.second, file, ppath + "." + kv.first.Scalar(), r);
-      }
-      finish_point(std::move(p), ppath);
-    }
+    add_product(g, r, base, axes, jpath);
+    add_explicit_points(g, r, base, explicit_points, jpath);
   }
   return g;
 }

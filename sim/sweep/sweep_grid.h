@@ -49,7 +49,7 @@ struct GridPoint {
   int32_t host_to_device_ratio = 0;  // 0 = the scenario's
   std::string policy = "sglang-lru";
   int32_t concurrency = 0;  // simulate: closed-loop clients; 0 = the workload's open-loop arrivals
-  std::string mode = "hisparse";  // simulate: hisparse | full
+  std::string mode = "hisparse";  // simulate: hisparse | full | dynamic (simulate's --mode)
   JobSettings settings;
 };
 

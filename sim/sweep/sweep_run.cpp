@@ -14,7 +14,7 @@
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "sim/api/plan_request.h"
-#include "sim/api/simulate_request.h"
+#include "sim/api/simulate_outcome.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/serving/serving_report.h"
@@ -121,6 +121,8 @@ std::string run_replay_item(const Grid& grid, const WorkItem& item) {
   return replay_counters_text(run_replay(*src, o));
 }
 
+/// One `hisparse simulate` run through run_simulate (sim/api/simulate_outcome.h): the point's mode (dynamic
+/// included) at its closed-loop level, no timeline, the sweep's own estimate instead of simulate's.
 std::string run_simulate_point(const GridPoint& p) {
   SimulateRequest req;
   req.setup = point_choice(p);
@@ -128,16 +130,17 @@ std::string run_simulate_point(const GridPoint& p) {
   if (p.settings.duration_s > 0) req.duration_s = p.settings.duration_s;
   req.misses.surface = p.settings.miss_curve;
   req.misses.policy = p.policy;
-  const SimulationSetup setup = load_simulation(req, fmt::format("sweep {}", describe_point(p)));
-  const Scenario& s = setup.scenario;
-  ClientSpec clients;
+  req.mode = p.mode;
   if (p.concurrency > 0) {
-    clients.concurrency = p.concurrency;
-    clients.requests = p.settings.num_requests > 0 ? p.settings.num_requests
-                                                   : std::max<int64_t>(64, 4 * static_cast<int64_t>(p.concurrency));
+    req.concurrency = {p.concurrency};
+    req.num_requests = p.settings.num_requests;
   }
-  const ServingResult r = simulate(setup, p.mode == "full" ? KvMode::kFull : KvMode::kHiSparse, setup.cost.overlap, clients);
-  const ServingSummary sm = summarize(r, s);
+  req.timeline_length_s = 0;
+  req.check_work = false;
+  const SimulateOutcome out = run_simulate(req, {}, fmt::format("sweep {}", describe_point(p)));
+  const SimulateRun& run = out.runs.at(0);
+  const ServingResult& r = run.result;
+  const ServingSummary& sm = run.summary;
   const bool ttft = ttft_modelled(r);
   std::vector<Metric> m = {
       {"finished", i64(r.finished)},

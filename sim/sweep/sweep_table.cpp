@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 
 namespace hisparse::sim::sweep {
@@ -104,30 +105,29 @@ std::string table_json(const Grid& g, const std::vector<PointRow>& rows) {
   check_rows(g, rows);
   int64_t failed = 0;
   for (const auto& r : rows) failed += !r.ok;
-  std::string s = fmt::format("{{\n  \"sweep\": {},\n  \"description\": {},\n  \"points\": {},\n  \"failed\": {},\n"
-                              "  \"rows\": [",
-                              json_quote(g.name), json_quote(g.description), rows.size(), failed);
+  using Layout = JsonWriter::Layout;
+  JsonWriter j(2);
+  j.begin_object()
+      .member("sweep", g.name)
+      .member("description", g.description)
+      .member("points", static_cast<uint64_t>(rows.size()))
+      .member("failed", failed);
+  j.key("rows").begin_array();
   for (size_t i = 0; i < rows.size(); ++i) {
     const GridPoint& p = g.points[i];
     const PointRow& r = rows[i];
-    s += fmt::format("{}\n    {{\"point\": {}, \"job\": {}, \"kind\": \"{}\", \"params\": {{", i ? "," : "", p.index,
-                     json_quote(p.job), to_string(p.kind));
-    bool first = true;
-    for (const auto& a : axis_names()) {
-      if (!axis_applies(p.kind, a)) continue;
-      const std::string v = axis_value(p, a);
-      s += fmt::format("{}{}: {}", first ? "" : ", ", json_quote(a), json_value(v));
-      first = false;
-    }
-    s += fmt::format("}}, \"status\": \"{}\", \"basis\": {}", r.ok ? "ok" : "failed", json_quote(r.basis));
-    if (!r.ok) s += fmt::format(", \"error\": {}", json_quote(r.error));
-    s += ", \"metrics\": {";
-    for (size_t m = 0; m < r.metrics.size(); ++m)
-      s += fmt::format("{}{}: {}", m ? ", " : "", json_quote(r.metrics[m].key), json_value(r.metrics[m].value));
-    s += "}}";
+    j.begin_object(Layout::kInline).member("point", p.index).member("job", p.job).member("kind", to_string(p.kind));
+    j.key("params").begin_object(Layout::kInline);
+    for (const auto& a : axis_names())
+      if (axis_applies(p.kind, a)) j.key(a).raw(json_value(axis_value(p, a)));
+    j.end_object().member("status", r.ok ? "ok" : "failed").member("basis", r.basis);
+    if (!r.ok) j.member("error", r.error);
+    j.key("metrics").begin_object(Layout::kInline);
+    for (const Metric& m : r.metrics) j.key(m.key).raw(json_value(m.value));
+    j.end_object().end_object();
   }
-  s += "\n  ]\n}\n";
-  return s;
+  j.end_array().end_object();
+  return j.str() + "\n";
 }
 
 std::string table_markdown(const Grid& g, const std::vector<PointRow>& rows) {

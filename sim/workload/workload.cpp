@@ -3,6 +3,7 @@
 #include "sim/workload/workload.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +43,36 @@ int64_t json_int_field(const std::string& line, const char* key, const std::stri
   if (end == line.c_str() + p || (*end != ',' && *end != '}' && *end != ' '))
     throw_error("workload {}:{}: field '{}' must be an integer", path, line_no, key);
   return v;
+}
+
+// The integers of `"key": [1, 2, 3]` in a JSON line; absent key: empty (Mooncake's hash_ids are optional).
+std::vector<uint64_t> json_uint_list_field(const std::string& line, const char* key, const std::string& path,
+                                           int64_t line_no) {
+  std::vector<uint64_t> out;
+  const std::string needle = std::string("\"") + key + "\"";
+  const size_t k = line.find(needle);
+  if (k == std::string::npos) return out;
+  size_t p = line.find(':', k + needle.size());
+  if (p != std::string::npos) p = line.find_first_not_of(' ', p + 1);
+  if (p == std::string::npos || line[p] != '[')
+    throw_error("workload {}:{}: field '{}' must be a list of integers", path, line_no, key);
+  ++p;
+  for (;;) {
+    p = line.find_first_not_of(' ', p);
+    if (p == std::string::npos) throw_error("workload {}:{}: field '{}': the list is not closed", path, line_no, key);
+    if (line[p] == ']') return out;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(line.c_str() + p, &end, 10);
+    if (end == line.c_str() + p || line[p] == '-' || errno == ERANGE)
+      throw_error("workload {}:{}: field '{}': element {} is not an integer >= 0", path, line_no, key, out.size());
+    out.push_back(v);
+    p = static_cast<size_t>(end - line.c_str());
+    p = line.find_first_not_of(' ', p);
+    if (p != std::string::npos && line[p] == ',') ++p;
+    else if (p == std::string::npos || line[p] != ']')
+      throw_error("workload {}:{}: field '{}': expected ',' or ']' after element {}", path, line_no, key, out.size() - 1);
+  }
 }
 
 void finish(Workload& w) {
@@ -149,7 +180,14 @@ Workload read_mooncake_trace(const std::string& path) {
     r.input_tokens = static_cast<int32_t>(json_int_field(line, "input_length", path, line_no));
     r.output_tokens = static_cast<int32_t>(json_int_field(line, "output_length", path, line_no));
     check_lengths(r, path, line_no);
-    w.requests.push_back(r);
+    r.prefix_blocks = json_uint_list_field(line, "hash_ids", path, line_no);
+    constexpr int64_t kMooncakeBlockTokens = 512;  // the FAST25 traces' block (scenarios/data/workloads/README.md)
+    const int64_t blocks = (r.input_tokens + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
+    if (!r.prefix_blocks.empty() && static_cast<int64_t>(r.prefix_blocks.size()) != blocks)
+      throw_error("workload {}:{}: hash_ids has {} ids for input_length {}: expected {} (one per 512-token block)", path,
+                  line_no, r.prefix_blocks.size(), r.input_tokens, blocks);
+    if (!r.prefix_blocks.empty()) w.block_tokens = kMooncakeBlockTokens;
+    w.requests.push_back(std::move(r));
   }
   if (w.requests.empty()) throw_error("workload {}: no requests", path);
   finish(w);

@@ -15,15 +15,21 @@ struct RequestSpec {
   SimTime arrival = 0;        // ns from the workload's start
   int32_t input_tokens = 0;   // prompt length
   int32_t output_tokens = 0;  // tokens generated (the first by prefill, the rest by decode)
+  // The prompt's prefix blocks, as Mooncake's `hash_ids` name them: block b holds tokens [b × block, (b + 1) × block)
+  // of the prompt (the last one the rest), and two requests share an id only where their prompts agree up to the end
+  // of that block. Empty: the workload does not say (no prefix can be shared).
+  std::vector<uint64_t> prefix_blocks = {};
 };
 
 struct Workload {
   std::string name;
   std::string source;                 // file it came from (for messages and reports)
   std::vector<RequestSpec> requests;  // sorted by arrival (stable: file order breaks ties)
+  int32_t block_tokens = 0;           // tokens per prefix block (Mooncake: 512); 0 when no request names its blocks
 };
 
-/// Mooncake JSON lines: {"timestamp": ms, "input_length": n, "output_length": m, ...}.
+/// Mooncake JSON lines: {"timestamp": ms, "input_length": n, "output_length": m, "hash_ids": [...]} (hash_ids optional:
+/// ids of the prompt's 512-token prefix blocks, ceil(n / 512) of them, kvcache-ai/Mooncake FAST25-release/traces).
 Workload read_mooncake_trace(const std::string& path);
 /// Azure LLM inference CSV: TIMESTAMP (yyyy-mm-dd hh:mm:ss.fffffff), ContextTokens, GeneratedTokens.
 Workload read_azure_trace(const std::string& path);

@@ -10,7 +10,7 @@
 #include "cli_test_util.h"
 #include "core/error.h"
 #include "sim/calibration/calibration.h"
-#include "sim/cost/step_calibration.h"
+#include "sim/calibration/step_calibration.h"
 
 using namespace hisparse;
 

@@ -58,10 +58,7 @@ TEST_CASE("plan, advise and simulate run on the DeepSeek-V4 deployments") {
                          (dir / "nv").string(), dir);
   REQUIRE(nv.status == 0);
   CHECK(nv.out.find("NVFP4 KV: the measured FlashMLA table holds no NVFP4 kernel") != std::string::npos);
-  // Expected: --strategies is refused with a message naming the model.
-  const Run st = run("plan --scenario dsv4-flash-8xh200 --strategies --no-plots --out " + (dir / "s").string(), dir);
-  CHECK(st.status != 0);
-  CHECK(st.err.find("deepseek-v4-flash has compressed attention") != std::string::npos);
+  // --strategies on V4: tests/apps/test_dsv4_everywhere_cli.cpp.
 }
 
 TEST_CASE("info and plan on qwen3next-2xh200-tp2: Mamba pools, KV for the attention layers only") {

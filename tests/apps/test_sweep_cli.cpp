@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <string>
@@ -200,4 +201,44 @@ TEST_CASE("sweep cli: a sweep killed halfway resumes from its journal to the uni
     CHECK(slurp(cut / f) == slurp(whole / f));
   }
   CHECK(!fs::exists(cut / "sweep.journal"));
+}
+
+TEST_CASE("sweep cli: a simulate point runs `hisparse simulate`'s run, dynamic residency included") {
+  // Expected: each mode of the grid (dynamic too: the grid refused it before the sweep called run_simulate) gives the
+  // row `hisparse simulate --mode M` at the same level reports: the same finished count, and tokens/s equal to the
+  // summary's 6 significant digits (the sweep prints 3 decimals).
+  const fs::path dir = scratch_dir("sweep_cli_simulate_modes");
+  const fs::path grid = dir / "modes.yaml";
+  {
+    std::ofstream g(grid);
+    g << "sweep: modes\njobs:\n  - name: serving\n    kind: simulate\n    settings: {num_requests: 4}\n"
+         "    grid: {scenario: dsv32-8xh200-1tb, workload: synthetic_poisson, concurrency: [2], "
+         "mode: [full, dynamic]}\n";
+  }
+  const fs::path out = dir / "out";
+  const Run r = run(fmt_args("sweep", grid.string(), "--jobs", "1", "--out", out.string()), dir);
+  CAPTURE(r.err);
+  REQUIRE(exit_code(r.status) == 0);
+  const auto rows = read_csv(slurp(out / "sweep.csv"));
+  REQUIRE(rows.size() == 2);
+  const char* modes[] = {"full", "dynamic"};
+  for (size_t i = 0; i < 2; ++i) {
+    CAPTURE(modes[i]);
+    REQUIRE(rows[i].at("status") == "ok");
+    CHECK(rows[i].at("mode") == modes[i]);
+    const fs::path one = dir / (std::string("one_") + modes[i]);
+    const Run s = run(fmt_args("simulate", "--scenario", "dsv32-8xh200-1tb", "--workload", "synthetic_poisson",
+                               "--mode", modes[i], "--concurrency", "2", "--num-requests", "4", "--timeline-length",
+                               "0", "--out", one.string()),
+                      dir);
+    REQUIRE(exit_code(s.status) == 0);
+    const std::string summary = slurp(one / (std::string("summary_") + modes[i] + "_none.json"));
+    CHECK(summary.find("\"finished\": " + rows[i].at("finished") + ",") != std::string::npos);
+    const size_t at = summary.find("\"tokens_per_s\": ");
+    REQUIRE(at != std::string::npos);
+    const double cli_tokps = std::stod(summary.substr(at + 16));
+    const double sweep_tokps = std::stod(rows[i].at("tokens_per_s"));
+    CHECK(sweep_tokps > 0);
+    CHECK(std::abs(sweep_tokps - cli_tokps) <= 1e-5 * cli_tokps + 5e-4);
+  }
 }

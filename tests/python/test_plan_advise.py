@@ -89,7 +89,7 @@ def test_errors_are_the_cli_messages():
         hisparse.advise(SCENARIO, seq_lens=[32768], trace="no_such.hstrace")
     with pytest.raises(ValueError, match="limits: 'sometimes', expected 'all' or 'memory'"):
         hisparse.plan(SCENARIO, limits="sometimes")
-    with pytest.raises(ValueError, match="kv-dtype fp7: expected bf16, fp8 or nvfp4"):
+    with pytest.raises(ValueError, match="kv_dtype fp7: expected bf16, fp8 or nvfp4"):
         hisparse.plan(SCENARIO, kv_dtype="fp7")
     with pytest.raises(TypeError, match="unexpected keyword argument 'no_plots'"):
         hisparse.plan(SCENARIO, no_plots=True)

@@ -88,65 +88,140 @@ const std::vector<std::string>& l3_lookups_metric_names() {
   return n;
 }
 
+namespace {
+
+/// The counter names a document exports, one of each family (empty: not exported).
+struct CounterNames {
+  std::string hits, misses, bytes, lookups, l3;
+};
+
+CounterNames pick_counter_names(const PromDocument& doc, const MetricsFitOptions& options) {
+  CounterNames n{pick_name(doc, hits_metric_names()), pick_name(doc, misses_metric_names()),
+                 pick_name(doc, bytes_metric_names()), pick_name(doc, lookups_metric_names()),
+                 pick_name(doc, l3_lookups_metric_names())};
+  if (!n.lookups.empty() && !n.misses.empty())
+    throw_error("{}: both {} and {} are present; expected one of them (misses = lookups − hits)", doc.file,
+                n.misses, n.lookups);
+  if (n.hits.empty() || (n.misses.empty() && n.lookups.empty() && n.bytes.empty()))
+    throw_error("{}: no HiSparse counters: expected {} and {}, or vllm:hisparse_hits and {} (or {} with --row-bytes)",
+                doc.file, hits_metric_names()[0], misses_metric_names()[0], lookups_metric_names()[1],
+                bytes_metric_names()[0]);
+  if (n.misses.empty() && n.lookups.empty() && !options.row_bytes)
+    throw_error("{}: only {} is exported: misses are bytes / row bytes, so --row-bytes is needed", doc.file,
+                n.bytes);
+  return n;
+}
+
+// Deltas are taken per series (a counter resets per process) and summed per (H, K) group afterwards.
+enum CounterKind { kHits, kMisses, kBytes, kLookups, kL3 };
+struct Series {
+  CounterKind kind;
+  GroupKey group;
+  double value;
+};
+struct Snapshot {
+  std::map<std::pair<std::string, Labels>, Series> series;
+  std::optional<double> seq_len, t_s;
+  int64_t line = 0;
+};
+
+/// One scrape's HiSparse series (and mean context length); empty series: a scrape of another exporter.
+Snapshot snapshot_of(const PromDocument& doc, const PromScrape& sc, const MetricsFitOptions& options,
+                     const CounterNames& names) {
+  Snapshot snap;
+  snap.line = sc.first_line;
+  if (sc.timestamp_ms) snap.t_s = static_cast<double>(*sc.timestamp_ms) / 1000.0;
+  double n_sum = 0;
+  int n_count = 0;
+  for (const PromSample& s : sc.samples) {
+    if (!options.seq_len_metric.empty() && s.name == options.seq_len_metric) {
+      if (!(s.value >= 0) || !std::isfinite(s.value))
+        throw_error("{}:{}: {} = {}: expected a finite mean context length >= 0", doc.file, s.line, s.name, s.value);
+      n_sum += s.value;
+      ++n_count;
+      continue;
+    }
+    const bool h = s.name == names.hits, m = s.name == names.misses, b = s.name == names.bytes;
+    const bool lk = !names.lookups.empty() && s.name == names.lookups, l3 = !names.l3.empty() && s.name == names.l3;
+    if (!h && !m && !b && !lk && !l3) continue;
+    if (!options.model.empty() && label(s.labels, "model_name") != options.model) continue;
+    if (!std::isfinite(s.value) || s.value < 0)
+      throw_error("{}:{}: {} = {}: expected a finite counter value >= 0", doc.file, s.line, s.name, s.value);
+    const GroupKey key{int_label(s, "device_buffer_size", doc.file).value_or(0),
+                       int_label(s, "top_k", doc.file).value_or(0), label(s.labels, "index_group").value_or("")};
+    snap.series[{s.name, s.labels}] = Series{h ? kHits : m ? kMisses : b ? kBytes : lk ? kLookups : kL3, key, s.value};
+  }
+  if (n_count > 0) snap.seq_len = n_sum / n_count;
+  return snap;
+}
+
+/// The counter intervals between two consecutive snapshots, one per (H, K, index group) with a hits counter.
+void add_intervals(const PromDocument& doc, const Snapshot& a, const Snapshot& b, const MetricsFitOptions& options,
+                   const CounterNames& names, std::vector<CounterInterval>& out) {
+  std::map<GroupKey, CounterInterval> groups;
+  std::map<GroupKey, std::array<bool, 5>> present;
+  for (const auto& [id, sb] : b.series) {
+    const auto ita = a.series.find(id);
+    if (ita == a.series.end()) continue;  // a series' first scrape has no delta yet
+    CounterInterval& iv = groups[sb.group];
+    double d = sb.value - ita->second.value;
+    if (d < 0) {
+      iv.counter_reset = true;  // the process restarted: it counted sb.value since
+      d = sb.value;
+    }
+    if (sb.kind == kHits) {
+      iv.hits += d;
+    } else if (sb.kind == kMisses) {
+      iv.misses += d;
+    } else if (sb.kind == kLookups) {
+      iv.lookups = iv.lookups.value_or(0) + d;
+    } else if (sb.kind == kL3) {
+      iv.l3_lookups = iv.l3_lookups.value_or(0) + d;
+    } else {
+      iv.h2d_bytes = iv.h2d_bytes.value_or(0) + d;
+    }
+    present[sb.group][sb.kind] = true;
+  }
+  for (auto& [key, iv] : groups) {
+    if (!present[key][kHits]) continue;
+    iv.file = doc.file;
+    iv.line_from = a.line;
+    iv.line_to = b.line;
+    iv.t0_s = a.t_s;
+    iv.t1_s = b.t_s;
+    const auto& [H, K, index_group] = key;
+    iv.index_group = index_group;
+    const std::string group = index_group.empty() ? "" : fmt::format(" (index_group \"{}\")", index_group);
+    if (iv.lookups) {
+      // #56061: the hit rate of a group is hits / lookups, so lookups can never fall short of hits.
+      if (*iv.lookups < iv.hits)
+        throw_error("{}:{}..{}: {} grew by {} and {} by only {}{}: expected lookups >= hits", doc.file, a.line,
+                    b.line, names.hits, iv.hits, names.lookups, *iv.lookups, group);
+      if (iv.l3_lookups && *iv.l3_lookups > *iv.lookups)
+        throw_error("{}:{}..{}: {} grew by {}, more than {} ({}){}: expected l3 lookups <= lookups", doc.file,
+                    a.line, b.line, names.l3, *iv.l3_lookups, names.lookups, *iv.lookups, group);
+      iv.misses = *iv.lookups - iv.hits;
+    } else if (!present[key][kMisses]) {
+      if (!iv.h2d_bytes || !options.row_bytes) continue;
+      iv.misses = *iv.h2d_bytes / static_cast<double>(*options.row_bytes);
+    }
+    if (a.seq_len && b.seq_len) iv.seq_len = (*a.seq_len + *b.seq_len) / 2;
+    if (H) iv.H = H;
+    if (K) iv.K = K;
+    out.push_back(iv);
+  }
+}
+
+}  // namespace
+
 std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, const MetricsFitOptions& options,
                                                        MetricsSource& source) {
   source.file = doc.file;
   source.kind = "prometheus";
-  const std::string hits_name = pick_name(doc, hits_metric_names());
-  const std::string misses_name = pick_name(doc, misses_metric_names());
-  const std::string bytes_name = pick_name(doc, bytes_metric_names());
-  const std::string lookups_name = pick_name(doc, lookups_metric_names());
-  const std::string l3_name = pick_name(doc, l3_lookups_metric_names());
-  if (!lookups_name.empty() && !misses_name.empty())
-    throw_error("{}: both {} and {} are present; expected one of them (misses = lookups − hits)", doc.file,
-                misses_name, lookups_name);
-  if (hits_name.empty() || (misses_name.empty() && lookups_name.empty() && bytes_name.empty()))
-    throw_error("{}: no HiSparse counters: expected {} and {}, or vllm:hisparse_hits and {} (or {} with --row-bytes)",
-                doc.file, hits_metric_names()[0], misses_metric_names()[0], lookups_metric_names()[1],
-                bytes_metric_names()[0]);
-  if (misses_name.empty() && lookups_name.empty() && !options.row_bytes)
-    throw_error("{}: only {} is exported: misses are bytes / row bytes, so --row-bytes is needed", doc.file,
-                bytes_name);
-
-  // Deltas are taken per series (a counter resets per process) and summed per (H, K) group afterwards.
-  enum Kind { kHits, kMisses, kBytes, kLookups, kL3 };
-  struct Series {
-    Kind kind;
-    GroupKey group;
-    double value;
-  };
-  struct Snapshot {
-    std::map<std::pair<std::string, Labels>, Series> series;
-    std::optional<double> seq_len, t_s;
-    int64_t line = 0;
-  };
+  const CounterNames names = pick_counter_names(doc, options);
   std::vector<Snapshot> snaps;
   for (const PromScrape& sc : doc.scrapes) {
-    Snapshot snap;
-    snap.line = sc.first_line;
-    if (sc.timestamp_ms) snap.t_s = static_cast<double>(*sc.timestamp_ms) / 1000.0;
-    double n_sum = 0;
-    int n_count = 0;
-    for (const PromSample& s : sc.samples) {
-      if (!options.seq_len_metric.empty() && s.name == options.seq_len_metric) {
-        if (!(s.value >= 0) || !std::isfinite(s.value))
-          throw_error("{}:{}: {} = {}: expected a finite mean context length >= 0", doc.file, s.line, s.name,
-                      s.value);
-        n_sum += s.value;
-        ++n_count;
-        continue;
-      }
-      const bool h = s.name == hits_name, m = s.name == misses_name, b = s.name == bytes_name;
-      const bool lk = !lookups_name.empty() && s.name == lookups_name, l3 = !l3_name.empty() && s.name == l3_name;
-      if (!h && !m && !b && !lk && !l3) continue;
-      if (!options.model.empty() && label(s.labels, "model_name") != options.model) continue;
-      if (!std::isfinite(s.value) || s.value < 0)
-        throw_error("{}:{}: {} = {}: expected a finite counter value >= 0", doc.file, s.line, s.name, s.value);
-      const GroupKey key{int_label(s, "device_buffer_size", doc.file).value_or(0),
-                         int_label(s, "top_k", doc.file).value_or(0), label(s.labels, "index_group").value_or("")};
-      snap.series[{s.name, s.labels}] = Series{h ? kHits : m ? kMisses : b ? kBytes : lk ? kLookups : kL3, key, s.value};
-    }
-    if (n_count > 0) snap.seq_len = n_sum / n_count;
+    Snapshot snap = snapshot_of(doc, sc, options, names);
     if (snap.series.empty()) continue;  // a scrape of something else (another exporter's block)
     if (!snaps.empty() && snap.t_s && snaps.back().t_s && *snap.t_s < *snaps.back().t_s)
       throw_error("{}:{}: scrape at {:.3f} s comes after one at {:.3f} s (expected scrapes in time order)", doc.file,
@@ -159,61 +234,7 @@ std::vector<CounterInterval> intervals_from_prometheus(const PromDocument& doc, 
     source.t_last_s = snaps.back().t_s;
   }
   std::vector<CounterInterval> out;
-  for (size_t i = 1; i < snaps.size(); ++i) {
-    const Snapshot &a = snaps[i - 1], &b = snaps[i];
-    std::map<GroupKey, CounterInterval> groups;
-    std::map<GroupKey, std::array<bool, 5>> present;
-    for (const auto& [id, sb] : b.series) {
-      const auto ita = a.series.find(id);
-      if (ita == a.series.end()) continue;  // a series' first scrape has no delta yet
-      CounterInterval& iv = groups[sb.group];
-      double d = sb.value - ita->second.value;
-      if (d < 0) {
-        iv.counter_reset = true;  // the process restarted: it counted sb.value since
-        d = sb.value;
-      }
-      if (sb.kind == kHits) {
-        iv.hits += d;
-      } else if (sb.kind == kMisses) {
-        iv.misses += d;
-      } else if (sb.kind == kLookups) {
-        iv.lookups = iv.lookups.value_or(0) + d;
-      } else if (sb.kind == kL3) {
-        iv.l3_lookups = iv.l3_lookups.value_or(0) + d;
-      } else {
-        iv.h2d_bytes = iv.h2d_bytes.value_or(0) + d;
-      }
-      present[sb.group][sb.kind] = true;
-    }
-    for (auto& [key, iv] : groups) {
-      if (!present[key][kHits]) continue;
-      iv.file = doc.file;
-      iv.line_from = a.line;
-      iv.line_to = b.line;
-      iv.t0_s = a.t_s;
-      iv.t1_s = b.t_s;
-      const auto& [H, K, index_group] = key;
-      iv.index_group = index_group;
-      const std::string group = index_group.empty() ? "" : fmt::format(" (index_group \"{}\")", index_group);
-      if (iv.lookups) {
-        // #56061: the hit rate of a group is hits / lookups, so lookups can never fall short of hits.
-        if (*iv.lookups < iv.hits)
-          throw_error("{}:{}..{}: {} grew by {} and {} by only {}{}: expected lookups >= hits", doc.file, a.line,
-                      b.line, hits_name, iv.hits, lookups_name, *iv.lookups, group);
-        if (iv.l3_lookups && *iv.l3_lookups > *iv.lookups)
-          throw_error("{}:{}..{}: {} grew by {}, more than {} ({}){}: expected l3 lookups <= lookups", doc.file,
-                      a.line, b.line, l3_name, *iv.l3_lookups, lookups_name, *iv.lookups, group);
-        iv.misses = *iv.lookups - iv.hits;
-      } else if (!present[key][kMisses]) {
-        if (!iv.h2d_bytes || !options.row_bytes) continue;
-        iv.misses = *iv.h2d_bytes / static_cast<double>(*options.row_bytes);
-      }
-      if (a.seq_len && b.seq_len) iv.seq_len = (*a.seq_len + *b.seq_len) / 2;
-      if (H) iv.H = H;
-      if (K) iv.K = K;
-      out.push_back(iv);
-    }
-  }
+  for (size_t i = 1; i < snaps.size(); ++i) add_intervals(doc, snaps[i - 1], snaps[i], options, names, out);
   source.intervals = static_cast<int64_t>(out.size());
   return out;
 }

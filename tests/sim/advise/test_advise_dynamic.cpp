@@ -106,3 +106,17 @@ TEST_CASE("advise: the dynamic candidate at batch 1 is never worse than full KV,
     if (a.dynamic.best_from > 0) CHECK(line.find("more than both full KV and HiSparse from") != std::string::npos);
   }
 }
+
+TEST_CASE("dynamic residency, DeepSeek-V4: the device pool counts C4 entries (4 tokens each)") {
+  // dsv4-flash-8xh200's C4 device pool with HiSparse: 757,836 entries; H = 1,024 entries, page 256 tokens.
+  const int64_t pool = 757836, H = 1024, page = 256;
+  // Expected: a 131,072-token request holds 131,072 / 4 = 32,768 entries resident, H + page / 4 = 1,088 demoted;
+  // a 2,048-token one (512 entries ≤ H) holds its 512 entries either way.
+  CHECK(resident_device_tokens(131072, page, 4) == 32768);
+  CHECK(swap_device_tokens(131072, H, page, 4) == 1088);
+  CHECK(swap_device_tokens(2048, H, page, 4) == 512);
+  // Expected: floor(757,836 / 32,768) = 23 stay resident together; at 30, 30 × 32,768 − 757,836 = 225,204 entries
+  // are short and each demotion frees 32,768 − 1,088 = 31,680: ceil(7.1) = 8 requests demoted.
+  CHECK(max_resident_batch(ContextMix::single(131072), pool, H, page, 1000, 4) == 23);
+  CHECK(steady_swap_requests(30, ContextMix::single(131072), pool, H, page, 4) == 8);
+}

@@ -14,7 +14,7 @@
 #include "sim/api/scenario_setup.h"
 #include "sim/cost/decode_cost_model.h"
 #include "sim/cost/rank_layout.h"
-#include "sim/cost/step_calibration.h"
+#include "sim/calibration/step_calibration.h"
 #include "sim/cost/step_time_model.h"
 #include "sim/plan/plan_report.h"
 

@@ -291,19 +291,35 @@ Pinned pinned_for(const Scenario& s, bool hisparse) {
   return pin;
 }
 
+/// What the pinned batch runs beyond the deployment as shipped: MTP with d draft tokens, every one accepted (so each
+/// request gains 1 + d whole tokens a step, the same in the engine and the planner), and a longer prompt (dynamic
+/// residency: long enough that fewer than B requests per rank stay resident).
+struct Variant {
+  int mtp_draft = 0;
+  int64_t extra_prompt = 0;
+};
+
 int check_engine_equals_planner(const std::string& deployment, KvMode mode, OverlapMode overlap, bool calibrated,
-                                const std::string& op_tables = "none") {
+                                const std::string& op_tables = "none", Variant v = {}) {
   Scenario s = load_scenario(deployment);
   s.deployment.pd_disaggregation = true;
   s.deployment.prefill.count = 0;
+  if (v.mtp_draft > 0) {
+    s.deployment.mtp_draft_tokens = v.mtp_draft;
+    s.deployment.mtp_acceptance = 1.0;
+  }
   ServingOptions opt;
   opt.mode = mode;
   opt.cost = shipped_params(&s, calibrated, overlap, op_tables);
-  const bool hs = mode == KvMode::kHiSparse;
-  const Pinned pin = pinned_for(s, hs);
-  const StepTimeModel planner(s, opt.cost, hs, [f = pin.fraction](int64_t) { return f; });
+  const bool hs = mode != KvMode::kFull;
+  Pinned pin = pinned_for(s, hs);
+  pin.prompt += v.extra_prompt;
+  const StepTimeModel planner(s, opt.cost, mode, [f = pin.fraction](int64_t) { return f; });
   const int ranks = planner.layout().ranks;
-  if (hs) REQUIRE(planner.misses_per_request(pin.prompt + 2) == static_cast<double>(pin.misses));
+  // Tokens a request gains per step: 1, or 1 + d with MTP at acceptance 1. The first-ready request gets E prompt
+  // tokens fewer, so that from step 1 on every request holds n = prompt + 1 + (k − 1) × E at step k.
+  const int64_t E = 1 + v.mtp_draft;
+  if (mode == KvMode::kHiSparse) REQUIRE(planner.misses_per_request(pin.prompt + 2) == static_cast<double>(pin.misses));
   FixedMisses fixed(s.deployment.hisparse.device_buffer_size, s.deployment.hisparse.top_k, s.model.offload_layers(),
                     pin.misses);
   if (hs) opt.miss_model = &fixed;
@@ -312,8 +328,8 @@ int check_engine_equals_planner(const std::string& deployment, KvMode mode, Over
   w.name = "pinned";
   const int64_t steps = 6;
   for (int64_t i = 0; i < ranks * pin.B; ++i)
-    w.requests.push_back(RequestSpec{i, 0, static_cast<int32_t>(i == 0 ? pin.prompt - 1 : pin.prompt),
-                                     static_cast<int32_t>(steps + 2)});
+    w.requests.push_back(RequestSpec{i, 0, static_cast<int32_t>(i == 0 ? pin.prompt - E : pin.prompt),
+                                     static_cast<int32_t>((steps + 2) * E)});
   const ServingResult r = run_serving(s, w, opt);
   REQUIRE(r.rejected == 0);
   REQUIRE(r.steps.size() > static_cast<size_t>(steps));
@@ -325,8 +341,8 @@ int check_engine_equals_planner(const std::string& deployment, KvMode mode, Over
     CAPTURE(k);
     REQUIRE(row.requests == ranks * pin.B);
     REQUIRE(row.prefill == 0);
-    if (hs) REQUIRE(row.misses == ranks * pin.B * pin.misses);
-    const StepEstimate e = planner.step(pin.B, pin.prompt + k);
+    if (mode == KvMode::kHiSparse) REQUIRE(row.misses == ranks * pin.B * pin.misses * E);
+    const StepEstimate e = planner.step(pin.B, pin.prompt + 1 + (k - 1) * E);
     CHECK(e.step_ns == row.end - row.start);
     CHECK(e.cost.indexer == row.slowest.indexer);
     CHECK(e.cost.topk == row.slowest.topk);
@@ -335,6 +351,14 @@ int check_engine_equals_planner(const std::string& deployment, KvMode mode, Over
     CHECK(e.cost.h2d == row.slowest.h2d);
     CHECK(e.cost.stall == row.slowest.stall);
     CHECK(e.cost.moe == row.slowest.moe);
+    CHECK(e.cost.draft == row.slowest.draft);
+    if (v.mtp_draft > 0) CHECK(row.slowest.draft > 0);  // the variant ran: draft passes priced in both
+    if (mode == KvMode::kDynamic) {
+      // Demoted requests (if any) load misses in both; resident ones none.
+      const bool demoted = planner.swap_requests(pin.B, ContextMix::single(pin.prompt + 1 + (k - 1) * E)) > 0;
+      CHECK((row.misses > 0) == demoted);
+      CHECK((e.misses > 0) == demoted);
+    }
     CHECK(row.slowest.sync == 0);
     // Bytes per GPU: every GPU of a rank copies the rank's misses and backs up its tokens.
     const double gpus = planner.layout().gpus;
@@ -384,5 +408,35 @@ TEST_CASE("the planner's step equals the serving engine's with op tables (fixtur
     for (OverlapMode overlap : {OverlapMode::kNone, OverlapMode::kTwoBatch}) {
       INFO(d << " " << to_string(overlap));
       CHECK(check_engine_equals_planner(d, KvMode::kHiSparse, overlap, true, index) == 4);
+    }
+}
+
+TEST_CASE("the planner's step equals the serving engine's with MTP, term by term (draft passes included)") {
+  // Expected: with d = 2 draft tokens accepted every time, each request's step holds 1 + 2 query positions and gains
+  // 3 tokens; the planner's verify pass, draft passes and every other term equal the engine's in integer ns, in both
+  // KV modes (HiSparse: each position misses as a decode step, so 3 × M rows per request).
+  for (KvMode mode : {KvMode::kFull, KvMode::kHiSparse})
+    for (OverlapMode overlap : {OverlapMode::kNone, OverlapMode::kTwoBatch}) {
+      INFO(to_string(mode) << " " << to_string(overlap));
+      CHECK(check_engine_equals_planner("dsv32-8xh200-1tb", mode, overlap, true, "none", Variant{2, 0}) == 4);
+    }
+}
+
+TEST_CASE("the planner's step equals the serving engine's under dynamic residency, resident and demoted") {
+  // Expected: a short prompt keeps all B = 3 requests per rank resident (the resident graph: full KV's step plus the
+  // one-token backup); a prompt long enough that the device pool holds fewer than 3 full caches demotes the rest to
+  // the buffer (the swap graph, misses for the demoted ones only). In both the planner's terms equal the engine's.
+  const Scenario s = load_scenario("dsv32-8xh200-1tb");
+  const StepTimeModel probe(s, CostParams{}, KvMode::kDynamic, [](int64_t) { return 0.1; });
+  // The smallest extra prompt (in steps of 16K tokens) at which fewer than 3 requests of a rank stay resident.
+  int64_t extra = 0;
+  const int64_t base = pinned_for(s, true).prompt;
+  while (probe.max_resident_batch(ContextMix::single(base + extra + 8), 64) >= 3) extra += 16384;
+  REQUIRE(extra > 0);
+  CHECK(probe.swap_requests(3, ContextMix::single(base + extra + 8)) >= 1);
+  for (int64_t more : {int64_t{0}, extra})
+    for (OverlapMode overlap : {OverlapMode::kNone, OverlapMode::kTwoBatch}) {
+      INFO("extra prompt " << more << " " << to_string(overlap));
+      CHECK(check_engine_equals_planner("dsv32-8xh200-1tb", KvMode::kDynamic, overlap, true, "none", Variant{0, more}) == 4);
     }
 }

@@ -384,3 +384,86 @@ TEST_CASE("replay refuses hisparse-v2 at a top_k its kernel cannot run, naming t
   VectorSource s2 = small_trace();
   CHECK_THROWS_WITH_AS(sim::run_replay(s2, o), doctest::Contains("record the trace with top_k 64"), Error);
 }
+
+TEST_CASE("replay's hisparse-v2 session: no pressure keeps every prefix on the device (current), older as before") {
+  // small_trace: 3 requests, first n 30 (a 29-token prompt: prefix 28 at page 4), 20 steps; H 16 <= 28, so both
+  // rules admit every request as V2. A pool of 2^30 tokens never runs short: under the current rules nothing is
+  // evicted, so every selected entry is a resident device page (no hit, no miss); under the older rules each prefix
+  // [0, 28) is on the host from admission, exactly the replay without a session.
+  for (const V2Coordinator rules : {V2Coordinator::kCurrent, V2Coordinator::kOlder}) {
+    INFO("rules " << cpu_ref::v2_coordinator_name(rules));
+    auto o = options(1);
+    o.v2_coordinator = rules;
+    o.policies = {"hisparse-v2:4"};
+    o.buffer_sizes = {16};
+    VectorSource plain = small_trace();
+    const sim::ReplayResult before = sim::run_replay(plain, o);
+    o.v2_pools = cpu_ref::V2SessionPools{int64_t{1} << 30, 0, -1, 8};
+    o.open_trace = [] { return std::make_unique<VectorSource>(small_trace()); };
+    VectorSource s = small_trace();
+    const sim::ReplayResult with = sim::run_replay(s, o);
+    const auto& c = with.configs[0];
+    if (rules == V2Coordinator::kCurrent) {
+      CHECK(c.misses == 0);
+      CHECK(c.hits == 0);
+      CHECK(c.newest_hits == c.selected);
+      CHECK(before.configs[0].misses > 0);
+    } else {
+      CHECK(c.misses == before.configs[0].misses);
+      CHECK(c.hits == before.configs[0].hits);
+      CHECK(c.newest_hits == before.configs[0].newest_hits);
+    }
+  }
+}
+
+TEST_CASE("replay's hisparse-v2 session under pressure: every row equals cpu_ref following the session's schedule") {
+  // A pool of 100 tokens for three requests of 29 + 16 (temp) tokens each and 20 steps: prefixes are evicted leaf
+  // first (nodes of 8) and requests retracted. Every (request, layer, step) row of the replay equals
+  // cpu_ref::swap_in_v2 run directly with the schedule's range at that step, the buffer emptied where a phase starts a
+  // fresh one; the session retracts at least once and evicts some prefix only partly (the pool is that tight).
+  const auto meta = small_trace().meta();
+  const std::vector<traces::StepRecord> recs = small_trace_records();
+  auto o = options(1);
+  o.policies = {"hisparse-v2:4"};
+  o.buffer_sizes = {16};
+  o.v2_pools = cpu_ref::V2SessionPools{100, 0, -1, 8};
+  o.open_trace = [] { return std::make_unique<VectorSource>(small_trace()); };
+  Captured got;
+  VectorSource s = small_trace();
+  got.result = sim::run_replay(s, o, [&](const sim::ReplayRequestRows& r) { got.rows.push_back(r); });
+  std::vector<cpu_ref::V2RequestSteps> steps;
+  for (const auto& r : recs) {
+    if (steps.empty() || steps.back().id != r.request_id) steps.push_back({r.request_id, r.seq_len, 0});
+    ++steps.back().steps;
+  }
+  const cpu_ref::V2Schedule sched = cpu_ref::plan_v2_session(steps, 16, 4, V2Coordinator::kCurrent, *o.v2_pools);
+  CHECK(sched.counts.retractions > 0);
+  CHECK(sched.counts.evicted_tokens > 0);
+  REQUIRE(got.rows.size() == 3);
+  for (int64_t req = 0; req < 3; ++req) {
+    std::vector<const traces::StepRecord*> st;
+    for (const auto& r : recs)
+      if (r.request_id == req) st.push_back(&r);
+    for (int32_t l = 0; l < meta.layers; ++l) {
+      std::vector<int32_t> slot_pos(16, -1);
+      cpu_ref::SwapInScratch scratch;
+      SwapInPlan plan;
+      int32_t applied = -1;
+      for (size_t j = 0; j < st.size(); ++j) {
+        int32_t index = -1;
+        const cpu_ref::V2Phase* p = sched.phase(req, st[j]->seq_len, &index);
+        REQUIRE(p != nullptr);
+        if (index != applied && p->fresh_buffer) std::fill(slot_pos.begin(), slot_pos.end(), -1);
+        applied = index;
+        const cpu_ref::SwapInV2Step in{st[j]->layer(l, meta.top_k), meta.top_k, st[j]->seq_len, meta.top_k,
+                                       p->evicted_end, 4, nullptr, 100, p->evicted_begin};
+        cpu_ref::swap_in_v2({slot_pos.data(), 16}, in, {}, plan, scratch);
+        const sim::ReplayStepRow& row = got.rows[static_cast<size_t>(req)].rows[0][static_cast<size_t>(l)][j];
+        INFO("request " << req << " layer " << l << " step " << j);
+        CHECK(row.newest_hits == plan.counters.newest_hits);
+        CHECK(row.hits == plan.counters.hits);
+        CHECK(row.misses == plan.counters.misses);
+      }
+    }
+  }
+}

@@ -19,16 +19,27 @@ std::string write_temp(const std::string& name, const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("Mooncake JSON lines: ms timestamps, lengths, extra fields ignored") {
+TEST_CASE("Mooncake JSON lines: ms timestamps, lengths, prefix blocks; other fields ignored") {
   const std::string p = write_temp("wl_test.jsonl",
-                                   "{\"timestamp\": 0, \"input_length\": 6758, \"output_length\": 500, \"hash_ids\": [0, 1]}\n"
+                                   "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 500, \"hash_ids\": [0, 1, 7], \"x\": 1}\n"
                                    "{\"timestamp\": 1500, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": []}\n");
   const Workload w = read_mooncake_trace(p);
   // Expected: 2 requests; 1500 ms = 1.5e9 ns.
   REQUIRE(w.requests.size() == 2);
-  CHECK(w.requests[0].input_tokens == 6758);
+  CHECK(w.requests[0].input_tokens == 1100);
   CHECK(w.requests[0].output_tokens == 500);
   CHECK(w.requests[1].arrival == 1'500'000'000);
+  // Expected: ceil(1100 / 512) = 3 block ids kept in order; an empty list is no blocks; the block is 512 tokens.
+  CHECK(w.requests[0].prefix_blocks == std::vector<uint64_t>{0, 1, 7});
+  CHECK(w.requests[1].prefix_blocks.empty());
+  CHECK(w.block_tokens == 512);
+  // Expected: a count that does not cover the prompt, a negative id or an unclosed list is refused with file:line.
+  for (const char* ids : {"[0, 1]", "[0, -1, 2]", "[0, 1, 2"}) {
+    const std::string hostile = write_temp("wl_ids.jsonl", std::string("{\"timestamp\": 0, \"input_length\": 1100, "
+                                                                       "\"output_length\": 5, \"hash_ids\": ") + ids + "}\n");
+    CHECK_THROWS_WITH_AS(read_mooncake_trace(hostile), doctest::Contains("wl_ids.jsonl:1: "), hisparse::Error);
+    std::remove(hostile.c_str());
+  }
   const std::string bad = write_temp("wl_bad.jsonl", "{\"timestamp\": 0, \"input_length\": 5}\n");
   CHECK_THROWS_WITH_AS(read_mooncake_trace(bad), doctest::Contains("wl_bad.jsonl:1: field 'output_length' is missing"),
                        hisparse::Error);

@@ -1,6 +1,6 @@
 // @brief The file formats of the per-op models: the `bench step` CSV in, the calibration YAML out and in (a file of
 // its own or a device calibration's `step:` section), and the table printed after a fit.
-#include "sim/cost/step_calibration.h"
+#include "sim/calibration/step_calibration.h"
 
 #include <cmath>
 #include <fstream>
@@ -56,7 +56,7 @@ std::vector<StepBenchMeasurement> read_step_csv(const std::string& path) {
 
 std::string step_calibration_yaml(const StepCalibration& c) {
   std::ostringstream os;
-  os << "# Per-op time models of one decode layer, fitted to `hisparse bench step` rows (sim/cost/step_calibration.h).\n"
+  os << "# Per-op time models of one decode layer, fitted to `hisparse bench step` rows (sim/calibration/step_calibration.h).\n"
         "# time_us = shape + per_token_us * tokens + (per_wave_us + block_bytes/block_bytes_per_s) * ceil(blocks /\n"
         "# wave_blocks) + per_pass_wave_us * ceil(pass_blocks / pass_wave_blocks), where shape is\n"
         "#   max: max(fixed, bytes/bytes_per_s, flops/flops_per_s)   fixed+max: fixed + max(bytes/.., flops/..)\n"

@@ -1,26 +1,18 @@
-// @brief StepCalibration: a time model for every op of one decode layer, fitted to `hisparse bench step` rows
-// measured on one GPU, with its fit and held-out errors (per op, per op family, and for the whole layer) and
-// its provenance; its YAML file; and prediction at any batch and context through core/decode_layer_ops.h.
+// @brief The measured per-op time models of a decode layer as the step model reads them (decode_cost_model.cpp):
+// each op's time from the work it does (core/decode_layer_ops.h), the set of them for one GPU and model
+// (StepCalibration) with its provenance and checks, and the shape evaluation the fit (sim/calibration/
+// step_calibration_fit.cpp) searches over, so the fit and the prediction are one formula.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/decode_layer_ops.h"
 #include "core/model_spec.h"
 
 namespace hisparse::sim {
-
-/// One row of a `bench step` CSV.
-struct StepBenchMeasurement {
-  std::string device, model, op, family, dtype, impl;
-  int batch = 0;
-  int64_t context = 0;
-  double median_us = 0, flops = 0, bytes = 0;
-};
-/// Reads a `bench step --csv` file (errors name the file, line and column).
-std::vector<StepBenchMeasurement> read_step_csv(const std::string& path);
 
 /// Time of one op from the work it does (core/decode_layer_ops.h): a roofline shape with fitted constants, plus a
 /// per-token term; or, for a kernel whose block count is known, whole waves of blocks.
@@ -75,21 +67,30 @@ struct StepCalibration {
   double max_check_error(const std::string& prefix, bool held_out) const;
 };
 
-/// Fits every (op, dtype) of `rows` on the batches in `fit_batches` (each op's other points are held out), then
-/// checks family sums and the whole layer (core/decode_layer_ops.h's moe_layer_ops) against the measured rows.
-StepCalibration fit_step_calibration(const std::vector<StepBenchMeasurement>& rows, const ModelSpec& model,
-                                     const std::vector<int>& fit_batches, int ep);
-
 /// Predicted time of one MoE layer (all its ops, the projections in fp8) at `batch` and `context`.
 double predict_moe_layer_us(const StepCalibration& c, const ModelSpec& model, int batch, int64_t context);
 
-std::string step_calibration_yaml(const StepCalibration& c);
-/// Reads a per-op calibration: a file of its own (`bench step --fit`) or the `step:` section of a device
-/// calibration (`bench --calibrate`). Strict: unknown keys and bad values are errors naming the file and key.
-StepCalibration load_step_calibration(const std::string& path);
-/// True when the file at `path` holds per-op models (a `step:` section of a device calibration).
-bool has_step_section(const std::string& path);
-/// Tables of the per-op fit and the family and layer checks.
-std::string step_calibration_table(const StepCalibration& c);
+
+/// The shape evaluation both the fit and OpTimeModel::predict use, in the units the fit searches: µs, µs per byte,
+/// per FLOP, per token, per wave, per byte a block reads (in each wave), per wave of the second launch.
+namespace op_time {
+struct Point {
+  double bytes, flops, tokens, blocks, us;
+  bool fit;
+  bool by_work = false;
+  double block_bytes = 0, pass_blocks = 0;  // see DecodeOpWork
+};
+Point point_of(const DecodeOpWork& w);
+/// Log-log interpolation in a (bytes, µs) table (see OpTimeModel::table).
+double table_us(const std::vector<std::pair<double, double>>& t, double bytes);
+constexpr int kFormCount = 4;
+extern const char* const kForms[kFormCount];  // "max", "fixed+max", "sum", "smooth"
+int form_index(const std::string& form);
+struct Params {
+  int form = 0;
+  double a = 0, ib = 0, if_ = 0, c = 0, wave_blocks = 0, per_wave = 0, ibb = 0, pass_wave_blocks = 0, per_pass_wave = 0;
+};
+double shape(const Params& p, const Point& q);
+}  // namespace op_time
 
 }  // namespace hisparse::sim
