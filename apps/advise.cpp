@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
+#include "sim/advise/layout_comparison.h"
 
 namespace hisparse::apps {
 
@@ -41,12 +42,22 @@ int run_advise(int argc, char** argv) {
   desc.add_options()("out,o", po::value(&out_dir)->default_value(out_dir), "output directory")(
       "no-plots", "skip scripts/plot_advise.py (stale advise_*.png in DIR are removed)")(
       "verbose", "print the miss-model and cost lines in full (without it: one short line each, paths as file names)")(
+      "layouts", "instead of the HiSparse settings: compare TP and DP attention + EP, colocated and PD, each with "
+                 "HiSparse off and on, on the deployment's decode GPUs for short and long prompts (prints only)")(
       "help,h", "this help");
   po::variables_map vm;
   if (!parse_flags(parse_args(argc, argv, desc), desc, vm)) return 0;
 
   sim::AdviseRequest request = advise_request(args, vm, "advise");
   request.command_line = typed_command_line("advise", argc, argv);
+  if (vm.count("layouts")) {
+    const sim::AdviceSetup setup = sim::load_advice_setup(request, "advise");
+    std::vector<sim::LayoutComparison> comparisons;
+    for (const sim::LayoutWorkload& w : sim::default_layout_workloads())
+      comparisons.push_back(sim::compare_layouts(setup.scenario, w, *setup.misses, setup.options));
+    fmt::print("{}", sim::layouts_to_text(setup.scenario, comparisons));
+    return 0;
+  }
   // One line per context mix, as progress (core/progress.h): rewritten on a terminal, every 10 s in a log.
   ProgressPrinter progress(progress_style_by_default());
   int mixes = 0;

@@ -13,6 +13,8 @@
 #include "core/dsv4_pool_budget.h"
 #include "core/error.h"
 #include "core/io/json_writer.h"
+#include "core/pipeline_stages.h"
+#include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/text_format.h"
@@ -155,7 +157,11 @@ void print_dsv4_text(const Scenario& s, const Dsv4PoolBudget& v) {
   fmt::print("  model {} (compressed attention: window {}, C4 top_k {}) · hardware {} · decode {} × {} GPUs (tp {}, "
              "dp_attention {}, ep {}){}\n",
              s.model.name, s.model.window_size, s.model.top_k, s.hardware.name, d.decode.count, d.decode.gpus, d.decode.tp,
-             d.decode.dp_attention, d.decode.ep, d.pd_disaggregation ? " · PD disaggregation" : "");
+             d.decode.dp_attention, d.decode.ep,
+             (d.decode.pp > 1 ? fmt::format(" · pipeline pp {} (each GPU holds one stage: the KV layers below)",
+                                            d.decode.pp)
+                              : std::string()) +
+                 (d.pd_disaggregation ? " · PD disaggregation" : ""));
   fmt::print("  HiSparse {} · top_k {} · device_buffer_size {} · host_to_device_ratio {} · page_size {} · {} KV · "
              "mem_fraction_static {} · max_running_requests {}\n",
              d.hisparse_enabled ? "on (C4 caches only)" : "off", hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio,
@@ -185,7 +191,7 @@ void print_dsv4_text(const Scenario& s, const Dsv4PoolBudget& v) {
   print_section("Full token usage of an empty pool (sglang PR #30909, open)",
                 {&v.usage_capacity_before, &v.usage_empty_before, &v.usage_empty_after});
   // The memory budget plan, simulate and advise read: both modes' pools and a request's footprint and capacity.
-  const MemoryBudget b = dsv4_memory_budget(s, default_seq_lens());
+  const MemoryBudget b = compute_memory_budget(s, default_seq_lens());
   fmt::print("\nOne request by sequence length (per dp rank, memory limits only; {}; `hisparse plan` adds PCIe and SLO "
              "limits)\n", dsv4_pools_line(b));
   fmt::print("  {:>8} {:>12} {:>14} {:>14} {:>9} {:>9}\n", "seq_len", "full KV", "HiSparse HBM", "HiSparse host",
@@ -223,7 +229,7 @@ void print_dsv4_json(const Scenario& s, const Dsv4PoolBudget& v) {
 }
 
 void print_text(const Scenario& s, const MemoryBudget& b) {
-  if (s.model.is_gqa()) return print_gqa_text(s, b);
+  if (b.model_family().lists_every_pool_figure()) return print_gqa_text(s, b);  // GQA families: one pool table
   const DeploymentSpec& d = s.deployment;
   const HiSparseConfig& hs = d.hisparse;
   fmt::print("scenario {}  ({})\n", d.name, s.source);
@@ -312,8 +318,9 @@ int run_info(int argc, char** argv) {
   const Scenario s = load_scenario(scenario);
   const bool json = vm.count("json") > 0;
   // DeepSeek-V4's compressed attention has pools of its own (core/dsv4_pool_budget.h).
-  if (s.model.is_compressed()) {
-    const Dsv4PoolBudget v = compute_dsv4_pool_budget(s);
+  if (family_of(s).compressed_pools()) {
+    // Pipeline parallelism: the pools of one GPU, which holds the binding stage's layers (core/pipeline_stages.h).
+    const Dsv4PoolBudget v = compute_dsv4_pool_budget(pipeline_stage_scenario(s));
     json ? print_dsv4_json(s, v) : print_dsv4_text(s, v);
     return 0;
   }

@@ -20,6 +20,9 @@ struct InstanceSpec {
   int tp = 8;                        // tensor parallel
   int dp_attention = 8;              // attention data parallel (each GPU serves its own requests)
   int ep = 8;                        // expert parallel
+  // Pipeline stages (SGLang --pp-size): gpus = tp × pp, each stage a TP group holding its layers' weights and KV
+  // (core/pipeline_stages.h); decode runs pp micro-batches through them (sim/cost/pipeline_step.h). 1 = none.
+  int pp = 1;
 };
 
 /// Figures a deployment may pin instead of deriving them (0 = derive). Lets a user hold the planner against the
@@ -88,9 +91,15 @@ struct DeploymentSpec {
   // probability `mtp_acceptance` given its predecessors were (sim/cost/speculative.h). 0 draft tokens = no MTP.
   int mtp_draft_tokens = 0;
   double mtp_acceptance = 0;
-  // The serving engine the deployment runs (sglang: SGLang's kernels; project: this project's reference engine) and
-  // which swap-in kernel prices the plan and miss copy ("" = the engine's own).
+  // The serving engine the deployment runs (sglang: SGLang's kernels; project: this project's reference engine; vllm:
+  // vLLM, full KV only, whose scheduler allocates decode slots as needed and preempts by recompute,
+  // sim/serving/retraction.cpp) and which swap-in kernel prices the plan and miss copy ("" = the engine's own; vllm:
+  // sglang's, never used without HiSparse).
   std::string engine = "sglang";
+  // The share of each request's remaining output that admission reserves KV for (SGLang's new_token_ratio, here fixed).
+  // 1 (default): the whole request is reserved and decode never runs out; below 1, running requests grow past their
+  // reservation and SGLang retracts requests when the pool runs out (sim/serving/retraction.cpp).
+  double decode_reserve_ratio = 1.0;
   std::string swap_in_kernel;
   // The SGLang version whose pool sizing the deployment runs (core/engine_version.h: each version's rules, cited);
   // `hisparse check` asks whether the configuration starts and fits under them.
@@ -106,7 +115,10 @@ struct DeploymentSpec {
   bool hisparse_prefetch = true;
   /// The mode a decode batch runs: auto resolves to low_latency.
   std::string decode_deepep_mode() const { return deepep_mode == "normal" ? "normal" : "low_latency"; }
-  const std::string& swap_in_kernel_used() const { return swap_in_kernel.empty() ? engine : swap_in_kernel; }
+  const std::string& swap_in_kernel_used() const {
+    static const std::string sglang = "sglang";
+    return !swap_in_kernel.empty() ? swap_in_kernel : engine == "vllm" ? sglang : engine;
+  }
   HiSparseConfig hisparse;
   DoubleSparsityConfig double_sparsity;  // YAML `double_sparsity:` (absent: off)
   MemoryOverrides memory;

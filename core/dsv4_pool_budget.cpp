@@ -287,7 +287,6 @@ MemoryBudget dsv4_memory_budget(const Scenario& s, const std::vector<int64_t>& s
   const int W = m.window_size;
   const int64_t H = d.hisparse.device_buffer_size, Q = H + page / 4;
   MemoryBudget b;
-  b.attention = "dsv4";
   b.sparse_indexer = true;
   b.page_size = page;
   b.sliding_window = W;

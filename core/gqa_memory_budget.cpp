@@ -87,7 +87,6 @@ MemoryBudget compute_gqa_budget(const Scenario& s, const std::vector<int64_t>& s
   // Hybrid linear attention: only the full-attention layers hold KV (SGLang counts full_attention_layer_ids).
   const int L = Ll > 0 ? Lf : m.kv_layers();
   const bool swa = Ls > 0;
-  b.attention = swa ? "gqa+swa" : Ll > 0 ? "gqa+mamba" : "gqa";
   b.linear_layer_count = Ll;
   b.sparse_indexer = false;
   b.page_size = page;

@@ -46,6 +46,7 @@
 
 #include "core/budget_figure.h"
 #include "core/error.h"
+#include "core/family/family_registry.h"
 
 namespace hisparse {
 
@@ -86,58 +87,48 @@ int64_t host_pool_tokens(int64_t logical_tokens, int page_size) { return (logica
 
 int64_t round_up_to_page(int64_t tokens, int page_size) { return (tokens + page_size - 1) / page_size * page_size; }
 
-std::vector<const Figure*> MemoryBudget::figures() const {
-  if (attention == "dsv4")
-    return {&kv_layers, &latent_row_bytes, &indexer_key_bytes, &full_cell_bytes, &hisparse_cell_bytes, &hbm_bytes,
-            &weights_per_gpu_bytes, &activation_reserve_bytes, &kv_budget_bytes, &c128_state_fixed_bytes,
-            &full_pool_tokens, &swa_pool_tokens, &logical_pool_tokens, &hisparse_swa_pool_tokens, &device_pool_tokens,
-            &host_pool_tokens, &host_pool_bytes_per_gpu, &host_pool_bytes_per_node, &host_dram_bytes,
-            &host_dram_left_bytes, &device_buffer_tokens, &device_buffer_bytes, &max_buffers_per_device_pool,
-            &reserved_decode_tokens};
-  if (attention == "gqa" || attention == "gqa+swa" || attention == "gqa+mamba") {
-    std::vector<const Figure*> f = {&kv_layers, &kv_heads_per_rank, &latent_row_bytes};
-    if (sliding_layer_count > 0) f.insert(f.end(), {&full_attention_layers, &sliding_layers});
-    f.push_back(&latent_bytes_per_token);
-    if (double_sparse) f.insert(f.end(), {&ds_heavy_channel_num, &label_row_bytes, &label_bytes_per_token});
-    f.insert(f.end(), {&full_cell_bytes, &hbm_bytes, &weights_per_gpu_bytes, &activation_reserve_bytes,
-                       &kv_budget_bytes});
-    if (sliding_layer_count > 0) f.insert(f.end(), {&profile_pool_tokens, &swa_full_tokens_ratio});
-    f.push_back(&full_pool_tokens);
-    if (double_sparse) f.push_back(&label_pool_bytes);
-    if (sliding_layer_count > 0) f.push_back(&swa_pool_tokens);
-    if (linear_layer_count > 0)
-      f.insert(f.end(), {&linear_layers, &mamba_state_per_request, &mamba_full_memory_ratio, &mamba_slots,
-                         &mamba_pool_bytes, &max_requests_by_mamba});
-    f.push_back(&host_dram_bytes);
-    return f;
-  }
-  std::vector<const Figure*> f = {&kv_layers, &latent_row_bytes, &indexer_key_bytes};
-  if (indexer_layers != full_layers) f.push_back(&indexer_cache_layers);
-  f.insert(f.end(), {
-          &latent_bytes_per_token,
-          &indexer_bytes_per_token,
-          &full_cell_bytes,
-          &hisparse_cell_bytes,
-          &hbm_bytes,
-          &weights_per_gpu_bytes,
-          &activation_reserve_bytes,
-          &kv_budget_bytes,
-          &full_pool_tokens,
-          &device_pool_tokens,
-          &logical_pool_tokens,
-          &indexer_pool_tokens,
-          &device_latent_pool_bytes,
-          &indexer_pool_bytes,
-          &host_pool_tokens,
-          &host_pool_bytes_per_gpu,
-          &host_pool_bytes_per_node,
-          &host_dram_bytes,
-          &host_dram_left_bytes,
-          &device_buffer_tokens,
-          &device_buffer_bytes,
-          &max_buffers_per_device_pool,
-          &reserved_decode_tokens});
+const ModelFamily& MemoryBudget::model_family() const { return family ? *family : default_family(); }
+
+std::vector<const Figure*> MemoryBudget::figures() const { return model_family().figures(*this); }
+
+std::vector<const Figure*> mla_budget_figures(const MemoryBudget& b) {
+  std::vector<const Figure*> f = {&b.kv_layers, &b.latent_row_bytes, &b.indexer_key_bytes};
+  if (b.indexer_layers != b.full_layers) f.push_back(&b.indexer_cache_layers);
+  f.insert(f.end(), {&b.latent_bytes_per_token, &b.indexer_bytes_per_token, &b.full_cell_bytes,
+                     &b.hisparse_cell_bytes, &b.hbm_bytes, &b.weights_per_gpu_bytes, &b.activation_reserve_bytes,
+                     &b.kv_budget_bytes, &b.full_pool_tokens, &b.device_pool_tokens, &b.logical_pool_tokens,
+                     &b.indexer_pool_tokens, &b.device_latent_pool_bytes, &b.indexer_pool_bytes, &b.host_pool_tokens,
+                     &b.host_pool_bytes_per_gpu, &b.host_pool_bytes_per_node, &b.host_dram_bytes,
+                     &b.host_dram_left_bytes, &b.device_buffer_tokens, &b.device_buffer_bytes,
+                     &b.max_buffers_per_device_pool, &b.reserved_decode_tokens});
   return f;
+}
+
+std::vector<const Figure*> gqa_budget_figures(const MemoryBudget& b) {
+  std::vector<const Figure*> f = {&b.kv_layers, &b.kv_heads_per_rank, &b.latent_row_bytes};
+  if (b.sliding_layer_count > 0) f.insert(f.end(), {&b.full_attention_layers, &b.sliding_layers});
+  f.push_back(&b.latent_bytes_per_token);
+  if (b.double_sparse) f.insert(f.end(), {&b.ds_heavy_channel_num, &b.label_row_bytes, &b.label_bytes_per_token});
+  f.insert(f.end(), {&b.full_cell_bytes, &b.hbm_bytes, &b.weights_per_gpu_bytes, &b.activation_reserve_bytes,
+                     &b.kv_budget_bytes});
+  if (b.sliding_layer_count > 0) f.insert(f.end(), {&b.profile_pool_tokens, &b.swa_full_tokens_ratio});
+  f.push_back(&b.full_pool_tokens);
+  if (b.double_sparse) f.push_back(&b.label_pool_bytes);
+  if (b.sliding_layer_count > 0) f.push_back(&b.swa_pool_tokens);
+  if (b.linear_layer_count > 0)
+    f.insert(f.end(), {&b.linear_layers, &b.mamba_state_per_request, &b.mamba_full_memory_ratio, &b.mamba_slots,
+                       &b.mamba_pool_bytes, &b.max_requests_by_mamba});
+  f.push_back(&b.host_dram_bytes);
+  return f;
+}
+
+std::vector<const Figure*> dsv4_budget_figures(const MemoryBudget& b) {
+  return {&b.kv_layers, &b.latent_row_bytes, &b.indexer_key_bytes, &b.full_cell_bytes, &b.hisparse_cell_bytes,
+          &b.hbm_bytes, &b.weights_per_gpu_bytes, &b.activation_reserve_bytes, &b.kv_budget_bytes,
+          &b.c128_state_fixed_bytes, &b.full_pool_tokens, &b.swa_pool_tokens, &b.logical_pool_tokens,
+          &b.hisparse_swa_pool_tokens, &b.device_pool_tokens, &b.host_pool_tokens, &b.host_pool_bytes_per_gpu,
+          &b.host_pool_bytes_per_node, &b.host_dram_bytes, &b.host_dram_left_bytes, &b.device_buffer_tokens,
+          &b.device_buffer_bytes, &b.max_buffers_per_device_pool, &b.reserved_decode_tokens};
 }
 
 void hbm_figures(const Scenario& s, MemoryBudget& b) {
@@ -192,10 +183,6 @@ int64_t gqa_kv_row_bytes(const ModelSpec& m, KvDtype dtype, int attention_tp) {
   return 2 * int64_t{kv_heads_per_rank(m, attention_tp)} * m.head_dim * elem;
 }
 
-int64_t kv_row_bytes(const ModelSpec& m, const InstanceSpec& decode, KvDtype dtype) {
-  return m.is_gqa() ? gqa_kv_row_bytes(m, dtype, attention_tp_of(decode)) : latent_row_bytes(m, dtype);
-}
-
 int64_t sliding_tokens_kept(const MemoryBudget& b, int64_t tokens) {
   return b.sliding_window > 0 ? std::min<int64_t>(tokens, b.sliding_window + b.page_size) : tokens;
 }
@@ -220,7 +207,7 @@ std::string full_kv_request_formula(const MemoryBudget& b, int64_t n) {
     return fmt::format("seq_len × full_attention_layers × kv_row + mamba_state = {} × {} × {} + {}", n, b.full_layers,
                        row, num(b.mamba_state_per_request.value));
   if (!b.sparse_indexer || b.indexer_key_bytes.value == 0)
-    return fmt::format("seq_len × kv_layers × {} = {} × {} × {}", b.attention == "gqa" ? "kv_row" : "latent_row_bytes",
+    return fmt::format("seq_len × kv_layers × {} = {} × {} × {}", b.model_family().kv_row_name(),
                        n, b.full_layers, row);
   if (b.indexer_layers != b.full_layers)
     return fmt::format("seq_len × (kv_layers × latent_row_bytes + indexer_cache_layers × indexer_key_bytes) = {} × "

@@ -11,6 +11,8 @@
 
 namespace hisparse {
 
+class ModelFamily;  // core/family/model_family.h
+
 /// One named figure: its value, unit and the formula (symbols = numbers) it came from.
 struct Figure {
   std::string key;      // stable identifier (JSON key), e.g. "device_pool_tokens"
@@ -34,9 +36,13 @@ struct SeqLenBudget {
 };
 
 struct MemoryBudget {
-  // What the pools hold (docs/capacity.md): "mla+dsa" (latent + indexer keys; HiSparse applies), "mla", "gqa"
-  // (SGLang's MHATokenToKVPool) or "gqa+swa" (SWAKVPool: full-attention and sliding layers in two pools).
+  // The family whose pools these are (core/family/): compute_memory_budget sets it; nullptr = MLA + DSA.
+  const ModelFamily* family = nullptr;
+  // Its attention label as printed (ModelFamily::attention_label: "mla+dsa", "gqa+swa", ...). For output only:
+  // decisions ask `family`.
   std::string attention = "mla+dsa";
+  /// `family`, or MLA + DSA for a budget no family built.
+  const ModelFamily& model_family() const;
   bool sparse_indexer = true;        // false: every HiSparse figure below is 0 and "not applicable"
   int page_size = 1;
   int64_t sliding_window = 0;        // tokens (0 = none)
@@ -108,6 +114,12 @@ struct MemoryBudget {
   std::vector<const Figure*> figures() const;
 };
 
+/// Each family's figures in print order (ModelFamily::figures): MLA (with or without DSA), GQA / MHA and its
+/// hybrids (sliding window, Mamba, Double Sparsity), DeepSeek-V4's pools.
+std::vector<const Figure*> mla_budget_figures(const MemoryBudget& b);
+std::vector<const Figure*> gqa_budget_figures(const MemoryBudget& b);
+std::vector<const Figure*> dsv4_budget_figures(const MemoryBudget& b);
+
 /// The sequence lengths `hisparse info` reports by default.
 const std::vector<int64_t>& default_seq_lens();
 
@@ -153,8 +165,6 @@ int64_t latent_row_bytes(const ModelSpec& model, KvDtype dtype);
 int kv_heads_per_rank(const ModelSpec& model, int attention_tp);
 /// GQA: K + V bytes per token per layer on one GPU: 2 × kv_heads_per_rank × head_dim × dtype bytes.
 int64_t gqa_kv_row_bytes(const ModelSpec& model, KvDtype dtype, int attention_tp);
-/// Bytes per token per layer of the cache the attention reads: the MLA latent row or the GQA K + V row.
-int64_t kv_row_bytes(const ModelSpec& model, const InstanceSpec& decode, KvDtype dtype);
 double weights_per_gpu_bytes(const ModelSpec& model, const InstanceSpec& inst, double weight_bytes);
 /// SGLang's max_total_num_tokens: floor(budget / cell) rounded down to whole pages.
 int64_t pool_tokens(double budget_bytes, double cell_bytes, int page_size);

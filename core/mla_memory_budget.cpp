@@ -27,7 +27,6 @@ MemoryBudget compute_mla_budget(const Scenario& s, const std::vector<int64_t>& s
   const int H = hs.device_buffer_size;
   MemoryBudget b;
   b.sparse_indexer = m.has_sparse_indexer();
-  b.attention = b.sparse_indexer ? "mla+dsa" : "mla";
   b.page_size = page;
   b.full_layers = m.kv_layers();
   b.indexer_layers = m.indexer_key_layers();

@@ -16,6 +16,8 @@ enum class AttentionKind { kMla, kGqa };
 
 struct ModelSpec {
   std::string name;
+  /// The model family's registry name (core/family/family_registry.h); empty = the family that claims the shapes.
+  std::string family;
   /// A model whose decode layer has exactly this other model's shapes (projections, heads, experts): per-op
   /// calibrations measured on that model apply to this one (`layer_shapes_of:`; empty = its own name only).
   std::string layer_shapes_of;

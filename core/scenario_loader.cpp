@@ -10,6 +10,7 @@
 
 #include "core/engine_version.h"
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "core/not_found_error.h"
 #include "core/yaml_reader.h"
@@ -30,10 +31,21 @@ void read_instance(StrictMap map, InstanceSpec* inst) {
   map.get("tp", &inst->tp, 1, inst->gpus);
   map.get("dp_attention", &inst->dp_attention, 1, inst->tp);
   map.get("ep", &inst->ep, 1, inst->gpus);
+  map.get("pp", &inst->pp, 1, 64);
   map.finish();
   // Attention data parallelism splits the TP group into dp groups of tp/dp GPUs each.
   if (inst->tp % inst->dp_attention != 0)
     throw_error("{}: dp_attention ({}) must divide tp ({})", map.location(), inst->dp_attention, inst->tp);
+  // Pipeline parallelism: SGLang's world is tp × pp GPUs, each stage one TP group (server_args: tp_size, pp_size).
+  if (inst->pp > 1 && inst->gpus != inst->tp * inst->pp)
+    throw_error("{}: pp: got {} with gpus {} and tp {}, expected gpus = tp × pp ({})", map.location(), inst->pp,
+                inst->gpus, inst->tp, inst->tp * inst->pp);
+  if (inst->pp > 1 && inst->dp_attention != 1)
+    throw_error("{}: dp_attention: got {} with pp {}, expected 1 (attention data parallelism inside a pipeline stage "
+                "is not modelled)", map.location(), inst->dp_attention, inst->pp);
+  if (inst->pp > 1 && inst->ep > inst->tp)
+    throw_error("{}: ep: got {} with pp {}, expected at most tp {} (experts are split inside a stage)",
+                map.location(), inst->ep, inst->pp, inst->tp);
 }
 
 }  // namespace
@@ -230,6 +242,7 @@ ModelSpec load_model_spec(const std::string& path) {
   m.name = stem_of(path);
   map.get("name", &m.name);
   map.get("layer_shapes_of", &m.layer_shapes_of);
+  map.get("family", &m.family);  // a registered family's name (core/family/family_registry.h); absent = by shape
   std::string kind = "mla";
   map.get_choice("attention", &kind, {"mla", "gqa"});
   if (kind == "gqa") {
@@ -402,7 +415,8 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   map.get("hisparse_enabled", &d.hisparse_enabled);
   map.get("mtp_draft_tokens", &d.mtp_draft_tokens, 0, 16);
   map.get("mtp_acceptance", &d.mtp_acceptance, 0.0, 1.0);
-  map.get_choice("engine", &d.engine, {"sglang", "project"});
+  map.get_choice("engine", &d.engine, {"sglang", "project", "vllm"});
+  map.get("decode_reserve_ratio", &d.decode_reserve_ratio, 0.0, 1.0);
   map.get_choice("engine_version", &d.engine_version, engine_version_names());
   if (map.has("swap_in_kernel")) map.get_choice("swap_in_kernel", &d.swap_in_kernel, {"sglang", "project"});
   map.get_choice("deepep_mode", &d.deepep_mode, {"auto", "low_latency", "normal"});
@@ -533,7 +547,7 @@ void require_sparse_indexer(const Scenario& s, const std::string& command) {
   throw_error("{}: {} models HiSparse's selection and pools, which need DeepSeek Sparse Attention's indexer; model {} "
               "has {} attention and no sparse indexer (use `hisparse info` / `hisparse plan` for its memory and "
               "capacity)",
-              s.source, command, s.model.name, s.model.is_gqa() ? "gqa" : "mla");
+              s.source, command, s.model.name, family_of(s).attention_label());
 }
 
 Scenario load_scenario(const std::string& name_or_path) {
@@ -570,10 +584,11 @@ Scenario load_scenario(const std::string& name_or_path) {
   };
   s.model = load_model_spec(find(s.deployment.model, "models"));
   s.hardware = load_hardware_spec(find(s.deployment.hardware, "hardware"));
+  family_of(s);  // a model naming an unknown family fails here, with the names it could have used
   if (!s.model.has_sparse_indexer() && s.deployment.hisparse_enabled)
     throw_error("{}: hisparse_enabled: got true, expected false: model {} has no sparse indexer ({} attention), and "
                 "HiSparse offloads what DeepSeek Sparse Attention's indexer selects",
-                path, s.model.name, s.model.is_gqa() ? "gqa" : "mla without DSA");
+                path, s.model.name, family_of(s).attention_label());
   if (s.deployment.mtp_draft_tokens > 0 && s.model.mtp_layers == 0)
     throw_error("{}: mtp_draft_tokens: got {}, expected 0: model {} has no MTP layer (mtp_layers 0) to draft with", path,
                 s.deployment.mtp_draft_tokens, s.model.name);
@@ -634,6 +649,14 @@ Scenario load_scenario(const std::string& name_or_path) {
   if (s.model.is_compressed() && s.deployment.page_size % 128 != 0)
     throw_error("{}: page_size: got {}, expected a multiple of 128 for model {} (compressed attention)", path,
                 s.deployment.page_size, s.model.name);
+  if (s.deployment.decode.pp > 1) {
+    if (s.deployment.decode.pp > s.model.layers)
+      throw_error("{}: decode.pp: got {}, expected at most the model {}'s {} layers (every stage holds one)", path,
+                  s.deployment.decode.pp, s.model.name, s.model.layers);
+    if (s.deployment.mtp_draft_tokens > 0)
+      throw_error("{}: mtp_draft_tokens: got {} with decode.pp {}, expected 0 (speculative decoding under pipeline "
+                  "parallelism is not modelled)", path, s.deployment.mtp_draft_tokens, s.deployment.decode.pp);
+  }
   if (s.deployment.decode.gpus > s.hardware.gpus_per_node && s.deployment.decode.gpus % s.hardware.gpus_per_node)
     throw_error("{}: decode.gpus: got {}, expected a multiple of the node size {}", path, s.deployment.decode.gpus,
                 s.hardware.gpus_per_node);

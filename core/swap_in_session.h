@@ -2,24 +2,31 @@
 // (policy, device_buffer_size) configurations, stepped with each row's next top-k list; only the counters a replay
 // needs come back. The CPU reference (cpu_ref/swap_in_session_cpu.h) and the CUDA kernels
 // (sim/replay/cuda/swap_in_session_cuda.h) implement it, so one replay driver (sim/replay/replay_driver.h) runs a
-// trace through either and a policy replayed on one can be compared bit for bit with the other.
+// trace through either and a policy replayed on one can be compared bit for bit with the other. Offline policies
+// (belady) step in a session too: the driver reads each request ahead and stages each layer's future with the step
+// where it applies (SessionStaging::futures; the CPU's counting session takes them, sim/replay/replay_cpu_session.h).
 //
 // Pipelined by construction: a session owns `slots()` staging areas. The driver fills a slot, submit()s it and goes
 // on filling the next one; wait(slot) hands the slot back with its counters readable. A synchronous backend (the CPU)
 // does the work in submit() and has nothing to wait for; the GPU uploads and runs a slot while the host stages the
 // next. A slot holds steps_per_slot() consecutive steps of every row (the GPU takes one; the CPU takes many, so that a
-// row's states stay in cache across its steps, as the windowed engine keeps a layer's). Steps of one row are applied
+// row's states stay in cache across its steps). Steps of one row are applied
 // in order: within a slot by step index, across slots in submit order.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/swap_in_types.h"
 
 namespace hisparse {
+
+namespace cpu_ref {
+struct LayerFuture;  // cpu_ref/policies/layer_future.h: what an offline policy is handed (only pointers pass here)
+}
 
 /// What a row's state is before this step (one code per row, staged with the step).
 enum class SessionRowInit : int8_t {
@@ -55,6 +62,11 @@ struct SessionStaging {
   /// Sessions that borrow lists (borrows_lists()): [steps][rows] pointers to each row's top_k entries, set by the
   /// driver instead of copying into `selected`, valid until submit() returns.
   const int32_t** lists = nullptr;
+  /// Sessions that step an offline policy (takes_futures()): [steps][rows][configs] the row's future from this step
+  /// on, staged by the driver's look-ahead stage where a window of the row's request starts (its first step, and
+  /// each slide of the window); null elsewhere and for online configurations. The session moves it into the policy
+  /// when it steps the cell, so the array is all null again after submit().
+  std::shared_ptr<const cpu_ref::LayerFuture>* futures = nullptr;
 };
 
 /// Counters of one row at one step (the contract's definitions, SwapInCounters).
@@ -74,8 +86,9 @@ struct HostSessionSlot {
   std::vector<SessionRowInit> init;
   std::vector<int64_t> request, step;
   std::vector<std::vector<SessionRowCounts>> counts;  // [config][cell]
+  std::vector<std::shared_ptr<const cpu_ref::LayerFuture>> futures;  // [cells][configs] with offline ones, else empty
 
-  HostSessionSlot(size_t cells, int32_t top_k, size_t configs, bool borrowed_lists)
+  HostSessionSlot(size_t cells, int32_t top_k, size_t configs, bool borrowed_lists, bool with_futures = false)
       : selected(cells * static_cast<size_t>(top_k), -1),
         seq_len(cells, 0),
         layer(cells, 0),
@@ -83,11 +96,12 @@ struct HostSessionSlot {
         init(cells, SessionRowInit::kKeep),
         request(cells, 0),
         step(cells, 0),
-        counts(configs, std::vector<SessionRowCounts>(cells)) {}
+        counts(configs, std::vector<SessionRowCounts>(cells)),
+        futures(with_futures ? cells * configs : 0) {}
 
   SessionStaging staging() {
     return {selected.data(), seq_len.data(), init.data(), request.data(), layer.data(), step.data(),
-            lists.empty() ? nullptr : lists.data()};
+            lists.empty() ? nullptr : lists.data(), futures.empty() ? nullptr : futures.data()};
   }
   /// The staged inputs' bytes (the borrowed list pointers are the driver's records, not counted).
   size_t staging_bytes() const {
@@ -108,6 +122,9 @@ class SwapInSession {
   /// True for a session that reads each row's list through SessionStaging::lists during submit() (a synchronous
   /// one): the driver then hands it the records it read instead of a copy.
   virtual bool borrows_lists() const { return false; }
+  /// True for a session that steps offline policies: it reads SessionStaging::futures, which the driver's look-ahead
+  /// stage fills (sessions without it refuse offline policies when they are built).
+  virtual bool takes_futures() const { return false; }
   virtual SessionStaging staging(int32_t slot) = 0;
   /// Queues the slot's steps for every row and every configuration. May run them at once (and throw here).
   virtual void submit(int32_t slot) = 0;

@@ -21,7 +21,8 @@ CpuSwapInSession::CpuSwapInSession(SwapInSessionShape shape, int32_t slots) : sh
       p = make_policy(c.policy);  // rejects unknown names
       if (p->needs_future())
         throw_error("swap-in session: policy '{}' needs each request's future (an offline policy); a session steps "
-                    "one step at a time, replay it with the windowed CPU engine (sim/replay/replay_engine.h)",
+                    "one step at a time without it; the replay's counting session takes the driver's look-ahead "
+                    "(sim/replay/replay_cpu_session.h)",
                     c.policy);
       p->reset(c.H, shape_.initial);
     }

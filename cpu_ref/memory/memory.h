@@ -5,7 +5,6 @@
 #include "cpu_ref/memory/hisparse_allocator.h"
 #include "cpu_ref/memory/hisparse_coordinator.h"
 #include "cpu_ref/memory/host_pool.h"
-#include "cpu_ref/memory/mamba_pools.h"
 #include "cpu_ref/memory/paged_allocator.h"
 #include "cpu_ref/memory/req_to_token_pool.h"
 #include "cpu_ref/memory/token_allocator.h"

@@ -11,6 +11,7 @@
 
 #include "core/io/json_writer.h"
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "sim/capacity/capacity.h"
 #include "sim/cost/decode_cost_model.h"
@@ -62,7 +63,7 @@ std::string sglang_flags(const Candidate& c, const Scenario& s) {
 std::string deployment_sglang_flags(const Scenario& s) {
   const DeploymentSpec& d = s.deployment;
   std::string f;
-  if (d.hisparse_enabled && (s.model.has_sparse_indexer() || s.model.is_compressed()))
+  if (d.hisparse_enabled && family_of(s).offload(s.model).applies)
     f = fmt::format("--enable-hisparse --hisparse-config '{}'", hisparse_config_json(d.hisparse.top_k,
                     d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio));
   if (d.max_running_requests > 0)
@@ -291,11 +292,11 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
                               a.candidates[static_cast<size_t>(a.best_hisparse)], o);
   // Dynamic residency (DeepSeek-V4: resident requests keep every C4 entry in the C4 device pool, demoted ones the
   // buffer of H + page / 4 entries; sim/cost/dynamic_residency.h).
-  if (s.model.is_compressed()) {
+  if (family_of(s).compressed_pools()) {
     a.notes.push_back("DeepSeek-V4: the C128 states are sized without max_running_requests (the advisor's output)");
     a.notes.push_back(dsv4_modelled_terms_note(s));
   }
-  if (a.best_full >= 0 && a.best_hisparse >= 0)
+  if (family_of(s).dynamic_residency() && a.best_full >= 0 && a.best_hisparse >= 0)
     a.dynamic = advise_dynamic(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
                                a.candidates[static_cast<size_t>(a.best_hisparse)], o);
   if (a.best_hisparse >= 0 && !a.break_even.by_concurrency.empty()) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "sim/api/advise_simulation.h"
 #include "sim/cost/context_mix.h"
@@ -101,7 +102,7 @@ void add_extrapolation_warnings(AdviceSetup& setup, const std::vector<Advice>& a
     if (!rec || rec->mode != KvMode::kHiSparse) continue;
     const int32_t H = rec->buffer_size;
     // DeepSeek-V4 reads the miss model at its n / 4 C4 entries (StepTimeModel::misses_per_request).
-    const bool c4 = setup.scenario.model.is_compressed();
+    const bool c4 = family_of(setup.scenario).compressed_pools();
     std::vector<int64_t> lens;
     for (const auto& c : a.mix.classes)
       if (const int64_t e = c4 ? c.seq_len / 4 : c.seq_len; e > H && setup.misses->extrapolated(H, e)) lens.push_back(e);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/text_format.h"
 #include "sim/api/scenario_setup.h"
 #include "sim/workload/workload.h"
@@ -41,7 +42,7 @@ CheckOutcome run_check(const CheckRequest& r) {
   const Longest l = longest_of(r.workload, r.command);
   out.workload_line = l.line;
   out.check = check_pools(out.scenario, l.prompt, l.request);
-  if (out.scenario.model.is_compressed()) {
+  if (family_of(out.scenario).compressed_pools()) {
     std::vector<int> ratios(r.ratios.begin(), r.ratios.end());
     if (ratios.empty()) ratios = {1, 2, 3, 4, 5, 6, 8};
     out.release = c4_release_by_ratio(out.scenario, ratios);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/dsv4_pool_budget.h"
+#include "core/family/model_family.h"
 #include "core/io/output_file.h"
 #include "core/io/read_file.h"
 #include "core/memory_budget.h"
@@ -70,7 +71,7 @@ std::string plan_console_text(const PlanOutcome& out, bool verbose) {
     o += fold_line(fmt::format("scenario {} ({}): {} rank{} per decode instance; miss model: {}", d.name, s.source,
                                plan.layout.ranks, plan.layout.ranks == 1 ? "" : "s", plan.miss_source),
                    verbose) + "\n";
-    if (b.attention == "dsv4")
+    if (b.model_family().compressed_pools())
       o += fmt::format("SGLang DSV4 pools per GPU: {} = {:.2f} GB\n", dsv4_pools_line(b),
                        b.host_pool_bytes_per_gpu.value * 1e-9);
     else

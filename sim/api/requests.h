@@ -129,7 +129,7 @@ struct ReplayRequest {
   std::string initial_state;              // identity | empty; "" keeps the trace's
   std::optional<int32_t> top_k;           // replaces the trace's (>= 1)
   int64_t row_bytes = 1152;               // bytes of one KV row of one layer
-  /// With a scenario, an ungiven row_bytes is the model's latent row in the deployment's kv_dtype.
+  /// Whether row_bytes was given: an advice's plan (plan_replay_advice) replaces an ungiven one by the model's row.
   bool row_bytes_given = false;
   int threads = 0;                        // 0: the hardware threads; results are identical for any
   int64_t lookahead_mb = 1024;            // offline policies' look-ahead window, MiB
@@ -141,10 +141,6 @@ struct ReplayRequest {
   int32_t shared_topk_offset = 1;
   std::string per_step_csv;               // one row per (policy, buffer, request, layer, step) to this file ("" = none)
   bool keep_step_rows = false;            // hand the per-step rows to ReplayHooks::rows (implied by per_step_csv)
-  /// The advice: advice.setup.scenario empty means none. The replay supplies the advice's trace, policy, buffer
-  /// sizes and threads itself (what it replayed), so those fields of `advice` are ignored; the rest (overrides, cost
-  /// terms, miss surface or fraction, rescale_trace_top_k, seq_lens, workload, mix_classes, ratios) are read.
-  AdviseRequest advice;
 };
 
 }  // namespace hisparse::sim

@@ -28,6 +28,16 @@ std::string ranks_line(const Scenario& sc) {
                          : std::string("outside the scenario (TTFT not modelled)"));
 }
 
+/// Under pipeline parallelism, how a step is made of stages (docs/cost_model.md "Pipeline parallelism"); "" without.
+std::string pipeline_line(const Scenario& sc) {
+  if (sc.deployment.decode.pp <= 1) return "";
+  return fmt::format("pipeline: pp {} stages of {} GPUs (each step is one stage's on the largest micro-batch, the "
+                     "cycle adds the other stages and the stage-to-stage hops: docs/cost_model.md \"Pipeline "
+                     "parallelism\"); a stage's collectives run inside it, the hops on {}\n",
+                     sc.deployment.decode.pp, sc.deployment.decode.gpus / sc.deployment.decode.pp,
+                     serving_ranks(sc).collective_link);
+}
+
 /// One single-level run's first line: its counts and figures (modelled) and its wall time (measured).
 std::string run_line(const SimulateRun& run) {
   const ServingResult& r = run.result;
@@ -43,6 +53,10 @@ std::string run_line(const SimulateRun& run) {
       s.wait_ms.p99, s.tokens_per_s_per_gpu, s.batch_per_gpu.mean, s.hit_rate, 100 * s.pcie_h2d_util,
       100 * s.io_stall_fraction, r.events, run.wall_s);
   if (!r.first_abort.empty()) o += fmt::format("  first host-pool failure: {}\n", r.first_abort);
+  if (r.retraction != "none")
+    o += fmt::format("  {} (modelled, sim/serving/retraction.cpp): {} retractions, {} prompt + decoded tokens dropped, {} "
+                     "recomputed in {:.3f} GPU-s of prefill\n",
+                     r.retraction, r.retractions, r.retracted_tokens, r.recomputed_tokens, ns_to_seconds(r.recompute_ns));
   return o;
 }
 
@@ -90,6 +104,7 @@ std::string simulate_header_text(const SimulateOutcome& outcome, bool verbose) {
                               both ? " (the full-KV runs without --enable-hisparse and --hisparse-config)" : "");
   for (const auto& note : setup.notes) o += fold_line(note, verbose) + "\n";
   o += ranks_line(sc);
+  o += pipeline_line(sc);
   o += fold_line("cost model: " + setup.cost_line, verbose) + "\n";
   return o;
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/scenario_loader.h"
 #include "sim/calibration/calibration.h"
 #include "sim/calibration/step_calibration.h"
@@ -146,7 +147,7 @@ std::string apply_calibrations(const std::string& calibration, const std::string
 
 std::string apply_attention_table(const std::string& flag, const Scenario& s, CostParams* p) {
   // The table is FlashMLA's MLA sparse kernel: a GQA/MHA model's attention stays its roofline.
-  if (s.model.is_gqa()) {
+  if (family_of(s).layer_pricing() == LayerPricing::kGqaKv) {
     p->attention = {};
     return "attention roofline (the FlashMLA table prices MLA sparse attention only)";
   }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "sim/cost/op_table_pricing.h"
 #include "sim/cost/rank_layout.h"
 #include "sim/optables/op_table_index.h"
@@ -43,8 +44,9 @@ std::string apply_op_tables(const std::string& flag, const Scenario& s, CostPara
                  : "";
   // The tables hold the MLA + DSA decode layer's kernels: a GQA model asks them nothing (its step is as before), and
   // DeepSeek-V4's own step (compressed attention, grouped output projection) does not map its ops to them yet.
-  if (s.model.is_gqa()) return "";
-  if (s.model.is_compressed())
+  const LayerPricing layer = family_of(s).layer_pricing();
+  if (layer == LayerPricing::kGqaKv) return "";
+  if (layer == LayerPricing::kCompressed)
     return fmt::format("op tables of {} not read: DeepSeek-V4's step does not map its per-layer ops to them yet "
                        "(every term priced as before)", s.hardware.name);
   if (s.deployment.engine != "sglang")

@@ -8,16 +8,19 @@
 
 #include "core/dsv4_pool_budget.h"
 #include "core/error.h"
+#include "core/pipeline_stages.h"
+#include "core/family/family_registry.h"
 #include "core/text_format.h"
 
 namespace hisparse::sim {
 
 std::vector<C4ReleaseRow> c4_release_by_ratio(const Scenario& s, std::vector<int> ratios) {
-  if (!s.model.is_compressed())
+  if (!family_of(s).compressed_pools())
     throw_error("{}: model {}: the C4 release table applies to DeepSeek-V4 (compress_ratios) only", s.source,
                 s.model.name);
   std::sort(ratios.begin(), ratios.end());
-  Scenario off = s;
+  // Pipeline parallelism: one GPU holds the binding stage's layers (core/pipeline_stages.h).
+  Scenario off = pipeline_stage_scenario(s);
   off.deployment.hisparse_enabled = false;
   const Dsv4PoolBudget base = compute_dsv4_pool_budget(off);
   const double per_entry = base.c4_layers.value * base.kv_row_bytes.value;
@@ -25,7 +28,7 @@ std::vector<C4ReleaseRow> c4_release_by_ratio(const Scenario& s, std::vector<int
   std::vector<C4ReleaseRow> rows;
   for (int r : ratios) {
     if (r < 1) throw_error("{}: host_to_device_ratio {} in the C4 release table (expected >= 1)", s.source, r);
-    Scenario on = s;
+    Scenario on = pipeline_stage_scenario(s);
     on.deployment.hisparse_enabled = true;
     on.deployment.hisparse.host_to_device_ratio = r;
     const Dsv4PoolBudget b = compute_dsv4_pool_budget(on);
@@ -48,7 +51,7 @@ std::vector<C4ReleaseRow> c4_release_by_ratio(const Scenario& s, std::vector<int
 }
 
 std::string c4_release_text(const Scenario& s, const std::vector<C4ReleaseRow>& rows) {
-  Scenario off = s;
+  Scenario off = pipeline_stage_scenario(s);
   off.deployment.hisparse_enabled = false;
   const Dsv4PoolBudget base = compute_dsv4_pool_budget(off);
   const auto off_entries = static_cast<int64_t>(base.c4_device_entries.value);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/family/model_family.h"
 #include "sim/capacity/pool_limits.h"
 #include "sim/cost/rank_layout.h"
 
@@ -49,7 +50,7 @@ void pcie_limit(const PoolContext& c, const StepTimeModel& model, SimTime slo, c
     return;
   }
   const double row = c.b.latent_row_bytes.value, slo_ms = c.s.deployment.tpot_slo_ms;
-  const bool c4 = c.s.model.is_compressed();
+  const bool c4 = c.b.model_family().compressed_pools();
   out.misses_per_request_step = c.expect([&](int64_t n) { return model.misses_per_request(n); });
   if (o.memory_only) {
     l.formula = "not applied (--limits memory)";
@@ -126,7 +127,7 @@ Capacity capacity_limits(const Scenario& s, const MemoryBudget& b, const Context
   out.host_dram_per_gpu = c.dram_per_gpu;
   cap_limit(d, out);
   if (!c.hs) capacity_detail::full_kv_limits(c, out);
-  else if (s.model.is_compressed()) capacity_detail::dsv4_hisparse_limits(c, out);
+  else if (b.model_family().compressed_pools()) capacity_detail::dsv4_hisparse_limits(c, out);
   else capacity_detail::hisparse_limits(c, out);
   if (c.hs && o.host_pools_must_fit) host_pools_fit(c, out);
   const SimTime slo = static_cast<SimTime>(std::llround(d.tpot_slo_ms * 1e6));

@@ -11,6 +11,8 @@
 #include "core/dsv4_pool_budget.h"
 #include "core/engine_version.h"
 #include "core/error.h"
+#include "core/pipeline_stages.h"
+#include "core/family/model_family.h"
 #include "core/memory_budget.h"
 #include "core/text_format.h"
 
@@ -69,7 +71,7 @@ void dsv4_pools(PoolCheck& c, const Scenario& s, const MemoryBudget& b, int64_t 
     add_pool(c, "C4 device", "entries", c4idx, x.c4_entries, fmt::format("paged n / 4 = {}", x.c4_entries));
   }
   add_pool(c, "C4 indexer", "entries", c4idx, x.c4_entries, fmt::format("paged n / 4 = {}", x.c4_entries));
-  const Dsv4PoolBudget p = compute_dsv4_pool_budget(s);
+  const Dsv4PoolBudget p = compute_dsv4_pool_budget(pipeline_stage_scenario(s));
   c.notes.push_back(fmt::format("full-token usage an empty pool reports: {:.1f} % before sglang PR #30909 ({}), {:.0f} % "
                                 "after (logical_available alone); the pools above are each pool's own capacity",
                                 100 * p.usage_empty_before.value, p.usage_empty_before.formula,
@@ -103,7 +105,8 @@ void startup_problems(PoolCheck& c, const Scenario& s, const MemoryBudget& b) {
     return;
   }
   const int ratio = d.hisparse.host_to_device_ratio;
-  if (c.hisparse && b.attention == "mla+dsa" && d.hisparse.host_pool_gib <= 0 && ratio > 1 &&
+  const OffloadShape offload = b.model_family().offload(s.model);
+  if (c.hisparse && offload.indexer_per_logical_token && d.hisparse.host_pool_gib <= 0 && ratio > 1 &&
       !engine_version_rules(d.engine_version).indexer_budget_times_ratio) {
     const double L = b.kv_layers.value, row = b.latent_row_bytes.value, Li = b.indexer_cache_layers.value,
                  idx = b.indexer_key_bytes.value;
@@ -124,10 +127,10 @@ void startup_problems(PoolCheck& c, const Scenario& s, const MemoryBudget& b) {
   if (!c.hisparse) return;
   const int64_t buf = as_int(b.device_buffer_tokens), dev = as_int(b.device_pool_tokens);
   if (dev < buf)
-    c.problems.push_back({b.attention == "dsv4" ? "C4 device" : "device",
+    c.problems.push_back({offload.device_pool,
                           fmt::format("the device pool ({} {}) is smaller than one request's buffer ({}: {}); lower "
                                       "device_buffer_size or host_to_device_ratio", dev,
-                                      b.attention == "dsv4" ? "entries" : "tokens", buf, b.device_buffer_tokens.formula)});
+                                      offload.unit, buf, b.device_buffer_tokens.formula)});
   if (b.host_dram_bytes.value > 0 && b.host_dram_left_bytes.value < 0)
     c.problems.push_back({"host DRAM", fmt::format("the host pools of a decode node take {} B but host DRAM is {} B ({}); "
                                               "lower host_to_device_ratio (now {}) or give the node more DRAM",
@@ -148,7 +151,7 @@ PoolCheck check_pools(const Scenario& s, int64_t longest_prompt, int64_t longest
   c.longest_request = std::max(longest_request, longest_prompt);
   const MemoryBudget b = compute_memory_budget(s, {});
   c.hisparse = d.hisparse_enabled && b.sparse_indexer;
-  if (b.attention == "dsv4") dsv4_pools(c, s, b, longest_prompt, c.longest_request);
+  if (b.model_family().compressed_pools()) dsv4_pools(c, s, b, longest_prompt, c.longest_request);
   else token_pools(c, b, c.longest_request);
   startup_problems(c, s, b);
   if (c.longest_request <= 0) return c;

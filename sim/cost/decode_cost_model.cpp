@@ -10,6 +10,7 @@
 
 #include "core/decode_layer_ops.h"
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "sim/cost/rank_layout.h"
 #include "sim/cost/op_time_model.h"
@@ -41,8 +42,9 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
 
 DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& params, bool hisparse,
                                  bool hisparse_server)
-    : sc_(scenario), p_(params), hisparse_(hisparse) {
+    : sc_(scenario), p_(params), pricing_(family_of(scenario).layer_pricing()), hisparse_(hisparse) {
   const ModelSpec& m = sc_.model;
+  const ModelFamily& family = family_of(sc_);
   const HardwareSpec& hw = sc_.hardware;
   if (m.layers <= 0) throw_error("{}: model.layers must be > 0 for the cost model", sc_.source);
   if (!(hw.hbm_bytes_per_s > 0) || !(hw.bf16_flops > 0))
@@ -50,12 +52,12 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   layers_ = m.layers;
   kv_layers_ = m.kv_layers();
   selecting_layers_ = m.topk_anchor_layers();  // IndexShare: only the anchors score and select (GLM-5.2: 21 of 78)
-  if (m.is_compressed()) {  // DeepSeek-V4: the C4 layers score and select
+  if (pricing_ == LayerPricing::kCompressed) {  // DeepSeek-V4: the C4 layers score and select
     c4_layers_ = selecting_layers_ = m.compressed_layer_count(4);
     c128_layers_ = m.compressed_layer_count(128);
   }
-  kv_row_bytes_ = static_cast<double>(hisparse::kv_row_bytes(m, sc_.deployment.decode, sc_.deployment.kv_dtype));
-  if (m.is_gqa()) {
+  kv_row_bytes_ = static_cast<double>(family.kv_row_bytes(sc_));
+  if (pricing_ == LayerPricing::kGqaKv) {
     const int atp = std::max(1, sc_.deployment.decode.tp / std::max(1, sc_.deployment.decode.dp_attention));
     kv_heads_ = kv_heads_per_rank(m, atp);
     full_attn_layers_ = m.full_attention_layer_count();
@@ -69,7 +71,7 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
   deepep_ = sc_.deployment.decode.ep > 1 && sc_.deployment.decode.dp_attention > 1;
   // The op tables time SGLang's kernels of MLA models (set only for SGLang deployments: sim/calibration/
   // op_tables_choice.h); a GQA model's layer is priced by its own roofline.
-  if (p_.op_tables && !m.is_gqa() && !m.is_compressed()) tables_ = OpTablePricing(p_.op_tables->set, sc_, p_.efficiency.nvlink);
+  if (p_.op_tables && family.op_tables_apply()) tables_ = OpTablePricing(p_.op_tables->set, sc_, p_.efficiency.nvlink);
   // Without HiSparse, SGLang decodes DSA with bf16 KV on Hopper through fa3 over a page table of the K selected rows,
   // at the real head count (no padding to 64); with HiSparse, or fp8 KV, through FlashMLA (sglang_decode_path.md §1).
   // The fa3 term is priced only from a GPU's op table (the collector times it on sm90 only, where SGLang picks it).
@@ -129,8 +131,8 @@ SimTime DecodeCostModel::roofline(double flops, double bytes, double peak_flops,
 GpuPhases DecodeCostModel::gpu_phases(const GpuBatch& b) const {
   GpuPhases out;
   if (b.requests == 0) return out;
-  if (sc_.model.is_gqa()) return gqa_phases(b);
-  if (c4_layers_ > 0) return dsv4_phases(b);
+  if (pricing_ == LayerPricing::kGqaKv) return gqa_phases(b);
+  if (pricing_ == LayerPricing::kCompressed) return dsv4_phases(b);
   const ModelSpec& m = sc_.model;
   const double B = static_cast<double>(b.requests);
   const auto& e = p_.efficiency;
@@ -259,7 +261,7 @@ SimTime DecodeCostModel::hidden_allreduce_ns(double tokens, int gpus, std::strin
 
 SimTime DecodeCostModel::prefill_time(int64_t tokens) const {
   if (tokens <= 0) return 0;
-  if (sc_.model.is_gqa()) return gqa_prefill_time(tokens);
+  if (pricing_ == LayerPricing::kGqaKv) return gqa_prefill_time(tokens);
   const ModelSpec& m = sc_.model;
   const HardwareSpec& hw = sc_.hardware;
   const double gpus = std::max(1, sc_.deployment.prefill.gpus);

@@ -9,6 +9,7 @@
 
 #include "core/decode_layer_ops.h"
 #include "core/deployment_spec.h"
+#include "core/family/model_family.h"
 #include "sim/cost/cost_params.h"
 #include "sim/cost/op_table_pricing.h"
 #include "sim/engine/sim_time.h"
@@ -151,6 +152,7 @@ class DecodeCostModel {
 
   const Scenario& sc_;
   CostParams p_;
+  LayerPricing pricing_;  // which layer terms the model's family prices (core/family/model_family.h)
   bool hisparse_;
   bool fa3_ = false;  // the OFF arm's attention is fa3's (see attention_backend())
   int layers_ = 0, kv_layers_ = 0, selecting_layers_ = 0;

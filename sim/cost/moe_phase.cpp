@@ -34,7 +34,7 @@ std::string DecodeCostModel::cost_term_source(const std::string& term) const {
 std::vector<MoeTerm> DecodeCostModel::moe_terms(double T, double max_gpu_tokens, bool with_sources) const {
   std::vector<MoeTerm> out;
   if (!(T > 0)) return out;
-  if (sc_.model.is_gqa()) {
+  if (pricing_ == LayerPricing::kGqaKv) {
     const MoeTime g = gqa_mlp_phase(T, max_gpu_tokens);
     out.push_back({"mlp", g.compute, false, "modelled (GQA MLP, LM head and fixed terms: roofline and cost terms)"});
     out.push_back({"mlp_all_reduce", g.all_to_all, true, "modelled (all-reduce over the TP group)"});
@@ -121,7 +121,7 @@ std::vector<MoeTerm> DecodeCostModel::moe_terms(double T, double max_gpu_tokens,
 DecodeCostModel::MoeTime DecodeCostModel::moe_phase(double T, double max_gpu_tokens) const {
   MoeTime out;
   if (!(T > 0)) return out;
-  if (sc_.model.is_gqa()) return gqa_mlp_phase(T, max_gpu_tokens);
+  if (pricing_ == LayerPricing::kGqaKv) return gqa_mlp_phase(T, max_gpu_tokens);
   for (const MoeTerm& t : moe_terms(T, max_gpu_tokens, /*with_sources=*/false)) (t.communication ? out.all_to_all : out.compute) += t.ns;
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/family/family_registry.h"
 #include "sim/cost/dynamic_residency.h"
 #include "sim/cost/speculative.h"
 #include "sim/cost/zero_copy_sm_share.h"
@@ -25,8 +26,7 @@ StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params,
   internode_ = collective_link(scenario).nodes > 1;
   row_bytes_ = cost_.kv_row_bytes();
   top_k_ = hisparse_ ? scenario.deployment.hisparse.top_k : scenario.model.top_k;
-  window_ = scenario.model.is_gqa() ? scenario.model.sliding_window
-                                     : scenario.model.is_compressed() ? scenario.model.window_size : 0;
+  window_ = family_of(scenario).attention_window(scenario.model);
   compress_ = cost_.compress_ratio();
   H_ = scenario.deployment.hisparse.device_buffer_size;
   const ModelSpec& m = scenario.model;

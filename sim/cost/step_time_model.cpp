@@ -6,15 +6,20 @@
 #include <cmath>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "core/pipeline_stages.h"
 #include "sim/cost/dynamic_residency.h"
 
 namespace hisparse::sim {
 
 StepTimeModel::StepTimeModel(const Scenario& scenario, const CostParams& params, KvMode mode,
                              MissFraction miss_fraction, int64_t device_pool_tokens)
-    : est_(scenario, params, mode), miss_fraction_(std::move(miss_fraction)) {
+    : est_(pipeline_stage_scenario(scenario), params, mode), miss_fraction_(std::move(miss_fraction)),
+      pp_(std::max(1, scenario.deployment.decode.pp)) {
+  if (pp_ > 1) link_ = sim::stage_link(scenario, params);
   const HardwareSpec& hw = scenario.hardware;
   const bool hisparse = uses_host_pool(mode);
   page_ = std::max(1, scenario.deployment.page_size);
@@ -53,7 +58,44 @@ double StepTimeModel::misses_per_request(int64_t n) const {
   return static_cast<double>(std::min<int64_t>(e, est_.top_k()) - 1) * est_.cost().offload_layers() * f;
 }
 
+PipelineCycle StepTimeModel::pipeline(int64_t B, const ContextMix& mix, int64_t instance_requests) const {
+  const int64_t b = micro_batch_size(pp_, B);
+  const int64_t inst = instance_requests > 0 ? micro_batch_size(pp_, instance_requests) : 0;
+  const SimTime stage = b > 0 ? stage_step(b, mix, inst).step_ns : 0;
+  const Scenario& rs = est_.rank_scenario();
+  const int tp = std::max(1, rs.deployment.decode.tp);
+  const SimTime hop = pp_ > 1 ? stage_hop_ns(link_, stage_activation_bytes(rs.model, b), tp) : 0;
+  // The next-token ids (int64 per request) ride back from the last stage to the first.
+  const SimTime back = pp_ > 1 ? stage_hop_ns(link_, static_cast<double>(b) * 8.0, 1) : 0;
+  return pipeline_cycle(pp_, B, stage, hop, back);
+}
+
 StepEstimate StepTimeModel::step(int64_t B, const ContextMix& mix, int64_t instance_requests) const {
+  if (pp_ <= 1 || B <= 0) return stage_step(B, mix, instance_requests);
+  const int64_t b = micro_batch_size(pp_, B);
+  const int64_t inst = instance_requests > 0 ? micro_batch_size(pp_, instance_requests) : 0;
+  StepEstimate e = stage_step(b, mix, inst);
+  const PipelineCycle c = pipeline(B, mix, instance_requests);
+  // A token's critical path: the binding stage's terms on each of the pp stages, the hops and any wait under sync.
+  StepCost total;
+  for (int i = 0; i < pp_; ++i) total += e.cost;
+  total.sync += c.cycle_ns - total.critical_path();
+  // Per GPU per cycle: a stage runs every micro-batch once.
+  const auto m = static_cast<double>(c.micro_batches);
+  e.misses *= m;
+  e.h2d_bytes *= m;
+  e.backup_bytes *= m;
+  e.cost = total;
+  e.step_ns = c.cycle_ns;
+  e.tpot_ns = static_cast<SimTime>(std::llround(static_cast<double>(c.cycle_ns) / e.accepted_tokens));
+  const double requests = instance_requests > 0 ? static_cast<double>(instance_requests)
+                                                 : static_cast<double>(B) * est_.layout().ranks;
+  e.tokens_per_s = c.cycle_ns > 0 ? requests * e.accepted_tokens * 1e9 / static_cast<double>(c.cycle_ns) : 0;
+  e.batch = B;
+  return e;
+}
+
+StepEstimate StepTimeModel::stage_step(int64_t B, const ContextMix& mix, int64_t instance_requests) const {
   StepEstimate e;
   if (B > 0) {
     // Dynamic residency: only the requests in swap mode (the longest) load misses; resident ones hit their full KV.
@@ -93,6 +135,18 @@ int64_t StepTimeModel::max_batch_io_within(const ContextMix& mix, SimTime slo_ns
     const StepEstimate e = step(B, mix);
     return e.h2d_transfer_ns <= slo_ns && e.backup_transfer_ns <= slo_ns;
   });
+}
+
+std::string describe_pipeline(const Scenario& s, const StepTimeModel& m, int64_t n) {
+  if (m.pp() <= 1) return "";
+  const PipelineCycle c = m.pipeline(1, ContextMix::single(n));
+  const PipelineStage st = binding_stage(s.model, m.pp());
+  return fmt::format(
+      "pipeline parallelism: pp {} stages of tp {}; {} binds the memory budget and paces every stage; a step is "
+      "the cycle of up to {} micro-batches through the stages (SGLang's event_loop_pp; sim/cost/pipeline_step.h). "
+      "At batch 1 and {} tokens (modelled): stage {:.2f} ms, hop {:.1f} us ({}), cycle {:.2f} ms, bubble {:.0f} %",
+      m.pp(), s.deployment.decode.tp, describe_stage(s.model, st, m.pp()), m.pp(), n, c.stage_ns * 1e-6,
+      c.hop_ns * 1e-3, m.stage_link().label, c.cycle_ns * 1e-6, c.bubble * 100);
 }
 
 }  // namespace hisparse::sim

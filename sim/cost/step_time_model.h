@@ -16,6 +16,7 @@
 #include "sim/cost/cost_params.h"
 #include "sim/cost/decode_cost_model.h"
 #include "sim/cost/context_mix.h"
+#include "sim/cost/pipeline_step.h"
 #include "sim/cost/rank_layout.h"
 #include "sim/cost/step_estimate.h"
 #include "sim/engine/sim_time.h"
@@ -65,7 +66,13 @@ class StepTimeModel {
   /// rank holds `batch`): a load that does not fill every rank, as `hisparse fidelity` prices a concurrency.
   StepEstimate step(int64_t batch, const ContextMix& mix, int64_t instance_requests) const;
 
-  /// Rows one request loads per step: 0 on the fast path (e ≤ H), else (min(e, K) − 1) × offloaded layers ×
+  /// Pipeline parallelism (decode.pp > 1): the cycle of `batch` requests per rank (sim/cost/pipeline_step.h); step()
+  /// returns it as the step (each request gains a token per cycle), the stage's terms × pp and the hops under sync.
+  PipelineCycle pipeline(int64_t batch, const ContextMix& mix, int64_t instance_requests = 0) const;
+  int pp() const { return pp_; }
+  const StageLink& stage_link() const { return link_; }
+
+  /// Rows one request loads per step (per GPU: a pipeline stage's layers): 0 on the fast path (e ≤ H), else (min(e, K) − 1) × offloaded layers ×
   /// fraction(e), e = n (DeepSeek-V4: n / 4 C4 entries over its C4 layers).
   double misses_per_request(int64_t seq_len) const;
   /// Dynamic residency: requests of B (per rank) in swap mode in the steady state (0 in the other modes).
@@ -99,9 +106,18 @@ class StepTimeModel {
   const StepEstimator& estimator() const { return est_; }
 
  private:
-  StepEstimator est_;
+  /// One stage's step (the whole step without pipeline parallelism).
+  StepEstimate stage_step(int64_t batch, const ContextMix& mix, int64_t instance_requests) const;
+
+  StepEstimator est_;  // one GPU of a rank; under pp > 1, of the binding pipeline stage (core/pipeline_stages.h)
   MissFraction miss_fraction_;
+  int pp_ = 1;
+  StageLink link_;
   int64_t device_pool_ = 0, page_ = 64;  // dynamic residency: the rank's device pool and page (tokens)
 };
+
+/// pp > 1: one line on the pipeline for plan and advise: the stage split, and at batch 1 and `seq_len` the stage
+/// step, the hop, the cycle and the bubble (modelled); "" without pipeline parallelism.
+std::string describe_pipeline(const Scenario& scenario, const StepTimeModel& model, int64_t seq_len);
 
 }  // namespace hisparse::sim

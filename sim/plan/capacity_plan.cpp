@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/dsv4_pool_budget.h"
+#include "core/family/family_registry.h"
 #include "sim/capacity/capacity.h"
 #include "sim/cost/decode_cost_model.h"
 #include "core/error.h"
@@ -67,7 +68,7 @@ void dsv4_row_memory(const RowContext& c, const SeqLenBudget& q, bool hs, PlanRo
 // What a row prints of one request's memory and of the pools as allocated (figures of the memory budget); the limits
 // on concurrency come from the capacity model (sim/capacity/capacity.h).
 void row_memory(const RowContext& c, const SeqLenBudget& q, bool hs, PlanRow& r) {
-  if (c.s.model.is_compressed()) return dsv4_row_memory(c, q, hs, r);
+  if (c.b.model_family().compressed_pools()) return dsv4_row_memory(c, q, hs, r);
   const MemoryBudget& b = c.b;
   const int page = c.s.deployment.page_size;
   const int64_t n = q.seq_len;
@@ -136,7 +137,7 @@ PlanRow plan_row(const RowContext& c, const SeqLenBudget& q, KvMode mode, const 
                                                        model.estimator().cost().offload_layers())
                         : 0;
   const double B = static_cast<double>(r.max_per_rank);
-  if (c.s.model.is_compressed()) {
+  if (c.b.model_family().compressed_pools()) {
     r.latent_used_bytes = B * r.gpu_latent_per_request.value;
     r.indexer_used_bytes = B * r.gpu_indexer_per_request.value;
     r.host_used_bytes_per_gpu = B * r.host_per_request.value;
@@ -246,7 +247,7 @@ void add_hisparse_warnings(CapacityPlan& p, const MissCurves& misses, const Step
   const DeploymentSpec& d = s.deployment;
   const PlanOptions& options = p.options;
   const int32_t H = d.hisparse.device_buffer_size;
-  if (p.budget.attention == "dsv4")
+  if (p.budget.model_family().compressed_pools())
     p.warnings.push_back(
         "DeepSeek-V4: HiSparse offloads the C4 entries (one per 4 tokens) of its C4 layers; the sliding window, the C128 "
         "pool, the C4 indexer keys and the compress states stay on the GPU. Misses: the miss model read at n / 4 "
@@ -337,6 +338,7 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
   if (!(d.tpot_slo_ms > 0)) throw_error("{}: tpot_slo_ms {} (expected > 0)", s.source, d.tpot_slo_ms);
   if (options.batch_cap < 1) throw_error("plan: batch cap {} (expected >= 1)", options.batch_cap);
   if (s.model.has_sparse_indexer()) d.hisparse.validate(s.source + ": hisparse");
+  const ModelFamily& family = family_of(s);
   p.budget = compute_memory_budget(s, options.seq_lens);
   p.layout = rank_layout(s);
   p.hbm.hbm = p.budget.hbm_bytes.value;
@@ -349,9 +351,10 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
   const int32_t H = d.hisparse.device_buffer_size;
 
   const StepTimeModel full(s, options.cost, false, nullptr);
+  if (full.pp() > 1) p.warnings.push_back(describe_pipeline(s, full, options.seq_lens.empty() ? 8192 : options.seq_lens.front()));
   const RowContext ctx = make_context(s, p.budget, options);
   p.host_dram_per_gpu = ctx.dram_per_gpu;
-  if (!s.model.has_sparse_indexer()) {
+  if (!family.offload(s.model).applies) {
     // GQA / MHA (with or without sliding layers): SGLang's MHA or SWA pools, full KV only.
     p.hisparse_not_applicable = fmt::format(
         "not applicable: no sparse indexer ({} has {} attention; HiSparse offloads what DeepSeek Sparse Attention's "
@@ -404,8 +407,10 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
     p.rows.push_back(plan_row(ctx, q, KvMode::kHiSparse, hs));
     p.curves.push_back(make_curve(p.rows.back(), hs, options, slo, p.layout.ranks));
     // Dynamic residency (DeepSeek-V4 too: its resident requests hold every C4 entry, its demoted ones the buffer).
-    p.dynamic_rows.push_back(plan_row(ctx, q, KvMode::kDynamic, dyn));
-    p.dynamic_rows.back().resident_per_rank = dyn.max_resident_batch(ContextMix::single(q.seq_len), options.batch_cap);
+    if (p.budget.model_family().dynamic_residency()) {
+      p.dynamic_rows.push_back(plan_row(ctx, q, KvMode::kDynamic, dyn));
+      p.dynamic_rows.back().resident_per_rank = dyn.max_resident_batch(ContextMix::single(q.seq_len), options.batch_cap);
+    }
     if (q.seq_len > d.context_length)
       p.warnings.push_back(fmt::format("seq_len {} exceeds the deployment's context_length {}", q.seq_len, d.context_length));
   }

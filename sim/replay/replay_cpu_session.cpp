@@ -1,5 +1,5 @@
-// @brief CountingSwapInSession (see replay_cpu_session.h): the windowed engine's per-(layer, step) work
-// (sim/replay/replay_engine.cpp) applied to one staged step of every row.
+// @brief CountingSwapInSession (see replay_cpu_session.h): one staged step of every row through every configuration
+// (counting sglang-lru on marked positions, policy objects for the rest).
 #include "sim/replay/replay_cpu_session.h"
 
 #include <algorithm>
@@ -14,7 +14,7 @@
 namespace hisparse::sim {
 
 CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threads, int32_t slots,
-                                             int32_t steps_per_slot)
+                                             int32_t steps_per_slot, bool reference_lru)
     : shape_(std::move(shape)), steps_(steps_per_slot),
       pool_(std::max(1, std::min(threads, std::max(shape_.rows, 1)))) {
   if (slots < 1 || steps_per_slot < 1)
@@ -24,12 +24,9 @@ CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threa
   const size_t rows = static_cast<size_t>(shape_.rows), C = shape_.configs.size();
   for (const SessionConfig& c : shape_.configs) {
     if (c.H < shape_.top_k) throw_error("swap-in session: buffer size {} is smaller than top_k {}", c.H, shape_.top_k);
-    if (cpu_ref::make_policy(c.policy)->needs_future())  // also rejects unknown names
-      throw_error("swap-in session: policy '{}' needs each request's future (an offline policy); a session steps "
-                  "one step at a time, replay it with the windowed CPU engine (sim/replay/replay_engine.h)",
-                  c.policy);
+    offline_ = cpu_ref::make_policy(c.policy)->needs_future() || offline_;  // also rejects unknown names
     H_max_ = std::max(H_max_, c.H);
-    if (c.policy == "sglang-lru") {
+    if (c.policy == "sglang-lru" && !reference_lru) {
       lru_index_.push_back(static_cast<int32_t>(lru_H_.size()));
       lru_H_.push_back(c.H);
     } else {
@@ -45,7 +42,7 @@ CountingSwapInSession::CountingSwapInSession(SwapInSessionShape shape, int threa
   }
   workers_.resize(static_cast<size_t>(pool_.threads()));
   slots_.assign(static_cast<size_t>(slots),
-                HostSessionSlot(rows * static_cast<size_t>(steps_), shape_.top_k, C, /*borrowed_lists=*/true));
+                HostSessionSlot(rows * static_cast<size_t>(steps_), shape_.top_k, C, /*borrowed_lists=*/true, offline_));
 }
 
 void CountingSwapInSession::use_v2_schedules(const cpu_ref::V2Schedules& schedules) {
@@ -70,6 +67,10 @@ void CountingSwapInSession::step_row(Worker& w, HostSessionSlot& s, size_t b) { 
     for (size_t c = 0; c < C; ++c)
       if (policy_[row][c]) policy_[row][c]->reset(shape_.configs[c].H, shape_.initial);
   }
+  // A window of the request starts here (the driver's look-ahead stage): its offline policies take their future.
+  if (offline_)
+    for (size_t c = 0; c < C; ++c)
+      if (auto& f = s.futures[b * C + c]) policy_[row][c]->set_future(std::move(f));
   const int32_t* sel = s.lists[b] ? s.lists[b] : s.selected.data() + b * static_cast<size_t>(K);
   const cpu_ref::StepContext where{s.request[b], s.layer[b], s.step[b]};
   const bool marked = !lru_H_.empty() && w.marks.mark(sel, K, n, K, H_max_);

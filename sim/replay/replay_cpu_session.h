@@ -1,8 +1,9 @@
 // @brief The CPU's fast SwapInSession (core/swap_in_session.h): sglang-lru in its counting form
 // (sim/replay/lru_counter.h: the contract's counters without its plan; positions of a row's list marked once for every
-// buffer size), the other online policies as their cpu_ref/policies objects; rows split over host threads. Same
-// counters as cpu_ref::CpuSwapInSession, the reference it is tested against (tests/sim/replay/test_replay_driver.cpp).
-// Offline policies (belady) need each request's future and are refused, as by the reference session.
+// buffer size), the other policies as their cpu_ref/policies objects; rows split over host threads. Same counters as
+// cpu_ref::CpuSwapInSession, the reference it is tested against (tests/sim/replay/test_replay_driver.cpp).
+// Offline policies (belady) step here too: the driver's look-ahead stage stages each row's future with the step where
+// a window of its request starts (SessionStaging::futures), and the session hands it to the policy before that step.
 #pragma once
 
 #include <memory>
@@ -19,14 +20,17 @@ namespace hisparse::sim {
 class CountingSwapInSession final : public SwapInSession {
  public:
   /// `threads` (>= 1) host threads step the rows (the caller's included), each row through every step of a slot
-  /// before the next row. Throws hisparse::Error for an unknown or offline policy, a buffer size below top_k, or
-  /// slots or steps_per_slot < 1.
-  CountingSwapInSession(SwapInSessionShape shape, int threads, int32_t slots = 1, int32_t steps_per_slot = 1);
+  /// before the next row. `reference_lru`: sglang-lru through its cpu_ref policy object (the plan-producing
+  /// reference) instead of the counting form, same counters. Throws hisparse::Error for an unknown policy, a buffer
+  /// size below top_k, or slots or steps_per_slot < 1.
+  CountingSwapInSession(SwapInSessionShape shape, int threads, int32_t slots = 1, int32_t steps_per_slot = 1,
+                        bool reference_lru = false);
   std::string name() const override { return "cpu-counting"; }
   const SwapInSessionShape& shape() const override { return shape_; }
   int32_t slots() const override { return static_cast<int32_t>(slots_.size()); }
   int32_t steps_per_slot() const override { return steps_; }
   bool borrows_lists() const override { return true; }
+  bool takes_futures() const override { return offline_; }
   SessionStaging staging(int32_t slot) override;
   /// Steps every row at once (synchronous); a rejected row throws the contract's message (the first in row order).
   void submit(int32_t slot) override;
@@ -53,6 +57,7 @@ class CountingSwapInSession final : public SwapInSession {
   std::vector<int32_t> lru_index_;  // per configuration: its counting state, or -1 (a policy object)
   std::vector<int32_t> lru_H_;      // per counting state
   int32_t H_max_ = 0;
+  bool offline_ = false;  // some configuration needs the future (its slots stage futures)
   std::vector<std::vector<replay_detail::LruTokens>> lru_;                   // [row][counting state]
   std::vector<std::vector<std::unique_ptr<cpu_ref::SwapInPolicy>>> policy_;  // [row][configuration]
   std::vector<Worker> workers_;

@@ -9,6 +9,11 @@
 // Pipelined (docs/replay.md): the session comes up (the factory runs on its own thread) while the host threads
 // (ReplayOptions::threads) open the lanes' cursors and read their first steps; then each step's records are read in
 // parallel straight into the slot being staged while the session runs the previous slots.
+//
+// Per step, in order: the running lanes read their request's next step; per-request admission (idle lanes take the
+// next requests of the trace); the look-ahead stage (offline policies: a request read ahead in windows,
+// sim/replay/replay_lookahead.h, each window's futures staged with its first step; one request at a time, so that
+// --lookahead-mb bounds what is held); staging; submit; counters read back and reduced in trace order.
 #pragma once
 
 #include <functional>
@@ -49,8 +54,8 @@ ReplayResult run_replay_session(traces::TraceSource& source, const ReplayOptions
 
 /// The driver over the CPU's fast session (sim/replay/replay_cpu_session.h): as many lanes as it takes to give every
 /// host thread a row (one lane = L rows; more lanes need `open_trace`), and as many steps per slot as fit
-/// options.batch_bytes of lists (>= 1), so that a row's states stay in cache across its steps as in the windowed
-/// engine. Online policies only (the session refuses offline ones: run_replay handles those).
+/// options.batch_bytes of lists (>= 1), so that a row's states stay in cache across its steps. Every policy: offline
+/// ones through the look-ahead stage; options.reference_lru runs sglang-lru through its policy object.
 ReplayResult run_replay_cpu_session(traces::TraceSource& source, const ReplayOptions& options,
                                     const std::function<void(const ReplayRequestRows&)>& row_sink,
                                     const std::function<std::unique_ptr<traces::TraceSource>()>& open_trace = {});

@@ -1,21 +1,17 @@
-// @brief `run_replay`, the entry of `hisparse replay` and of every library caller, and the windowed engine it runs
-// offline policies on (online ones go through the one driver, sim/replay/replay_driver.h): the engine streams a top-k
-// trace once through every (policy, buffer size) with one independent state per (request, layer), in parallel across
-// layers, and accumulates the counters.
+// @brief `run_replay`, the entry of `hisparse replay` and of every library caller, and the replay's result types: the
+// trace streamed once through every (policy, buffer size) with one independent state per (request, layer), by the one
+// replay driver (sim/replay/replay_driver.h) over the counting CPU session (sim/replay/replay_cpu_session.h); the
+// CUDA replay runs the same driver over its own session.
 //
-// One pass: step records are read into a small window ([step][layer][K], each record read once and used by every
-// configuration while it is in cache), each layer task runs every configuration on every step of the window, and the
-// positions of a (layer, step) are marked once for all sglang-lru buffer sizes (sim/replay/lru_counter.h: the
-// contract's counters without its plan). Other policies run their cpu_ref/policies object.
-//
-// Memory: without an offline policy the engine holds batch_bytes of step records (at least one step) plus, per layer
-// and configuration, one policy state (O(H)); it does not grow with trace length. An offline policy (belady) needs the
-// layer's future: it holds a look-ahead window of at most lookahead_bytes (records plus one next-use index per offline
-// buffer size). A request that fits the window is replayed exactly as with its whole future; a longer one slides the
-// window by half its length, so every decision sees at least half a window ahead: belady then is the optimum *for that
-// look-ahead*, an upper bound on the true optimum's misses (ReplayResult::lookahead_cut_requests counts them).
-// Output does not depend on the thread count: every result lands in a slot fixed by (configuration, layer, step), and
-// the accumulators are integer sums.
+// Memory: the driver holds batch_bytes of step records per slot (at least one step) plus, per row and configuration,
+// one policy state (O(H)); it does not grow with trace length. An offline policy (belady) needs the layer's future:
+// the driver's look-ahead stage (sim/replay/replay_lookahead.h) holds a window of at most lookahead_bytes (records
+// plus one next-use index per offline buffer size) of one request at a time. A request that fits the window is
+// replayed exactly as with its whole future; a longer one slides the window by half its length, so every decision
+// sees at least half a window ahead: belady then is the optimum *for that look-ahead*, an upper bound on the true
+// optimum's misses (ReplayResult::lookahead_cut_requests counts them).
+// Output does not depend on the thread count: every result lands in a slot fixed by (configuration, request, layer,
+// step), reduced in trace order, and the accumulators are integer sums.
 #pragma once
 
 #include <cstdint>
@@ -94,13 +90,13 @@ struct ReplayOptions {
   std::vector<int32_t> buffer_sizes;     // H values, each >= top_k
   int64_t row_bytes = 1152;              // bytes of one KV row per layer (DeepSeek-V3.2 fp8 MLA: 656; bf16: 1152)
   int threads = 1;
-  size_t batch_bytes = size_t{4} << 20;  // step records held at once without an offline policy (>= 1 step)
+  size_t batch_bytes = size_t{4} << 20;  // lists per slot of the CPU session (>= 1 step)
   size_t lookahead_bytes = size_t{1} << 30;  // offline policies: records + next-use indexes of the look-ahead window
   bool keep_step_rows = false;            // hand per-step rows to the row sink
   /// Run sglang-lru through its cpu_ref policy object (the plan-producing reference) instead of the counting form;
   /// same output (the differential tests and bench_replay compare them).
   bool reference_lru = false;
-  std::function<void(const ReplayProgress&)> progress;  // called after every batch (main thread)
+  std::function<void(const ReplayProgress&)> progress;  // called after requests are reduced (main thread)
   /// Opens another cursor on the same trace (called from several threads at once), so that the driver can run
   /// requests side by side in lanes when there are more threads than layers; without it requests run one at a time.
   std::function<std::unique_ptr<traces::TraceSource>()> open_trace;
@@ -128,26 +124,21 @@ struct ReplayResult {
   // What the run cost (not part of replay.json, which stays deterministic).
   int64_t entries = 0;             // selected entries replayed, summed over configurations
   double seconds = 0;              // run_replay wall time
-  double read_seconds = 0;         // of which reading step records (the source's next())
-  int threads = 1;                 // worker threads used (<= layers)
-  size_t peak_window_bytes = 0;    // step records held at once (bytes of positions)
+  double read_seconds = 0;         // of which reading step records (and building the look-ahead's futures)
+  int threads = 1;                 // worker threads used (<= rows)
+  size_t peak_window_bytes = 0;    // the session's staging plus one record per lane (bytes)
   // Offline policies only: the look-ahead window.
   int64_t lookahead_steps = 0;          // steps per window (0: no offline policy)
   size_t peak_lookahead_bytes = 0;      // records + next-use indexes held at once
   int64_t lookahead_cut_requests = 0;   // requests longer than the window (belady with a bounded look-ahead)
 };
 
-/// Replays `source` from its current position to the end. Throws hisparse::Error on bad options or bad records
-/// (naming request, layer, step). `row_sink` receives each finished request's rows when keep_step_rows is set.
-/// Online policies run through the one replay driver over the counting CPU session (sim/replay/replay_driver.h,
-/// run_replay_cpu_session, the path `--backend cuda` shares with its own session); with an offline policy (belady:
-/// its look-ahead window) or reference_lru, through the windowed engine below. Same output either way (tests).
+/// Replays `source` (every request of its request_ids()). Throws hisparse::Error on bad options or bad records
+/// (naming request, layer, step). `row_sink` receives each finished request's rows when keep_step_rows is set, in
+/// trace order. The one driver over the counting CPU session (run_replay_cpu_session, the path `--backend cuda`
+/// shares with its own session); offline policies through its look-ahead stage.
 ReplayResult run_replay(traces::TraceSource& source, const ReplayOptions& options,
                         const std::function<void(const ReplayRequestRows&)>& row_sink = {});
-
-/// The windowed engine (this file's head) whatever the policies.
-ReplayResult run_replay_windowed(traces::TraceSource& source, const ReplayOptions& options,
-                                 const std::function<void(const ReplayRequestRows&)>& row_sink = {});
 
 /// Adds one finished request's rows (every configuration, layer and step) to `result`: counters, histograms (cold
 /// start apart), decode steps, step_seq_lens, step_index, entries. The CUDA replay reduces through it; integer sums, so any order gives the same.

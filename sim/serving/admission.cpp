@@ -40,7 +40,9 @@ PoolNeed Engine::needs(int64_t i) const {
   const auto& r = spec(i);
   const int64_t total = static_cast<int64_t>(r.input_tokens) + r.output_tokens;
   PoolNeed n;
-  n.logical = paged(total);
+  // The prompt (with a retracted request's decoded tokens) and the output admission reserves: the whole request
+  // unless the deployment retracts (sim/serving/retraction.cpp).
+  n.logical = paged(prompt_tokens(i) + reserved_output(i));
   n.dsv4 = dsv4_request_need(sc_, total);  // DeepSeek-V4's window, C128, indexer and state pools (0 otherwise)
   if (!hisparse_) return n;
   // The device buffer (docs/capacity.md): the whole request while it fits H, else H + one page (the newest-token
@@ -55,44 +57,39 @@ void Engine::try_admit() {
   if (admitting_) return;  // admission can finish or abort requests, which admit again: the outer loop goes on
   admitting_ = true;
   const int32_t max_run = sc_.deployment.max_running_requests;
-  const bool check_host = hisparse_ && opt_.admission == AdmissionCheck::kPools;
-  const AdmissionLedger* ledger = ranks_.front().ledger.get();  // v2: every rank's ledger has the same sizes
+  const Rank& any = ranks_.front();  // v2: every rank's ledger has the same sizes
   while (!waiting_.empty()) {
     const int64_t i = waiting_.front();
-    PoolNeed n = needs(i);
-    const PoolSizes& s = pool_sizes_;
-    // v2: an eligible request claims its page-aligned prompt in the ledger; an ineligible one runs as a standard
-    // request, its whole KV in device rows and no claim (SGLang's fallback).
-    const bool claim = ledger && ledger->eligible(spec(i).input_tokens);
-    const int64_t tree = claim ? ledger->tree_len(spec(i).input_tokens) : 0;
-    if (ledger && !claim) n.device = std::max(n.device, paged(static_cast<int64_t>(spec(i).input_tokens) + spec(i).output_tokens));
-    if (n.logical > s.logical || n.device > (hisparse_ ? s.device : 0) || (check_host && n.host > s.host) ||
-        (claim && tree > AdmissionLedger(ledger->sizes()).reservable_left()) ||
-        (s.dsv4.any() && Dsv4PoolLedger(s.dsv4).never_fits(n.dsv4) >= 0)) {
+    const auto& r = spec(i);
+    const AdmissionAsk ask = admission_->ask(needs(i), r.input_tokens, r.output_tokens, any, page_);
+    // A request that retracts still needs its whole length alone on a rank (SGLang asserts the last one fits).
+    const bool too_long = retraction_ != Retraction::kNone &&
+                          paged(static_cast<int64_t>(r.input_tokens) + r.output_tokens) > pool_sizes_.logical;
+    // DeepSeek-V4: a request that no empty rank's window, C128, indexer or state pool could hold.
+    const bool v4_never = pool_sizes_.dsv4.any() && Dsv4PoolLedger(pool_sizes_.dsv4).never_fits(ask.need.dsv4) >= 0;
+    if (too_long || v4_never || admission_->never_fits(ask, pool_sizes_, any)) {
       outcomes_[static_cast<size_t>(i)].rejected = true;
       ++result_.rejected;
       waiting_.pop_front();
       request_done(i);
       continue;
     }
-    if (!check_host) n.host = 0;  // taken as the KV lands (SGLang's _pre_alloc, staging, decode backup)
     int32_t best = -1;
     for (size_t g = 0; g < ranks_.size(); ++g) {
-      const Rank& r = ranks_[g];
-      if (max_run > 0 && r.reserved >= max_run) continue;
+      const Rank& rank = ranks_[g];
+      if (max_run > 0 && rank.reserved() >= max_run) continue;
       // Dynamic residency: resident KV beyond the buffers is reclaimable (demoted on demand).
-      PoolNeed room = n;
-      if (dynamic_) room.device = std::max<int64_t>(0, n.device - reclaimable(r));
-      if (!r.pools->fits(room, check_host)) continue;
-      if (claim && tree > r.ledger->reservable_left()) continue;
-      if (best < 0 || r.reserved < ranks_[static_cast<size_t>(best)].reserved) best = static_cast<int32_t>(g);
+      PoolNeed room = ask.check;
+      if (dynamic_) room.device = std::max<int64_t>(0, ask.check.device - reclaimable(rank));
+      if (!admission_->fits(rank, ask, room)) continue;
+      if (best < 0 || rank.reserved() < ranks_[static_cast<size_t>(best)].reserved()) best = static_cast<int32_t>(g);
     }
     if (best < 0) break;  // head-of-line: wait for memory to free up
     waiting_.pop_front();
-    if (dynamic_) make_device_room(ranks_[static_cast<size_t>(best)], n.device);
-    if (!ranks_[static_cast<size_t>(best)].pools->take(i, n))
+    Rank& rank = ranks_[static_cast<size_t>(best)];
+    if (dynamic_) make_device_room(rank, ask.need.device);
+    if (!admission_->take(rank, i, ask, r.output_tokens))
       throw_error("serving engine: rank {} reported room for request {} but its pools refused the pages", best, i);
-    if (claim) ranks_[static_cast<size_t>(best)].ledger->claim(i, tree, spec(i).output_tokens);
     admitted(i, best);
   }
   admitting_ = false;
@@ -100,21 +97,18 @@ void Engine::try_admit() {
 
 void Engine::admitted(int64_t i, int32_t rank) {
   Rank& g = ranks_[static_cast<size_t>(rank)];
-  ++g.reserved;
-  Runtime& rt = rt_[static_cast<size_t>(i)];
-  rt = Runtime{};
-  rt.rank = rank;
-  if (dynamic_) rt.residency = Residency::kStaging;
+  g.admit();
+  rt_[static_cast<size_t>(i)].admit(rank, dynamic_);
   auto& o = outcomes_[static_cast<size_t>(i)];
   o.gpu = rank;
-  o.admitted = sim_.now();
+  if (o.admitted < 0) o.admitted = sim_.now();  // a retracted request keeps its first admission
   ++result_.admitted;
   const auto& r = spec(i);
   switch (prefill_mode_) {
     case PrefillMode::kColocated: {
-      g.prefill_queue.push_back(i);
-      Instance& inst = instances_[static_cast<size_t>(g.instance)];
-      if (!inst.stepping) start_step(g.instance);
+      g.queue_prefill(i);
+      Instance& inst = instances_[static_cast<size_t>(g.instance())];
+      if (!inst.stepping) start_step(g.instance());
       return;
     }
     case PrefillMode::kPdExternal:
@@ -141,9 +135,7 @@ void Engine::admitted(int64_t i, int32_t rank) {
 
 bool Engine::host_alloc(int64_t i, int64_t tokens, const char* where) {
   Rank& g = rank_of(i);
-  // v2: a claimed request's tokens take a home, host first, then device; a standard one keeps its KV in device rows.
-  if (g.ledger && !g.ledger->claimed(i)) return true;
-  const int64_t short_pages = g.ledger ? g.pools->grow_home(i, tokens) : g.pools->grow_host(i, tokens);
+  const int64_t short_pages = admission_->land(g, i, tokens);
   if (short_pages == 0) return true;
   abort_request(i, short_pages, where);
   return false;
@@ -158,20 +150,16 @@ void Engine::abort_request(int64_t i, int64_t pages, const char* where) {
   ++result_.aborts;
   --result_.admitted;
   // Alone on its rank and still short: the host pool can never hold it.
-  const bool hopeless = g.pools->owners() == 1;
-  g.pools->release(i);
-  if (g.ledger) g.ledger->release(i);
-  --g.reserved;
-  auto drop = [i](std::vector<int64_t>& v) { v.erase(std::remove(v.begin(), v.end(), i), v.end()); };
-  drop(g.running);
-  drop(g.joining);
-  g.prefill_queue.erase(std::remove(g.prefill_queue.begin(), g.prefill_queue.end(), i), g.prefill_queue.end());
+  const bool hopeless = g.pools().owners() == 1;
+  g.pools().release(i);
+  if (g.ledger()) g.ledger()->release(i);
+  g.leave(i);
   result_.wasted_decode_tokens += o.decoded;
   o.decoded = 0;
   o.selected = o.misses = 0;
   o.admitted = o.prefill_start = o.first_token = o.ready = -1;
   o.gpu = -1;
-  rt_[static_cast<size_t>(i)] = Runtime{};
+  rt_[static_cast<size_t>(i)].reset();
   ++o.retries;
   if (hopeless || o.retries > opt_.max_retries) {
     o.rejected = true;
@@ -187,9 +175,9 @@ void Engine::complete(int64_t i) {
   o.finish = sim_.now();
   ++result_.finished;
   Rank& g = rank_of(i);
-  g.pools->release(i);
-  if (g.ledger) g.ledger->release(i);
-  --g.reserved;
+  g.pools().release(i);
+  if (g.ledger()) g.ledger()->release(i);
+  g.leave(i);
   // Aborted requests go back to the head of the queue, in abort order, now that pages were freed.
   waiting_.insert(waiting_.begin(), retry_.begin(), retry_.end());
   retry_.clear();

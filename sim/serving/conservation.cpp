@@ -26,6 +26,9 @@ ServingResult Engine::finish() {
   r.overlap = overlap();
   r.admission = opt_.admission;
   r.link_model = opt_.cost.link_model;
+  r.retraction = retraction_ == Retraction::kNone    ? "none"
+                 : retraction_ == Retraction::kSglang ? "sglang retract_decode"
+                                                      : "vllm recompute preemption";
   r.prefill_mode = prefill_mode_ == PrefillMode::kColocated ? "colocated"
                    : prefill_mode_ == PrefillMode::kPd     ? "pd"
                                                            : "pd-external";
@@ -54,7 +57,8 @@ ServingResult Engine::finish() {
   r.requests = std::move(outcomes_);
   // Conservation: every byte a miss needed was carried (once per GPU of the rank), links carried exactly what the
   // flows asked for, every request finished or was rejected, steps never overlap or go back in time, no page leaked.
-  const double want = static_cast<double>(r.misses) * row_ * gpr_;
+  // Pipeline parallelism: a step copies the largest micro-batch's misses (the stage step it runs, decode_step.cpp).
+  const double want = static_cast<double>(pp_ > 1 ? micro_misses_ : r.misses) * row_ * gpr_;
   auto close = [](double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)}); };
   if (!close(r.miss_flow_bytes, want))
     throw_error("conservation: miss copies carried {} B but misses × row_bytes × GPUs per rank = {} × {} × {} = {} B",
@@ -89,7 +93,7 @@ ServingResult Engine::finish() {
     last_end[static_cast<size_t>(s.instance)] = s.end;
   }
   for (size_t k = 0; k < ranks_.size(); ++k) {
-    const RankPools& p = *ranks_[k].pools;
+    const RankPools& p = ranks_[k].pools();
     const int64_t size[3] = {pool_sizes_.logical, hisparse_ ? pool_sizes_.device : 0, hisparse_ ? pool_sizes_.host : 0};
     for (int pool = 0; pool < 3; ++pool)
       if (size[pool] > 0 && p.free_tokens(pool) != size[pool] / page_ * page_)

@@ -17,9 +17,7 @@ void Engine::start_step(int32_t ii) {
   bool any = false;
   for (int32_t k = 0; k < inst.ranks; ++k) {
     Rank& g = ranks_[static_cast<size_t>(inst.first_rank + k)];
-    g.running.insert(g.running.end(), g.joining.begin(), g.joining.end());
-    g.joining.clear();
-    any = any || !g.running.empty();
+    any = g.merge_joining() || any;
   }
   const SimTime pass = prefill_mode_ == PrefillMode::kColocated ? plan_prefill(inst) : 0;
   inst.stepping = any || pass > 0;
@@ -40,34 +38,30 @@ void Engine::start_decode(int32_t ii) {
   for (int32_t k = 0; k < inst.ranks; ++k) {
     const int32_t gi = inst.first_rank + k;
     Rank& g = ranks_[static_cast<size_t>(gi)];
-    if (hisparse_ && opt_.admission != AdmissionCheck::kPools) {
+    if (retraction_ != Retraction::kNone) grow_or_retract(g);  // the step's new pages, or retraction
+    if (hisparse_ && admission_->lands_in_decode()) {
       // The eager backup of token n − 2 needs a host row: a new host page every page_size tokens, which can fail.
-      const std::vector<int64_t> running = g.running;
+      const std::vector<int64_t> running = g.running();
       for (int64_t i : running) {
-        const Runtime& rt = rt_[static_cast<size_t>(i)];
-        if (rt.step > 0) host_alloc(i, rt.n - 1, "decode backup");
+        const RequestState& rt = rt_[static_cast<size_t>(i)];
+        if (rt.step() > 0) host_alloc(i, rt.n() - 1, "decode backup");
       }
     }
-    g.active = !g.running.empty();
-    if (!g.active) continue;
+    g.step.active = !g.running().empty();
+    if (!g.step.active) continue;
     ++inst.outstanding;
     plan_rank(g);
-    g.start = now;
-    g.cost = StepCost{};
-    g.compute_done = g.io_done = g.waiting_backup = false;
-    g.backup_pending = 0;
-    g.io_pending = 0;
-    g.backup_end = now;
-    if (g.backup_bytes > 0) {
-      const CopyCall backup = step_.backup(g.backups);
-      g.backup_pending = gpr_;
+    g.step.begin(now);
+    if (g.step.backup_bytes > 0) {
+      const CopyCall backup = step_.backup(g.step.backups);
+      g.step.backup_pending = gpr_;
       start_rank_flows(g, backup.bytes, backup.latency, backup.max_rate, false, true, true, false, cookie(kBackup, gi));
     }
     if (overlap() == OverlapMode::kNone) {
-      sim_.schedule(now + g.work.io_ready, handler_, kPhaseA, gi);
+      sim_.schedule(now + g.step.work.io_ready, handler_, kPhaseA, gi);
     } else {
-      sim_.schedule(now + g.work.io_ready, handler_, kIoStart, gi);
-      sim_.schedule(now + g.work.compute, handler_, kComputeDone, gi);
+      sim_.schedule(now + g.step.work.io_ready, handler_, kIoStart, gi);
+      sim_.schedule(now + g.step.work.compute, handler_, kComputeDone, gi);
     }
   }
   if (inst.outstanding == 0) {
@@ -80,75 +74,86 @@ void Engine::start_decode(int32_t ii) {
 
 void Engine::plan_rank(Rank& g) {
   GpuBatch b;
-  g.selected = g.misses = g.backups = 0;
-  g.demotions = g.swap_requests = 0;
+  g.step.selected = g.step.misses = g.step.backups = 0;
+  g.step.demotions = g.step.swap_requests = 0;
   if (dynamic_) grow_residents(g);
   // MTP: each of a request's 1 + d positions selects and misses as a decode step (sim/cost/speculative.h).
   const int64_t pos = step_.positions();
-  for (int64_t i : g.running) {
-    Runtime& rt = rt_[static_cast<size_t>(i)];
+  // Pipeline parallelism: a stage prices the largest micro-batch (SGLang's pp micro-batches, sim/cost/pipeline_step.h).
+  g.step.micro_batch = micro_batch_size(pp_, static_cast<int64_t>(g.running().size()));
+  g.step.micro_batches = std::min<int64_t>(pp_, static_cast<int64_t>(g.running().size()));
+  g.step.micro_misses = 0;
+  int64_t j = 0;
+  for (int64_t i : g.running()) {
+    const bool in_micro = j++ < g.step.micro_batch;
+    RequestState& rt = rt_[static_cast<size_t>(i)];
     auto& o = outcomes_[static_cast<size_t>(i)];
     // Dynamic residency: a resident request hits its full KV (no misses); a demoted one restarts its warm-up.
-    const bool swap = !dynamic_ || rt.residency == Residency::kSwap;
-    step_.add_request(b, rt.n, swap);
-    if (swap && dynamic_) ++g.swap_requests;
+    const bool swap = !dynamic_ || rt.residency() == Residency::kSwap;
+    if (in_micro) step_.add_request(b, rt.n(), swap);
+    if (swap && dynamic_) ++g.step.swap_requests;
     if (hisparse_) {
       // The offloaded cache's entries: n, or DeepSeek-V4's n / 4 C4 entries over its C4 layers.
-      const auto e = static_cast<int32_t>(step_.entries(rt.n));
-      const MissQuery q = dynamic_ ? MissQuery{i, swap ? rt.step - rt.swap_since + 1 : 0, e, false}
-                                   : MissQuery{i, rt.step, e, rt.empty_start};
-      const MissResult m = swap ? miss_->step(q, rt.carry)
+      const auto e = static_cast<int32_t>(step_.entries(rt.n()));
+      const MissQuery q = dynamic_ ? MissQuery{i, swap ? rt.step() - rt.swap_since() + 1 : 0, e, false}
+                                   : MissQuery{i, rt.step(), e, rt.empty_start()};
+      const MissResult m = swap ? miss_->step(q, rt.carry())
                                 : MissResult{static_cast<int64_t>(std::min(e, K_)) * cost_.offload_layers(), 0};
-      g.selected += m.selected * pos;
-      g.misses += m.misses * pos;
+      g.step.selected += m.selected * pos;
+      g.step.misses += m.misses * pos;
+      if (in_micro) {
+        g.step.micro_misses += m.misses * pos;
+        micro_misses_ += m.misses * pos;
+      }
       o.selected += m.selected * pos;
       o.misses += m.misses * pos;
       // The previous step's token is backed up at the start of every step but the first (docs/swap_in.md).
-      if (rt.step > 0) ++g.backups;
+      if (rt.step() > 0 && in_micro) ++g.step.backups;
     } else {
-      const int64_t sel = static_cast<int64_t>(std::min(static_cast<int32_t>(step_.entries(rt.n)), K_)) *
+      const int64_t sel = static_cast<int64_t>(std::min(static_cast<int32_t>(step_.entries(rt.n())), K_)) *
                           cost_.offload_layers() * pos;
-      g.selected += sel;
+      g.step.selected += sel;
       o.selected += sel;
     }
-    ++rt.step;
+    rt.stepped();
   }
-  g.miss_bytes = static_cast<double>(g.misses) * row_;  // per GPU of the rank
-  g.backup_bytes = hisparse_ ? step_.backup(g.backups).bytes : 0;
-  result_.selected += g.selected;
-  result_.misses += g.misses;
-  g.work = step_.rank_compute(b);
-  g.batch = b;
+  g.step.miss_bytes = static_cast<double>(g.step.micro_misses) * row_;  // per GPU of the rank, one stage step
+  g.step.backup_bytes = hisparse_ ? step_.backup(g.step.backups).bytes : 0;
+  result_.selected += g.step.selected;
+  result_.misses += g.step.misses;
+  g.step.work = step_.rank_compute(b);
+  g.step.batch = b;
 }
 
 void Engine::begin_io(Rank& g, int32_t gi) {
   const SimTime now = sim_.now();
-  g.io_start = now;
-  if (g.miss_bytes > 0) {
+  g.step.io_start = now;
+  if (g.step.miss_bytes > 0) {
     // The copy's fixed part (per-layer calls, calibrated latency rounds) is the flow's latency; its bytes share the
     // GPU's PCIe link and its NUMA node's DRAM with the other flows.
-    const CopyCall c = step_.miss_copy(static_cast<int64_t>(g.running.size()), static_cast<double>(g.misses));
-    g.io_pending = gpr_;
-    result_.miss_transfers += step_.decode_transfer(static_cast<double>(g.misses)).transfers;
+    const CopyCall c = step_.miss_copy(g.step.micro_batch, static_cast<double>(g.step.micro_misses));
+    g.step.io_pending = gpr_;
+    result_.miss_transfers +=
+        step_.decode_transfer(static_cast<double>(g.step.micro_misses)).transfers * g.step.micro_batches;
     start_rank_flows(g, c.bytes, c.latency, c.max_rate, true, false, true, false, cookie(kMissFlow, gi));
     return;
   }
-  g.io_end = now;
-  g.io_done = true;
+  g.step.io_end = now;
+  g.step.io_done = true;
   maybe_done(gi);
 }
 
 void Engine::maybe_done(int32_t gi) {
   Rank& g = ranks_[static_cast<size_t>(gi)];
   const bool serial = overlap() == OverlapMode::kNone;
-  if (!g.io_done || (!serial && !g.compute_done)) return;
-  if (g.work.resident && g.backup_pending > 0) { g.waiting_backup = true; return; }
-  const RankEnd end = g.work.resident ? step_.resident_end(g.work, g.backup_end - g.start)
-                                      : step_.rank_end(g.work, g.io_start - g.start, g.io_end - g.start, g.miss_bytes > 0);
-  g.cost.stall = end.stall;
-  g.cost.h2d = end.h2d;
-  g.cost.prefetch_hidden = end.prefetch_hidden;
-  const SimTime done = g.start + end.done;
+  if (!g.step.io_done || (!serial && !g.step.compute_done)) return;
+  if (g.step.work.resident && g.step.backup_pending > 0) { g.step.waiting_backup = true; return; }
+  const RankEnd end = g.step.work.resident ? step_.resident_end(g.step.work, g.step.backup_end - g.step.start)
+                                      : step_.rank_end(g.step.work, g.step.io_start - g.step.start, g.step.io_end - g.step.start, g.step.miss_bytes > 0);
+  g.step.cost.stall = end.stall;
+  g.step.cost.h2d = end.h2d;
+  g.step.cost.prefetch_hidden = end.prefetch_hidden;
+  const SimTime done = g.step.start + end.done;
   // Serial: attention follows the copy, and its end is the rank's.
   if (serial) sim_.schedule(done, handler_, kComputeDone, gi);
   else if (done > sim_.now()) sim_.schedule(done, handler_, kGpuDone, gi);
@@ -157,9 +162,9 @@ void Engine::maybe_done(int32_t gi) {
 
 void Engine::rank_finished(int32_t gi) {
   Rank& g = ranks_[static_cast<size_t>(gi)];
-  g.done = sim_.now();
-  if (overlap() == OverlapMode::kNone) g.compute_end = g.done;
-  Instance& inst = instances_[static_cast<size_t>(g.instance)];
+  g.step.done = sim_.now();
+  if (overlap() == OverlapMode::kNone) g.step.compute_end = g.step.done;
+  Instance& inst = instances_[static_cast<size_t>(g.instance())];
   if (--inst.outstanding > 0) return;
   // Every data-parallel rank has reached the expert all-to-all.
   inst.barrier = sim_.now();
@@ -167,14 +172,34 @@ void Engine::rank_finished(int32_t gi) {
   const GpuBatch* busiest = nullptr;
   for (int32_t k = 0; k < inst.ranks; ++k) {
     const Rank& r = ranks_[static_cast<size_t>(inst.first_rank + k)];
-    const double b = static_cast<double>(r.running.size());
+    const double b = static_cast<double>(r.running().size());
     T += b;
-    if (r.active && (!busiest || b > bmax)) busiest = &r.batch;
+    if (r.step.active && (!busiest || b > bmax)) busiest = &r.step.batch;
     bmax = std::max(bmax, b);
   }
-  inst.moe_time = step_.moe_ns(T, step_.max_gpu_tokens(bmax));
-  inst.draft_time = busiest ? step_.draft_ns(*busiest, T, step_.max_gpu_tokens(bmax)) : 0;
-  sim_.schedule(inst.barrier + inst.moe_time + inst.draft_time, handler_, kStepEnd, g.instance);
+  // Pipeline parallelism: a stage step runs each rank's largest micro-batch (the planner's stage step, the same tokens).
+  double Ts = T, bs = bmax;
+  if (pp_ > 1) {
+    Ts = 0;
+    for (int32_t k = 0; k < inst.ranks; ++k)
+      Ts += static_cast<double>(ranks_[static_cast<size_t>(inst.first_rank + k)].step.micro_batch);
+    bs = static_cast<double>(micro_batch_size(pp_, static_cast<int64_t>(bmax)));
+  }
+  inst.moe_time = step_.moe_ns(Ts, step_.max_gpu_tokens(bs));
+  inst.draft_time = busiest ? step_.draft_ns(*busiest, Ts, step_.max_gpu_tokens(bs)) : 0;
+  inst.pipeline_time = 0;
+  if (pp_ > 1) {
+    // One stage's step on the largest micro-batch is done; the cycle adds the other stages and the hops.
+    const SimTime stage = inst.barrier + inst.moe_time + inst.draft_time - inst.step_start - inst.prefill;
+    const int64_t mb = micro_batch_size(pp_, static_cast<int64_t>(bmax));
+    const int tp = std::max(1, step_.rank_scenario().deployment.decode.tp);
+    const PipelineCycle c =
+        pipeline_cycle(pp_, static_cast<int64_t>(bmax), stage,
+                       stage_hop_ns(stage_link_, stage_activation_bytes(step_.rank_scenario().model, mb), tp),
+                       stage_hop_ns(stage_link_, static_cast<double>(mb) * 8.0, 1));
+    inst.pipeline_time = c.cycle_ns - stage;
+  }
+  sim_.schedule(inst.barrier + inst.moe_time + inst.draft_time + inst.pipeline_time, handler_, kStepEnd, g.instance());
 }
 
 void Engine::step_end(int32_t ii) {
@@ -191,52 +216,56 @@ void Engine::step_end(int32_t ii) {
   SimTime slowest_done = -1;
   for (int32_t k = 0; k < inst.ranks; ++k) {
     Rank& g = ranks_[static_cast<size_t>(inst.first_rank + k)];
-    if (!g.active) continue;
-    g.active = false;
-    g.cost.indexer = g.work.phases.indexer;
-    g.cost.topk = g.work.phases.topk;
-    g.cost.swap_in = g.work.phases.swap_in;
-    g.cost.attention = g.work.phases.attention;
-    g.cost.moe = inst.moe_time;
-    g.cost.draft = inst.draft_time;
-    g.cost.sync = inst.barrier - g.done;
-    if (g.cost.critical_path() + inst.prefill != now - inst.step_start)
-      throw_error("serving engine: step {} of instance {} on rank {}: breakdown {} ns + prefill {} ns != step length {} ns",
-                  row.index, ii, g.local, g.cost.critical_path(), inst.prefill, now - inst.step_start);
-    result_.gpu_cost_total += g.cost;
-    ++result_.gpu_steps_busy;
-    row.requests += static_cast<int32_t>(g.running.size());
-    row.selected += g.selected;
-    row.misses += g.misses;
-    row.h2d_bytes += g.miss_bytes * gpr_;
-    row.backup_bytes += g.backup_bytes * gpr_;
-    if (dynamic_) {
-      row.swap_requests += g.swap_requests;
-      row.demotions += g.demotions;
-      row.swap_graph_ranks += g.work.resident ? 0 : 1;
-      ++(g.work.resident ? result_.resident_graph_steps : result_.swap_graph_steps);
+    if (!g.step.active) continue;
+    g.step.active = false;
+    g.step.cost.indexer = g.step.work.phases.indexer;
+    g.step.cost.topk = g.step.work.phases.topk;
+    g.step.cost.swap_in = g.step.work.phases.swap_in;
+    g.step.cost.attention = g.step.work.phases.attention;
+    g.step.cost.moe = inst.moe_time;
+    g.step.cost.draft = inst.draft_time;
+    g.step.cost.sync = inst.barrier - g.step.done;
+    if (pp_ > 1) {
+      // The token's critical path crosses every stage (each priced as this one) and the hops (sync).
+      const StepCost one = g.step.cost;
+      for (int s = 1; s < pp_; ++s) g.step.cost += one;
+      g.step.cost.sync += now - inst.step_start - inst.prefill - g.step.cost.critical_path();
     }
-    if (g.done > slowest_done) { slowest_done = g.done; row.slowest = g.cost; }
+    if (g.step.cost.critical_path() + inst.prefill != now - inst.step_start)
+      throw_error("serving engine: step {} of instance {} on rank {}: breakdown {} ns + prefill {} ns != step length {} ns",
+                  row.index, ii, g.local(), g.step.cost.critical_path(), inst.prefill, now - inst.step_start);
+    result_.gpu_cost_total += g.step.cost;
+    ++result_.gpu_steps_busy;
+    row.requests += static_cast<int32_t>(g.running().size());
+    row.selected += g.step.selected;
+    row.misses += g.step.misses;
+    row.h2d_bytes += g.step.miss_bytes * gpr_ * static_cast<double>(g.step.micro_batches);
+    row.backup_bytes += g.step.backup_bytes * gpr_ * static_cast<double>(g.step.micro_batches);
+    if (dynamic_) {
+      row.swap_requests += g.step.swap_requests;
+      row.demotions += g.step.demotions;
+      row.swap_graph_ranks += g.step.work.resident ? 0 : 1;
+      ++(g.step.work.resident ? result_.resident_graph_steps : result_.swap_graph_steps);
+    }
+    if (g.step.done > slowest_done) { slowest_done = g.step.done; row.slowest = g.step.cost; }
     if (trace_ && trace_->overlaps(inst.decode_start, now)) trace_rank(g, inst, now);
     // Every running request produced one token; with MTP its k-th step (0-based) ⌊(k + 1)·E⌋ − ⌊k·E⌋, E accepted
     // tokens per step on average, deterministically, at most what it has left to decode.
-    size_t keep = 0;
-    const std::vector<int64_t> running = g.running;
     const double E = step_.accepted_tokens();
-    for (int64_t i : running) {
+    g.keep_running([&](int64_t i) {
       auto& o = outcomes_[static_cast<size_t>(i)];
-      Runtime& rt = rt_[static_cast<size_t>(i)];
-      const double k = static_cast<double>(rt.step - 1);
+      RequestState& rt = rt_[static_cast<size_t>(i)];
+      const double k = static_cast<double>(rt.step() - 1);
       const auto gained = static_cast<int64_t>(std::floor((k + 1) * E + 1e-9) - std::floor(k * E + 1e-9));
       const int64_t tokens = std::clamp<int64_t>(gained, 1, std::max<int64_t>(1, o.output_tokens - 1 - o.decoded));
       o.decoded += static_cast<int32_t>(tokens);
-      rt.n += static_cast<int32_t>(tokens);
+      rt.gained(tokens);
       result_.decode_tokens += tokens;
       ++result_.request_steps;
-      if (o.decoded + 1 >= o.output_tokens) complete(i);
-      else g.running[keep++] = i;
-    }
-    g.running.resize(keep);
+      if (o.decoded + 1 < o.output_tokens) return true;
+      complete(i);
+      return false;
+    });
   }
   if (trace_ && inst.prefill > 0 && trace_->overlaps(inst.step_start, inst.decode_start))
     trace_->span(fmt::format("prefill pass ({} tok)", inst.prefill_tokens), "prefill", 1 + ii, 3, inst.step_start, inst.decode_start);
@@ -248,22 +277,22 @@ void Engine::step_end(int32_t ii) {
 }
 
 void Engine::trace_rank(const Rank& g, const Instance& inst, SimTime now) {
-  const int pid = 1 + g.instance, t0 = g.local * 10;
-  const std::string batch = fmt::format(" ({} req)", g.running.size());
+  const int pid = 1 + g.instance(), t0 = g.local() * 10;
+  const std::string batch = fmt::format(" ({} req)", g.running().size());
   if (overlap() == OverlapMode::kNone) {
-    trace_->span("indexer+topk+swap_in" + batch, "compute", pid, t0, g.start, g.a_end);
-    trace_->span("stall (backup)", "stall", pid, t0, g.a_end, g.io_start);
-    trace_->span("h2d wait", "stall", pid, t0, g.io_start, g.io_end);
-    trace_->span("attention" + batch, "compute", pid, t0, g.io_end, g.done);
+    trace_->span("indexer+topk+swap_in" + batch, "compute", pid, t0, g.step.start, g.step.a_end);
+    trace_->span("stall (backup)", "stall", pid, t0, g.step.a_end, g.step.io_start);
+    trace_->span("h2d wait", "stall", pid, t0, g.step.io_start, g.step.io_end);
+    trace_->span("attention" + batch, "compute", pid, t0, g.step.io_end, g.step.done);
   } else {
-    trace_->span("compute, 2 micro-batches" + batch, "compute", pid, t0, g.start, g.compute_end);
-    trace_->span("exposed io", "stall", pid, t0, g.compute_end, g.done);
+    trace_->span("compute, 2 micro-batches" + batch, "compute", pid, t0, g.step.start, g.step.compute_end);
+    trace_->span("exposed io", "stall", pid, t0, g.step.compute_end, g.step.done);
   }
-  trace_->span("sync", "sync", pid, t0, g.done, inst.barrier);
+  trace_->span("sync", "sync", pid, t0, g.step.done, inst.barrier);
   trace_->span("moe+all-to-all", "compute", pid, t0, inst.barrier, now);
-  if (g.miss_bytes > 0)
-    trace_->span(fmt::format("misses {:.1f} MB", g.miss_bytes / 1e6), "pcie", pid, t0 + 1, g.io_start, g.io_end);
-  if (g.backup_bytes > 0) trace_->span("backup", "pcie", pid, t0 + 2, g.start, g.backup_end);
+  if (g.step.miss_bytes > 0)
+    trace_->span(fmt::format("misses {:.1f} MB", g.step.miss_bytes / 1e6), "pcie", pid, t0 + 1, g.step.io_start, g.step.io_end);
+  if (g.step.backup_bytes > 0) trace_->span("backup", "pcie", pid, t0 + 2, g.step.start, g.step.backup_end);
 }
 
 }  // namespace hisparse::sim::serving

@@ -1,4 +1,8 @@
-// @brief The serving engine's state and its member functions, one concept per file:
+// @brief The serving engine: it sequences events over its entities (after Vidur: each owns its state changes):
+//   sim/serving/rank.h           a dp rank: its requests, pools, ledger, links, current step
+//   sim/serving/request_state.h  a request's attempt: rank, prefill progress, length, steps, residency, transfer
+//   sim/serving/admission_policy.h  admission as an interface: pools, logical, v2
+// and its member functions, one concept per file:
 //   sim/serving/serving_simulation.cpp   construction, topology, event dispatch, run_serving
 //   sim/serving/admission.cpp    arrivals, closed-loop clients, pool admission (and the v2 ledger's), aborts and
 //                                retries, completion
@@ -15,10 +19,14 @@
 #include <vector>
 
 #include "sim/cost/decode_cost_model.h"
+#include "sim/cost/pipeline_step.h"
 #include "sim/cost/step_estimate.h"
 #include "sim/network/network_resource.h"
 #include "sim/serving/admission_ledger.h"
+#include "sim/serving/admission_policy.h"
 #include "sim/serving/pools.h"
+#include "sim/serving/rank.h"
+#include "sim/serving/request_state.h"
 #include "sim/serving/ranks.h"
 #include "sim/serving/serving_simulation.h"
 #include "sim/engine/simulator.h"
@@ -29,28 +37,6 @@ enum Kind : uint32_t { kArrival, kPrefillDone, kPhaseA, kIoStart, kComputeDone, 
 enum FlowType : int64_t { kRdma = 1, kAdmitH2d = 2, kMissFlow = 3, kBackup = 4, kStaging = 5 };
 constexpr int64_t cookie(FlowType t, int64_t idx) { return (static_cast<int64_t>(t) << 56) | idx; }
 
-/// One dp rank: its GPUs' links, its requests, its pools, and the state of its current step.
-struct Rank {
-  int32_t instance = 0, local = 0;
-  std::vector<int32_t> h2d, d2h, dram, nic;  // link indices, one per GPU of the rank
-  std::vector<int64_t> running, joining;
-  std::deque<int64_t> prefill_queue;         // colocated: admitted, waiting for (more) prefill chunks
-  int32_t reserved = 0;                      // requests admitted here and not done
-  std::unique_ptr<RankPools> pools;
-  std::unique_ptr<AdmissionLedger> ledger;   // --admission v2 in HiSparse mode, else null
-  // Current step.
-  bool active = false, waiting_backup = false, compute_done = false, io_done = false;
-  int32_t io_pending = 0, backup_pending = 0;
-  RankCompute work;                          // this step's compute (sim/cost/step_estimate.h)
-  GpuBatch batch;                            // this step's requests, one token each (MTP's draft passes)
-  double miss_bytes = 0, backup_bytes = 0;
-  SimTime start = 0, a_end = 0, io_start = 0, io_end = 0, compute_end = 0, done = 0, backup_end = 0;
-  int64_t selected = 0, misses = 0, backups = 0;
-  int32_t swap_requests = 0, demotions = 0;  // dynamic residency, this step
-  StepCost cost;
-  std::vector<std::pair<int64_t, int64_t>> chunks;  // colocated prefill this step: (request, tokens)
-};
-
 struct Instance {
   int32_t first_rank = 0, ranks = 0;
   bool stepping = false;
@@ -59,6 +45,7 @@ struct Instance {
   int64_t index = 0, prefill_tokens = 0;
   SimTime moe_time = 0, prefill = 0;
   SimTime draft_time = 0;  // MTP draft passes after the MoE phase
+  SimTime pipeline_time = 0;  // pp > 1: the rest of the cycle after one stage's step (the other stages and hops)
 };
 
 struct PrefillInstance {
@@ -66,19 +53,9 @@ struct PrefillInstance {
   int64_t current = -1;
 };
 
-struct Runtime {
-  int32_t n = 0;            // sequence length at the next decode step
-  int64_t step = 0;         // decode steps done
-  double carry = 0;         // miss model rounding remainder
-  bool empty_start = false;
-  int32_t rank = -1;        // where it is admitted (-1 = not)
-  int64_t prefilled = 0;    // colocated: prompt tokens prefilled so far
-  int32_t pending = 0;      // per-GPU flows of the current transfer still running
-  Residency residency = Residency::kNone;  // dynamic residency (sim/serving/residency.cpp)
-  int64_t swap_since = -1;  // dynamic: `step` when demoted (its miss model restarts its warm-up there)
-};
-
 enum class PrefillMode { kPd, kPdExternal, kColocated };
+/// What happens when running requests grow past the pool (sim/serving/retraction.cpp).
+enum class Retraction { kNone, kSglang, kVllm };
 
 class Engine final : public EventHandler, public FlowListener {
  public:
@@ -91,7 +68,7 @@ class Engine final : public EventHandler, public FlowListener {
   OverlapMode overlap() const { return opt_.cost.overlap; }
   int64_t paged(int64_t t) const { return (t + page_ - 1) / page_ * page_; }
   const RequestSpec& spec(int64_t i) const { return specs_[static_cast<size_t>(i)]; }
-  Rank& rank_of(int64_t i) { return ranks_[static_cast<size_t>(rt_[static_cast<size_t>(i)].rank)]; }
+  Rank& rank_of(int64_t i) { return ranks_[static_cast<size_t>(rt_[static_cast<size_t>(i)].rank())]; }
   /// Starts one flow per GPU of the rank (each GPU of an attention-TP rank holds the whole latent).
   void start_rank_flows(const Rank& r, double bytes, SimTime latency, double max_rate, bool h2d, bool d2h, bool dram,
                         bool nic, int64_t cookie_value);
@@ -132,6 +109,12 @@ class Engine final : public EventHandler, public FlowListener {
   bool demote_longest(Rank& g);                  // false: no resident request holds more than its buffer
   void make_device_room(Rank& g, int64_t tokens);
   void grow_residents(Rank& g);
+  // retraction.cpp (decode retraction / recompute preemption)
+  int64_t prompt_tokens(int64_t i) const;        // what its prefill computes: the prompt + tokens decoded before a retraction
+  int64_t reserved_output(int64_t i) const;      // output tokens admission reserves KV for
+  int64_t growth_tokens(const Rank& g, int64_t i) const;  // pages (tokens) its next step needs beyond what it holds
+  void grow_or_retract(Rank& g);
+  void retract(Rank& g, int64_t i);
   // conservation.cpp
   ServingResult finish();
 
@@ -142,17 +125,22 @@ class Engine final : public EventHandler, public FlowListener {
   bool hisparse_;                 // HiSparse's pools and backup: HiSparse and dynamic modes
   bool dynamic_;                  // dynamic residency
   ServingRanks layout_;
-  StepEstimator step_;            // the one step model: one GPU of a rank (rank scenario)
+  StepEstimator step_;            // the one step model: one GPU of a rank (rank scenario; pp > 1: of the binding
+                                  // pipeline stage, core/pipeline_stages.h)
   const DecodeCostModel& cost_;   // step_'s per-operation times
   Scenario prefill_scenario_;     // colocated: the decode instance running a prefill pass
   DecodeCostModel prefill_cost_;
   PrefillMode prefill_mode_ = PrefillMode::kPd;
+  Retraction retraction_ = Retraction::kNone;
   Simulator sim_;
   NetworkResource net_;
   uint32_t handler_ = 0;
   const MissModel* miss_ = nullptr;
   std::unique_ptr<MissModel> own_miss_;
   int32_t K_ = 0, H_ = 0, page_ = 64, kv_layers_ = 0, gpr_ = 1;
+  int pp_ = 1;              // pipeline stages (decode.pp)
+  StageLink stage_link_;    // pp > 1: the link between stages
+  int64_t micro_misses_ = 0;  // misses of the micro-batches whose copies the stage steps ran (all of them without pp)
   int32_t idx_layers_ = 0;  // layers holding indexer keys (top-k anchors + MTP layers)
   double row_ = 0, idx_ = 0;
   // Bytes per prompt token: the KV the PD transfer carries (with the indexer keys apart), and the offloaded cache
@@ -160,6 +148,7 @@ class Engine final : public EventHandler, public FlowListener {
   // (one per 4 / 128 tokens; the ≤ window + page tokens each layer keeps are left out), the C4 ones offloaded.
   double kv_bytes_per_token_ = 0, idx_bytes_per_token_ = 0, offload_bytes_per_token_ = 0;
   PoolSizes pool_sizes_;
+  std::unique_ptr<AdmissionPolicy> admission_;  // --admission (sim/serving/admission_policy.h)
   std::vector<Rank> ranks_;
   std::vector<Instance> instances_;
   std::vector<PrefillInstance> prefill_;
@@ -168,7 +157,7 @@ class Engine final : public EventHandler, public FlowListener {
   bool admitting_ = false;
   std::vector<RequestSpec> specs_;   // open loop: the workload; closed loop: grows as clients send
   std::vector<RequestOutcome> outcomes_;
-  std::vector<Runtime> rt_;
+  std::vector<RequestState> rt_;
   int64_t to_send_ = 0;              // closed loop: requests still to send
   int64_t in_flight_ = 0;            // sent, not finished or rejected
   ServingResult result_;

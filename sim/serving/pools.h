@@ -39,6 +39,8 @@ class RankPools {
   /// Grows the request's host pages to cover `tokens` (rounded up to pages, as SGLang's alloc_paged_token_slots);
   /// returns the pages it could not get (0 = done, nothing taken otherwise).
   int64_t grow_host(int64_t owner, int64_t tokens) { return grow(2, owner, tokens); }
+  /// The same for the logical pool (full KV's one pool: a request's KV grows a page at a time past its reservation).
+  int64_t grow_logical(int64_t owner, int64_t tokens) { return grow(0, owner, tokens); }
   /// The same for the device pool (dynamic residency: a resident request's KV grows past its buffer).
   int64_t grow_device(int64_t owner, int64_t tokens) { return grow(1, owner, tokens); }
   /// `--admission v2` (one home per token): grows the request's homes to cover `tokens`, host pages first and device

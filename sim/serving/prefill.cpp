@@ -41,21 +41,21 @@ void Engine::start_transfer(int64_t i) {
   const double bytes = static_cast<double>(r.input_tokens) * (kv_bytes_per_token_ + idx_bytes_per_token_);
   // One message per page per layer (how SGLang's transfer engines slice KV); their overhead is serial.
   const int64_t messages = (static_cast<int64_t>(r.input_tokens) + page_ - 1) / page_ * kv_layers_;
-  rt_[static_cast<size_t>(i)].pending = gpr_;
+  rt_[static_cast<size_t>(i)].start_flows(gpr_);
   // HiSparse lands in the host pool (host DRAM); full KV lands in HBM (GPUDirect RDMA).
   start_rank_flows(g, bytes, messages * sc_.hardware.nic.per_message_ns, 0, false, false, hisparse_, true, cookie(kRdma, i));
 }
 
 void Engine::rdma_done(int64_t i) {
   const auto& r = spec(i);
-  Runtime& rt = rt_[static_cast<size_t>(i)];
-  rt.n = r.input_tokens + 1;  // the first decode step consumes prefill's token
+  RequestState& rt = rt_[static_cast<size_t>(i)];
+  // HiSparse: the KV is in the host pool, the device buffer starts empty when the request is longer than it.
+  rt.decode_from(r.input_tokens, hisparse_ && r.input_tokens + 1 > H_);
   if (!hisparse_) { make_ready(i); return; }
-  rt.empty_start = rt.n > H_;  // the KV is in the host pool, the device buffer starts empty
   // The indexer keys of every token live on the GPU; a short request (n <= H) also preloads its latent rows.
   double bytes = static_cast<double>(r.input_tokens) * idx_bytes_per_token_;
-  if (rt.n <= H_) bytes += static_cast<double>(r.input_tokens) * offload_bytes_per_token_;
-  rt.pending = gpr_;
+  if (rt.n() <= H_) bytes += static_cast<double>(r.input_tokens) * offload_bytes_per_token_;
+  rt.start_flows(gpr_);
   start_rank_flows(rank_of(i), bytes, sc_.hardware.pcie.latency_ns, 0, true, false, true, false, cookie(kAdmitH2d, i));
 }
 
@@ -63,13 +63,13 @@ void Engine::make_ready(int64_t i) {
   auto& o = outcomes_[static_cast<size_t>(i)];
   o.ready = sim_.now();
   Rank& g = rank_of(i);
-  g.joining.push_back(i);
-  Runtime& rt = rt_[static_cast<size_t>(i)];
-  if (rt.n == 0) rt.n = spec(i).input_tokens + 1;
+  g.join(i);
+  RequestState& rt = rt_[static_cast<size_t>(i)];
+  rt.join(spec(i).input_tokens);
   // Dynamic residency: staging done, the request decodes with its full KV on the GPU (_finish_hisparse_staging).
-  if (dynamic_) rt.residency = o.residency = Residency::kResidentBacked;
-  Instance& inst = instances_[static_cast<size_t>(g.instance)];
-  if (!inst.stepping) start_step(g.instance);
+  if (dynamic_) { rt.resident(); o.residency = Residency::kResidentBacked; }
+  Instance& inst = instances_[static_cast<size_t>(g.instance())];
+  if (!inst.stepping) start_step(g.instance());
 }
 
 // ---- colocated: chunked prefill on the decode ranks ----
@@ -83,16 +83,16 @@ SimTime Engine::plan_prefill(Instance& inst) {
   const int64_t chunk = std::max(1, opt_.cost.prefill_chunk_tokens);
   for (int32_t k = 0; k < inst.ranks; ++k) {
     Rank& g = ranks_[static_cast<size_t>(inst.first_rank + k)];
-    g.chunks.clear();
-    if (g.prefill_queue.empty()) continue;
-    const int64_t i = g.prefill_queue.front();
-    const Runtime& rt = rt_[static_cast<size_t>(i)];
-    const int64_t take = std::min<int64_t>(spec(i).input_tokens - rt.prefilled, chunk);
-    g.chunks.emplace_back(i, take);
+    g.step.chunks.clear();
+    if (g.prefill_queue().empty()) continue;
+    const int64_t i = g.prefill_queue().front();
+    const RequestState& rt = rt_[static_cast<size_t>(i)];
+    const int64_t take = std::min<int64_t>(prompt_tokens(i) - rt.prefilled(), chunk);
+    g.step.chunks.emplace_back(i, take);
     auto& o = outcomes_[static_cast<size_t>(i)];
     if (o.prefill_start < 0) o.prefill_start = sim_.now();
     // The chunk's share of the prompt's prefill: the attention over the prefix already in the cache is part of it.
-    pass = std::max(pass, prefill_cost_.prefill_time(rt.prefilled + take) - prefill_cost_.prefill_time(rt.prefilled));
+    pass = std::max(pass, prefill_cost_.prefill_time(rt.prefilled() + take) - prefill_cost_.prefill_time(rt.prefilled()));
     inst.prefill_tokens += take;
   }
   return pass;
@@ -101,26 +101,31 @@ SimTime Engine::plan_prefill(Instance& inst) {
 void Engine::prefill_chunks_done(Instance& inst) {
   for (int32_t k = 0; k < inst.ranks; ++k) {
     Rank& g = ranks_[static_cast<size_t>(inst.first_rank + k)];
-    const auto chunks = g.chunks;
-    g.chunks.clear();
+    const auto chunks = g.step.chunks;
+    g.step.chunks.clear();
     for (const auto& [i, take] : chunks) {
-      Runtime& rt = rt_[static_cast<size_t>(i)];
-      rt.prefilled += take;
+      RequestState& rt = rt_[static_cast<size_t>(i)];
+      auto& o = outcomes_[static_cast<size_t>(i)];
+      if (o.retractions > 0) {  // the prefix of a retracted request, computed again
+        result_.recomputed_tokens += take;
+        result_.recompute_ns += prefill_cost_.prefill_time(rt.prefilled() + take) - prefill_cost_.prefill_time(rt.prefilled());
+      }
+      rt.prefill_chunk(take);
       result_.prefill_tokens += take;
       const auto& r = spec(i);
-      if (rt.prefilled < r.input_tokens) continue;
-      g.prefill_queue.pop_front();
-      auto& o = outcomes_[static_cast<size_t>(i)];
-      o.first_token = sim_.now();
-      if (trace_) trace_->span(fmt::format("prefill r{} ({} tok)", i, r.input_tokens), "prefill", 1 + g.instance, g.local * 10 + 3,
+      const int64_t prompt = prompt_tokens(i);
+      if (rt.prefilled() < prompt) continue;
+      g.prefill_finished();
+      if (o.first_token < 0) o.first_token = sim_.now();  // a retracted request keeps its first token
+      if (trace_) trace_->span(fmt::format("prefill r{} ({} tok)", i, r.input_tokens), "prefill", 1 + g.instance(), g.local() * 10 + 3,
                                o.prefill_start, sim_.now());
       if (r.output_tokens <= 1) { complete(i); continue; }
-      if (!hisparse_) { rt.n = r.input_tokens + 1; make_ready(i); continue; }
+      if (!hisparse_) { rt.decode_from(static_cast<int32_t>(prompt), false); make_ready(i); continue; }
       // Staging (admit_request_into_staging): host pages for every prompt token, then the prompt's latent is backed
       // up device → host before the request enters HiSparse decode, in one batched copy of every layer (transfer
       // granularity: backup_from_device_all_layer).
       if (!host_alloc(i, r.input_tokens, "admit_request_into_staging")) continue;
-      rt.pending = gpr_;
+      rt.start_flows(gpr_);
       const TransferCost off = step_.prefill_offload(r.input_tokens);
       ++result_.staging_copies;
       start_rank_flows(g, off.bytes, off.transfers * sc_.hardware.pcie.latency_ns, 0, false, true, true, false,
@@ -135,10 +140,9 @@ void Engine::staging_done(int64_t i) {
   // The prompt's device rows beyond the buffer go back to the device pool (a v2 standard request keeps them all;
   // dynamic residency keeps them: the request is resident).
   Rank& g = rank_of(i);
-  if (!dynamic_ && (!g.ledger || g.ledger->claimed(i))) g.pools->shrink_device(i, swap_device_tokens(total, H_, page_));
-  Runtime& rt = rt_[static_cast<size_t>(i)];
-  rt.n = r.input_tokens + 1;
-  rt.empty_start = false;  // the buffer keeps the prompt's rows it had on the device
+  if (!dynamic_ && (!g.ledger() || g.ledger()->claimed(i))) g.pools().shrink_device(i, swap_device_tokens(total, H_, page_));
+  // The buffer keeps the prompt's rows it had on the device: no empty start.
+  rt_[static_cast<size_t>(i)].decode_from(r.input_tokens, false);
   make_ready(i);
 }
 

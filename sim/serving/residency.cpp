@@ -31,62 +31,61 @@ int64_t Engine::buffer_tokens(int64_t i) const {
 int64_t Engine::reclaimable(const Rank& g) const {
   // SGLang's reclaimable_resident_tokens: every resident request's device KV beyond its buffer.
   int64_t t = 0;
-  for (const auto* v : {&g.running, &g.joining})
+  for (const auto* v : {&g.running(), &g.joining()})
     for (int64_t i : *v)
-      if (rt_[static_cast<size_t>(i)].residency == Residency::kResidentBacked)
-        t += std::max<int64_t>(0, g.pools->held(i, 1) - buffer_tokens(i));
+      if (rt_[static_cast<size_t>(i)].residency() == Residency::kResidentBacked)
+        t += std::max<int64_t>(0, g.pools().held(i, 1) - buffer_tokens(i));
   return t;
 }
 
 bool Engine::demote_longest(Rank& g) {
   // Candidates hold (or are about to hold) more than their buffer; the longest goes first, the lowest index on ties.
   int64_t pick = -1;
-  for (const auto* v : {&g.running, &g.joining})
+  for (const auto* v : {&g.running(), &g.joining()})
     for (int64_t i : *v) {
-      const Runtime& rt = rt_[static_cast<size_t>(i)];
-      if (rt.residency != Residency::kResidentBacked) continue;
-      if (std::max(resident_device_tokens(rt.n, page_), g.pools->held(i, 1)) <= buffer_tokens(i)) continue;
-      if (pick < 0 || rt.n > rt_[static_cast<size_t>(pick)].n || (rt.n == rt_[static_cast<size_t>(pick)].n && i < pick))
+      const RequestState& rt = rt_[static_cast<size_t>(i)];
+      if (rt.residency() != Residency::kResidentBacked) continue;
+      if (std::max(resident_device_tokens(rt.n(), page_), g.pools().held(i, 1)) <= buffer_tokens(i)) continue;
+      if (pick < 0 || rt.n() > rt_[static_cast<size_t>(pick)].n() || (rt.n() == rt_[static_cast<size_t>(pick)].n() && i < pick))
         pick = i;
     }
   if (pick < 0) return false;
-  Runtime& rt = rt_[static_cast<size_t>(pick)];
-  const int64_t before = g.pools->free_tokens(1);
+  RequestState& rt = rt_[static_cast<size_t>(pick)];
+  const int64_t before = g.pools().free_tokens(1);
   // Its rows up to the previous token are on the host already (the incremental backup), so it only shrinks.
-  g.pools->shrink_device(pick, buffer_tokens(pick));
-  rt.residency = Residency::kSwap;
-  rt.swap_since = rt.step;
+  g.pools().shrink_device(pick, buffer_tokens(pick));
+  rt.demote();
   auto& o = outcomes_[static_cast<size_t>(pick)];
   o.residency = Residency::kSwap;
-  o.demoted_at_step = static_cast<int32_t>(rt.step);
+  o.demoted_at_step = static_cast<int32_t>(rt.step());
   ++result_.demotions;
-  result_.demoted_tokens += g.pools->free_tokens(1) - before;
-  ++g.demotions;
+  result_.demoted_tokens += g.pools().free_tokens(1) - before;
+  ++g.step.demotions;
   return true;
 }
 
 void Engine::make_device_room(Rank& g, int64_t tokens) {
-  while (g.pools->free_tokens(1) < tokens)
+  while (g.pools().free_tokens(1) < tokens)
     if (!demote_longest(g))
       throw_error("serving engine: dynamic residency: rank {} needs {} device tokens, {} free, nothing left to demote",
-                  g.local, tokens, g.pools->free_tokens(1));
+                  g.local(), tokens, g.pools().free_tokens(1));
 }
 
 void Engine::grow_residents(Rank& g) {
   // The step writes token n of every resident request into a new device slot (alloc_decode); demote until they fit.
   auto need = [&] {
     int64_t t = 0;
-    for (int64_t i : g.running)
-      if (rt_[static_cast<size_t>(i)].residency == Residency::kResidentBacked)
-        t += std::max<int64_t>(0, resident_device_tokens(rt_[static_cast<size_t>(i)].n, page_) - g.pools->held(i, 1));
+    for (int64_t i : g.running())
+      if (rt_[static_cast<size_t>(i)].residency() == Residency::kResidentBacked)
+        t += std::max<int64_t>(0, resident_device_tokens(rt_[static_cast<size_t>(i)].n(), page_) - g.pools().held(i, 1));
     return t;
   };
-  while (need() > g.pools->free_tokens(1))
+  while (need() > g.pools().free_tokens(1))
     if (!demote_longest(g))
-      throw_error("serving engine: dynamic residency: rank {} cannot grow its resident requests", g.local);
-  for (int64_t i : g.running) {
-    const Runtime& rt = rt_[static_cast<size_t>(i)];
-    if (rt.residency == Residency::kResidentBacked && g.pools->grow_device(i, resident_device_tokens(rt.n, page_)) != 0)
+      throw_error("serving engine: dynamic residency: rank {} cannot grow its resident requests", g.local());
+  for (int64_t i : g.running()) {
+    const RequestState& rt = rt_[static_cast<size_t>(i)];
+    if (rt.residency() == Residency::kResidentBacked && g.pools().grow_device(i, resident_device_tokens(rt.n(), page_)) != 0)
       throw_error("serving engine: dynamic residency: request {} could not take the device pages counted free", i);
   }
 }

@@ -161,6 +161,12 @@ std::string summary_json(const ServingResult& r, const Scenario& sc) {
                      "\"swap_graph_rank_steps\": {}, \"requests_demoted\": {}}},\n", r.demotions, r.demoted_tokens,
                      r.resident_graph_steps, r.swap_graph_steps,
                      std::count_if(r.requests.begin(), r.requests.end(), [](const RequestOutcome& q) { return q.demoted_at_step >= 0; }));
+  if (r.retraction != "none")
+    o += fmt::format("  \"retraction\": {{\"rule\": \"{}\", \"retractions\": {}, \"requests_retracted\": {}, "
+                     "\"retracted_tokens\": {}, \"recomputed_tokens\": {}, \"recompute_gpu_s\": {:.6g}, \"label\": \"modelled\"}},\n",
+                     r.retraction, r.retractions,
+                     std::count_if(r.requests.begin(), r.requests.end(), [](const RequestOutcome& q) { return q.retractions > 0; }),
+                     r.retracted_tokens, r.recomputed_tokens, ns_to_seconds(r.recompute_ns));
   o += fmt::format("  \"bytes\": {{\"miss_h2d\": {:.17g}, \"admission_h2d\": {:.17g}, \"backup_d2h\": {:.17g}, \"staging_d2h\": {:.17g}, "
                    "\"rdma\": {:.17g}, \"row_bytes\": {:.17g}}},\n",
                    r.miss_flow_bytes, r.admission_h2d_bytes, r.backup_bytes, r.staging_bytes, r.rdma_bytes, r.row_bytes);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "core/pipeline_stages.h"
 #include "sim/capacity/admission_pools.h"
 #include "sim/network/link_model.h"
 #include "sim/miss/miss_surface.h"
@@ -55,17 +56,28 @@ Scenario prefill_on_decode(const Scenario& s) {
 Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt, ChromeTrace* trace)
     : sc_(sc), w_(w), opt_(opt), trace_(trace), hisparse_(uses_host_pool(opt.mode)),
       dynamic_(opt.mode == KvMode::kDynamic),
-      layout_(serving_ranks(sc)), step_(sc, opt.cost, opt.mode), cost_(step_.cost()),
+      layout_(serving_ranks(sc)), step_(pipeline_stage_scenario(sc), opt.cost, opt.mode),
+      cost_(step_.cost()),
       prefill_scenario_(prefill_on_decode(sc)), prefill_cost_(prefill_scenario_, opt.cost, hisparse_),
       net_(sim_, make_link_model(opt.cost.link_model)) {
   handler_ = sim_.add_handler(this);
   const DeploymentSpec& d = sc.deployment;
+  pp_ = std::max(1, d.decode.pp);
+  if (pp_ > 1) stage_link_ = stage_link(sc, opt.cost);
   if (hisparse_) {
     if (opt.miss_model) miss_ = opt.miss_model;
     else { own_miss_ = make_statistical_miss_model(default_miss_params(sc)); miss_ = own_miss_.get(); }
   }
   if (!d.pd_disaggregation) prefill_mode_ = PrefillMode::kColocated;
   else prefill_mode_ = d.prefill.count > 0 ? PrefillMode::kPd : PrefillMode::kPdExternal;
+  if (d.engine == "vllm") retraction_ = Retraction::kVllm;
+  else if (d.decode_reserve_ratio < 1) retraction_ = Retraction::kSglang;
+  if (retraction_ != Retraction::kNone && (hisparse_ || prefill_mode_ != PrefillMode::kColocated))
+    throw_error("{}: {} is modelled in full-KV mode with colocated prefill only (mode {}, pd_disaggregation {}); "
+                "expected --mode full and pd_disaggregation: false", sc.source,
+                retraction_ == Retraction::kVllm ? "engine: vllm (recompute preemption)"
+                                                 : fmt::format("decode_reserve_ratio {} (decode retraction)", d.decode_reserve_ratio),
+                to_string(opt.mode), d.pd_disaggregation);
   K_ = hisparse_ ? d.hisparse.top_k : sc.model.top_k;
   // DeepSeek-V4 (core/dsv4_pool_budget.h): the pools count C4 entries, one per 4 tokens; the engine's token pools hold
   // 4 tokens per entry, so its buffer is 4 × H tokens (H + page / 4 entries with the page).
@@ -102,6 +114,7 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
   if (opt.clients.concurrency < 0) throw_error("closed-loop clients: concurrency {} must be >= 0", opt.clients.concurrency);
   if (opt.clients.think_time < 0) throw_error("closed-loop clients: think time {} ns must be >= 0", opt.clients.think_time);
   if (opt.max_retries < 0) throw_error("max_retries {} must be >= 0", opt.max_retries);
+  admission_ = make_admission_policy(opt.admission, hisparse_);
   build_topology();
   if (opt.clients.concurrency > 0) {
     if (w.requests.empty()) throw_error("workload {}: closed-loop clients need at least one request for the mix", w.name);
@@ -139,14 +152,14 @@ void Engine::on_event(Simulator& sim, const Event& e) {
     case kPhaseA:
     case kIoStart: {
       Rank& g = ranks_[static_cast<size_t>(e.arg)];
-      g.a_end = now;
-      if (g.work.resident) {
+      g.step.a_end = now;
+      if (g.step.work.resident) {
         // The resident graph copies nothing in and does not wait for the backup before its forward.
-        g.io_start = g.io_end = now;
-        g.io_done = true;
+        g.step.io_start = g.step.io_end = now;
+        g.step.io_done = true;
         maybe_done(static_cast<int32_t>(e.arg));
-      } else if (g.backup_pending > 0) {
-        g.waiting_backup = true;
+      } else if (g.step.backup_pending > 0) {
+        g.step.waiting_backup = true;
       } else {
         begin_io(g, static_cast<int32_t>(e.arg));
       }
@@ -154,8 +167,8 @@ void Engine::on_event(Simulator& sim, const Event& e) {
     }
     case kComputeDone: {
       Rank& g = ranks_[static_cast<size_t>(e.arg)];
-      g.compute_done = true;
-      g.compute_end = now;
+      g.step.compute_done = true;
+      g.step.compute_end = now;
       if (overlap() == OverlapMode::kNone) rank_finished(static_cast<int32_t>(e.arg));
       else maybe_done(static_cast<int32_t>(e.arg));
       break;
@@ -174,36 +187,36 @@ void Engine::on_flow_done(Simulator& sim, int64_t c, const FlowDone& d) {
     case kRdma: {
       result_.rdma_bytes += d.bytes;
       Rank& g = rank_of(idx);
-      if (trace_) trace_->span(fmt::format("rdma r{}", idx), "rdma", 200 + g.instance, g.nic.empty() ? 0 : g.nic[0], d.start, now);
-      if (--rt_[static_cast<size_t>(idx)].pending == 0) rdma_done(idx);
+      if (trace_) trace_->span(fmt::format("rdma r{}", idx), "rdma", 200 + g.instance(), g.links.nic.empty() ? 0 : g.links.nic[0], d.start, now);
+      if (rt_[static_cast<size_t>(idx)].flow_done()) rdma_done(idx);
       break;
     }
     case kAdmitH2d:
       result_.admission_h2d_bytes += d.bytes;
-      if (--rt_[static_cast<size_t>(idx)].pending == 0) make_ready(idx);
+      if (rt_[static_cast<size_t>(idx)].flow_done()) make_ready(idx);
       break;
     case kStaging:
       result_.staging_bytes += d.bytes;
-      if (--rt_[static_cast<size_t>(idx)].pending == 0) staging_done(idx);
+      if (rt_[static_cast<size_t>(idx)].flow_done()) staging_done(idx);
       break;
     case kMissFlow: {
       result_.miss_flow_bytes += d.bytes;
       Rank& g = ranks_[static_cast<size_t>(idx)];
-      if (--g.io_pending > 0) break;
-      g.io_end = now;
-      g.io_done = true;
+      if (--g.step.io_pending > 0) break;
+      g.step.io_end = now;
+      g.step.io_done = true;
       maybe_done(static_cast<int32_t>(idx));
       break;
     }
     case kBackup: {
       result_.backup_bytes += d.bytes;
       Rank& g = ranks_[static_cast<size_t>(idx)];
-      if (--g.backup_pending > 0) break;
-      g.backup_end = now;
-      g.cost.backup = now - g.start;
-      if (!g.waiting_backup) break;
-      g.waiting_backup = false;
-      if (g.work.resident) maybe_done(static_cast<int32_t>(idx));
+      if (--g.step.backup_pending > 0) break;
+      g.step.backup_end = now;
+      g.step.cost.backup = now - g.step.start;
+      if (!g.step.waiting_backup) break;
+      g.step.waiting_backup = false;
+      if (g.step.work.resident) maybe_done(static_cast<int32_t>(idx));
       else begin_io(g, static_cast<int32_t>(idx));
       break;
     }
@@ -218,10 +231,10 @@ void Engine::start_rank_flows(const Rank& r, double bytes, SimTime latency, doub
     f.bytes = bytes;
     f.latency = latency;
     if (max_rate > 0) f.max_rate = max_rate;
-    if (nic && !r.nic.empty()) f.add_link(r.nic[static_cast<size_t>(k)]);
-    if (h2d) f.add_link(r.h2d[static_cast<size_t>(k)]);
-    if (d2h) f.add_link(r.d2h[static_cast<size_t>(k)]);
-    if (dram) f.add_link(r.dram[static_cast<size_t>(k)]);
+    if (nic && !r.links.nic.empty()) f.add_link(r.links.nic[static_cast<size_t>(k)]);
+    if (h2d) f.add_link(r.links.h2d[static_cast<size_t>(k)]);
+    if (d2h) f.add_link(r.links.d2h[static_cast<size_t>(k)]);
+    if (dram) f.add_link(r.links.dram[static_cast<size_t>(k)]);
     if (f.num_links == 0 && !(f.max_rate > 0)) f.max_rate = sc_.hardware.pcie.h2d_bulk_bytes_per_s;
     net_.start(f, this, cookie_value);
   }
@@ -259,23 +272,21 @@ void Engine::build_topology() {
                                  hw.nic.bits_per_s / 8));
     }
     for (int32_t rk = 0; rk < inst.ranks; ++rk) {
-      Rank r;
-      r.instance = i;
-      r.local = rk;
-      r.pools = std::make_unique<RankPools>(pool_sizes_);
+      std::unique_ptr<AdmissionLedger> ledger;
       if (hisparse_ && opt_.admission == AdmissionCheck::kV2) {
         // Colocated prefill writes a chunk before its request is admitted to HiSparse; PD lands the prompt whole.
         const int64_t chunk = prefill_mode_ == PrefillMode::kColocated ? std::max(1, opt_.cost.prefill_chunk_tokens) : 0;
-        r.ledger = std::make_unique<AdmissionLedger>(
+        ledger = std::make_unique<AdmissionLedger>(
             LedgerSizes{pool_sizes_.host, pool_sizes_.device, int64_t{H_} + page_, page_, chunk});
       }
+      Rank r(i, rk, std::make_unique<RankPools>(pool_sizes_), std::move(ledger));
       for (int32_t k = 0; k < gpr_; ++k) {
         const int32_t g = rk * gpr_ + k;                  // GPU within the instance
         const int32_t node = g / per_node, in_node = g % per_node;
-        r.h2d.push_back(m.add_link(fmt::format("d{}.gpu{}.h2d", i, g), hw.pcie.h2d_bulk_bytes_per_s));
-        r.d2h.push_back(m.add_link(fmt::format("d{}.gpu{}.d2h", i, g), hw.pcie.d2h_bulk_bytes_per_s));
-        r.dram.push_back(dram[static_cast<size_t>(node * numa + in_node * numa / per_node)]);
-        if (nics > 0) r.nic.push_back(nic[static_cast<size_t>(node * nics + in_node * nics / per_node)]);
+        r.links.h2d.push_back(m.add_link(fmt::format("d{}.gpu{}.h2d", i, g), hw.pcie.h2d_bulk_bytes_per_s));
+        r.links.d2h.push_back(m.add_link(fmt::format("d{}.gpu{}.d2h", i, g), hw.pcie.d2h_bulk_bytes_per_s));
+        r.links.dram.push_back(dram[static_cast<size_t>(node * numa + in_node * numa / per_node)]);
+        if (nics > 0) r.links.nic.push_back(nic[static_cast<size_t>(node * nics + in_node * nics / per_node)]);
       }
       if (trace_) {
         trace_->name_thread(1 + i, rk * 10 + 0, fmt::format("rank{} compute", rk));

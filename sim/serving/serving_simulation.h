@@ -83,6 +83,7 @@ struct RequestOutcome {
   int64_t selected = 0, misses = 0;  // over all its decode steps and layers (last attempt)
   int32_t decoded = 0;       // tokens produced by decode steps (last attempt)
   int32_t retries = 0;       // aborted attempts (host pool exhausted under AdmissionCheck::kLogicalOnly or kV2)
+  int32_t retractions = 0;   // times it was retracted or preempted while decoding (sim/serving/retraction.cpp)
   bool rejected = false;     // could never fit on an empty rank, or out of retries
   // Dynamic residency: the state it last decoded in, and its decode step when demoted to swap (-1 = never).
   Residency residency = Residency::kNone;
@@ -148,6 +149,12 @@ struct ServingResult {
   // Dynamic residency: demotions to swap mode and the device-pool tokens they released (SGLang's
   // num_dynamic_demotions / num_dynamic_demoted_tokens); rank-steps on the resident and on the swap graph.
   int64_t demotions = 0, demoted_tokens = 0, resident_graph_steps = 0, swap_graph_steps = 0;
+  // Retraction / preemption (sim/serving/retraction.cpp): which engine's rule ran ("none" when admission reserves whole
+  // requests), requests retracted, the prompt + decoded tokens whose KV they dropped, the tokens prefilled again and the
+  // prefill time that took (the chunks' share of the pass, summed over ranks).
+  std::string retraction = "none";
+  int64_t retractions = 0, retracted_tokens = 0, recomputed_tokens = 0;
+  SimTime recompute_ns = 0;
   std::vector<LinkUsage> links;
   // Pool sizes used for admission, per rank (tokens).
   int64_t device_pool_tokens = 0, logical_pool_tokens = 0, host_pool_tokens = 0;

@@ -1,6 +1,7 @@
 // @brief The replay request (sim/api/replay_request.h) gives what run_replay gives when called by hand on the same
-// trace, sets pages up as the CLI documents (bytes = page misses × P × row bytes), names the flag in every error,
-// checks a scenario against the trace, and runs the CUDA backend only through the caller's hook.
+// trace, sets pages up as the CLI documents (bytes = page misses × P × row bytes), names the flag in every error, and
+// runs the CUDA backend only through the caller's hook; the advice after it (sim/api/replay_advice.h, the second call)
+// checks a scenario against the trace, sets the row bytes and completes replay.json.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
+#include "sim/api/replay_advice.h"
 #include "sim/api/replay_request.h"
 #include "sim/replay/replay_report.h"
 #include "traces/page_trace_source.h"
@@ -97,7 +99,10 @@ TEST_CASE("ReplayRequest: replay.json and replay.csv are those of run_replay cal
   CHECK(got.csv == replay_csv(expected));
   CHECK(got.step_time_json.empty());
   CHECK(got.page_note.empty());
-  CHECK(got.text.find("no recommendation: choosing device_buffer_size needs a deployment") != std::string::npos);
+  MESSAGE("the replay's text ends with its table and notes; the caller says why nothing is recommended");
+  CHECK(got.text.find("no recommendation") == std::string::npos);
+  CHECK(no_recommendation_text(got.result.meta.source)
+            .find("no recommendation: choosing device_buffer_size needs a deployment") != std::string::npos);
 }
 
 TEST_CASE("ReplayRequest: print hears the whole text, rows every kept row, checked runs first") {
@@ -171,11 +176,12 @@ TEST_CASE("ReplayRequest: page set-up errors name the flag and the value") {
   MESSAGE("one page cannot hold the widest layer list (at least 16 pages of a 256-wide list over 1024+ tokens)");
   CHECK(error_of([&] { run_replay_request(r); }).rfind("replay: --buffer-sizes 16 with --page-size 16: expected", 0) ==
         0);
-  MESSAGE("pages with a scenario are refused: the advisor prices token rows");
+  MESSAGE("pages with a scenario are refused by the advice's plan: the advisor prices token rows");
   r = small_request(2048);
   r.page_size = 64;
-  r.advice.setup.scenario = kDsv32;
-  CHECK(error_of([&] { run_replay_request(r); }).rfind("replay: --page-size 64 with --scenario", 0) == 0);
+  AdviseRequest a;
+  a.setup.scenario = kDsv32;
+  CHECK(error_of([&] { plan_replay_advice(r, a); }).rfind("replay: --page-size 64 with --scenario", 0) == 0);
 }
 
 TEST_CASE("ReplayRequest: option errors keep the CLI's wording") {
@@ -214,21 +220,30 @@ TEST_CASE("ReplayRequest: backend cuda runs only through the caller's hook") {
   CHECK(got.json == run_replay_request(r).json);
 }
 
-TEST_CASE("ReplayRequest: a scenario is checked against the trace and sets the row bytes") {
+/// The CLI's two calls with a scenario: the advice's plan (checks, row bytes), the replay, the advice on its outcome.
+ReplayOutcome replay_and_advise(ReplayRequest r, const AdviseRequest& a) {
+  r.row_bytes = plan_replay_advice(r, a).row_bytes;
+  ReplayOutcome out = run_replay_request(r);
+  advise_replay(r, out, a);
+  return out;
+}
+
+TEST_CASE("replay advice: a scenario is checked against the trace and sets the row bytes") {
   ReplayRequest r = small_request(1024);
-  r.advice.setup.scenario = "gptoss-120b-1xh200";
+  AdviseRequest a;
+  a.setup.scenario = "gptoss-120b-1xh200";
   MESSAGE("a GQA model has no sparse indexer: nothing to advise");
-  CHECK(error_of([&] { run_replay_request(r); })
-            .rfind("replay: --scenario gptoss-120b-1xh200: model ", 0) == 0);
-  CHECK(error_of([&] { run_replay_request(r); }).find("has no sparse indexer (gqa attention)") != std::string::npos);
-  r.advice.setup.scenario = kDsv32;
+  CHECK(error_of([&] { plan_replay_advice(r, a); }).rfind("replay: --scenario gptoss-120b-1xh200: model ", 0) == 0);
+  CHECK(error_of([&] { plan_replay_advice(r, a); }).find("has no sparse indexer (gqa+swa attention)") != std::string::npos);
+  a.setup.scenario = kDsv32;
   MESSAGE("a trace of top_k 1024 does not describe a top_k 2048 deployment unless it is rescaled");
-  CHECK(error_of([&] { run_replay_request(r); })
+  CHECK(error_of([&] { plan_replay_advice(r, a); })
             .rfind("replay: trace " + r.trace + " has top_k 1024 but scenario " + kDsv32 + " runs top_k 2048", 0) == 0);
-  r.advice.misses.rescale_trace_top_k = true;
+  a.misses.rescale_trace_top_k = true;
   r.buffer_sizes = {1024, 2048};
-  r.advice.seq_lens = {8192};
-  const ReplayOutcome got = run_replay_request(r);
+  a.seq_lens = {8192};
+  const ReplayOutcome replayed = run_replay_request(r);
+  const ReplayOutcome got = replay_and_advise(r, a);
   const Scenario s = load_scenario(kDsv32);
   MESSAGE("rescaled: advised; rows are the model's latent rows in the deployment's kv_dtype; step time modelled");
   CHECK(got.row_bytes == latent_row_bytes(s.model, s.deployment.kv_dtype));
@@ -237,20 +252,24 @@ TEST_CASE("ReplayRequest: a scenario is checked against the trace and sets the r
   CHECK(got.recommendation_json != no_deployment_recommendation_json());
   CHECK(got.text.find("advice for " + s.deployment.name) != std::string::npos);
   CHECK(got.json.find("\"step_time\"") != std::string::npos);
+  MESSAGE("the replay alone recommends nothing and models no step time (the advice is the second call)");
+  CHECK(replayed.recommendation_json == no_deployment_recommendation_json());
+  CHECK(replayed.json.find("\"step_time\"") == std::string::npos);
+  CHECK(replayed.text.find("advice for") == std::string::npos);
   MESSAGE("the advice's --kv-dtype override is the deployment the rows must describe: fp8 latent rows, not the "
           "YAML's bf16 ones (the same override the advice prices)");
-  r.advice.setup.overrides.kv_dtype = "fp8";
-  const int64_t fp8_rows = run_replay_request(r).row_bytes;
+  a.setup.overrides.kv_dtype = "fp8";
+  const int64_t fp8_rows = plan_replay_advice(r, a).row_bytes;
   CHECK(fp8_rows == latent_row_bytes(s.model, KvDtype::kFp8));
   CHECK(fp8_rows != got.row_bytes);
-  r.advice.setup.overrides.kv_dtype.reset();
+  a.setup.overrides.kv_dtype.reset();
   r.row_bytes = 1000;
   r.row_bytes_given = true;
   MESSAGE("a given row size is kept");
-  CHECK(run_replay_request(r).row_bytes == 1000);
+  CHECK(plan_replay_advice(r, a).row_bytes == 1000);
 }
 
-TEST_CASE("ReplayRequest: a trace handed in as a source replays as the file, but cannot be advised on") {
+TEST_CASE("ReplayRequest: a trace handed in as a source replays as the file; the advice needs the file") {
   const ReplayRequest r = small_request();
   ReplayHooks h;
   const std::string path = r.trace;
@@ -259,6 +278,8 @@ TEST_CASE("ReplayRequest: a trace handed in as a source replays as the file, but
   labelled.trace = "a label";
   MESSAGE("same trace through the hook: the same replay.json");
   CHECK(run_replay_request(labelled, h).json == run_replay_request(r).json);
-  labelled.advice.setup.scenario = kDsv32;
-  CHECK(error_of([&] { run_replay_request(labelled, h); }).rfind("replay: --scenario " + std::string(kDsv32), 0) == 0);
+  MESSAGE("the advice reads the trace file again: a label that is no file is refused, naming it");
+  AdviseRequest a;
+  a.setup.scenario = kDsv32;
+  CHECK(error_of([&] { plan_replay_advice(labelled, a); }).find("a label") != std::string::npos);
 }

@@ -1,9 +1,11 @@
 // @brief The replay driver (sim/replay/replay_driver.h) over the CPU reference's session (cpu_ref/swap_in_session_cpu.h)
-// and over the fast CPU session (sim/replay/replay_cpu_session.h, the counting sglang-lru) against the windowed engine
-// (run_replay): every per-step row, the totals and the row sink's order identical for every online policy, with
-// requests side by side in 1, 2 or all lanes (unequal lengths, so lanes free up at different steps and refill), 1 or 3
-// slots in flight, 1 to 64 steps per slot, 1 and 3 host threads, the caller's cursor alone; identity and empty states,
-// padding. The CUDA session is held to the same driver and the same rows in tests/cuda/test_replay_cuda.cpp.
+// and over the fast CPU session (sim/replay/replay_cpu_session.h, the counting sglang-lru) against the plain reference
+// replay (tests/sim/replay/plain_replay.h): every per-step row, the totals and the row sink's order identical for every
+// online policy, with requests side by side in 1, 2 or all lanes (unequal lengths, so lanes free up at different steps
+// and refill), 1 or 3 slots in flight, 1 to 64 steps per slot, 1 and 3 host threads, the caller's cursor alone;
+// identity and empty states, padding. Offline policies through the driver's look-ahead stage: belady with the whole
+// future while a request fits its window, independent of threads and slot sizes when the window slides. The CUDA
+// session is held to the same driver and the same rows in tests/cuda/test_replay_cuda.cpp.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -17,6 +19,7 @@
 #include "sim/replay/replay_driver.h"
 #include "sim/replay/replay_engine.h"
 #include "sim/replay/replay_report.h"
+#include "tests/sim/replay/plain_replay.h"
 #include "tests/sim/vector_trace_source.h"
 #include "traces/trace_generator.h"
 #include "traces/trace_limits.h"
@@ -49,10 +52,7 @@ Trace uneven(const traces::GeneratorOptions& g, bool pad) {
   return t;
 }
 
-struct Run {
-  sim::ReplayResult result;
-  std::vector<sim::ReplayRequestRows> rows;
-};
+using Run = replay_test::ReplayRun;
 
 const std::vector<std::string> kOnline = {"sglang-lru", "fifo", "lfu", "clock", "topk-only"};
 
@@ -66,11 +66,16 @@ sim::ReplayOptions options(const std::vector<int32_t>& sizes, int threads) {
   return o;
 }
 
-Run engine(const Trace& t, const std::vector<int32_t>& sizes) {
+/// The reference: every request, layer and configuration replayed plainly.
+Run plain(const Trace& t, const std::vector<int32_t>& sizes) {
+  return replay_test::plain_replay(t.meta, t.recs, kOnline, sizes, 100);
+}
+
+/// The command's path: run_replay (its option checks, then the driver over the counting session), one thread.
+Run command(const Trace& t, const std::vector<int32_t>& sizes) {
   Run out;
   auto src = t.open();
-  out.result =
-      sim::run_replay_windowed(*src, options(sizes, 1), [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); });
+  out.result = sim::run_replay(*src, options(sizes, 1), [&](const sim::ReplayRequestRows& r) { out.rows.push_back(r); });
   return out;
 }
 
@@ -126,7 +131,7 @@ void check_same(const Run& a, const Run& b) {
 
 }  // namespace
 
-TEST_CASE("replay driver over the CPU session == the windowed engine, every online policy, lanes, slots, threads") {
+TEST_CASE("replay driver over the CPU sessions == the plain replay, every online policy, lanes, slots, threads") {
   for (int variant = 0; variant < 3; ++variant) {
     traces::GeneratorOptions g = traces::generator_preset("tiny");
     g.requests = 6;
@@ -137,8 +142,9 @@ TEST_CASE("replay driver over the CPU session == the windowed engine, every onli
     g.seed = 50 + variant;
     const Trace t = uneven(g, variant == 2);
     const std::vector<int32_t> sizes = {16, 20, 32};
-    const Run want = engine(t, sizes);
-    MESSAGE("expected: variant " << variant << " gives the engine's rows through the driver in every arrangement");
+    const Run want = plain(t, sizes);
+    MESSAGE("expected: variant " << variant << " gives the plain replay's rows through the driver in every arrangement");
+    check_same(want, command(t, sizes));
     REQUIRE(want.rows.size() == 6);
     int64_t misses = 0;
     for (const auto& s : want.result.configs) misses += s.misses;
@@ -163,7 +169,7 @@ TEST_CASE("replay driver over the CPU session == the windowed engine, every onli
   }
 }
 
-TEST_CASE("replay driver: bad records and rows fail naming request (and layer) and step, as the engine does") {
+TEST_CASE("replay driver: bad records and rows fail naming request (and layer) and step, as run_replay does") {
   traces::GeneratorOptions g = traces::generator_preset("tiny");
   g.requests = 4;
   g.steps = 10;
@@ -174,7 +180,7 @@ TEST_CASE("replay driver: bad records and rows fail naming request (and layer) a
       if (through_driver)
         driven(t, {16}, {});
       else
-        engine(t, {16});
+        command(t, {16});
     } catch (const Error& e) {
       return e.what();
     }
@@ -184,7 +190,7 @@ TEST_CASE("replay driver: bad records and rows fail naming request (and layer) a
   Trace long_ctx = good;
   for (auto& r : long_ctx.recs)
     if (r.request_id == 2 && r.step == 4) r.seq_len = traces::kMaxSeqLen + 1;
-  MESSAGE("expected: a seq_len beyond the bound fails with the engine's message");
+  MESSAGE("expected: a seq_len beyond the bound fails with run_replay's message, through any session");
   const std::string engine_msg = fails_with(long_ctx, false);
   CHECK(engine_msg.find("request 2, step 4: seq_len") != std::string::npos);
   CHECK(fails_with(long_ctx, true) == engine_msg);
@@ -234,7 +240,7 @@ TEST_CASE("CPU session: refuses offline policies and bad shapes, steps padding r
   CHECK(k[1].misses == 0);
 }
 
-TEST_CASE("run_replay_cpu_session (the driver as --backend cpu runs it) == the windowed engine") {
+TEST_CASE("run_replay_cpu_session (the driver as --backend cpu runs it) == the plain replay") {
   traces::GeneratorOptions g = traces::generator_preset("tiny");
   g.requests = 5;
   g.steps = 21;
@@ -242,7 +248,7 @@ TEST_CASE("run_replay_cpu_session (the driver as --backend cpu runs it) == the w
   g.seed = 77;
   const Trace t = uneven(g, true);
   const std::vector<int32_t> sizes = {16, 24};
-  const Run want = engine(t, sizes);
+  const Run want = plain(t, sizes);
   for (const int threads : {1, 2, 7})
     for (const size_t batch : {size_t{1}, size_t{3000}, size_t{64} << 20})
       for (const bool cursors : {false, true}) {
@@ -257,4 +263,71 @@ TEST_CASE("run_replay_cpu_session (the driver as --backend cpu runs it) == the w
             cursors ? std::function<std::unique_ptr<traces::TraceSource>()>([&] { return t.open(); }) : nullptr);
         check_same(want, got);
       }
+}
+
+TEST_CASE("the driver's look-ahead stage: belady == the plain replay's whole future, whatever threads and slots") {
+  traces::GeneratorOptions g = traces::generator_preset("tiny");
+  g.requests = 5;
+  g.steps = 21;
+  g.prompt_len = 28;
+  g.seed = 91;
+  const Trace t = uneven(g, true);
+  const std::vector<int32_t> sizes = {16, 24};
+  const std::vector<std::string> policies = {"belady", "sglang-lru", "fifo"};
+  const Run want = replay_test::plain_replay(t.meta, t.recs, policies, sizes, 100);
+  int64_t belady_misses = 0;
+  for (size_t c = 0; c < 2; ++c) belady_misses += want.result.configs[c].misses;
+  CHECK(belady_misses > 0);  // belady's choices matter: the comparison is not of zeros
+  auto run = [&](int threads, size_t batch, size_t lookahead, bool reference_lru) {
+    Run got;
+    auto src = t.open();
+    sim::ReplayOptions o = options(sizes, threads);
+    o.policies = policies;
+    o.batch_bytes = batch;
+    o.lookahead_bytes = lookahead;
+    o.reference_lru = reference_lru;
+    got.result = sim::run_replay_cpu_session(
+        *src, o, [&](const sim::ReplayRequestRows& r) { got.rows.push_back(r); }, [&] { return t.open(); });
+    return got;
+  };
+  for (const int threads : {1, 2, 7})
+    for (const size_t batch : {size_t{1}, size_t{3000}, size_t{64} << 20}) {
+      MESSAGE("expected: the whole future's rows with " << threads << " threads, " << batch << " bytes per slot");
+      const Run got = run(threads, batch, size_t{1} << 30, threads == 2);
+      check_same(want, got);
+      CHECK(got.result.lookahead_cut_requests == 0);
+      CHECK(got.result.lookahead_steps > 21);
+    }
+  // A window of 4 steps (3 layers x K 16 x 4 bytes per record, one record and two next-use indexes per step):
+  // requests longer than it slide; the result is the same for every thread count and slot size.
+  const size_t record = 3 * 16 * 4;
+  const Run cut = run(1, 1, 4 * record * 3, false);
+  MESSAGE("expected: a sliding window of 4 steps cuts the requests longer than 4 steps, not sglang-lru's rows");
+  CHECK(cut.result.lookahead_steps == 4);
+  CHECK(cut.result.lookahead_cut_requests > 0);
+  for (size_t h = 0; h < 2; ++h) {
+    CHECK(cut.result.configs[h].misses >= want.result.configs[h].misses);  // the optimum bounds a shorter look-ahead
+    CHECK(cut.result.configs[2 + h].misses == want.result.configs[2 + h].misses);
+  }
+  for (const int threads : {2, 7})
+    for (const size_t batch : {size_t{3000}, size_t{64} << 20}) check_same(cut, run(threads, batch, 4 * record * 3, true));
+}
+
+TEST_CASE("counting session: takes offline policies with their futures; belady without one fails naming the row") {
+  SwapInSessionShape shape;
+  shape.rows = 1;
+  shape.top_k = 2;
+  shape.configs = {{"belady", 4}};
+  sim::CountingSwapInSession s(shape, 1);
+  MESSAGE("expected: the session takes futures (the driver stages them), and a step without one is refused");
+  CHECK(s.takes_futures());
+  SessionStaging st = s.staging(0);
+  REQUIRE(st.futures != nullptr);
+  const int32_t list[2] = {0, 9};
+  st.lists[0] = list;
+  st.seq_len[0] = 10;
+  st.init[0] = SessionRowInit::kStart;
+  st.request[0] = 7;
+  st.step[0] = 3;
+  CHECK_THROWS_WITH_AS(s.submit(0), doctest::Contains("request 7, layer 0, step 3: no future given"), Error);
 }

@@ -49,9 +49,9 @@ int64_t sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v
 }  // namespace
 
 TEST_CASE("replay phases: cold start is each request's first step and warm-up, the steady state the rest") {
-  // The driver path (online policies only) and the windowed engine (belady present) give the same split.
+  // The driver without and with its look-ahead stage (belady present) give the same split.
   const Run online = replay({"sglang-lru"});
-  const Run windowed = replay({"sglang-lru", "belady"});
+  const Run windowed = replay({"sglang-lru", "belady"});  // (its look-ahead windows)
   REQUIRE(online.result.configs.size() == 2);
   for (size_t c = 0; c < online.result.configs.size(); ++c) {
     const sim::ReplayConfigStats& s = online.result.configs[c];
