@@ -12,11 +12,13 @@
 #include "apps/command.h"
 #include "core/dsv4_pool_budget.h"
 #include "core/error.h"
+#include "core/io/json_writer.h"
 #include "core/pipeline_stages.h"
 #include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "core/text_format.h"
+#include "sim/advise/advisor.h"
 
 namespace hisparse::apps {
 
@@ -40,48 +42,36 @@ std::string show(const Figure& f) {
   return f.unit.empty() ? n : n + " " + f.unit;
 }
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out;
+constexpr JsonWriter::Layout kInline = JsonWriter::Layout::kInline;
+
+/// A figure on one line; its value at 17 significant digits, which reads back exactly.
+void json_figure(JsonWriter& j, const Figure& f) {
+  j.begin_object(kInline).member("key", f.key).member("label", f.label).key("value").general(f.value, 17);
+  j.member("unit", f.unit).member("formula", f.formula).end_object();
 }
 
-std::string json_figure(const Figure& f) {
-  return fmt::format(R"({{"key": "{}", "label": "{}", "value": {}, "unit": "{}", "formula": "{}"}})", f.key,
-                     json_escape(f.label), fmt::format("{:.17g}", f.value), f.unit, json_escape(f.formula));
+void json_head(JsonWriter& j, const Scenario& s) {
+  j.begin_object().member("scenario", s.deployment.name).member("source", s.source).member("model", s.model.name);
+  j.member("hardware", s.hardware.name);
 }
 
 void print_json(const Scenario& s, const MemoryBudget& b) {
-  std::string out = fmt::format("{{\n  \"scenario\": \"{}\",\n  \"source\": \"{}\",\n  \"model\": \"{}\",\n"
-                                "  \"hardware\": \"{}\",\n  \"figures\": [\n",
-                                json_escape(s.deployment.name), json_escape(s.source), json_escape(s.model.name),
-                                json_escape(s.hardware.name));
-  const auto figs = b.figures();
-  for (size_t i = 0; i < figs.size(); ++i)
-    out += fmt::format("    {}{}\n", json_figure(*figs[i]), i + 1 < figs.size() ? "," : "");
-  out += fmt::format("  ],\n  \"attention\": \"{}\",\n  \"per_seq_len\": [\n", b.attention);
-  for (size_t i = 0; i < b.per_seq_len.size(); ++i) {
-    const SeqLenBudget& q = b.per_seq_len[i];
-    out += fmt::format("    {{\"seq_len\": {}, \"figures\": [\n", q.seq_len);
+  JsonWriter j(2);
+  json_head(j, s);
+  j.key("figures").begin_array();
+  for (const Figure* f : b.figures()) json_figure(j, *f);
+  j.end_array().member("attention", b.attention).key("per_seq_len").begin_array();
+  for (const SeqLenBudget& q : b.per_seq_len) {
+    j.begin_object(kInline).member("seq_len", q.seq_len).key("figures").begin_array(JsonWriter::Layout::kLines, 6);
     std::vector<const Figure*> fs = {&q.full_kv_bytes,      &q.full_latent_bytes,   &q.full_indexer_bytes,
                                      &q.hisparse_hbm_bytes, &q.hisparse_host_bytes, &q.max_requests_full,
                                      &q.max_requests_hisparse};
     if (b.sliding_layer_count > 0) fs.push_back(&q.swa_tokens);
-    for (size_t j = 0; j < std::size(fs); ++j)
-      out += fmt::format("      {}{}\n", json_figure(*fs[j]), j + 1 < std::size(fs) ? "," : "");
-    out += fmt::format("    ]}}{}\n", i + 1 < b.per_seq_len.size() ? "," : "");
+    for (const Figure* f : fs) json_figure(j, *f);
+    j.end_array().end_object();
   }
-  out += "  ]\n}\n";
-  fmt::print("{}", out);
+  j.end_array().end_object();
+  fmt::print("{}\n", j.str());
 }
 
 void print_section(const std::string& title, const std::vector<const Figure*>& figs) {
@@ -230,14 +220,12 @@ void print_dsv4_json(const Scenario& s, const Dsv4PoolBudget& v) {
   if (v.request_capacity_applicable)
     all.insert(all.end(), {&v.rc_entries_per_request, &v.rc_request_slots, &v.rc_c4_device_entries,
                            &v.rc_c4_device_bytes, &v.rc_base_bytes_per_full_token, &v.rc_full_tokens});
-  std::string out = fmt::format("{{\n  \"scenario\": \"{}\",\n  \"source\": \"{}\",\n  \"model\": \"{}\",\n"
-                                "  \"hardware\": \"{}\",\n  \"attention\": \"dsv4-compressed\",\n  \"figures\": [\n",
-                                json_escape(s.deployment.name), json_escape(s.source), json_escape(s.model.name),
-                                json_escape(s.hardware.name));
-  for (size_t i = 0; i < all.size(); ++i)
-    out += fmt::format("    {}{}\n", json_figure(*all[i]), i + 1 < all.size() ? "," : "");
-  out += "  ]\n}\n";
-  fmt::print("{}", out);
+  JsonWriter j(2);
+  json_head(j, s);
+  j.member("attention", "dsv4-compressed").key("figures").begin_array();
+  for (const Figure* f : all) json_figure(j, *f);
+  j.end_array().end_object();
+  fmt::print("{}\n", j.str());
 }
 
 void print_text(const Scenario& s, const MemoryBudget& b) {
@@ -256,11 +244,12 @@ void print_text(const Scenario& s, const MemoryBudget& b) {
              d.hisparse_enabled ? "on" : "off", hs.top_k, hs.device_buffer_size, host_knob, d.page_size,
              to_string(d.kv_dtype), d.mem_fraction_static);
   if (hs.host_pool_gib > 0)
-    fmt::print("  vLLM: HiSparseConnector kv_connector_extra_config '{{\"host_pool_gib\": {}}}', hisparse_config "
-               "device_buffer_size {}\n", hs.host_pool_gib, hs.device_buffer_size);
+    fmt::print("  vLLM: HiSparseConnector kv_connector_extra_config '{}', hisparse_config device_buffer_size {}\n",
+               JsonWriter().begin_object(kInline).member("host_pool_gib", hs.host_pool_gib).end_object().str(),
+               hs.device_buffer_size);
   else
-    fmt::print("  SGLang flag: --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, \"host_to_device_ratio\": {}}}'\n",
-               hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio);
+    fmt::print("  SGLang flag: --hisparse-config '{}'\n",
+               sim::hisparse_config_json(hs.top_k, hs.device_buffer_size, hs.host_to_device_ratio));
 
   std::vector<const Figure*> per_token = {&b.kv_layers, &b.latent_row_bytes, &b.indexer_key_bytes};
   if (b.indexer_layers != b.full_layers) per_token.push_back(&b.indexer_cache_layers);

@@ -1,6 +1,7 @@
 // @brief JsonWriter (see json_writer.h).
 #include "core/io/json_writer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -21,28 +22,45 @@ void JsonWriter::before_value() {
     key_pending_ = false;
     return;  // key() wrote the separator and the name
   }
-  if (!l.empty) out_ += l.layout == Layout::kLines ? "," : ", ";
-  if (l.layout == Layout::kLines) out_ += "\n" + std::string(static_cast<size_t>(indent_) * stack_.size(), ' ');
+  separate(l);
+}
+
+void JsonWriter::separate(Level& l) {
+  const bool lines = next_break_ == Break::kLayout ? l.layout == Layout::kLines : next_break_ == Break::kNewLine;
+  const int column = next_column_ >= 0 ? next_column_ : l.column >= 0 ? l.column : indent_ * static_cast<int>(stack_.size());
+  next_break_ = Break::kLayout;
+  next_column_ = -1;
+  if (!l.empty) out_ += lines ? "," : ", ";
+  if (lines) out_ += "\n" + std::string(static_cast<size_t>(column), ' ');
   l.empty = false;
+}
+
+JsonWriter& JsonWriter::same_line() {
+  next_break_ = Break::kSameLine;
+  return *this;
+}
+
+JsonWriter& JsonWriter::new_line(int column) {
+  next_break_ = Break::kNewLine;
+  next_column_ = column;
+  return *this;
 }
 
 JsonWriter& JsonWriter::key(std::string_view name) {
   if (stack_.empty() || !stack_.back().object) throw_error("JsonWriter: key '{}' outside an object", name);
   if (key_pending_) throw_error("JsonWriter: key '{}' after a key without its value", name);
   Level& l = stack_.back();
-  if (!l.empty) out_ += l.layout == Layout::kLines ? "," : ", ";
-  if (l.layout == Layout::kLines) out_ += "\n" + std::string(static_cast<size_t>(indent_) * stack_.size(), ' ');
-  l.empty = false;
+  separate(l);
   out_ += json_quote(std::string(name));
   out_ += ": ";
   key_pending_ = true;
   return *this;
 }
 
-void JsonWriter::open(bool object, Layout layout, char bracket) {
+void JsonWriter::open(bool object, Layout layout, int column, char bracket) {
   before_value();
   out_ += bracket;
-  stack_.push_back({object, layout});
+  stack_.push_back({object, layout, true, column});
 }
 
 void JsonWriter::close(bool object, char bracket) {
@@ -51,14 +69,16 @@ void JsonWriter::close(bool object, char bracket) {
   if (key_pending_) throw_error("JsonWriter: the object closes after a key without its value");
   const Level l = stack_.back();
   stack_.pop_back();
-  if (l.layout == Layout::kLines && !l.empty)
-    out_ += "\n" + std::string(static_cast<size_t>(indent_) * stack_.size(), ' ');
+  if (l.layout == Layout::kLines && !l.empty) {
+    const int column = l.column >= 0 ? std::max(0, l.column - indent_) : indent_ * static_cast<int>(stack_.size());
+    out_ += "\n" + std::string(static_cast<size_t>(column), ' ');
+  }
   out_ += bracket;
 }
 
-JsonWriter& JsonWriter::begin_object(Layout layout) { open(true, layout, '{'); return *this; }
+JsonWriter& JsonWriter::begin_object(Layout layout, int column) { open(true, layout, column, '{'); return *this; }
 JsonWriter& JsonWriter::end_object() { close(true, '}'); return *this; }
-JsonWriter& JsonWriter::begin_array(Layout layout) { open(false, layout, '['); return *this; }
+JsonWriter& JsonWriter::begin_array(Layout layout, int column) { open(false, layout, column, '['); return *this; }
 JsonWriter& JsonWriter::end_array() { close(false, ']'); return *this; }
 
 JsonWriter& JsonWriter::string(std::string_view s) {
@@ -89,6 +109,17 @@ JsonWriter& JsonWriter::fixed(double v, int decimals) {
   before_value();
   out_ += std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : std::string("null");
   return *this;
+}
+
+JsonWriter& JsonWriter::general(double v, int digits) {
+  before_value();
+  out_ += std::isfinite(v) ? fmt::format("{:.{}g}", v, digits) : std::string("null");
+  return *this;
+}
+
+JsonWriter& JsonWriter::whole_or_general(double v, int digits) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15) return number(static_cast<int64_t>(v));
+  return general(v, digits);
 }
 
 JsonWriter& JsonWriter::boolean(bool v) {

@@ -17,9 +17,11 @@ class JsonWriter {
 
   explicit JsonWriter(int indent = 2) : indent_(indent) {}
 
-  JsonWriter& begin_object(Layout layout = Layout::kLines);
+  /// `column` >= 0 (kLines only): the elements start at that many spaces, the closing bracket `indent` fewer, instead
+  /// of following the nesting depth (a kLines array inside an inline object of an older report).
+  JsonWriter& begin_object(Layout layout = Layout::kLines, int column = -1);
   JsonWriter& end_object();
-  JsonWriter& begin_array(Layout layout = Layout::kLines);
+  JsonWriter& begin_array(Layout layout = Layout::kLines, int column = -1);
   JsonWriter& end_array();
   /// The next value is this member of the open object.
   JsonWriter& key(std::string_view name);
@@ -32,8 +34,18 @@ class JsonWriter {
   JsonWriter& number(double v);
   /// `v` with `decimals` digits after the point ("25.350"); null when not finite.
   JsonWriter& fixed(double v, int decimals);
+  /// `v` with at most `digits` significant digits, fmt's "{:.Ng}" ("0.123457", "1.5e+09"); null when not finite.
+  JsonWriter& general(double v, int digits);
+  /// A whole `v` below 9e15 as an integer ("1000000000000"), any other as general(v, digits); null when not finite.
+  /// The planner's number style: byte counts stay exact integers, ratios keep `digits` significant digits.
+  JsonWriter& whole_or_general(double v, int digits);
   JsonWriter& boolean(bool v);
   JsonWriter& null();
+  /// Layout exceptions the older reports kept, so their bytes did not change: the next element of a kLines
+  /// container follows on the current line after ", " (same_line), or the next element of a kInline container
+  /// starts a new line indented to its nesting depth, or to `column` spaces when given (new_line).
+  JsonWriter& same_line();
+  JsonWriter& new_line(int column = -1);
   /// A value already written as JSON (a nested report's text), copied as it is.
   JsonWriter& raw(std::string_view json);
 
@@ -52,6 +64,7 @@ class JsonWriter {
     bool object;
     Layout layout;
     bool empty = true;
+    int column = -1;  // elements' indentation when set, else indent_ × depth
   };
   JsonWriter& put(std::string_view v) { return string(v); }
   JsonWriter& put(const std::string& v) { return string(v); }
@@ -62,13 +75,17 @@ class JsonWriter {
   JsonWriter& put(uint64_t v) { return number(v); }
   JsonWriter& put(double v) { return number(v); }
   void before_value();
-  void open(bool object, Layout layout, char bracket);
+  void separate(Level& l);
+  void open(bool object, Layout layout, int column, char bracket);
   void close(bool object, char bracket);
 
   int indent_;
   std::string out_;
   std::vector<Level> stack_;
   bool key_pending_ = false;
+  enum class Break { kLayout, kSameLine, kNewLine };
+  Break next_break_ = Break::kLayout;  // set by same_line() / new_line(), used by the next separator
+  int next_column_ = -1;
 };
 
 }  // namespace hisparse

@@ -19,6 +19,8 @@ void refuse_output_over_input(const std::string& output, const std::string& outp
 
 /// JSON string literal of `s` (quotes and control characters escaped).
 std::string json_quote(const std::string& s);
+/// YAML double-quoted scalar of `s`: JSON's string escaping is valid YAML, so the same text as json_quote.
+inline std::string yaml_quote(const std::string& s) { return json_quote(s); }
 /// Fixed-point text of ns as µs with 3 decimals ("1234.567"), from integers only.
 std::string ns_as_us(int64_t ns);
 

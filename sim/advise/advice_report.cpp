@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 #include "sim/plan/plan_report.h"
 #include "sim/report/fold_line.h"
@@ -17,6 +18,8 @@
 namespace hisparse::sim {
 
 namespace {
+
+constexpr JsonWriter::Layout kInline = JsonWriter::Layout::kInline;
 
 std::string upper_first(std::string t) {
   if (!t.empty() && t[0] >= 'a' && t[0] <= 'z') t[0] = static_cast<char>(t[0] - 'a' + 'A');
@@ -85,35 +88,34 @@ std::vector<std::string> simulated_lines(const Advice& a) {
   return out;
 }
 
-std::string simulated_json(const Advice& a) {
-  std::string runs;
-  for (const SimulatedRun& r : a.simulated)
-    runs += fmt::format("{}{{\"setting\": {}, \"clients\": {}, \"requests\": {}, \"tokens_per_s\": {:.3f}, "
-                        "\"steady_tokens_per_s\": {:.3f}, \"steady_batch_per_rank\": {:.3f}, \"tpot_p50_ms\": {:.4f}, "
-                        "\"advised_per_rank\": {}, \"advised_goodput_tokens_per_s\": {:.3f}, \"command\": {}}}",
-                        runs.empty() ? "" : ", ", json_quote(r.setting), r.clients, r.requests, r.tokens_per_s,
-                        r.steady_tokens_per_s, r.steady_batch_per_rank, r.tpot_p50_ms, r.advised_per_rank,
-                        r.advised_goodput, json_quote(r.command));
-  return fmt::format("{{\"note\": {}, \"runs\": [{}]}}", json_quote(a.simulated_note), runs);
+void simulated_json(JsonWriter& j, const Advice& a) {
+  j.begin_object(kInline).member("note", a.simulated_note).key("runs").begin_array(kInline);
+  for (const SimulatedRun& r : a.simulated) {
+    j.begin_object(kInline).member("setting", r.setting).member("clients", r.clients).member("requests", r.requests);
+    j.key("tokens_per_s").fixed(r.tokens_per_s, 3).key("steady_tokens_per_s").fixed(r.steady_tokens_per_s, 3);
+    j.key("steady_batch_per_rank").fixed(r.steady_batch_per_rank, 3).key("tpot_p50_ms").fixed(r.tpot_p50_ms, 4);
+    j.member("advised_per_rank", r.advised_per_rank).key("advised_goodput_tokens_per_s").fixed(r.advised_goodput, 3);
+    j.member("command", r.command).end_object();
+  }
+  j.end_array().end_object();
 }
 
-std::string candidate_json(const Candidate& c, const Scenario& s) {
-  std::string limits;
+void candidate_json(JsonWriter& j, const Candidate& c, const Scenario& s) {
+  j.begin_object(kInline).member("setting", c.name()).member("mode", to_string(c.mode));
+  j.member("device_buffer_size", c.buffer_size).member("host_to_device_ratio", c.ratio).member("per_rank", c.per_rank);
+  j.member("concurrency", c.concurrency).member("max_running_requests", c.per_rank * rank_layout(s).ranks);
+  j.member("binding_limit", c.binding_limit).key("goodput_tokens_per_s").fixed(c.goodput, 3);
+  j.key("tpot_ms").fixed(c.tpot_ms, 4).key("hbm_bytes_per_request").fixed(c.hbm_per_request, 0);
+  j.key("host_bytes_per_request").fixed(c.host_per_request, 0);
+  j.key("host_pool_bytes_per_node").fixed(c.host_pool_bytes_per_node, 0).member("pool_tokens", c.pool_tokens);
+  j.member("logical_pool_tokens", c.logical_pool_tokens).member("host_pool_tokens", c.host_pool_tokens);
+  j.key("misses_per_request_step").fixed(c.misses_per_request_step, 3);
+  j.key("h2d_bytes_per_step").fixed(c.h2d_bytes_per_step, 0);
+  j.member("pareto_tpot", c.pareto_tpot).member("pareto_hbm", c.pareto_hbm).member("sglang_flags", sglang_flags(c, s));
+  j.key("limits").begin_array(kInline);
   for (const auto& l : c.limits)
-    limits += fmt::format("{}{{\"key\": {}, \"per_rank\": {}, \"formula\": {}}}", limits.empty() ? "" : ", ", json_quote(l.key),
-                          l.per_rank, json_quote(l.formula));
-  return fmt::format(
-      "{{\"setting\": {}, \"mode\": \"{}\", \"device_buffer_size\": {}, \"host_to_device_ratio\": {}, \"per_rank\": {}, "
-      "\"concurrency\": {}, \"max_running_requests\": {}, \"binding_limit\": {}, \"goodput_tokens_per_s\": {:.3f}, "
-      "\"tpot_ms\": {:.4f}, \"hbm_bytes_per_request\": {:.0f}, \"host_bytes_per_request\": {:.0f}, "
-      "\"host_pool_bytes_per_node\": {:.0f}, \"pool_tokens\": {}, \"logical_pool_tokens\": {}, \"host_pool_tokens\": {}, "
-      "\"misses_per_request_step\": {:.3f}, \"h2d_bytes_per_step\": {:.0f}, \"pareto_tpot\": {}, \"pareto_hbm\": {}, "
-      "\"sglang_flags\": {}, \"limits\": [{}]}}",
-      json_quote(c.name()), to_string(c.mode), c.buffer_size, c.ratio, c.per_rank, c.concurrency,
-      c.per_rank * rank_layout(s).ranks, json_quote(c.binding_limit), c.goodput, c.tpot_ms, c.hbm_per_request,
-      c.host_per_request, c.host_pool_bytes_per_node, c.pool_tokens, c.logical_pool_tokens, c.host_pool_tokens,
-      c.misses_per_request_step, c.h2d_bytes_per_step, c.pareto_tpot ? "true" : "false", c.pareto_hbm ? "true" : "false",
-      json_quote(sglang_flags(c, s)), limits);
+    j.begin_object(kInline).member("key", l.key).member("per_rank", l.per_rank).member("formula", l.formula).end_object();
+  j.end_array().end_object();
 }
 
 std::vector<DocCell> summary_column(const Candidate* c, const Scenario& s) {
@@ -400,78 +402,103 @@ std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices
   return o;
 }
 
+namespace {
+
+void break_even_json(JsonWriter& j, const BreakEven& be) {
+  j.begin_object(kInline).member("hisparse_setting", be.hisparse_setting);
+  j.member("pays_from_batch_per_rank", be.pays_from_batch_per_rank);
+  j.key("ratio_at_batch_1").fixed(be.ratio_at_batch_1, 4).key("ratio_at_batch_2").fixed(be.ratio_at_batch_2, 4);
+  j.key("best_ratio").fixed(be.best_ratio, 4).member("best_ratio_batch_per_rank", be.best_ratio_batch_per_rank);
+  j.member("pays_from_seq_len", be.pays_from_seq_len).member("loses_again_from_seq_len", be.loses_again_from_seq_len);
+  j.key("by_concurrency").begin_array(kInline);
+  for (const auto& p : be.by_concurrency) {
+    j.begin_object(kInline).member("batch_per_rank", p.batch_per_rank).member("concurrency", p.concurrency);
+    j.key("full_tokens_per_s").fixed(p.full_tokens_per_s, 3).key("hisparse_tokens_per_s").fixed(p.hisparse_tokens_per_s, 3);
+    j.key("ratio").fixed(p.ratio, 4).end_object();
+  }
+  j.end_array().key("by_seq_len").begin_array(kInline);
+  for (const auto& p : be.by_seq_len) {
+    j.begin_object(kInline).member("seq_len", p.seq_len).key("full_goodput").fixed(p.full_goodput, 3);
+    j.key("hisparse_goodput").fixed(p.hisparse_goodput, 3).member("full_concurrency", p.full_concurrency);
+    j.member("hisparse_concurrency", p.hisparse_concurrency).member("full_binding", p.full_binding);
+    j.member("hisparse_binding", p.hisparse_binding).key("ratio").fixed(p.ratio, 4).end_object();
+  }
+  j.end_array().end_object();
+}
+
+void dynamic_json(JsonWriter& j, const Advice& a, const Scenario& s) {
+  if (a.dynamic.candidate.mode != KvMode::kDynamic) {
+    j.null();
+    return;
+  }
+  j.begin_object(kInline).key("candidate");
+  candidate_json(j, a.dynamic.candidate, s);
+  j.member("resident_per_rank", a.dynamic.resident_per_rank);
+  j.key("ratio_to_full_at_batch_1").fixed(a.dynamic.ratio_to_full_at_batch_1, 4);
+  j.member("best_from_batch_per_rank", a.dynamic.best_from).member("best_to_batch_per_rank", a.dynamic.best_to);
+  j.key("by_concurrency").begin_array(kInline);
+  for (const auto& p : a.dynamic.by_concurrency) {
+    j.begin_object(kInline).member("batch_per_rank", p.batch_per_rank).member("concurrency", p.concurrency);
+    j.key("full_tokens_per_s").fixed(p.full_tokens_per_s, 3).key("hisparse_tokens_per_s").fixed(p.hisparse_tokens_per_s, 3);
+    j.key("dynamic_tokens_per_s").fixed(p.dynamic_tokens_per_s, 3).member("swap_per_rank", p.swap_per_rank).end_object();
+  }
+  j.end_array().end_object();
+}
+
+/// One element of `advice`: the head on one line, then each nested block on a line indented 5 spaces.
+void advice_json(JsonWriter& j, const Scenario& s, const Advice& a) {
+  const Candidate* rec = a.recommended();
+  j.begin_object(kInline).member("label", a.mix.label).key("mix").begin_array(kInline);
+  for (const auto& c : a.mix.classes)
+    j.begin_object(kInline).member("seq_len", c.seq_len).key("weight").fixed(c.weight, 6).end_object();
+  j.end_array().key("recommended");
+  if (rec) candidate_json(j, *rec, s); else j.null();
+  j.member("recommended_index", a.best).member("runner_up", a.runner_up).member("best_full", a.best_full);
+  j.member("best_hisparse", a.best_hisparse).member("best_default_source", a.best_default_source).key("sglang_flags");
+  if (rec) j.string(sglang_flags(*rec, s)); else j.null();
+  j.key("buffer_sweep").begin_array(kInline);
+  for (int idx : buffer_sweep(a)) j.number(idx);
+  j.end_array().key("notes").begin_array(kInline);
+  for (const auto& n : a.notes) j.string(n);
+  j.end_array().new_line(5).key("robustness");
+  robustness_json(j, a);
+  j.new_line(5).key("break_even");
+  break_even_json(j, a.break_even);
+  j.new_line(5).key("figure");
+  if (rec) j.string(figure_meaning(*rec)); else j.null();
+  j.key("simulated");
+  simulated_json(j, a);
+  j.new_line(5).key("dynamic_residency");
+  dynamic_json(j, a, s);
+  j.new_line(5).key("mtp");
+  if (a.mtp.empty()) j.null(); else mtp_comparison_json(j, a.mtp);
+  j.new_line(5).key("curves").begin_array(kInline);
+  for (const auto& t : a.curves) {
+    j.begin_object(kInline).member("setting", t.setting).key("points").begin_array(kInline);
+    for (const auto& p : t.points)
+      j.begin_array(kInline).number(p.batch).fixed(p.tpot_ms, 4).fixed(p.tokens_per_s, 3).boolean(p.within_slo).end_array();
+    j.end_array().end_object();
+  }
+  j.end_array().new_line(5).key("candidates").begin_array(kInline);
+  for (const auto& c : a.candidates) candidate_json(j.new_line(6), c, s);
+  j.end_array().end_object();
+}
+
+}  // namespace
+
 std::string advice_to_json(const Scenario& s, const std::vector<Advice>& advices, const AdviceRunInfo& info) {
   const RankLayout lay = rank_layout(s);
-  std::string o = "{\n";
-  o += fmt::format("  \"command_line\": {},\n  \"scenario\": {},\n  \"model\": {},\n  \"hardware\": {},\n  \"ranks\": {},\n"
-                   "  \"top_k\": {},\n  \"tpot_slo_ms\": {},\n  \"miss_model\": {{\"label\": {}, \"source\": {}}},\n"
-                   "  \"cost\": {},\n",
-                   json_quote(info.command_line), json_quote(s.deployment.name), json_quote(s.model.name),
-                   json_quote(s.hardware.name), lay.ranks, s.deployment.hisparse.top_k, s.deployment.tpot_slo_ms,
-                   json_quote(info.miss_label), json_quote(info.miss_source), json_quote(info.cost_label));
-  std::string warnings;
-  for (const auto& w : info.warnings) warnings += (warnings.empty() ? "" : ", ") + json_quote(w);
-  o += "  \"warnings\": [" + warnings + "],\n  \"advice\": [\n";
-  for (size_t i = 0; i < advices.size(); ++i) {
-    const Advice& a = advices[i];
-    std::string classes, cands, sweep, conc, lens, curves, notes;
-    for (const auto& c : a.mix.classes)
-      classes += fmt::format("{}{{\"seq_len\": {}, \"weight\": {:.6f}}}", classes.empty() ? "" : ", ", c.seq_len, c.weight);
-    for (const auto& c : a.candidates) cands += (cands.empty() ? "\n      " : ",\n      ") + candidate_json(c, s);
-    for (int idx : buffer_sweep(a)) sweep += fmt::format("{}{}", sweep.empty() ? "" : ", ", idx);
-    const BreakEven& be = a.break_even;
-    for (const auto& p : be.by_concurrency)
-      conc += fmt::format("{}{{\"batch_per_rank\": {}, \"concurrency\": {}, \"full_tokens_per_s\": {:.3f}, "
-                          "\"hisparse_tokens_per_s\": {:.3f}, \"ratio\": {:.4f}}}",
-                          conc.empty() ? "" : ", ", p.batch_per_rank, p.concurrency, p.full_tokens_per_s,
-                          p.hisparse_tokens_per_s, p.ratio);
-    for (const auto& p : be.by_seq_len)
-      lens += fmt::format("{}{{\"seq_len\": {}, \"full_goodput\": {:.3f}, \"hisparse_goodput\": {:.3f}, "
-                          "\"full_concurrency\": {}, \"hisparse_concurrency\": {}, \"full_binding\": {}, "
-                          "\"hisparse_binding\": {}, \"ratio\": {:.4f}}}",
-                          lens.empty() ? "" : ", ", p.seq_len, p.full_goodput, p.hisparse_goodput, p.full_concurrency,
-                          p.hisparse_concurrency, json_quote(p.full_binding), json_quote(p.hisparse_binding), p.ratio);
-    for (const auto& t : a.curves) {
-      std::string pts;
-      for (const auto& p : t.points)
-        pts += fmt::format("{}[{}, {:.4f}, {:.3f}, {}]", pts.empty() ? "" : ", ", p.batch, p.tpot_ms, p.tokens_per_s,
-                           p.within_slo ? "true" : "false");
-      curves += fmt::format("{}{{\"setting\": {}, \"points\": [{}]}}", curves.empty() ? "" : ", ", json_quote(t.setting), pts);
-    }
-    for (const auto& n : a.notes) notes += (notes.empty() ? "" : ", ") + json_quote(n);
-    std::string dyn = "null";
-    if (a.dynamic.candidate.mode == KvMode::kDynamic) {
-      std::string pts;
-      for (const auto& p : a.dynamic.by_concurrency)
-        pts += fmt::format("{}{{\"batch_per_rank\": {}, \"concurrency\": {}, \"full_tokens_per_s\": {:.3f}, "
-                           "\"hisparse_tokens_per_s\": {:.3f}, \"dynamic_tokens_per_s\": {:.3f}, \"swap_per_rank\": {}}}",
-                           pts.empty() ? "" : ", ", p.batch_per_rank, p.concurrency, p.full_tokens_per_s,
-                           p.hisparse_tokens_per_s, p.dynamic_tokens_per_s, p.swap_per_rank);
-      dyn = fmt::format("{{\"candidate\": {}, \"resident_per_rank\": {}, \"ratio_to_full_at_batch_1\": {:.4f}, "
-                        "\"best_from_batch_per_rank\": {}, \"best_to_batch_per_rank\": {}, \"by_concurrency\": [{}]}}",
-                        candidate_json(a.dynamic.candidate, s), a.dynamic.resident_per_rank,
-                        a.dynamic.ratio_to_full_at_batch_1, a.dynamic.best_from, a.dynamic.best_to, pts);
-    }
-    o += fmt::format(
-        "    {{\"label\": {}, \"mix\": [{}], \"recommended\": {}, \"recommended_index\": {}, \"runner_up\": {}, "
-        "\"best_full\": {}, \"best_hisparse\": {}, \"best_default_source\": {}, \"sglang_flags\": {}, \"buffer_sweep\": [{}], \"notes\": [{}],\n"
-        "     \"robustness\": {},\n"
-        "     \"break_even\": {{\"hisparse_setting\": {}, \"pays_from_batch_per_rank\": {}, \"ratio_at_batch_1\": {:.4f}, "
-        "\"ratio_at_batch_2\": {:.4f}, \"best_ratio\": {:.4f}, \"best_ratio_batch_per_rank\": {}, \"pays_from_seq_len\": {}, "
-        "\"loses_again_from_seq_len\": {}, \"by_concurrency\": [{}], \"by_seq_len\": [{}]}},\n"
-        "     \"figure\": {}, \"simulated\": {},\n"
-        "     \"dynamic_residency\": {},\n     \"mtp\": {},\n"
-        "     \"curves\": [{}],\n     \"candidates\": [{}]}}{}\n",
-        json_quote(a.mix.label), classes, a.recommended() ? candidate_json(*a.recommended(), s) : "null", a.best,
-        a.runner_up, a.best_full, a.best_hisparse, a.best_default_source,
-        a.recommended() ? json_quote(sglang_flags(*a.recommended(), s)) : "null", sweep, notes, robustness_json(a),
-        json_quote(be.hisparse_setting), be.pays_from_batch_per_rank, be.ratio_at_batch_1, be.ratio_at_batch_2,
-        be.best_ratio, be.best_ratio_batch_per_rank, be.pays_from_seq_len, be.loses_again_from_seq_len, conc, lens,
-        a.recommended() ? json_quote(figure_meaning(*a.recommended())) : "null", simulated_json(a), dyn,
-        a.mtp.empty() ? std::string("null") : mtp_comparison_json(a.mtp), curves,
-        cands, i + 1 < advices.size() ? "," : "");
-  }
-  return o + "  ]\n}\n";
+  JsonWriter j(2);
+  j.begin_object().member("command_line", info.command_line).member("scenario", s.deployment.name);
+  j.member("model", s.model.name).member("hardware", s.hardware.name).member("ranks", lay.ranks);
+  j.member("top_k", s.deployment.hisparse.top_k).member("tpot_slo_ms", s.deployment.tpot_slo_ms);
+  j.key("miss_model").begin_object(kInline).member("label", info.miss_label).member("source", info.miss_source);
+  j.end_object().member("cost", info.cost_label).key("warnings").begin_array(kInline);
+  for (const auto& w : info.warnings) j.string(w);
+  j.end_array().key("advice").begin_array();
+  for (const Advice& a : advices) advice_json(j, s, a);
+  j.end_array().end_object();
+  return j.str() + "\n";
 }
 
 std::string advice_to_markdown(const Scenario& s, const std::vector<Advice>& advices, const AdviceRunInfo& info,

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/error.h"
 #include "core/family/family_registry.h"
 #include "core/memory_budget.h"
@@ -44,13 +45,18 @@ std::string Candidate::name() const {
   return fmt::format("{} H={} ratio={}", mode == KvMode::kHiSparse ? "HiSparse" : "dynamic residency", buffer_size, ratio);
 }
 
+std::string hisparse_config_json(int32_t top_k, int32_t device_buffer_size, int32_t host_to_device_ratio) {
+  JsonWriter j;
+  j.begin_object(JsonWriter::Layout::kInline).member("top_k", top_k).member("device_buffer_size", device_buffer_size);
+  return j.member("host_to_device_ratio", host_to_device_ratio).end_object().str();
+}
+
 std::string sglang_flags(const Candidate& c, const Scenario& s) {
   const RankLayout lay = rank_layout(s);
   std::string f;
   if (uses_host_pool(c.mode))
-    f = fmt::format("--enable-hisparse --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, "
-                    "\"host_to_device_ratio\": {}}}' ",
-                    s.deployment.hisparse.top_k, c.buffer_size, c.ratio);
+    f = fmt::format("--enable-hisparse --hisparse-config '{}' ",
+                    hisparse_config_json(s.deployment.hisparse.top_k, c.buffer_size, c.ratio));
   return f + fmt::format("--max-running-requests {}", c.per_rank * lay.ranks);
 }
 
@@ -58,9 +64,8 @@ std::string deployment_sglang_flags(const Scenario& s) {
   const DeploymentSpec& d = s.deployment;
   std::string f;
   if (d.hisparse_enabled && family_of(s).offload(s.model).applies)
-    f = fmt::format("--enable-hisparse --hisparse-config '{{\"top_k\": {}, \"device_buffer_size\": {}, "
-                    "\"host_to_device_ratio\": {}}}'",
-                    d.hisparse.top_k, d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio);
+    f = fmt::format("--enable-hisparse --hisparse-config '{}'", hisparse_config_json(d.hisparse.top_k,
+                    d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio));
   if (d.max_running_requests > 0)
     f += fmt::format("{}--max-running-requests {}", f.empty() ? "" : " ",
                      int64_t{d.max_running_requests} * rank_layout(s).ranks);

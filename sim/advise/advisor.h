@@ -168,6 +168,10 @@ DynamicAdvice advise_dynamic(const Scenario& s, const ContextMix& mix, const Mis
 /// Its line in `advise`'s output (empty when it was not evaluated).
 std::string dynamic_text(const DynamicAdvice& d, int ranks);
 
+/// SGLang's --hisparse-config argument, a JSON object on one line: {"top_k": K, "device_buffer_size": H,
+/// "host_to_device_ratio": R}.
+std::string hisparse_config_json(int32_t top_k, int32_t device_buffer_size, int32_t host_to_device_ratio);
+
 /// The SGLang launch flags of a candidate: `--max-running-requests` is instance-wide in SGLang (each dp rank
 /// gets it divided by dp_size), so it is per_rank × ranks.
 std::string sglang_flags(const Candidate& c, const Scenario& s);

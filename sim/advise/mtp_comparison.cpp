@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 #include "sim/advise/advisor.h"
 #include "sim/cost/rank_layout.h"
@@ -100,22 +101,20 @@ std::string mtp_comparison_text(const MtpComparison& m) {
   return o;
 }
 
-std::string mtp_comparison_json(const MtpComparison& m) {
-  std::string limits;
-  for (size_t i = 0; i < kMtpCombos.size(); ++i)
-    limits += fmt::format("{}\"{}\": {}", i ? ", " : "", kMtpCombos[i], m.per_rank[i]);
-  std::string o = fmt::format(
-      "{{\"draft_tokens\": {}, \"acceptance\": {:.6g}, \"accepted_tokens\": {:.6g}, \"source\": {}, "
-      "\"hisparse_setting\": {}, \"tokens_per_s_label\": \"modelled\", \"largest_batch_per_rank\": {{{}}}, "
-      "\"points\": [",
-      m.draft_tokens, m.acceptance, m.accepted_tokens, json_quote(m.source), json_quote(m.hisparse_setting), limits);
-  for (size_t k = 0; k < m.points.size(); ++k) {
-    const MtpPoint& p = m.points[k];
-    o += fmt::format("{}{{\"concurrency\": {}, \"batch_per_rank\": {}", k ? ", " : "", p.concurrency, p.batch_per_rank);
-    for (size_t i = 0; i < kMtpCombos.size(); ++i) o += fmt::format(", \"{}\": {:.6g}", kMtpCombos[i], p.tokens_per_s[i]);
-    o += fmt::format(", \"wins\": \"{}\"}}", p.winner >= 0 ? kMtpCombos[static_cast<size_t>(p.winner)] : "");
+void mtp_comparison_json(JsonWriter& j, const MtpComparison& m) {
+  using Layout = JsonWriter::Layout;
+  j.begin_object(Layout::kInline).member("draft_tokens", m.draft_tokens).key("acceptance").general(m.acceptance, 6);
+  j.key("accepted_tokens").general(m.accepted_tokens, 6).member("source", m.source);
+  j.member("hisparse_setting", m.hisparse_setting).member("tokens_per_s_label", "modelled");
+  j.key("largest_batch_per_rank").begin_object(Layout::kInline);
+  for (size_t i = 0; i < kMtpCombos.size(); ++i) j.member(kMtpCombos[i], m.per_rank[i]);
+  j.end_object().key("points").begin_array(Layout::kInline);
+  for (const MtpPoint& p : m.points) {
+    j.begin_object(Layout::kInline).member("concurrency", p.concurrency).member("batch_per_rank", p.batch_per_rank);
+    for (size_t i = 0; i < kMtpCombos.size(); ++i) j.key(kMtpCombos[i]).general(p.tokens_per_s[i], 6);
+    j.member("wins", p.winner >= 0 ? kMtpCombos[static_cast<size_t>(p.winner)] : "").end_object();
   }
-  return o + "]}";
+  j.end_array().end_object();
 }
 
 std::vector<DocBlock> mtp_comparison_blocks(const MtpComparison& m) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/io/json_writer.h"
 #include "core/deployment_spec.h"
 #include "sim/cost/context_mix.h"
 #include "sim/miss/miss_curve.h"
@@ -49,8 +50,8 @@ MtpComparison compare_mtp(const Scenario& s, const ContextMix& mix, const MissCu
 std::string mtp_comparison_caption(const MtpComparison& m);
 /// The table as terminal text (empty for an empty comparison).
 std::string mtp_comparison_text(const MtpComparison& m);
-/// The comparison as a JSON object.
-std::string mtp_comparison_json(const MtpComparison& m);
+/// The comparison as a JSON object, written as the next value of `j`.
+void mtp_comparison_json(JsonWriter& j, const MtpComparison& m);
 /// The table as a report block for advise.md / advise.html, the winner of each row in bold (none when empty).
 std::vector<DocBlock> mtp_comparison_blocks(const MtpComparison& m);
 

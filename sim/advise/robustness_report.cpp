@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 #include "sim/plan/plan_report.h"
 
@@ -88,25 +89,25 @@ std::string default_source_text(const Advice& a) {
                          tps(w.goodput[rec]), to_string(r.rule));
 }
 
-std::string robustness_json(const Advice& a) {
+void robustness_json(JsonWriter& j, const Advice& a) {
+  using Layout = JsonWriter::Layout;
   const Robustness& r = a.robustness;
-  std::string cases, shortlist, inert;
+  j.begin_object(Layout::kInline).member("rule", to_string(r.rule)).member("rule_text", decision_rule_text(r.rule));
+  j.member("verdict", r.verdict).member("robust", r.robust).member("deciding_case", r.deciding);
+  j.key("goodput_low").fixed(r.low, 3).key("goodput_high").fixed(r.high, 3).key("shortlist").begin_array(Layout::kInline);
+  for (int i : r.shortlist) j.number(i);
+  j.end_array().key("inert_terms").begin_array(Layout::kInline);
+  for (const auto& t : r.inert_terms) j.string(t);
+  j.end_array().key("cases").begin_array(Layout::kInline);
   for (size_t k = 0; k < r.cases.size(); ++k) {
     const CaseGoodput& c = r.cases[k];
-    std::string g;
-    for (double x : c.goodput) g += fmt::format("{}{:.3f}", g.empty() ? "" : ", ", x);
-    cases += fmt::format("{}{{\"name\": {}, \"kind\": {}, \"label\": {}, \"best\": {}, \"recommendation_regret\": {:.6f}, "
-                         "\"goodput_tokens_per_s\": [{}]}}",
-                         cases.empty() ? "" : ", ", json_quote(c.name), json_quote(c.kind), json_quote(c.label), c.best,
-                         k < r.regret.size() ? r.regret[k] : 0.0, g);
+    j.begin_object(Layout::kInline).member("name", c.name).member("kind", c.kind).member("label", c.label);
+    j.member("best", c.best).key("recommendation_regret").fixed(k < r.regret.size() ? r.regret[k] : 0.0, 6);
+    j.key("goodput_tokens_per_s").begin_array(Layout::kInline);
+    for (double x : c.goodput) j.fixed(x, 3);
+    j.end_array().end_object();
   }
-  for (int i : r.shortlist) shortlist += fmt::format("{}{}", shortlist.empty() ? "" : ", ", i);
-  for (const auto& t : r.inert_terms) inert += (inert.empty() ? "" : ", ") + json_quote(t);
-  return fmt::format("{{\"rule\": \"{}\", \"rule_text\": {}, \"verdict\": {}, \"robust\": {}, \"deciding_case\": {}, "
-                     "\"goodput_low\": {:.3f}, \"goodput_high\": {:.3f}, \"shortlist\": [{}], \"inert_terms\": [{}], "
-                     "\"cases\": [{}]}}",
-                     to_string(r.rule), json_quote(decision_rule_text(r.rule)), json_quote(r.verdict),
-                     r.robust ? "true" : "false", r.deciding, r.low, r.high, shortlist, inert, cases);
+  j.end_array().end_object();
 }
 
 std::vector<DocBlock> robustness_blocks(const Advice& a) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/io/json_writer.h"
 #include "sim/advise/advisor.h"
 #include "sim/report/report_document.h"
 
@@ -24,7 +25,7 @@ std::string rule_score_text(const Robustness& r, int i);
 std::string default_source_text(const Advice& advice);
 
 /// The "robustness" value of advise.json: rule, verdict, range, every case with every candidate's goodput.
-std::string robustness_json(const Advice& advice);
+void robustness_json(JsonWriter& j, const Advice& advice);
 
 /// The verdict paragraph and the per-case table.
 std::vector<DocBlock> robustness_blocks(const Advice& advice);

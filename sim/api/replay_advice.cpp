@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/error.h"
 #include "core/family/family_registry.h"
 #include "core/io/output_file.h"
@@ -90,19 +91,20 @@ void advise_from_replay(const ReplayRequest& request, const AdviseRequest& advic
   print(fmt::format(
       "\nadvice for {} (device_buffer_size swept over the replayed sizes; misses from this replay, policy {}):\n{}",
       setup.scenario.deployment.name, a.misses.policy, advice_to_text(setup.scenario, advices, setup.info)));
+  JsonWriter j;
+  j.begin_object(JsonWriter::Layout::kInline);
   if (!rec) {
-    out.recommendation_json =
-        "{\"device_buffer_size\": null, \"reason\": \"no setting fits one request within the SLO\"}";
+    j.key("device_buffer_size").null().member("reason", "no setting fits one request within the SLO").end_object();
+    out.recommendation_json = j.str();
     return;
   }
-  out.recommendation_json = fmt::format(
-      "{{\"policy\": {}, \"context\": {}, \"setting\": {}, \"device_buffer_size\": {}, "
-      "\"host_to_device_ratio\": {}, \"max_running_requests\": {}, \"goodput_tokens_per_s\": {:.3f}, "
-      "\"sglang_flags\": {}, \"scenario\": {}, \"decision_rule\": \"{}\", \"robustness\": {}}}",
-      json_quote(a.misses.policy), json_quote(advices.front().mix.label), json_quote(rec->name()), rec->buffer_size,
-      rec->ratio, rec->per_rank * rank_layout(setup.scenario).ranks, rec->goodput,
-      json_quote(sglang_flags(*rec, setup.scenario)), json_quote(setup.scenario.deployment.name),
-      to_string(advices.front().robustness.rule), json_quote(advices.front().robustness.verdict));
+  j.member("policy", a.misses.policy).member("context", advices.front().mix.label).member("setting", rec->name());
+  j.member("device_buffer_size", rec->buffer_size).member("host_to_device_ratio", rec->ratio);
+  j.member("max_running_requests", rec->per_rank * rank_layout(setup.scenario).ranks);
+  j.key("goodput_tokens_per_s").fixed(rec->goodput, 3).member("sglang_flags", sglang_flags(*rec, setup.scenario));
+  j.member("scenario", setup.scenario.deployment.name).member("decision_rule", to_string(advices.front().robustness.rule));
+  j.member("robustness", advices.front().robustness.verdict).end_object();
+  out.recommendation_json = j.str();
 }
 
 }  // namespace

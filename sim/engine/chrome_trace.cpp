@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 
 namespace hisparse::sim {
@@ -18,25 +19,25 @@ void ChromeTrace::name_process(int pid, const std::string& name) { processes_.em
 void ChromeTrace::name_thread(int pid, int tid, const std::string& name) { threads_.push_back({{pid, tid}, name}); }
 
 void ChromeTrace::write(const std::string& path) const {
-  std::string o = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
-  bool first = true;
-  auto sep = [&] { o += first ? "" : ",\n"; first = false; };
+  using Layout = JsonWriter::Layout;
+  // One event per line, unindented; timestamps in microseconds with the nanoseconds kept as decimals (ns_as_us).
+  JsonWriter j(/*indent=*/0);
+  j.begin_object(Layout::kInline).member("displayTimeUnit", "ns").key("traceEvents").begin_array();
   for (const auto& [pid, name] : processes_) {
-    sep();
-    o += fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": {{\"name\": {}}}}}", pid, json_quote(name));
+    j.begin_object(Layout::kInline).member("ph", "M").member("name", "process_name").member("pid", pid);
+    j.key("args").begin_object(Layout::kInline).member("name", name).end_object().end_object();
   }
   for (const auto& [ids, name] : threads_) {
-    sep();
-    o += fmt::format("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": {}, \"args\": {{\"name\": {}}}}}",
-                     ids.first, ids.second, json_quote(name));
+    j.begin_object(Layout::kInline).member("ph", "M").member("name", "thread_name").member("pid", ids.first);
+    j.member("tid", ids.second).key("args").begin_object(Layout::kInline).member("name", name).end_object().end_object();
   }
   for (const auto& s : spans_) {
-    sep();
-    o += fmt::format("{{\"ph\": \"X\", \"name\": {}, \"cat\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {}, \"dur\": {}}}",
-                     json_quote(s.name), s.category, s.pid, s.tid, ns_as_us(s.start), ns_as_us(s.end - s.start));
+    j.begin_object(Layout::kInline).member("ph", "X").member("name", s.name).member("cat", s.category);
+    j.member("pid", s.pid).member("tid", s.tid).key("ts").raw(ns_as_us(s.start));
+    j.key("dur").raw(ns_as_us(s.end - s.start)).end_object();
   }
-  o += "\n]}\n";
-  write_file_atomically(path, o);
+  j.end_array().end_object();
+  write_file_atomically(path, j.str() + "\n");
 }
 
 }  // namespace hisparse::sim

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 #include "core/io/read_file.h"
 #include "sim/report/plot_script.h"
@@ -145,13 +146,75 @@ std::string detail_text(const FidelityReport& r) {
   return o;
 }
 
-std::string fitted_terms_json(const std::vector<std::string>& terms) {
-  std::string o;
-  for (const std::string& t : terms) o += (o.empty() ? "" : ", ") + json_quote(t);
-  return o;
+constexpr JsonWriter::Layout kInline = JsonWriter::Layout::kInline;
+
+void strings_json(JsonWriter& j, const std::vector<std::string>& terms) {
+  j.begin_array(kInline);
+  for (const std::string& t : terms) j.string(t);
+  j.end_array();
 }
 
-std::string json_opt(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "null"; }
+/// A figure at six significant digits, or null when absent.
+void opt_json(JsonWriter& j, const std::optional<double>& v) {
+  if (v) j.general(*v, 6); else j.null();
+}
+
+void point_json(JsonWriter& j, const PointResult& p) {
+  const FieldPoint& q = p.point;
+  j.begin_object(kInline).member("id", q.id).member("metric", to_string(q.metric));
+  j.member("mode", q.metric == FieldMetric::kGain ? "hisparse/full" : to_string(q.mode));
+  j.member("concurrency", q.concurrency).member("context", q.context).key("published");
+  opt_json(j, q.published);
+  j.key("published_range");
+  if (q.published_range)
+    j.begin_array(kInline).general(q.published_range->first, 6).general(q.published_range->second, 6).end_array();
+  else
+    j.null();
+  j.key("plan").general(p.plan, 6).key("simulate");
+  opt_json(j, p.simulate);
+  j.key("error_pct").general(p.error_pct, 4).key("plan_vs_sim_pct");
+  opt_json(j, p.plan_vs_sim_pct);
+  j.member("tolerance_pct", q.tolerance_pct).key("recorded_error_pct");
+  opt_json(j, q.recorded_error_pct);
+  j.member("status", to_string(p.status)).key("fitted_by");
+  strings_json(j, p.fitted_by);
+  j.member("label", p.label).member("note", p.note);
+  j.member("scoring", p.scoring == Scoring::kOverheadPp ? "overhead_pp" : "relative_pct").member("band", p.band);
+  j.key("loo_error");
+  opt_json(j, p.loo_error_pct);
+  j.key("scored_error").general(p.scored_error(), 4).member("loo_note", p.loo_note);
+  j.member("verdict", to_string(p.verdict())).member("role", q.role_fitted ? "fitted" : "held_out");
+  j.member("expected_miss", q.expected_miss).key("range");
+  if (p.range)
+    j.begin_object(kInline).key("min").general(p.range->min, 6).key("max").general(p.range->max, 6)
+        .member("combos", p.range->combos).member("covers", p.range->covers).end_object();
+  else
+    j.null();
+  j.end_object();
+}
+
+/// One element of `runs`: the head on its line, then each block on a line indented 1, its elements 2.
+void run_json(JsonWriter& j, const RunResult& run) {
+  const FieldRun& f = run.run;
+  j.begin_object(kInline).member("name", f.name).member("title", f.title).member("file", f.file);
+  j.member("deployment", run.scenario).new_line(1).key("source").begin_object(kInline);
+  j.member("publication", f.source.publication).member("url", f.source.url).member("date", f.source.date);
+  j.member("quote", f.source.quote).end_object().new_line(1).key("workload").begin_object(kInline);
+  j.member("input_tokens", f.input_tokens).member("output_tokens", f.output_tokens);
+  j.member("closed_loop", f.closed_loop).end_object().new_line(1).key("assumed");
+  strings_json(j, f.assumed);
+  j.new_line(1).member("cost_line", run.cost_line).member("cost_terms_file", run.cost_terms_file);
+  j.member("miss_model", run.miss_label).member("simulate", run.simulate_note);
+  j.new_line(1).key("terms").begin_array(kInline);
+  for (const TermSource& t : run.terms)
+    j.new_line(2).begin_object(kInline).member("term", t.term).member("value", t.value).member("kind", t.kind)
+        .member("source", t.source).end_object();
+  j.end_array().new_line(1).key("points").begin_array(kInline);
+  for (const PointResult& p : run.points) point_json(j.new_line(2), p);
+  j.end_array().new_line(1).key("breakdowns").begin_array(kInline);
+  for (const StepBreakdown& b : run.step_breakdowns()) breakdown_json(j.new_line(2), b);
+  j.end_array().end_object();
+}
 
 }  // namespace
 
@@ -191,84 +254,37 @@ std::string fidelity_console_text(const FidelityReport& r) {
 }
 
 std::string fidelity_json(const FidelityReport& r) {
-  std::string o = fmt::format("{{\n\"command_line\": {},\n\"seconds\": {:.3f},\n\"record_slack_pct\": {},\n\"runs\": [\n",
-                              json_quote(r.command_line), r.seconds, kRecordSlackPct);
-  for (size_t i = 0; i < r.runs.size(); ++i) {
-    const RunResult& run = r.runs[i];
-    const FieldRun& f = run.run;
-    o += fmt::format("{{\"name\": {}, \"title\": {}, \"file\": {}, \"deployment\": {},\n \"source\": {{\"publication\": "
-                     "{}, \"url\": {}, \"date\": {}, \"quote\": {}}},\n \"workload\": {{\"input_tokens\": {}, "
-                     "\"output_tokens\": {}, \"closed_loop\": {}}},\n",
-                     json_quote(f.name), json_quote(f.title), json_quote(f.file), json_quote(run.scenario),
-                     json_quote(f.source.publication), json_quote(f.source.url), json_quote(f.source.date),
-                     json_quote(f.source.quote), f.input_tokens, f.output_tokens, f.closed_loop ? "true" : "false");
-    o += " \"assumed\": [";
-    for (size_t k = 0; k < f.assumed.size(); ++k) o += (k ? ", " : "") + json_quote(f.assumed[k]);
-    o += fmt::format("],\n \"cost_line\": {}, \"cost_terms_file\": {}, \"miss_model\": {}, \"simulate\": {},\n "
-                     "\"terms\": [",
-                     json_quote(run.cost_line), json_quote(run.cost_terms_file), json_quote(run.miss_label),
-                     json_quote(run.simulate_note));
-    for (size_t k = 0; k < run.terms.size(); ++k) {
-      const TermSource& t = run.terms[k];
-      o += fmt::format("{}\n  {{\"term\": {}, \"value\": {}, \"kind\": {}, \"source\": {}}}", k ? "," : "",
-                       json_quote(t.term), json_quote(t.value), json_quote(t.kind), json_quote(t.source));
-    }
-    o += "],\n \"points\": [";
-    for (size_t k = 0; k < run.points.size(); ++k) {
-      const PointResult& p = run.points[k];
-      const FieldPoint& q = p.point;
-      o += fmt::format(
-          "{}\n  {{\"id\": {}, \"metric\": {}, \"mode\": {}, \"concurrency\": {}, \"context\": {}, \"published\": {}, "
-          "\"published_range\": {}, \"plan\": {:.6g}, \"simulate\": {}, \"error_pct\": {:.4g}, \"plan_vs_sim_pct\": "
-          "{}, \"tolerance_pct\": {}, \"recorded_error_pct\": {}, \"status\": {}, \"fitted_by\": [{}], \"label\": {}, "
-          "\"note\": {}, \"scoring\": {}, \"band\": {}, \"loo_error\": {}, \"scored_error\": {:.4g}, \"loo_note\": {}, "
-          "\"verdict\": {}, \"role\": {}, \"expected_miss\": {}, \"range\": {}}}",
-          k ? "," : "", json_quote(q.id), json_quote(to_string(q.metric)),
-          json_quote(q.metric == FieldMetric::kGain ? "hisparse/full" : to_string(q.mode)), q.concurrency, q.context,
-          json_opt(q.published),
-          q.published_range ? fmt::format("[{:.6g}, {:.6g}]", q.published_range->first, q.published_range->second)
-                            : "null",
-          p.plan, json_opt(p.simulate), p.error_pct, json_opt(p.plan_vs_sim_pct), q.tolerance_pct,
-          json_opt(q.recorded_error_pct), json_quote(to_string(p.status)), fitted_terms_json(p.fitted_by), json_quote(p.label), json_quote(p.note),
-          json_quote(p.scoring == Scoring::kOverheadPp ? "overhead_pp" : "relative_pct"), p.band,
-          json_opt(p.loo_error_pct), p.scored_error(), json_quote(p.loo_note), json_quote(to_string(p.verdict())),
-          json_quote(q.role_fitted ? "fitted" : "held_out"), json_quote(q.expected_miss),
-          p.range ? fmt::format("{{\"min\": {:.6g}, \"max\": {:.6g}, \"combos\": {}, \"covers\": {}}}", p.range->min,
-                                p.range->max, p.range->combos, p.range->covers ? "true" : "false")
-                  : std::string("null"));
-    }
-    o += "],\n \"breakdowns\": [";
-    for (size_t k = 0; k < run.step_breakdowns().size(); ++k)
-      o += (k ? ",\n  " : "\n  ") + breakdown_json(run.step_breakdowns()[k]);
-    o += fmt::format("]}}{}\n", i + 1 < r.runs.size() ? "," : "");
-  }
+  JsonWriter j(/*indent=*/0);
+  j.begin_object().member("command_line", r.command_line).key("seconds").fixed(r.seconds, 3);
+  j.member("record_slack_pct", kRecordSlackPct).key("runs").begin_array();
+  for (const RunResult& run : r.runs) run_json(j, run);
+  j.end_array();
   const auto [within, total] = count_within_band(r.runs);
-  o += "],\n\"fits\": [";
-  for (size_t i = 0; i < r.fits.size(); ++i) {
-    const FitResult& f = r.fits[i];
-    o += fmt::format("{}\n {{\"parameter\": {}, \"kind\": {}, \"file\": {}, \"points\": [{}], \"file_value\": {}, "
-                     "\"refit\": {:.6g}, \"file_error\": {:.4g}, \"refit_error\": {:.4g}, \"evaluations\": {}, "
-                     "\"kept\": {}, \"applies\": {}, \"prior\": {}}}",
-                     i ? "," : "", json_quote(f.fit.parameter), json_quote(to_string(f.fit.kind)),
-                     json_quote(f.fit.file), fitted_terms_json(f.fit.points), json_opt(f.file_value), f.refit,
-                     f.file_error, f.refit_error, f.evaluations, f.kept ? "true" : "false",
-                     f.applies ? "true" : "false", json_opt(f.fit.prior));
+  j.key("fits").begin_array(kInline);
+  for (const FitResult& f : r.fits) {
+    j.new_line(1).begin_object(kInline).member("parameter", f.fit.parameter).member("kind", to_string(f.fit.kind));
+    j.member("file", f.fit.file).key("points");
+    strings_json(j, f.fit.points);
+    j.key("file_value");
+    opt_json(j, f.file_value);
+    j.key("refit").general(f.refit, 6).key("file_error").general(f.file_error, 4);
+    j.key("refit_error").general(f.refit_error, 4).member("evaluations", f.evaluations).member("kept", f.kept);
+    j.member("applies", f.applies).key("prior");
+    opt_json(j, f.fit.prior);
+    j.end_object();
   }
-  o += "],\n\"pending\": [";
-  for (size_t i = 0; i < r.pending.size(); ++i) {
-    const PendingPoint& p = r.pending[i];
-    o += fmt::format("{}\n {{\"run\": {}, \"file\": {}, \"id\": {}, \"metric\": {}, \"at\": {}, \"published\": {}, "
-                     "\"reason\": {}}}",
-                     i ? "," : "", json_quote(p.run), json_quote(p.file), json_quote(p.point.id),
-                     json_quote(to_string(p.point.metric)), json_quote(point_where(p.point)),
-                     json_quote(published_text(p.point)), json_quote(p.point.pending));
-  }
+  j.end_array().key("pending").begin_array(kInline);
+  for (const PendingPoint& p : r.pending)
+    j.new_line(1).begin_object(kInline).member("run", p.run).member("file", p.file).member("id", p.point.id)
+        .member("metric", to_string(p.point.metric)).member("at", point_where(p.point))
+        .member("published", published_text(p.point)).member("reason", p.point.pending).end_object();
+  j.end_array();
   const BandCounts b = count_within_band_by_fit(r.runs);
-  o += fmt::format("],\n\"within_band\": {},\n\"points\": {},\n\"held_out\": {},\n\"held_out_within_band\": {},\n"
-                   "\"expected_misses\": {},\n\"out_of_band\": {},\n\"fitted\": {},\n\"worse_than_recorded\": {}\n}}\n",
-                   within, total, b.held_out, b.held_out_within, b.expected_miss, b.out_of_band, b.fitted,
-                   check_failures(r.runs).size());
-  return o;
+  j.member("within_band", within).member("points", total).member("held_out", b.held_out);
+  j.member("held_out_within_band", b.held_out_within).member("expected_misses", b.expected_miss);
+  j.member("out_of_band", b.out_of_band).member("fitted", b.fitted);
+  j.member("worse_than_recorded", static_cast<uint64_t>(check_failures(r.runs).size())).end_object();
+  return j.str() + "\n";
 }
 
 std::string fidelity_csv(const FidelityReport& r) {

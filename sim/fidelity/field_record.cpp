@@ -112,7 +112,7 @@ std::string with_recorded_errors(const std::string& text, const std::string& fil
     if (done && accepted.count(p.id)) {
       const AcceptedWorse& w = accepted.at(p.id);
       const std::string line = fmt::format("{}accepted_worse: {{date: {}, reason: {}, from: {:.1f}, to: {:.1f}}}", indent,
-                                           w.date, json_quote(w.reason), w.from + 0.0, w.to + 0.0);
+                                           w.date, yaml_quote(w.reason), w.from + 0.0, w.to + 0.0);
       // The block ends one line later when recorded_error_pct was inserted.
       const size_t block_end = std::min(lines.size(), end + (lines.size() > 0 ? 1 : 0));
       bool replaced = false;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 #include "sim/fidelity/field_evaluation.h"
 
@@ -119,16 +120,16 @@ std::vector<std::string> breakdown_lines(const StepBreakdown& b) {
   return out;
 }
 
-std::string breakdown_json(const StepBreakdown& b) {
-  std::string terms;
+void breakdown_json(JsonWriter& j, const StepBreakdown& b) {
+  using Layout = JsonWriter::Layout;
+  j.begin_object(Layout::kInline).member("mode", to_string(b.mode)).member("concurrency", b.concurrency);
+  j.member("context", b.context).member("ranks", b.ranks).member("busiest_rank", b.busiest);
+  j.key("step_ms").general(b.step_ms, 6).key("tpot_ms").general(b.tpot_ms, 6).member("deepep", b.deepep);
+  j.member("op_tables", b.tables).member("note", b.note).key("terms").begin_array(Layout::kInline);
   for (const BreakdownTerm& t : b.terms)
-    terms += fmt::format("{}{{\"term\": {}, \"ms\": {:.6g}, \"source\": {}}}", terms.empty() ? "" : ", ",
-                         json_quote(t.name), t.ms, json_quote(t.source));
-  return fmt::format("{{\"mode\": {}, \"concurrency\": {}, \"context\": {}, \"ranks\": {}, \"busiest_rank\": {}, "
-                     "\"step_ms\": {:.6g}, \"tpot_ms\": {:.6g}, \"deepep\": {}, \"op_tables\": {}, \"note\": {}, "
-                     "\"terms\": [{}]}}",
-                     json_quote(to_string(b.mode)), b.concurrency, b.context, b.ranks, b.busiest, b.step_ms,
-                     b.tpot_ms, json_quote(b.deepep), json_quote(b.tables), json_quote(b.note), terms);
+    j.begin_object(Layout::kInline).member("term", t.name).key("ms").general(t.ms, 6).member("source", t.source)
+        .end_object();
+  j.end_array().end_object();
 }
 
 }  // namespace hisparse::sim

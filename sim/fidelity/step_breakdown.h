@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/io/json_writer.h"
 #include "sim/cost/cost_params.h"
 #include "sim/cost/kv_mode.h"
 #include "sim/cost/step_time_model.h"
@@ -47,6 +48,6 @@ std::string breakdown_where(const StepBreakdown& b);
 /// The breakdown as indented lines (one per term, "ms  source"), for the console and fidelity.md.
 std::vector<std::string> breakdown_lines(const StepBreakdown& b);
 /// The breakdown as a JSON object.
-std::string breakdown_json(const StepBreakdown& b);
+void breakdown_json(JsonWriter& j, const StepBreakdown& b);
 
 }  // namespace hisparse::sim

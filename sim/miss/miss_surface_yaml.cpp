@@ -195,10 +195,10 @@ std::string miss_surface_to_yaml(const MissSurface& s, const std::vector<std::st
   std::string out;
   for (const std::string& line : header) out += line.empty() ? "#\n" : "# " + line + "\n";
   const int fd = kFractionDigits, rd = kRatioDigits;
-  out += fmt::format("name: {}\n", json_quote(s.name));
+  out += fmt::format("name: {}\n", yaml_quote(s.name));
   out += "policies:                       # policy → columns ascending in H/K\n";
   for (const auto& [policy, cols] : s.policies) {
-    out += fmt::format("  {}:\n", json_quote(policy));
+    out += fmt::format("  {}:\n", yaml_quote(policy));
     for (const MissColumn& c : cols) {
       out += fmt::format("    - h_over_k: {:.{}f}\n", c.h_over_k, rd);
       out += fmt::format("      first_step: {:.{}f}\n", c.first_step, fd);
@@ -215,12 +215,12 @@ std::string miss_surface_to_yaml(const MissSurface& s, const std::vector<std::st
   if (s.has_provenance) {
     const MissProvenance& p = s.provenance;
     out += "provenance:\n";
-    out += fmt::format("  command: {}\n", json_quote(p.command));
-    out += fmt::format("  fraction: {}\n", json_quote(p.fraction));
-    out += fmt::format("  warmup_rule: {}\n", json_quote(p.warmup_rule));
+    out += fmt::format("  command: {}\n", yaml_quote(p.command));
+    out += fmt::format("  fraction: {}\n", yaml_quote(p.fraction));
+    out += fmt::format("  warmup_rule: {}\n", yaml_quote(p.warmup_rule));
     out += "  traces:\n";
     for (const MissTraceInfo& t : p.traces) {
-      out += fmt::format("    - path: {}\n", json_quote(t.path));
+      out += fmt::format("    - path: {}\n", yaml_quote(t.path));
       out += fmt::format("      layers: {}\n      top_k: {}\n", t.layers, t.top_k);
       out += fmt::format("      initial_state: {}\n", traces::to_string(t.initial_state));
       out += fmt::format("      requests: {}\n      decode_steps: {}\n", t.requests, t.decode_steps);
@@ -230,7 +230,7 @@ std::string miss_surface_to_yaml(const MissSurface& s, const std::vector<std::st
       out += "  calibration:                  # steady fractions above = measured × steady_scale\n";
       out += fmt::format("    steady_scale: {:g}\n", p.calibration->steady_scale);
       out += "    fitted_to:\n";
-      for (const std::string& point : p.calibration->fitted_to) out += fmt::format("      - {}\n", json_quote(point));
+      for (const std::string& point : p.calibration->fitted_to) out += fmt::format("      - {}\n", yaml_quote(point));
     }
   }
   return out;

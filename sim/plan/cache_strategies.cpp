@@ -30,6 +30,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 #include "sim/calibration/deltakv_calibration.h"
 #include "sim/plan/capacity_plan.h"
@@ -471,44 +472,40 @@ std::string strategies_to_text(const StrategyTable& t) {
   return o;
 }
 
-namespace {
-
-
-std::string jn(double v) {
-  if (!std::isfinite(v)) return "null";
-  if (v == std::floor(v) && std::fabs(v) < 9e15) return fmt::format("{}", static_cast<int64_t>(v));
-  return fmt::format("{:.10g}", v);
-}
-
-}  // namespace
-
-std::string strategies_to_json(const StrategyTable& t) {
-  std::string o = fmt::format(
-      "{{\"eviction_budget\": {}, \"compression_sinks\": {}, \"compression_recent\": {}, \"compression_ratio\": {}, "
-      "\"reconstruct_bytes\": {}, \"reconstruct_assumed\": {}, \"reconstruct_label\": {}, \"recall_source\": {}, "
-      "\"labels\": {{\"memory\": "
-      "\"modelled\", \"pcie\": \"modelled\", \"concurrency\": \"modelled\", \"tokens_per_s\": \"modelled\", \"recall\": "
-      "\"measured by hisparse select, or null = not measured\"}},\n    \"rows\": [",
-      t.eviction_budget, t.options.compression_sinks, t.options.compression_recent, jn(t.options.compression_ratio),
-      jn(t.reconstruct_bytes), t.reconstruct_assumed ? "true" : "false", json_quote(t.reconstruct_label),
-      json_quote(t.recall_source));
-  for (size_t i = 0; i < t.rows.size(); ++i) {
-    const StrategyRow& r = t.rows[i];
-    o += fmt::format(
-        "{}\n      {{\"seq_len\": {}, \"strategy\": {}, \"name\": {}, \"definition\": {}, \"hbm_per_request\": {}, "
-        "\"host_per_request\": {}, \"pcie_bytes_per_step\": {}, \"attended_rows\": {}, \"indexed_rows\": {}, "
-        "\"reconstruct_bytes_per_step\": {}, \"hbm_limit_per_rank\": {}, \"slo_limit_per_rank\": {}, \"max_per_rank\": {}, "
-        "\"max_concurrency\": {}, \"binding_limit\": {}, \"tpot_ms\": {}, \"decode_tokens_per_s\": {}, \"hbm_formula\": {}, "
-        "\"recall\": {}, \"recall_text\": {}}}",
-        i ? "," : "", r.seq_len, json_quote(r.key), json_quote(r.name), json_quote(r.definition), jn(r.hbm_per_request),
-        jn(r.host_per_request), jn(r.pcie_bytes_per_step), jn(r.attended_rows), jn(r.indexed_rows),
-        jn(r.reconstruct_bytes_per_step), r.hbm_limit_per_rank, r.slo_limit_per_rank, r.max_per_rank, r.max_concurrency,
-        json_quote(r.binding_limit), jn(r.tpot_ms), jn(r.decode_tokens_per_s), json_quote(r.hbm_formula),
-        r.recall.known ? jn(r.recall.value) : "null", json_quote(r.recall.text));
+void strategies_to_json(JsonWriter& j, const StrategyTable& t) {
+  using Layout = JsonWriter::Layout;
+  // Numbers in the planner's style (plan_json.cpp): whole values as integers, others with 10 significant digits.
+  j.begin_object(Layout::kInline).member("eviction_budget", t.eviction_budget);
+  j.member("compression_sinks", t.options.compression_sinks).member("compression_recent", t.options.compression_recent);
+  j.key("compression_ratio").whole_or_general(t.options.compression_ratio, 10);
+  j.key("reconstruct_bytes").whole_or_general(t.reconstruct_bytes, 10);
+  j.member("reconstruct_assumed", t.reconstruct_assumed).member("reconstruct_label", t.reconstruct_label);
+  j.member("recall_source", t.recall_source);
+  j.key("labels").begin_object(Layout::kInline).member("memory", "modelled").member("pcie", "modelled");
+  j.member("concurrency", "modelled").member("tokens_per_s", "modelled");
+  j.member("recall", "measured by hisparse select, or null = not measured").end_object();
+  j.new_line().key("rows").begin_array();
+  for (const StrategyRow& r : t.rows) {
+    j.begin_object(Layout::kInline).member("seq_len", r.seq_len).member("strategy", r.key).member("name", r.name);
+    j.member("definition", r.definition);
+    j.key("hbm_per_request").whole_or_general(r.hbm_per_request, 10);
+    j.key("host_per_request").whole_or_general(r.host_per_request, 10);
+    j.key("pcie_bytes_per_step").whole_or_general(r.pcie_bytes_per_step, 10);
+    j.key("attended_rows").whole_or_general(r.attended_rows, 10);
+    j.key("indexed_rows").whole_or_general(r.indexed_rows, 10);
+    j.key("reconstruct_bytes_per_step").whole_or_general(r.reconstruct_bytes_per_step, 10);
+    j.member("hbm_limit_per_rank", r.hbm_limit_per_rank).member("slo_limit_per_rank", r.slo_limit_per_rank);
+    j.member("max_per_rank", r.max_per_rank).member("max_concurrency", r.max_concurrency);
+    j.member("binding_limit", r.binding_limit);
+    j.key("tpot_ms").whole_or_general(r.tpot_ms, 10);
+    j.key("decode_tokens_per_s").whole_or_general(r.decode_tokens_per_s, 10);
+    j.member("hbm_formula", r.hbm_formula).key("recall");
+    if (r.recall.known) j.whole_or_general(r.recall.value, 10); else j.null();
+    j.member("recall_text", r.recall.text).end_object();
   }
-  o += "\n    ], \"notes\": [";
-  for (size_t i = 0; i < t.notes.size(); ++i) o += (i ? ", " : "") + json_quote(t.notes[i]);
-  return o + "]}";
+  j.end_array().key("notes").begin_array(Layout::kInline);
+  for (const std::string& n : t.notes) j.string(n);
+  j.end_array().end_object();
 }
 
 }  // namespace hisparse::sim

@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace hisparse {
+class JsonWriter;
+}
+
 namespace hisparse::sim {
 
 struct CapacityPlan;
@@ -85,7 +89,7 @@ StrategyTable compute_cache_strategies(const CapacityPlan& plan, const StrategyO
 
 /// The stdout section (`hisparse plan --strategies`).
 std::string strategies_to_text(const StrategyTable& t);
-/// plan.json member `strategies` (an object, no trailing newline); plan.md/html: sim/plan/plan_document.cpp.
-std::string strategies_to_json(const StrategyTable& t);
+/// plan.json member `strategies`: writes the object as the next value of `j`; plan.md/html: sim/plan/plan_document.cpp.
+void strategies_to_json(JsonWriter& j, const StrategyTable& t);
 
 }  // namespace hisparse::sim

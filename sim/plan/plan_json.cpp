@@ -1,165 +1,235 @@
 // @brief plan.json: the issue-6 contract (`rows`, exactly seven keys per row) plus every detail behind each number.
-#include <cmath>
-
-#include <fmt/format.h>
-
-#include "core/io/output_file.h"
+#include "core/io/json_writer.h"
 #include "sim/plan/plan_report.h"
 
 namespace hisparse::sim {
 
 namespace {
 
-std::string esc(const std::string& s) { return json_quote(s); }
+using Layout = JsonWriter::Layout;
+constexpr Layout kInline = Layout::kInline;
 
-std::string jnum(double v) {
-  if (!std::isfinite(v)) return "null";
-  if (v == std::floor(v) && std::fabs(v) < 9e15) return fmt::format("{}", static_cast<int64_t>(v));
-  return fmt::format("{:.10g}", v);
+/// The planner's number style: whole values as integers, others with 10 significant digits, non-finite as null.
+void num(JsonWriter& j, std::string_view key, double v) { j.key(key).whole_or_general(v, 10); }
+
+void fig(JsonWriter& j, const Figure& f) {
+  j.begin_object(kInline).member("key", f.key).member("label", f.label);
+  num(j, "value", f.value);
+  j.member("unit", f.unit).member("formula", f.formula).end_object();
 }
 
-std::string jlimit(int64_t v) { return v < 0 ? "null" : fmt::format("{}", v); }
-
-std::string jfig(const Figure& f) {
-  return fmt::format("{{\"key\": {}, \"label\": {}, \"value\": {}, \"unit\": {}, \"formula\": {}}}", esc(f.key),
-                     esc(f.label), jnum(f.value), esc(f.unit), esc(f.formula));
+void transfer(JsonWriter& j, const TransferCost& t) {
+  j.begin_object(kInline).member("transfers", t.transfers);
+  num(j, "bytes", t.bytes);
+  num(j, "bytes_per_s", t.bytes_per_s);
+  j.member("ns", t.ns).member("formula", t.formula).end_object();
 }
 
-std::string jtransfer(const TransferCost& t) {
-  return fmt::format("{{\"transfers\": {}, \"bytes\": {}, \"bytes_per_s\": {}, \"ns\": {}, \"formula\": {}}}", t.transfers,
-                     jnum(t.bytes), jnum(t.bytes_per_s), t.ns, esc(t.formula));
+void step(JsonWriter& j, const StepEstimate& e) {
+  j.begin_object(kInline);
+  for (int i = 0; i < kStepCostFieldCount; ++i) j.member(std::string(kStepCostFields[i]) + "_ns", step_cost_field(e.cost, i));
+  j.member("step_ns", e.step_ns);
+  num(j, "accepted_tokens", e.accepted_tokens);
+  j.member("tpot_ns", e.tpot_ns).member("h2d_transfer_ns", e.h2d_transfer_ns).member("backup_transfer_ns", e.backup_transfer_ns);
+  num(j, "misses", e.misses);
+  num(j, "h2d_bytes", e.h2d_bytes);
+  num(j, "backup_bytes", e.backup_bytes);
+  j.end_object();
 }
 
-std::string jstep(const StepEstimate& e) {
-  std::string out = "{";
-  for (int i = 0; i < kStepCostFieldCount; ++i)
-    out += fmt::format("\"{}_ns\": {}, ", kStepCostFields[i], step_cost_field(e.cost, i));
-  return out + fmt::format("\"step_ns\": {}, \"accepted_tokens\": {}, \"tpot_ns\": {}, \"h2d_transfer_ns\": {}, "
-                           "\"backup_transfer_ns\": {}, \"misses\": {}, \"h2d_bytes\": {}, \"backup_bytes\": {}}}",
-                           e.step_ns, jnum(e.accepted_tokens), e.tpot_ns, e.h2d_transfer_ns, e.backup_transfer_ns, jnum(e.misses), jnum(e.h2d_bytes),
-                           jnum(e.backup_bytes));
+void sweep(JsonWriter& j, const SweepRow& w) {
+  j.begin_object(kInline).member(w.param, w.value).member("is_current", w.is_current).member("seq_len", w.seq_len);
+  j.member("max_concurrency", w.max_concurrency).member("binding_limit", w.binding_limit);
+  num(j, "tpot_ms", w.tpot_ms);
+  num(j, "decode_tokens_per_s", w.decode_tokens_per_s);
+  num(j, "misses_per_request_step", w.misses_per_request_step);
+  num(j, "miss_fraction", w.miss_fraction);
+  num(j, "h2d_bytes_per_step", w.h2d_bytes_per_step);
+  j.member("device_pool_tokens", w.device_pool_tokens).member("logical_pool_tokens", w.logical_pool_tokens);
+  num(j, "device_buffer_bytes", w.device_buffer_bytes);
+  num(j, "hbm_bytes_per_request", w.hbm_per_request);
+  num(j, "host_pool_bytes_per_node", w.host_pool_bytes_per_node);
+  num(j, "host_dram_left_bytes", w.host_dram_left_bytes);
+  j.end_object();
 }
 
-template <class T, class F>
-std::string jarray(const std::vector<T>& v, const F& f, const char* indent) {
-  std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) out += fmt::format("{}\n{}{}", i ? "," : "", indent, f(v[i]));
-  return out + (v.empty() ? "]" : fmt::format("\n{}]", std::string(indent).substr(2)));
+void sweeps(JsonWriter& j, std::string_view key, const std::vector<SweepRow>& rows) {
+  j.key(key).begin_array();
+  for (const SweepRow& w : rows) sweep(j, w);
+  j.end_array();
 }
 
-std::string jsweep(const SweepRow& w) {
-  return fmt::format(
-      "{{\"{}\": {}, \"is_current\": {}, \"seq_len\": {}, \"max_concurrency\": {}, \"binding_limit\": {}, "
-      "\"tpot_ms\": {}, \"decode_tokens_per_s\": {}, \"misses_per_request_step\": {}, \"miss_fraction\": {}, "
-      "\"h2d_bytes_per_step\": {}, \"device_pool_tokens\": {}, \"logical_pool_tokens\": {}, \"device_buffer_bytes\": {}, "
-      "\"hbm_bytes_per_request\": {}, \"host_pool_bytes_per_node\": {}, \"host_dram_left_bytes\": {}}}",
-      w.param, w.value, w.is_current ? "true" : "false", w.seq_len, w.max_concurrency, esc(w.binding_limit),
-      jnum(w.tpot_ms), jnum(w.decode_tokens_per_s), jnum(w.misses_per_request_step), jnum(w.miss_fraction),
-      jnum(w.h2d_bytes_per_step), w.device_pool_tokens, w.logical_pool_tokens, jnum(w.device_buffer_bytes),
-      jnum(w.hbm_per_request), jnum(w.host_pool_bytes_per_node), jnum(w.host_dram_left_bytes));
+void contract_rows(JsonWriter& j, const CapacityPlan& p) {
+  j.key("rows").begin_array();
+  for (const PlanRow& r : p.rows) {
+    j.begin_object(kInline).member("seq_len", r.seq_len).member("mode", to_string(r.mode));
+    j.member("max_concurrency", r.max_concurrency).member("binding_limit", r.binding_limit);
+    num(j, "decode_tokens_per_s", r.decode_tokens_per_s);
+    num(j, "hbm_bytes_per_request", r.hbm_per_request.value);
+    num(j, "host_bytes_per_request", r.host_per_request.value);
+    j.end_object();
+  }
+  j.end_array();
+  j.member("schema", "hisparse-plan/1");
+  j.key("units").begin_object(kInline)
+      .member("max_concurrency", "concurrent decode requests per decode instance (= per rank × ranks)")
+      .member("decode_tokens_per_s", "tokens/s per decode instance at max_concurrency")
+      .member("hbm_bytes_per_request", "bytes on each GPU that holds the request")
+      .member("host_bytes_per_request", "host bytes per GPU that holds the request")
+      .end_object();
+}
+
+void scenario(JsonWriter& j, const CapacityPlan& p) {
+  const Scenario& s = p.scenario;
+  const DeploymentSpec& d = s.deployment;
+  j.key("scenario").begin_object(kInline).member("name", d.name).member("source", s.source);
+  j.member("model", s.model.name).member("hardware", s.hardware.name).member("decode_instances", d.decode.count);
+  j.member("gpus_per_instance", p.layout.gpus).member("tp", d.decode.tp).member("dp_attention", d.decode.dp_attention);
+  j.member("ep", d.decode.ep).member("ranks_per_instance", p.layout.ranks).member("attention_tp", p.layout.attention_tp);
+  j.member("page_size", d.page_size).member("kv_dtype", to_string(d.kv_dtype));
+  num(j, "mem_fraction_static", d.mem_fraction_static);
+  num(j, "tpot_slo_ms", d.tpot_slo_ms);
+  j.member("max_running_requests", d.max_running_requests);
+  num(j, "host_dram_bytes", d.host_dram_bytes);
+  num(j, "host_reserve_bytes", p.options.host_reserve_bytes);
+  j.key("hisparse").begin_object(kInline).member("top_k", d.hisparse.top_k);
+  j.member("device_buffer_size", d.hisparse.device_buffer_size);
+  j.member("host_to_device_ratio", d.hisparse.host_to_device_ratio).end_object().end_object();
+  j.member("attention", p.budget.attention);
+  j.same_line().member("hisparse_applicable", p.hisparse_not_applicable.empty());
+  j.same_line().member("hisparse_not_applicable", p.hisparse_not_applicable);
+  j.member("limits", p.options.memory_only ? "memory" : "all");
+  j.member("miss_model", p.miss_source);
+}
+
+void cost_and_memory(JsonWriter& j, const CapacityPlan& p) {
+  j.key("cost_model").begin_object(kInline).member("overlap", to_string(p.options.cost.overlap));
+  j.member("step_overhead_ns", p.options.cost.step_overhead_ns(p.scenario.deployment.decode.dp_attention > 1));
+  num(j, "h2d_bytes_per_s", p.h2d_rate);
+  num(j, "d2h_bytes_per_s", p.d2h_rate);
+  num(j, "host_dram_per_gpu_bytes", p.host_dram_per_gpu);
+  j.member("terms_file", p.options.cost.terms_file).key("terms").begin_array();
+  for (const TermSource& t : p.options.cost.sources)
+    j.begin_object(kInline).member("term", t.term).member("value", t.value).member("kind", t.kind)
+        .member("source", t.source).end_object();
+  j.end_array().end_object();
+  j.key("hbm_per_gpu").begin_object(kInline);
+  num(j, "hbm", p.hbm.hbm);
+  num(j, "weights", p.hbm.weights);
+  num(j, "activation_reserve", p.hbm.activation_reserve);
+  num(j, "kv_budget", p.hbm.kv_budget);
+  num(j, "outside_static", p.hbm.outside_static);
+  j.end_object();
+  j.key("pools").begin_array();
+  for (const Figure* f : p.budget.figures()) fig(j, *f);
+  j.end_array();
+}
+
+void detail(JsonWriter& j, const CapacityPlan& p, const PlanRow& r) {
+  j.begin_object(kInline).member("seq_len", r.seq_len).member("mode", to_string(r.mode));
+  j.member("max_per_rank", r.max_per_rank).member("ranks", p.layout.ranks).member("binding_limit", r.binding_limit);
+  num(j, "tpot_ms", r.at_max.tpot_ns * 1e-6);
+  num(j, "misses_per_request_step", r.misses_per_request_step);
+  num(j, "miss_fraction", r.miss_fraction);
+  j.member("slo_note", r.slo_note);
+  j.new_line().key("per_request").begin_array(kInline);
+  for (const Figure* f : {&r.hbm_per_request, &r.host_per_request, &r.gpu_latent_per_request, &r.gpu_indexer_per_request})
+    fig(j, *f);
+  j.end_array();
+  j.new_line().key("hbm_use").begin_object(kInline);
+  num(j, "latent_pool", r.latent_pool_bytes);
+  num(j, "indexer_pool", r.indexer_pool_bytes);
+  num(j, "latent_used", r.latent_used_bytes);
+  num(j, "indexer_used", r.indexer_used_bytes);
+  j.end_object();
+  num(j, "host_used_bytes_per_gpu", r.host_used_bytes_per_gpu);
+  j.new_line().key("step_at_max");
+  step(j, r.at_max);
+  j.new_line().key("transfers").begin_object(kInline).key("decode_per_layer");
+  transfer(j, r.decode_transfer);
+  j.key("prefill_offload");
+  transfer(j, r.prefill_offload);
+  j.end_object();
+  j.new_line().key("limits").begin_array();
+  for (const PlanLimit& l : r.limits) {
+    j.begin_object(kInline).member("key", l.key).member("label", l.label).key("per_rank");
+    if (l.per_rank < 0) j.null(); else j.number(l.per_rank);
+    j.member("formula", l.formula).end_object();
+  }
+  j.end_array().end_object();
+}
+
+void gains_and_residency(JsonWriter& j, const CapacityPlan& p) {
+  // Dynamic residency beside the issue-6 `rows` contract (which stays full/HiSparse pairs).
+  j.key("dynamic_residency").begin_array();
+  for (const PlanRow& r : p.dynamic_rows) {
+    j.begin_object(kInline).member("seq_len", r.seq_len).member("max_concurrency", r.max_concurrency);
+    j.member("binding_limit", r.binding_limit);
+    num(j, "decode_tokens_per_s", r.decode_tokens_per_s);
+    num(j, "tpot_ms", static_cast<double>(r.at_max.step_ns) * 1e-6);
+    j.member("resident_per_rank", r.resident_per_rank).end_object();
+  }
+  j.end_array().key("gains").begin_array();
+  for (size_t i = 0; i + 1 < p.rows.size(); i += 2) {
+    const PlanRow &f = p.rows[i], &h = p.rows[i + 1];
+    const bool na = h.binding_limit == kNotApplicable;
+    j.begin_object(kInline).member("seq_len", f.seq_len).key("concurrency_gain");
+    if (!na && f.max_concurrency > 0) j.whole_or_general(static_cast<double>(h.max_concurrency) / f.max_concurrency, 10);
+    else j.null();
+    j.key("throughput_gain");
+    if (!na && f.decode_tokens_per_s > 0) j.whole_or_general(h.decode_tokens_per_s / f.decode_tokens_per_s, 10);
+    else j.null();
+    j.end_object();
+  }
+  j.end_array();
+}
+
+void curves(JsonWriter& j, const CapacityPlan& p) {
+  j.key("curves").begin_array();
+  for (const ThroughputCurve& c : p.curves) {
+    j.begin_object(kInline).member("seq_len", c.seq_len).member("mode", to_string(c.mode));
+    j.member("memory_limit_per_rank", c.memory_limit_per_rank).key("points").begin_array(kInline);
+    for (const CurvePoint& q : c.points) {
+      j.begin_object(kInline).member("batch", q.batch).member("batch_per_rank", q.batch_per_rank);
+      num(j, "tpot_ms", q.tpot_ms);
+      num(j, "tokens_per_s", q.tokens_per_s);
+      num(j, "h2d_ms", q.h2d_ms);
+      j.member("within_slo", q.within_slo).end_object();
+    }
+    j.end_array().end_object();
+  }
+  j.end_array();
 }
 
 }  // namespace
 
 std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
-  const Scenario& s = p.scenario;
-  const DeploymentSpec& d = s.deployment;
-  std::string o = "{\n";
-  o += "  \"rows\": " + jarray(p.rows, [](const PlanRow& r) {
-         return fmt::format("{{\"seq_len\": {}, \"mode\": \"{}\", \"max_concurrency\": {}, \"binding_limit\": {}, "
-                            "\"decode_tokens_per_s\": {}, \"hbm_bytes_per_request\": {}, \"host_bytes_per_request\": {}}}",
-                            r.seq_len, to_string(r.mode), r.max_concurrency, esc(r.binding_limit),
-                            jnum(r.decode_tokens_per_s), jnum(r.hbm_per_request.value), jnum(r.host_per_request.value));
-       }, "    ") + ",\n";
-  o += "  \"schema\": \"hisparse-plan/1\",\n";
-  o += "  \"units\": {\"max_concurrency\": \"concurrent decode requests per decode instance (= per rank × ranks)\", "
-       "\"decode_tokens_per_s\": \"tokens/s per decode instance at max_concurrency\", "
-       "\"hbm_bytes_per_request\": \"bytes on each GPU that holds the request\", "
-       "\"host_bytes_per_request\": \"host bytes per GPU that holds the request\"},\n";
-  o += fmt::format(
-      "  \"scenario\": {{\"name\": {}, \"source\": {}, \"model\": {}, \"hardware\": {}, \"decode_instances\": {}, "
-      "\"gpus_per_instance\": {}, \"tp\": {}, \"dp_attention\": {}, \"ep\": {}, \"ranks_per_instance\": {}, "
-      "\"attention_tp\": {}, \"page_size\": {}, \"kv_dtype\": \"{}\", \"mem_fraction_static\": {}, \"tpot_slo_ms\": {}, "
-      "\"max_running_requests\": {}, \"host_dram_bytes\": {}, \"host_reserve_bytes\": {}, "
-      "\"hisparse\": {{\"top_k\": {}, \"device_buffer_size\": {}, \"host_to_device_ratio\": {}}}}},\n",
-      esc(d.name), esc(s.source), esc(s.model.name), esc(s.hardware.name), d.decode.count, p.layout.gpus, d.decode.tp,
-      d.decode.dp_attention, d.decode.ep, p.layout.ranks, p.layout.attention_tp, d.page_size,
-      to_string(d.kv_dtype), jnum(d.mem_fraction_static), jnum(d.tpot_slo_ms),
-      d.max_running_requests, jnum(d.host_dram_bytes), jnum(p.options.host_reserve_bytes), d.hisparse.top_k,
-      d.hisparse.device_buffer_size, d.hisparse.host_to_device_ratio);
-  o += fmt::format("  \"attention\": {}, \"hisparse_applicable\": {}, \"hisparse_not_applicable\": {},\n",
-                   esc(p.budget.attention), p.hisparse_not_applicable.empty() ? "true" : "false",
-                   esc(p.hisparse_not_applicable));
-  o += fmt::format("  \"limits\": \"{}\",\n", p.options.memory_only ? "memory" : "all");
-  o += fmt::format("  \"miss_model\": {},\n", esc(p.miss_source));
-  const std::string terms = jarray(p.options.cost.sources, [](const TermSource& t) {
-    return fmt::format("{{\"term\": {}, \"value\": {}, \"kind\": {}, \"source\": {}}}", esc(t.term), esc(t.value),
-                       esc(t.kind), esc(t.source));
-  }, "      ");
-  o += fmt::format("  \"cost_model\": {{\"overlap\": \"{}\", \"step_overhead_ns\": {}, \"h2d_bytes_per_s\": {}, "
-                   "\"d2h_bytes_per_s\": {}, \"host_dram_per_gpu_bytes\": {}, \"terms_file\": {}, \"terms\": {}}},\n",
-                   to_string(p.options.cost.overlap),
-                   p.options.cost.step_overhead_ns(p.scenario.deployment.decode.dp_attention > 1), jnum(p.h2d_rate), jnum(p.d2h_rate),
-                   jnum(p.host_dram_per_gpu), esc(p.options.cost.terms_file), terms);
-  o += fmt::format("  \"hbm_per_gpu\": {{\"hbm\": {}, \"weights\": {}, \"activation_reserve\": {}, \"kv_budget\": {}, "
-                   "\"outside_static\": {}}},\n",
-                   jnum(p.hbm.hbm), jnum(p.hbm.weights), jnum(p.hbm.activation_reserve), jnum(p.hbm.kv_budget),
-                   jnum(p.hbm.outside_static));
-  o += "  \"pools\": " + jarray(p.budget.figures(), [](const Figure* f) { return jfig(*f); }, "    ") + ",\n";
-  o += "  \"details\": " + jarray(p.rows, [&](const PlanRow& r) {
-         std::string lim = jarray(r.limits, [](const PlanLimit& l) {
-           return fmt::format("{{\"key\": {}, \"label\": {}, \"per_rank\": {}, \"formula\": {}}}", esc(l.key), esc(l.label),
-                              jlimit(l.per_rank), esc(l.formula));
-         }, "        ");
-         return fmt::format(
-             "{{\"seq_len\": {}, \"mode\": \"{}\", \"max_per_rank\": {}, \"ranks\": {}, \"binding_limit\": {}, "
-             "\"tpot_ms\": {}, \"misses_per_request_step\": {}, \"miss_fraction\": {}, \"slo_note\": {},\n"
-             "      \"per_request\": [{}, {}, {}, {}],\n      \"hbm_use\": {{\"latent_pool\": {}, \"indexer_pool\": {}, "
-             "\"latent_used\": {}, \"indexer_used\": {}}}, \"host_used_bytes_per_gpu\": {},\n      \"step_at_max\": {},\n"
-             "      \"transfers\": {{\"decode_per_layer\": {}, \"prefill_offload\": {}}},\n      \"limits\": {}}}",
-             r.seq_len, to_string(r.mode), r.max_per_rank, p.layout.ranks, esc(r.binding_limit), jnum(r.at_max.tpot_ns * 1e-6),
-             jnum(r.misses_per_request_step), jnum(r.miss_fraction), esc(r.slo_note), jfig(r.hbm_per_request),
-             jfig(r.host_per_request), jfig(r.gpu_latent_per_request), jfig(r.gpu_indexer_per_request),
-             jnum(r.latent_pool_bytes), jnum(r.indexer_pool_bytes), jnum(r.latent_used_bytes), jnum(r.indexer_used_bytes),
-             jnum(r.host_used_bytes_per_gpu), jstep(r.at_max), jtransfer(r.decode_transfer), jtransfer(r.prefill_offload),
-             lim);
-       }, "    ") + ",\n";
-  std::vector<std::string> gains;
-  for (size_t i = 0; i + 1 < p.rows.size(); i += 2) {
-    const PlanRow &f = p.rows[i], &h = p.rows[i + 1];
-    const bool na = h.binding_limit == kNotApplicable;
-    gains.push_back(fmt::format("{{\"seq_len\": {}, \"concurrency_gain\": {}, \"throughput_gain\": {}}}", f.seq_len,
-                                na ? "null" : f.max_concurrency > 0 ? jnum(static_cast<double>(h.max_concurrency) / f.max_concurrency) : "null",
-                                !na && f.decode_tokens_per_s > 0 ? jnum(h.decode_tokens_per_s / f.decode_tokens_per_s) : "null"));
+  JsonWriter j(2);
+  j.begin_object();
+  contract_rows(j, p);
+  scenario(j, p);
+  cost_and_memory(j, p);
+  j.key("details").begin_array();
+  for (const PlanRow& r : p.rows) detail(j, p, r);
+  j.end_array();
+  gains_and_residency(j, p);
+  curves(j, p);
+  j.key("sweeps").begin_object();
+  sweeps(j, "device_buffer_size", p.sweep_buffer);
+  sweeps(j, "host_to_device_ratio", p.sweep_ratio);
+  j.end_object();
+  if (p.options.strategies.enabled) {
+    j.key("strategies");
+    strategies_to_json(j, p.strategies);
   }
-  // Dynamic residency beside the issue-6 `rows` contract (which stays full/HiSparse pairs).
-  o += "  \"dynamic_residency\": " + jarray(p.dynamic_rows, [](const PlanRow& r) {
-         return fmt::format("{{\"seq_len\": {}, \"max_concurrency\": {}, \"binding_limit\": {}, \"decode_tokens_per_s\": {}, "
-                            "\"tpot_ms\": {}, \"resident_per_rank\": {}}}",
-                            r.seq_len, r.max_concurrency, esc(r.binding_limit), jnum(r.decode_tokens_per_s),
-                            jnum(static_cast<double>(r.at_max.step_ns) * 1e-6), r.resident_per_rank);
-       }, "    ") + ",\n";
-  o += "  \"gains\": " + jarray(gains, [](const std::string& g) { return g; }, "    ") + ",\n";
-  o += "  \"curves\": " + jarray(p.curves, [](const ThroughputCurve& c) {
-         std::string pts = "[";
-         for (size_t i = 0; i < c.points.size(); ++i) {
-           const CurvePoint& q = c.points[i];
-           pts += fmt::format("{}{{\"batch\": {}, \"batch_per_rank\": {}, \"tpot_ms\": {}, \"tokens_per_s\": {}, "
-                              "\"h2d_ms\": {}, \"within_slo\": {}}}",
-                              i ? ", " : "", q.batch, q.batch_per_rank, jnum(q.tpot_ms), jnum(q.tokens_per_s), jnum(q.h2d_ms),
-                              q.within_slo ? "true" : "false");
-         }
-         return fmt::format("{{\"seq_len\": {}, \"mode\": \"{}\", \"memory_limit_per_rank\": {}, \"points\": {}]}}",
-                            c.seq_len, to_string(c.mode), c.memory_limit_per_rank, pts);
-       }, "    ") + ",\n";
-  o += "  \"sweeps\": {\n    \"device_buffer_size\": " + jarray(p.sweep_buffer, jsweep, "      ") + ",\n";
-  o += "    \"host_to_device_ratio\": " + jarray(p.sweep_ratio, jsweep, "      ") + "\n  },\n";
-  if (p.options.strategies.enabled) o += "  \"strategies\": " + strategies_to_json(p.strategies) + ",\n";
-  o += "  \"warnings\": " + jarray(p.warnings, esc, "    ") + ",\n";
-  o += fmt::format("  \"run\": {{\"command\": {}, \"calibration\": {}, \"workload\": {}, \"plan_seconds\": {}}}\n}}\n",
-                   esc(info.command_line), esc(info.calibration),
-                   esc(info.workload), jnum(info.plan_seconds));
-  return o;
+  j.key("warnings").begin_array();
+  for (const std::string& w : p.warnings) j.string(w);
+  j.end_array();
+  j.key("run").begin_object(kInline).member("command", info.command_line).member("calibration", info.calibration);
+  j.member("workload", info.workload);
+  num(j, "plan_seconds", info.plan_seconds);
+  j.end_object().end_object();
+  return j.str() + "\n";
 }
 
 }  // namespace hisparse::sim

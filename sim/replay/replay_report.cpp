@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
 
@@ -44,20 +45,22 @@ std::string bytes_quantile_text(const std::vector<int64_t>& hist, double q, doub
 }
 
 // {"step_layers": N, "p50": .., "p99": .., "max": ..} of one phase (null quantiles without samples).
-std::string phase_json(const std::vector<int64_t>& hist, const char* count_key, double scale) {
+void phase_json(JsonWriter& j, const std::vector<int64_t>& hist, const char* count_key, double scale) {
   const int64_t n = total(hist);
-  auto q = [&](double p) {
-    return n > 0 ? fmt::format("{}", static_cast<int64_t>(static_cast<double>(histogram_quantile(hist, p)) * scale))
-                 : std::string("null");
-  };
-  return fmt::format("{{\"{}\": {}, \"p50\": {}, \"p99\": {}, \"max\": {}}}", count_key, n, q(0.5), q(0.99), q(1.0));
+  j.begin_object(JsonWriter::Layout::kInline).member(count_key, n);
+  for (const auto& [key, p] : {std::pair<const char*, double>{"p50", 0.5}, {"p99", 0.99}, {"max", 1.0}}) {
+    j.key(key);
+    if (n > 0) j.number(static_cast<int64_t>(static_cast<double>(histogram_quantile(hist, p)) * scale)); else j.null();
+  }
+  j.end_object();
 }
 
-std::string hist_json(const std::vector<int64_t>& hist) {
-  std::string out;
+/// [[misses, step-layers], ...] for every non-empty bucket.
+void hist_json(JsonWriter& j, const std::vector<int64_t>& hist) {
+  j.begin_array(JsonWriter::Layout::kInline);
   for (size_t m = 0; m < hist.size(); ++m)
-    if (hist[m]) out += fmt::format("{}[{}, {}]", out.empty() ? "" : ", ", m, hist[m]);
-  return out;
+    if (hist[m]) j.begin_array(JsonWriter::Layout::kInline).number(uint64_t{m}).number(hist[m]).end_array();
+  j.end_array();
 }
 
 }  // namespace
@@ -117,46 +120,54 @@ std::string format_replay_speed(const ReplayResult& r, double command_seconds) {
 
 std::string replay_json(const ReplayResult& r, int64_t row_bytes, const std::string& recommendation_json,
                         const std::string& step_time_json) {
-  std::string o = "{\n";
-  o += fmt::format("  \"trace\": {{\"source\": {}, \"layers\": {}, \"top_k\": {}, \"initial_state\": \"{}\", "
-                   "\"requests\": {}, \"decode_steps\": {}}},\n",
-                   json_quote(r.meta.source), r.meta.layers, r.meta.top_k, traces::to_string(r.meta.initial_state),
-                   r.requests, r.decode_steps);
-  o += fmt::format("  \"row_bytes\": {},\n", row_bytes);
-  o += "  \"results\": [\n";
-  for (size_t i = 0; i < r.configs.size(); ++i) {
-    const auto& s = r.configs[i];
+  using Layout = JsonWriter::Layout;
+  JsonWriter j(2);
+  j.begin_object().key("trace").begin_object(Layout::kInline).member("source", r.meta.source);
+  j.member("layers", r.meta.layers).member("top_k", r.meta.top_k);
+  j.member("initial_state", traces::to_string(r.meta.initial_state)).member("requests", r.requests);
+  j.member("decode_steps", r.decode_steps).end_object().member("row_bytes", row_bytes).key("results").begin_array();
+  for (const auto& s : r.configs) {
     const std::vector<int64_t> steady = steady_histogram(s.miss_hist, s.cold_miss_hist);
     const std::vector<int64_t> steady_step = steady_histogram(s.step_miss_hist, s.cold_step_miss_hist);
     const double rb = static_cast<double>(row_bytes);
-    o += fmt::format(
-        "    {{\"policy\": {}, \"buffer_size\": {}, \"selected\": {}, \"hits\": {}, \"newest_hits\": {}, "
-        "\"misses\": {}, \"h2d_bytes\": {}, \"hit_rate\": {}, \"step_layers\": {}, \"decode_steps\": {}, "
-        "\"misses_per_step_layer\": {{\"mean\": {:.6f}, \"p50\": {}, \"p99\": {}, \"max\": {}, \"steady\": {}, "
-        "\"cold_start\": {}}}, "
-        "\"h2d_bytes_per_decode_step\": {{\"mean\": {:.3f}, \"p50\": {}, \"p99\": {}, \"steady\": {}, "
-        "\"cold_start\": {}}}, "
-        "\"fast_path_fraction\": {:.6f}, \"miss_histogram\": [{}], \"cold_start_miss_histogram\": [{}]}}{}\n",
-        json_quote(s.policy), s.buffer_size, s.selected, s.hits, s.newest_hits, s.misses, s.h2d_bytes,
-        hit_rate_text(s, "null"), s.step_layers, s.decode_steps, s.mean_misses_per_step_layer(), histogram_quantile(s.miss_hist, 0.5),
-        histogram_quantile(s.miss_hist, 0.99), histogram_quantile(s.miss_hist, 1.0),
-        phase_json(steady, "step_layers", 1), phase_json(s.cold_miss_hist, "step_layers", 1),
-        s.mean_misses_per_decode_step() * rb, histogram_quantile(s.step_miss_hist, 0.5) * row_bytes,
-        histogram_quantile(s.step_miss_hist, 0.99) * row_bytes, phase_json(steady_step, "decode_steps", rb),
-        phase_json(s.cold_step_miss_hist, "decode_steps", rb), s.fast_path_fraction(), hist_json(s.miss_hist),
-        hist_json(s.cold_miss_hist), i + 1 < r.configs.size() ? "," : "");
+    j.begin_object(Layout::kInline).member("policy", s.policy).member("buffer_size", s.buffer_size);
+    j.member("selected", s.selected).member("hits", s.hits).member("newest_hits", s.newest_hits);
+    j.member("misses", s.misses).member("h2d_bytes", s.h2d_bytes).key("hit_rate").fixed(s.hit_rate(), 6);
+    j.member("step_layers", s.step_layers).member("decode_steps", s.decode_steps);
+    j.key("misses_per_step_layer").begin_object(Layout::kInline).key("mean").fixed(s.mean_misses_per_step_layer(), 6);
+    j.member("p50", histogram_quantile(s.miss_hist, 0.5)).member("p99", histogram_quantile(s.miss_hist, 0.99));
+    j.member("max", histogram_quantile(s.miss_hist, 1.0)).key("steady");
+    phase_json(j, steady, "step_layers", 1);
+    j.key("cold_start");
+    phase_json(j, s.cold_miss_hist, "step_layers", 1);
+    j.end_object().key("h2d_bytes_per_decode_step").begin_object(Layout::kInline);
+    j.key("mean").fixed(s.mean_misses_per_decode_step() * rb, 3);
+    j.member("p50", histogram_quantile(s.step_miss_hist, 0.5) * row_bytes);
+    j.member("p99", histogram_quantile(s.step_miss_hist, 0.99) * row_bytes).key("steady");
+    phase_json(j, steady_step, "decode_steps", rb);
+    j.key("cold_start");
+    phase_json(j, s.cold_step_miss_hist, "decode_steps", rb);
+    j.end_object().key("fast_path_fraction").fixed(s.fast_path_fraction(), 6).key("miss_histogram");
+    hist_json(j, s.miss_hist);
+    j.key("cold_start_miss_histogram");
+    hist_json(j, s.cold_miss_hist);
+    j.end_object();
   }
-  o += "  ],\n";
-  if (!step_time_json.empty()) o += "  \"step_time\": " + step_time_json + ",\n";
-  o += "  \"recommendation\": " + recommendation_json + "\n}\n";
-  return o;
+  j.end_array();
+  // The step-time and recommendation objects are written by their own reports (replay_step_time.cpp, replay_advice.cpp).
+  if (!step_time_json.empty()) j.key("step_time").raw(step_time_json);
+  j.key("recommendation").raw(recommendation_json).end_object();
+  return j.str() + "\n";
 }
 
 std::string no_deployment_recommendation_json() {
-  return "{\"device_buffer_size\": null, \"reason\": \"no deployment given: a device_buffer_size recommendation "
-         "weighs HBM, PCIe shared by the batch and the TPOT SLO of a deployment; pass --scenario S, or run hisparse "
-         "advise\"}";
+  JsonWriter j;
+  j.begin_object(JsonWriter::Layout::kInline).key("device_buffer_size").null();
+  j.member("reason", "no deployment given: a device_buffer_size recommendation weighs HBM, PCIe shared by the batch and "
+                     "the TPOT SLO of a deployment; pass --scenario S, or run hisparse advise");
+  return j.end_object().str();
 }
+
 
 std::string replay_csv(const ReplayResult& r) {
   std::string o =

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
 #include "sim/cost/step_time_model.h"
@@ -109,21 +110,23 @@ std::string format_step_times(const ReplayStepTimeReport& rep) {
 }
 
 std::string step_times_json(const ReplayStepTimeReport& rep) {
-  std::string o = fmt::format("{{\"modelled\": true, \"model\": \"planner step model (sim/cost/step_time_model)\", "
-                              "\"deployment\": {}, \"tpot_slo_ms\": {:.3f}, \"batch_per_rank\": {}, \"assumption\": {}, "
-                              "\"configs\": [",
-                              json_quote(rep.deployment), rep.slo_ms, rep.batch, json_quote(rep.assumption));
-  for (size_t i = 0; i < rep.configs.size(); ++i) {
-    const auto& t = rep.configs[i];
-    o += fmt::format("{}{{\"policy\": {}, \"buffer_size\": {}, \"priced_buffer_size\": {}, \"steps\": {}, "
-                     "\"mean_ms\": {:.4f}, \"p50_ms\": {:.4f}, \"p99_ms\": {:.4f}, \"max_ms\": {:.4f}, "
-                     "\"steps_over_slo\": {}, \"steady\": {{\"steps\": {}, \"p50_ms\": {:.4f}, \"p99_ms\": {:.4f}}}, "
-                     "\"cold_start\": {{\"steps\": {}, \"p99_ms\": {:.4f}}}}}",
-                     i ? ", " : "", json_quote(t.policy), t.buffer_size, t.scenario_buffer_size, t.steps, t.mean_ms,
-                     t.p50_ms, t.p99_ms, t.max_ms, t.over_slo, t.steps - t.cold_steps, t.steady_p50_ms,
-                     t.steady_p99_ms, t.cold_steps, t.cold_p99_ms);
+  using Layout = JsonWriter::Layout;
+  JsonWriter j;
+  j.begin_object(Layout::kInline).member("modelled", true);
+  j.member("model", "planner step model (sim/cost/step_time_model)").member("deployment", rep.deployment);
+  j.key("tpot_slo_ms").fixed(rep.slo_ms, 3).member("batch_per_rank", rep.batch).member("assumption", rep.assumption);
+  j.key("configs").begin_array(Layout::kInline);
+  for (const auto& t : rep.configs) {
+    j.begin_object(Layout::kInline).member("policy", t.policy).member("buffer_size", t.buffer_size);
+    j.member("priced_buffer_size", t.scenario_buffer_size).member("steps", t.steps).key("mean_ms").fixed(t.mean_ms, 4);
+    j.key("p50_ms").fixed(t.p50_ms, 4).key("p99_ms").fixed(t.p99_ms, 4).key("max_ms").fixed(t.max_ms, 4);
+    j.member("steps_over_slo", t.over_slo).key("steady").begin_object(Layout::kInline);
+    j.member("steps", t.steps - t.cold_steps).key("p50_ms").fixed(t.steady_p50_ms, 4);
+    j.key("p99_ms").fixed(t.steady_p99_ms, 4).end_object().key("cold_start").begin_object(Layout::kInline);
+    j.member("steps", t.cold_steps).key("p99_ms").fixed(t.cold_p99_ms, 4).end_object().end_object();
   }
-  return o + "]}";
+  j.end_array().end_object();
+  return j.str();
 }
 
 }  // namespace hisparse::sim

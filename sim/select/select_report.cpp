@@ -5,13 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 #include "sim/select/select_study.h"
 
 namespace hisparse::sim::select {
 namespace {
 
-std::string num(double v) { return std::isfinite(v) ? fmt::format("{:.6f}", v) : "null"; }
 
 std::string granularity(const StudyRow& row) { return row.page_size > 0 ? fmt::format("page{}", row.page_size) : "token"; }
 std::string kv_scope(const StudyRow& row) { return row.per_kv_head ? "per-kv-head" : "shared"; }
@@ -37,49 +37,54 @@ std::string group_text(const StudyRow& row, const char* sep) {
 }  // namespace
 
 std::string study_json(const StudyResult& r) {
+  using Layout = JsonWriter::Layout;
   const StudyOptions& o = r.options;
-  std::string layers, pages;
-  for (size_t i = 0; i < r.layer_ids.size(); ++i) layers += fmt::format("{}{}", i ? ", " : "", r.layer_ids[i]);
-  for (size_t i = 0; i < o.page_sizes.size(); ++i) pages += fmt::format("{}{}", i ? ", " : "", o.page_sizes[i]);
-  std::string s = "{\n";
-  s += fmt::format("  \"source\": {},\n  \"model_layers\": [{}],\n  \"steps\": {},\n  \"prefill\": {},\n", json_quote(r.source),
-                   layers, r.steps, r.prefill);
-  s += fmt::format("  \"seq_len_first\": {},\n  \"seq_len_last\": {},\n  \"q_heads\": {},\n  \"kv_heads\": {},\n  \"head_dim\": {},\n",
-                   r.n_first, r.n_last, r.q_heads, r.kv_heads, r.head_dim);
-  s += fmt::format("  \"row_bytes\": {},\n  \"policy\": \"sglang-lru\",\n  \"initial_state\": \"{}\",\n", r.row_bytes,
-                   traces::to_string(o.initial_state));
-  s += fmt::format(
-      "  \"params\": {{\"page_size\": {}, \"sinks\": {}, \"clusters\": {}, \"kmeans_iters\": {}, \"seed\": {}, "
-      "\"indexer_dims\": {}, \"indexer_heads_per_group\": {}, \"token_granularity\": {}, \"page_sizes\": [{}], "
-      "\"per_kv_head\": {}}},\n",
-      o.page_size, o.sinks, o.clusters, o.kmeans_iters, o.seed, o.indexer_dims, o.indexer_heads_per_group,
-      o.token_granularity ? "true" : "false", pages, o.per_kv_head ? "true" : "false");
-  s += "  \"rows\": [\n";
-  for (size_t i = 0; i < r.rows.size(); ++i) {
-    const StudyRow& row = r.rows[i];
-    std::string groups;
-    for (size_t g = 0; g < row.group_recall.size(); ++g) groups += fmt::format("{}{}", g ? ", " : "", num(row.group_recall[g]));
-    s += fmt::format("    {{\"selector\": {}, \"top_k\": {}, \"layer\": {}, \"granularity\": \"{}\", \"page_size\": {}, "
-                     "\"kv\": \"{}\", \"unit_bytes\": {}, \"step_layers\": {}, \"recall\": {}, \"page_recall\": {}, "
-                     "\"group_recall\": {}, \"mass_share\": {}, \"overlap\": {}, \"tokens\": {}, \"score_bytes\": {}, "
-                     "\"read_bytes\": {}, \"replay\": [",
-                     json_quote(row.selector), row.top_k, row.layer < 0 ? std::string("\"all\"") : std::to_string(row.layer),
-                     row.page_size > 0 ? "page" : "token", row.page_size, kv_scope(row), row.unit_bytes, row.step_layers,
-                     num(row.recall), row.page_size > 0 ? num(row.page_recall) : "null",
-                     row.group_recall.empty() ? std::string("null") : "[" + groups + "]", num(row.mass_share),
-                     num(row.overlap), num(row.tokens), num(row.score_bytes), num(row.read_bytes));
-    for (size_t h = 0; h < row.buffers.size(); ++h) {
-      const BufferStats& b = row.buffers[h];
-      s += fmt::format("{}{{\"buffer_size\": {}, \"buffer_pages\": {}, \"selected\": {}, \"misses\": {}, \"hit_rate\": {}, "
-                       "\"misses_per_step_layer\": {}, \"h2d_bytes\": {}, \"h2d_bytes_per_step_layer\": {}}}",
-                       h ? ", " : "", b.buffer_tokens, row.page_size > 0 ? std::to_string(b.buffer_size) : "null", b.selected,
-                       b.misses, num(b.hit_rate()), num(b.misses_per_step_layer()), b.h2d_bytes,
-                       num(b.step_layers ? static_cast<double>(b.h2d_bytes) / static_cast<double>(b.step_layers) : 0.0));
+  // Fractions and byte means at six decimals; non-finite as null.
+  JsonWriter j(2);
+  j.begin_object().member("source", r.source).key("model_layers").begin_array(Layout::kInline);
+  for (int32_t id : r.layer_ids) j.number(id);
+  j.end_array().member("steps", r.steps).member("prefill", r.prefill);
+  j.member("seq_len_first", r.n_first).member("seq_len_last", r.n_last).member("q_heads", r.q_heads);
+  j.member("kv_heads", r.kv_heads).member("head_dim", r.head_dim).member("row_bytes", r.row_bytes);
+  j.member("policy", "sglang-lru").member("initial_state", traces::to_string(o.initial_state));
+  j.key("params").begin_object(Layout::kInline).member("page_size", o.page_size).member("sinks", o.sinks);
+  j.member("clusters", o.clusters).member("kmeans_iters", o.kmeans_iters).member("seed", o.seed);
+  j.member("indexer_dims", o.indexer_dims).member("indexer_heads_per_group", o.indexer_heads_per_group);
+  j.member("token_granularity", o.token_granularity).key("page_sizes").begin_array(Layout::kInline);
+  for (int32_t p : o.page_sizes) j.number(p);
+  j.end_array().member("per_kv_head", o.per_kv_head).end_object();
+  j.key("rows").begin_array();
+  for (const StudyRow& row : r.rows) {
+    j.begin_object(Layout::kInline).member("selector", row.selector).member("top_k", row.top_k).key("layer");
+    if (row.layer < 0) j.string("all"); else j.number(row.layer);
+    j.member("granularity", row.page_size > 0 ? "page" : "token").member("page_size", row.page_size);
+    j.member("kv", kv_scope(row)).member("unit_bytes", row.unit_bytes).member("step_layers", row.step_layers);
+    j.key("recall").fixed(row.recall, 6).key("page_recall");
+    if (row.page_size > 0) j.fixed(row.page_recall, 6); else j.null();
+    j.key("group_recall");
+    if (row.group_recall.empty()) {
+      j.null();
+    } else {
+      j.begin_array(Layout::kInline);
+      for (double g : row.group_recall) j.fixed(g, 6);
+      j.end_array();
     }
-    s += fmt::format("]}}{}\n", i + 1 < r.rows.size() ? "," : "");
+    j.key("mass_share").fixed(row.mass_share, 6).key("overlap").fixed(row.overlap, 6);
+    j.key("tokens").fixed(row.tokens, 6).key("score_bytes").fixed(row.score_bytes, 6);
+    j.key("read_bytes").fixed(row.read_bytes, 6).key("replay").begin_array(Layout::kInline);
+    for (const BufferStats& b : row.buffers) {
+      j.begin_object(Layout::kInline).member("buffer_size", b.buffer_tokens).key("buffer_pages");
+      if (row.page_size > 0) j.number(b.buffer_size); else j.null();
+      j.member("selected", b.selected).member("misses", b.misses).key("hit_rate").fixed(b.hit_rate(), 6);
+      j.key("misses_per_step_layer").fixed(b.misses_per_step_layer(), 6).member("h2d_bytes", b.h2d_bytes);
+      j.key("h2d_bytes_per_step_layer")
+          .fixed(b.step_layers ? static_cast<double>(b.h2d_bytes) / static_cast<double>(b.step_layers) : 0.0, 6);
+      j.end_object();
+    }
+    j.end_array().end_object();
   }
-  s += "  ]\n}\n";
-  return s;
+  j.end_array().end_object();
+  return j.str() + "\n";
 }
 
 std::string study_csv(const StudyResult& r) {

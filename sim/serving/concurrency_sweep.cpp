@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
 
@@ -99,21 +100,31 @@ std::string sweep_text(const SweepTable& t) {
 }
 
 std::string sweep_json(const SweepTable& t) {
-  std::string o = fmt::format("{{\n  \"scenario\": {},\n  \"workload\": {},\n  \"overlap\": \"{}\",\n  \"think_time_s\": {:.6f},\n"
-                              "  \"figures_kind\": \"modelled\",\n  \"tpot_slo_ms\": {:.6g},\n  \"crossover\": {},\n  \"points\": [\n",
-                              json_quote(t.scenario), json_quote(t.workload), t.overlap, ns_to_seconds(t.think_time), t.tpot_slo_ms,
-                              t.crossover > 0 ? fmt::format("{}", t.crossover) : std::string("null"));
-  for (size_t k = 0; k < t.points.size(); ++k) {
-    const auto& p = t.points[k];
-    o += fmt::format("    {{\"concurrency\": {}, \"mode\": \"{}\", \"tokens_per_s\": {:.6g}, \"tpot_p50_ms\": {:.6g}, "
-                     "\"tpot_p99_ms\": {:.6g}, \"wait_p50_ms\": {:.6g}, \"wait_p99_ms\": {:.6g}, \"ttft_p50_ms\": {}, \"ttft_p99_ms\": {}, \"batch_per_rank\": {:.6g}, "
-                     "\"finished\": {}, \"rejected\": {}, \"host_alloc_failures\": {}, \"steady_tokens_per_s\": {:.6g}}}{}\n",
-                     p.concurrency, to_string(p.mode), p.tokens_per_s, p.tpot_p50_ms, p.tpot_p99_ms, p.wait_p50_ms, p.wait_p99_ms,
-                     p.ttft_p50_ms < 0 ? std::string("null") : fmt::format("{:.6g}", p.ttft_p50_ms),
-                     p.ttft_p99_ms < 0 ? std::string("null") : fmt::format("{:.6g}", p.ttft_p99_ms), p.batch_per_rank,
-                     p.finished, p.rejected, p.host_alloc_failures, p.steady_tokens_per_s, k + 1 < t.points.size() ? "," : "");
+  using Layout = JsonWriter::Layout;
+  JsonWriter j(2);
+  j.begin_object().member("scenario", t.scenario).member("workload", t.workload).member("overlap", t.overlap);
+  j.key("think_time_s").fixed(ns_to_seconds(t.think_time), 6).member("figures_kind", "modelled");
+  j.key("tpot_slo_ms").general(t.tpot_slo_ms, 6).key("crossover");
+  if (t.crossover > 0) j.number(t.crossover); else j.null();
+  j.key("points").begin_array();
+  // Figures at six significant digits; a TTFT below zero is not modelled (PD without a prefill section): null.
+  auto ttft = [&j](const char* key, double ms) {
+    j.key(key);
+    if (ms < 0) j.null(); else j.general(ms, 6);
+  };
+  for (const auto& p : t.points) {
+    j.begin_object(Layout::kInline).member("concurrency", p.concurrency).member("mode", to_string(p.mode));
+    j.key("tokens_per_s").general(p.tokens_per_s, 6).key("tpot_p50_ms").general(p.tpot_p50_ms, 6);
+    j.key("tpot_p99_ms").general(p.tpot_p99_ms, 6).key("wait_p50_ms").general(p.wait_p50_ms, 6);
+    j.key("wait_p99_ms").general(p.wait_p99_ms, 6);
+    ttft("ttft_p50_ms", p.ttft_p50_ms);
+    ttft("ttft_p99_ms", p.ttft_p99_ms);
+    j.key("batch_per_rank").general(p.batch_per_rank, 6).member("finished", p.finished).member("rejected", p.rejected);
+    j.member("host_alloc_failures", p.host_alloc_failures).key("steady_tokens_per_s").general(p.steady_tokens_per_s, 6);
+    j.end_object();
   }
-  return o + "  ]\n}\n";
+  j.end_array().end_object();
+  return j.str() + "\n";
 }
 
 std::string sweep_csv(const SweepTable& t) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 
 namespace hisparse::sim {
@@ -27,9 +28,11 @@ double link_util(const ServingResult& r, const char* suffix) {
   return cap > 0 && t > 0 ? bytes / (cap * t) : 0;
 }
 
-std::string pct_json(const Percentiles& p) {
-  return fmt::format("{{\"p50\": {:.6g}, \"p90\": {:.6g}, \"p99\": {:.6g}, \"mean\": {:.6g}, \"max\": {:.6g}, \"count\": {}}}",
-                     p.p50, p.p90, p.p99, p.mean, p.max, p.count);
+constexpr JsonWriter::Layout kInline = JsonWriter::Layout::kInline;
+
+void pct_json(JsonWriter& j, const Percentiles& p) {
+  j.begin_object(kInline).key("p50").general(p.p50, 6).key("p90").general(p.p90, 6).key("p99").general(p.p99, 6);
+  j.key("mean").general(p.mean, 6).key("max").general(p.max, 6).member("count", p.count).end_object();
 }
 
 }  // namespace
@@ -107,75 +110,113 @@ ServingSummary summarize(const ServingResult& r, const Scenario& sc) {
   return s;
 }
 
-std::string summary_json(const ServingResult& r, const Scenario& sc) {
-  const ServingSummary s = summarize(r, sc);
+namespace {
+
+/// summary.json's head: what ran (scenario, workload, mode, layout) and how many requests went where.
+void summary_head(JsonWriter& j, const ServingResult& r) {
   int64_t retried = 0;
   for (const auto& q : r.requests) retried += q.retries > 0;
-  std::string o = "{\n";
-  o += fmt::format("  \"scenario\": {},\n  \"workload\": {},\n  \"mode\": \"{}\",\n  \"overlap\": \"{}\",\n  \"link_model\": {},\n",
-                   json_quote(r.scenario), json_quote(r.workload), to_string(r.mode), to_string(r.overlap), json_quote(r.link_model));
-  o += fmt::format("  \"miss_model\": {},\n", json_quote(r.miss_model));
-  o += "  \"figures_kind\": \"modelled: a discrete-event simulation over the cost model, whose terms are measured, calibrated, "
-       "modelled or assumed as the run's cost-model line says\",\n";
-  o += fmt::format("  \"prefill_mode\": \"{}\", \"ttft_modelled\": {}, \"admission_check\": \"{}\", \"clients\": {},\n", r.prefill_mode,
-                   ttft_modelled(r) ? "true" : "false", to_string(r.admission), r.clients);
-  o += fmt::format("  \"decode_gpus\": {}, \"decode_instances\": {}, \"prefill_instances\": {},\n", r.decode_gpus,
-                   r.decode_instances, r.prefill_instances);
-  o += fmt::format("  \"ranks\": {}, \"gpus_per_rank\": {}, \"collective_link\": {},\n", r.ranks, r.gpus_per_rank,
-                   json_quote(r.collective_link));
-  o += fmt::format("  \"pool_tokens_per_rank\": {{\"device\": {}, \"logical\": {}, \"host\": {}}},\n", r.device_pool_tokens,
-                   r.logical_pool_tokens, r.host_pool_tokens);
-  o += fmt::format("  \"requests\": {{\"arrivals\": {}, \"admitted\": {}, \"finished\": {}, \"rejected\": {}, \"retried\": {}, "
-                   "\"host_alloc_failures\": {}}},\n", r.arrivals, r.admitted, r.finished, r.rejected, retried, r.aborts);
-  o += fmt::format("  \"first_host_alloc_failure\": {},\n", json_quote(r.first_abort));
-  o += fmt::format("  \"time_s\": {{\"last_arrival\": {:.6f}, \"makespan\": {:.6f}}},\n", ns_to_seconds(r.last_arrival), ns_to_seconds(r.makespan));
-  o += fmt::format("  \"events\": {}, \"decode_steps\": {},\n", r.events, r.steps.size());
-  o += fmt::format("  \"ttft_ms\": {},\n  \"tpot_ms\": {},\n  \"wait_ms\": {},\n  \"step_ms\": {},\n  \"batch_per_rank\": {},\n",
-                   ttft_modelled(r) ? pct_json(s.ttft_ms) : std::string("\"not modelled: PD without a prefill section\""),
-                   pct_json(s.tpot_ms), pct_json(s.wait_ms), pct_json(s.step_ms), pct_json(s.batch_per_gpu));
-  o += "  \"tpot_meaning\": \"per request, decode time per output token from its first token (PD without a prefill section: "
-       "from when its KV has arrived), queueing apart\", \"wait_meaning\": \"per request, arrival until it joins decode "
-       "(admission queue, prefill, KV transfer)\",\n";
-  o += fmt::format("  \"tpot_slo_ms\": {:.6g}, \"tpot_slo_attainment\": {:.6g},\n", sc.deployment.tpot_slo_ms, s.tpot_slo_attainment);
-  o += fmt::format("  \"prefill_tokens_on_decode\": {}, \"wasted_decode_tokens\": {},\n", r.prefill_tokens, r.wasted_decode_tokens);
-  o += fmt::format("  \"mtp_draft_tokens\": {}, \"mtp_acceptance\": {:.6g}, \"tokens_per_request_step\": {:.6g},\n",
-                   sc.deployment.mtp_draft_tokens, sc.deployment.mtp_acceptance, tokens_per_request_step(r));
-  o += fmt::format("  \"decode_tokens\": {}, \"tokens_per_s\": {:.6g}, \"tokens_per_s_per_gpu\": {:.6g}, \"tokens_per_s_per_instance\": {:.6g},\n",
-                   r.decode_tokens, s.tokens_per_s, s.tokens_per_s_per_gpu, s.tokens_per_s_per_instance);
-  o += fmt::format("  \"decode_tokens_per_s_per_instance\": {},\n  \"decode_tokens_per_s_meaning\": \"per instance step that "
-                   "decoded, its requests / its length (decode-side throughput, no refill gaps); p50 = steady\",\n",
-                   pct_json(s.decode_tokens_per_s));
-  o += fmt::format("  \"hit_rate\": {:.6g}, \"selected\": {}, \"misses\": {},\n", s.hit_rate, r.selected, r.misses);
-  o += fmt::format("  \"utilisation\": {{\"pcie_h2d\": {:.6g}, \"pcie_d2h\": {:.6g}, \"host_dram\": {:.6g}, \"rdma\": {:.6g}}},\n",
-                   s.pcie_h2d_util, s.pcie_d2h_util, s.host_dram_util, s.rdma_util);
-  o += fmt::format("  \"io_stall_s\": {:.6g}, \"io_stall_fraction\": {:.6g},\n", s.io_stall_s, s.io_stall_fraction);
-  o += "  \"mean_step_ms\": {";
+  j.member("scenario", r.scenario).member("workload", r.workload).member("mode", to_string(r.mode));
+  j.member("overlap", to_string(r.overlap)).member("link_model", r.link_model).member("miss_model", r.miss_model);
+  j.member("figures_kind", "modelled: a discrete-event simulation over the cost model, whose terms are measured, "
+                           "calibrated, modelled or assumed as the run's cost-model line says");
+  j.member("prefill_mode", r.prefill_mode).same_line().member("ttft_modelled", ttft_modelled(r));
+  j.same_line().member("admission_check", to_string(r.admission)).same_line().member("clients", r.clients);
+  j.member("decode_gpus", r.decode_gpus).same_line().member("decode_instances", r.decode_instances);
+  j.same_line().member("prefill_instances", r.prefill_instances);
+  j.member("ranks", r.ranks).same_line().member("gpus_per_rank", r.gpus_per_rank);
+  j.same_line().member("collective_link", r.collective_link);
+  j.key("pool_tokens_per_rank").begin_object(kInline).member("device", r.device_pool_tokens);
+  j.member("logical", r.logical_pool_tokens).member("host", r.host_pool_tokens).end_object();
+  j.key("requests").begin_object(kInline).member("arrivals", r.arrivals).member("admitted", r.admitted);
+  j.member("finished", r.finished).member("rejected", r.rejected).member("retried", retried);
+  j.member("host_alloc_failures", r.aborts).end_object().member("first_host_alloc_failure", r.first_abort);
+  j.key("time_s").begin_object(kInline).key("last_arrival").fixed(ns_to_seconds(r.last_arrival), 6);
+  j.key("makespan").fixed(ns_to_seconds(r.makespan), 6).end_object();
+  j.member("events", r.events).same_line().member("decode_steps", static_cast<uint64_t>(r.steps.size()));
+}
+
+/// summary.json's figures: latency percentiles, throughput, hit rate, utilisation and the step-cost means.
+void summary_figures(JsonWriter& j, const ServingResult& r, const Scenario& sc, const ServingSummary& s) {
+  j.key("ttft_ms");
+  if (ttft_modelled(r)) pct_json(j, s.ttft_ms); else j.string("not modelled: PD without a prefill section");
+  for (const auto& [key, p] : {std::pair<const char*, const Percentiles*>{"tpot_ms", &s.tpot_ms}, {"wait_ms", &s.wait_ms},
+                               {"step_ms", &s.step_ms}, {"batch_per_rank", &s.batch_per_gpu}}) {
+    j.key(key);
+    pct_json(j, *p);
+  }
+  j.member("tpot_meaning", "per request, decode time per output token from its first token (PD without a prefill "
+                           "section: from when its KV has arrived), queueing apart");
+  j.same_line().member("wait_meaning", "per request, arrival until it joins decode (admission queue, prefill, KV transfer)");
+  j.key("tpot_slo_ms").general(sc.deployment.tpot_slo_ms, 6);
+  j.same_line().key("tpot_slo_attainment").general(s.tpot_slo_attainment, 6);
+  j.member("prefill_tokens_on_decode", r.prefill_tokens).same_line().member("wasted_decode_tokens", r.wasted_decode_tokens);
+  j.member("mtp_draft_tokens", sc.deployment.mtp_draft_tokens);
+  j.same_line().key("mtp_acceptance").general(sc.deployment.mtp_acceptance, 6);
+  j.same_line().key("tokens_per_request_step").general(tokens_per_request_step(r), 6);
+  j.member("decode_tokens", r.decode_tokens).same_line().key("tokens_per_s").general(s.tokens_per_s, 6);
+  j.same_line().key("tokens_per_s_per_gpu").general(s.tokens_per_s_per_gpu, 6);
+  j.same_line().key("tokens_per_s_per_instance").general(s.tokens_per_s_per_instance, 6);
+  j.key("decode_tokens_per_s_per_instance");
+  pct_json(j, s.decode_tokens_per_s);
+  j.member("decode_tokens_per_s_meaning", "per instance step that decoded, its requests / its length (decode-side "
+                                          "throughput, no refill gaps); p50 = steady");
+  j.key("hit_rate").general(s.hit_rate, 6).same_line().member("selected", r.selected);
+  j.same_line().member("misses", r.misses);
+  j.key("utilisation").begin_object(kInline).key("pcie_h2d").general(s.pcie_h2d_util, 6);
+  j.key("pcie_d2h").general(s.pcie_d2h_util, 6).key("host_dram").general(s.host_dram_util, 6);
+  j.key("rdma").general(s.rdma_util, 6).end_object();
+  j.key("io_stall_s").general(s.io_stall_s, 6).same_line().key("io_stall_fraction").general(s.io_stall_fraction, 6);
+  j.key("mean_step_ms").begin_object(kInline);
   for (int i = 0; i < kStepCostFieldCount; ++i)
-    o += fmt::format("{}\"{}\": {:.6g}", i ? ", " : "", kStepCostFields[i], static_cast<double>(step_cost_field(s.mean_step, i)) * 1e-6);
-  o += "},\n  \"total_gpu_s\": {";
+    j.key(kStepCostFields[i]).general(static_cast<double>(step_cost_field(s.mean_step, i)) * 1e-6, 6);
+  j.end_object().key("total_gpu_s").begin_object(kInline);
   for (int i = 0; i < kStepCostFieldCount; ++i)
-    o += fmt::format("{}\"{}\": {:.6g}", i ? ", " : "", kStepCostFields[i], ns_to_seconds(step_cost_field(r.gpu_cost_total, i)));
-  o += "},\n";
-  if (r.mode == KvMode::kDynamic)
-    o += fmt::format("  \"dynamic_residency\": {{\"demotions\": {}, \"demoted_tokens\": {}, \"resident_graph_rank_steps\": {}, "
-                     "\"swap_graph_rank_steps\": {}, \"requests_demoted\": {}}},\n", r.demotions, r.demoted_tokens,
-                     r.resident_graph_steps, r.swap_graph_steps,
-                     std::count_if(r.requests.begin(), r.requests.end(), [](const RequestOutcome& q) { return q.demoted_at_step >= 0; }));
-  if (r.retraction != "none")
-    o += fmt::format("  \"retraction\": {{\"rule\": \"{}\", \"retractions\": {}, \"requests_retracted\": {}, "
-                     "\"retracted_tokens\": {}, \"recomputed_tokens\": {}, \"recompute_gpu_s\": {:.6g}, \"label\": \"modelled\"}},\n",
-                     r.retraction, r.retractions,
-                     std::count_if(r.requests.begin(), r.requests.end(), [](const RequestOutcome& q) { return q.retractions > 0; }),
-                     r.retracted_tokens, r.recomputed_tokens, ns_to_seconds(r.recompute_ns));
-  o += fmt::format("  \"bytes\": {{\"miss_h2d\": {:.17g}, \"admission_h2d\": {:.17g}, \"backup_d2h\": {:.17g}, \"staging_d2h\": {:.17g}, "
-                   "\"rdma\": {:.17g}, \"row_bytes\": {:.17g}}},\n",
-                   r.miss_flow_bytes, r.admission_h2d_bytes, r.backup_bytes, r.staging_bytes, r.rdma_bytes, r.row_bytes);
-  o += fmt::format("  \"transfers\": {{\"miss_per_layer_h2d\": {}, \"staging_all_layer_d2h\": {}}},\n", r.miss_transfers,
-                   r.staging_copies);
-  o += fmt::format("  \"conservation\": {{\"ok\": true, \"miss_bytes_equal_misses_times_row_bytes_times_gpus_per_rank\": true, "
-                   "\"admitted_equals_finished\": {}, \"no_page_leaked\": true, \"time_monotone\": true}}\n}}",
-                   r.admitted == r.finished ? "true" : "false");
-  return o;
+    j.key(kStepCostFields[i]).general(ns_to_seconds(step_cost_field(r.gpu_cost_total, i)), 6);
+  j.end_object();
+}
+
+/// summary.json's tail: dynamic residency and retraction when they ran, the bytes moved and the conservation checks.
+void summary_tail(JsonWriter& j, const ServingResult& r) {
+  if (r.mode == KvMode::kDynamic) {
+    j.key("dynamic_residency").begin_object(kInline).member("demotions", r.demotions);
+    j.member("demoted_tokens", r.demoted_tokens).member("resident_graph_rank_steps", r.resident_graph_steps);
+    j.member("swap_graph_rank_steps", r.swap_graph_steps);
+    j.member("requests_demoted", static_cast<int64_t>(std::count_if(r.requests.begin(), r.requests.end(),
+                                                                    [](const RequestOutcome& q) { return q.demoted_at_step >= 0; })));
+    j.end_object();
+  }
+  if (r.retraction != "none") {
+    j.key("retraction").begin_object(kInline).member("rule", r.retraction).member("retractions", r.retractions);
+    j.member("requests_retracted", static_cast<int64_t>(std::count_if(r.requests.begin(), r.requests.end(),
+                                                                      [](const RequestOutcome& q) { return q.retractions > 0; })));
+    j.member("retracted_tokens", r.retracted_tokens).member("recomputed_tokens", r.recomputed_tokens);
+    j.key("recompute_gpu_s").general(ns_to_seconds(r.recompute_ns), 6).member("label", "modelled").end_object();
+  }
+  // Byte totals at 17 significant digits: they read back exactly.
+  j.key("bytes").begin_object(kInline).key("miss_h2d").general(r.miss_flow_bytes, 17);
+  j.key("admission_h2d").general(r.admission_h2d_bytes, 17).key("backup_d2h").general(r.backup_bytes, 17);
+  j.key("staging_d2h").general(r.staging_bytes, 17).key("rdma").general(r.rdma_bytes, 17);
+  j.key("row_bytes").general(r.row_bytes, 17).end_object();
+  j.key("transfers").begin_object(kInline).member("miss_per_layer_h2d", r.miss_transfers);
+  j.member("staging_all_layer_d2h", r.staging_copies).end_object();
+  j.key("conservation").begin_object(kInline).member("ok", true);
+  j.member("miss_bytes_equal_misses_times_row_bytes_times_gpus_per_rank", true);
+  j.member("admitted_equals_finished", r.admitted == r.finished).member("no_page_leaked", true);
+  j.member("time_monotone", true).end_object();
+}
+
+}  // namespace
+
+std::string summary_json(const ServingResult& r, const Scenario& sc) {
+  const ServingSummary s = summarize(r, sc);
+  JsonWriter j(2);
+  j.begin_object();
+  summary_head(j, r);
+  summary_figures(j, r, sc, s);
+  summary_tail(j, r);
+  j.end_object();
+  return j.str();
 }
 
 std::string requests_csv(const ServingResult& r) {

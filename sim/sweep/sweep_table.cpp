@@ -56,16 +56,19 @@ std::string csv_cell(const std::string& s) {
   return o + "\"";
 }
 
-/// A JSON number when the text is one (the metrics are formatted numbers), else a string.
-std::string json_value(const std::string& s) {
-  if (s.empty()) return "null";
+/// A JSON number when the text is one (the metrics are formatted numbers, copied as they are), else a string.
+void json_value(JsonWriter& j, const std::string& s) {
+  if (s.empty()) {
+    j.null();
+    return;
+  }
   bool number = true, digit = false;
   for (size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (c >= '0' && c <= '9') digit = true;
     else if (!(c == '.' || (c == '-' && i == 0))) number = false;
   }
-  return number && digit ? s : json_quote(s);
+  if (number && digit) j.raw(s); else j.string(s);
 }
 
 std::string md_cell(const std::string& s) {
@@ -119,11 +122,11 @@ std::string table_json(const Grid& g, const std::vector<PointRow>& rows) {
     j.begin_object(Layout::kInline).member("point", p.index).member("job", p.job).member("kind", to_string(p.kind));
     j.key("params").begin_object(Layout::kInline);
     for (const auto& a : axis_names())
-      if (axis_applies(p.kind, a)) j.key(a).raw(json_value(axis_value(p, a)));
+      if (axis_applies(p.kind, a)) json_value(j.key(a), axis_value(p, a));
     j.end_object().member("status", r.ok ? "ok" : "failed").member("basis", r.basis);
     if (!r.ok) j.member("error", r.error);
     j.key("metrics").begin_object(Layout::kInline);
-    for (const Metric& m : r.metrics) j.key(m.key).raw(json_value(m.value));
+    for (const Metric& m : r.metrics) json_value(j.key(m.key), m.value);
     j.end_object().end_object();
   }
   j.end_array().end_object();

@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/io/json_writer.h"
 #include "core/error.h"
 #include "core/io/read_file.h"
 #include "sim/miss/miss_fitter.h"
@@ -425,55 +426,61 @@ std::string metrics_fit_table(const MetricsFit& fit) {
 }
 
 std::string metrics_fit_json(const MetricsFit& fit) {
-  auto opt = [](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string("null"); };
-  std::string out = "{\n  \"kind\": \"calibrated miss surface from measured swap-in counters\",\n";
-  out += fmt::format("  \"name\": {},\n  \"sources\": [", json_quote(fit.surface.name));
-  for (size_t i = 0; i < fit.sources.size(); ++i) {
-    const auto& s = fit.sources[i];
-    out += fmt::format("{}\n    {{\"file\": {}, \"kind\": {}, \"scrapes\": {}, \"intervals\": {}, \"t_first_s\": {}, "
-                       "\"t_last_s\": {}}}",
-                       i ? "," : "", json_quote(s.file), json_quote(s.kind), s.scrapes, s.intervals,
-                       opt(s.t_first_s), opt(s.t_last_s));
+  using Layout = JsonWriter::Layout;
+  JsonWriter j(2);
+  auto opt = [&j](std::string_view key, const std::optional<double>& v) {
+    j.key(key);
+    if (v) j.number(*v); else j.null();
+  };
+  auto list = [&j](std::string_view key, const std::vector<std::string>& v) {
+    j.key(key).begin_array(Layout::kInline);
+    for (const std::string& s : v) j.string(s);
+    j.end_array();
+  };
+  j.begin_object().member("kind", "calibrated miss surface from measured swap-in counters");
+  j.member("name", fit.surface.name).key("sources").begin_array();
+  for (const auto& s : fit.sources) {
+    j.begin_object(Layout::kInline).member("file", s.file).member("kind", s.kind).member("scrapes", s.scrapes);
+    j.member("intervals", s.intervals);
+    opt("t_first_s", s.t_first_s);
+    opt("t_last_s", s.t_last_s);
+    j.end_object();
   }
-  out += "\n  ],\n  \"intervals\": [";
-  for (size_t i = 0; i < fit.intervals.size(); ++i) {
-    const auto& f = fit.intervals[i];
-    out += fmt::format(
-        "{}\n    {{\"file\": {}, \"lines\": [{}, {}], \"t0_s\": {}, \"t1_s\": {}, \"hits\": {}, \"misses\": {}, "
-        "\"h2d_bytes\": {}, \"mean_n\": {}, \"H\": {}, \"K\": {}, \"fraction\": {}, \"n_over_h\": {}, "
-        "\"bytes_per_miss\": {}, \"counter_reset\": {}, \"used\": {}, \"skipped\": {}}}",
-        i ? "," : "", json_quote(f.iv.file), f.iv.line_from, f.iv.line_to, opt(f.iv.t0_s), opt(f.iv.t1_s),
-        f.iv.hits, f.iv.misses, opt(f.iv.h2d_bytes), opt(f.iv.seq_len), f.H, f.K, f.fraction, f.n_over_h,
-        f.bytes_per_miss, f.iv.counter_reset, f.skipped.empty(), json_quote(f.skipped));
+  j.end_array().key("intervals").begin_array();
+  for (const auto& f : fit.intervals) {
+    j.begin_object(Layout::kInline).member("file", f.iv.file).key("lines").begin_array(Layout::kInline);
+    j.number(f.iv.line_from).number(f.iv.line_to).end_array();
+    opt("t0_s", f.iv.t0_s);
+    opt("t1_s", f.iv.t1_s);
+    j.member("hits", f.iv.hits).member("misses", f.iv.misses);
+    opt("h2d_bytes", f.iv.h2d_bytes);
+    opt("mean_n", f.iv.seq_len);
+    j.member("H", f.H).member("K", f.K).member("fraction", f.fraction).member("n_over_h", f.n_over_h);
+    j.member("bytes_per_miss", f.bytes_per_miss).member("counter_reset", f.iv.counter_reset);
+    j.member("used", f.skipped.empty()).member("skipped", f.skipped);
     // vLLM #56061's fields, only where its counters were read (older inputs keep their schema).
     if (f.iv.lookups || !f.iv.index_group.empty()) {
-      out.pop_back();
-      out += fmt::format(", \"index_group\": {}, \"lookups\": {}, \"l3_lookups\": {}}}", json_quote(f.iv.index_group),
-                         opt(f.iv.lookups), opt(f.iv.l3_lookups));
+      j.member("index_group", f.iv.index_group);
+      opt("lookups", f.iv.lookups);
+      opt("l3_lookups", f.iv.l3_lookups);
     }
+    j.end_object();
   }
-  out += "\n  ],\n  \"columns\": [";
-  bool first = true;
+  j.end_array().key("columns").begin_array();
   for (const auto& [policy, cols] : fit.surface.policies) {
     for (const auto& c : cols) {
-      out += fmt::format("{}\n    {{\"policy\": {}, \"h_over_k\": {}, \"pooled_fraction\": {}, \"lookups\": {}, "
-                         "\"n_over_h\": [{}, {}], \"steady\": [",
-                         first ? "" : ",", json_quote(policy), c.h_over_k, c.warmup, c.samples, c.n_over_h_min,
-                         c.n_over_h_max);
-      first = false;
-      for (size_t i = 0; i < c.steady.size(); ++i)
-        out += fmt::format("{}[{}, {}]", i ? ", " : "", c.steady[i].first, c.steady[i].second);
-      out += "]}";
+      j.begin_object(Layout::kInline).member("policy", policy).member("h_over_k", c.h_over_k);
+      j.member("pooled_fraction", c.warmup).member("lookups", c.samples).key("n_over_h").begin_array(Layout::kInline);
+      j.number(c.n_over_h_min).number(c.n_over_h_max).end_array().key("steady").begin_array(Layout::kInline);
+      for (const auto& [x, y] : c.steady) j.begin_array(Layout::kInline).number(x).number(y).end_array();
+      j.end_array().end_object();
     }
   }
-  auto list = [](const std::vector<std::string>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_quote(v[i]);
-    return s + "]";
-  };
-  out += fmt::format("\n  ],\n  \"identified\": {},\n  \"not_identified\": {}\n}}\n", list(fit.identified),
-                     list(fit.not_identified));
-  return out;
+  j.end_array();
+  list("identified", fit.identified);
+  list("not_identified", fit.not_identified);
+  j.end_object();
+  return j.str() + "\n";
 }
 
 std::string metrics_fit_yaml(const MetricsFit& fit, const std::string& command) {

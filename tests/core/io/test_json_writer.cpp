@@ -69,3 +69,36 @@ TEST_CASE("JsonWriter refuses what would not be JSON") {
   c.number(1);
   CHECK_THROWS_AS(c.number(2), hisparse::Error);  // a second top-level value
 }
+
+TEST_CASE("JsonWriter's significant-digit numbers follow fmt's {:.Ng}, whole values as integers when asked") {
+  // Expected: general(v, N) is fmt's "{:.Ng}" (6 digits: 1/3 -> 0.333333, 1.5e9 -> 1.5e+09); whole_or_general writes
+  // a whole value below 9e15 as an integer (1e12 -> 1000000000000, which {:.10g} would write as 1e+12) and any
+  // other value as general; both write null for non-finite values.
+  JsonWriter g(0);
+  g.begin_array(JsonWriter::Layout::kInline)
+      .general(1.0 / 3.0, 6)
+      .general(1.5e9, 6)
+      .general(std::numeric_limits<double>::infinity(), 6)
+      .whole_or_general(1e12, 10)
+      .whole_or_general(-7.0, 10)
+      .whole_or_general(2.0 / 3.0, 10)
+      .whole_or_general(1e16, 10)
+      .whole_or_general(std::nan(""), 10)
+      .end_array();
+  CHECK(g.str() == "[0.333333, 1.5e+09, null, 1000000000000, -7, 0.6666666667, 1e+16, null]");
+}
+
+TEST_CASE("JsonWriter's layout exceptions: same line, new line, and a kLines container at a given column") {
+  // Expected: same_line() puts the next member of a kLines object after ", " on the current line; new_line() breaks
+  // an inline container's next element onto a new line at its nesting depth (new_line(c): at c spaces) with the
+  // comma before the break; begin_array(kLines, 6) puts its elements at 6 spaces and its "]" at 6 - indent.
+  JsonWriter j(2);
+  j.begin_object().member("a", 1).same_line().member("b", 2).member("c", 3);
+  j.key("d").begin_object(JsonWriter::Layout::kInline).member("x", 1).new_line().member("y", 2);
+  j.new_line(5).member("z", 3).end_object();
+  j.key("e").begin_object(JsonWriter::Layout::kInline).key("f").begin_array(JsonWriter::Layout::kLines, 6);
+  j.number(1).number(2).end_array().end_object().end_object();
+  CHECK(j.str() ==
+        "{\n  \"a\": 1, \"b\": 2,\n  \"c\": 3,\n  \"d\": {\"x\": 1,\n    \"y\": 2,\n     \"z\": 3},\n"
+        "  \"e\": {\"f\": [\n      1,\n      2\n    ]}\n}");
+}

@@ -62,7 +62,9 @@ TEST_CASE("robustness: two miss sources that disagree — the verdict names the 
   const std::string text = robustness_text(d);
   CHECK(text.find("robustness: decided by pessimist") == 0);
   CHECK(text.find("optimist") != std::string::npos);
-  CHECK(robustness_json(d).find("\"deciding_case\": 1") != std::string::npos);
+  hisparse::JsonWriter j;
+  robustness_json(j, d);
+  CHECK(j.str().find("\"deciding_case\": 1") != std::string::npos);
 
   // worst-case: every setting is worst under the pessimist, so its best is recommended and the optimist decides.
   const Advice w = advise(s, mix, optimist, two_sources(DecisionRule::kWorstCase));
