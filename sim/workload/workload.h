@@ -19,6 +19,12 @@ struct RequestSpec {
   // of the prompt (the last one the rest), and two requests share an id only where their prompts agree up to the end
   // of that block. Empty: the workload does not say (no prefix can be shared).
   std::vector<uint64_t> prefix_blocks = {};
+  // Multi-turn sessions (closed loop, as a user waits for the answer before typing the next turn): requests of one
+  // conversation share `session_id` (-1: not part of a session) and number their turns from 0; turn t > 0 is released
+  // at max(arrival, the finish of turn t - 1 + think_time), so its arrival is a lower bound, not a time stamp.
+  int64_t session_id = -1;
+  int32_t turn = 0;
+  SimTime think_time = 0;  // ns between the previous turn's last token and this turn's arrival
 };
 
 struct Workload {
