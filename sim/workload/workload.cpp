@@ -17,6 +17,10 @@
 #include "core/not_found_error.h"
 #include "core/scenario_loader.h"
 #include "core/yaml_reader.h"
+#include "sim/workload/agentic_generator.h"
+#include "sim/workload/distribution.h"
+#include "sim/workload/session_generator.h"
+#include "sim/workload/trace_sessions.h"
 
 namespace hisparse::sim {
 namespace {
@@ -115,15 +119,6 @@ int64_t parse_azure_time(const std::string& s, const std::string& path, int64_t 
   if (p != s.size()) throw_error("workload {}:{}: TIMESTAMP '{}' has trailing text", path, line_no, s);
   const int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
   return secs * kNsPerSecond + frac_ns;
-}
-
-// Uniform double in [0, 1) from the top 53 bits: the same on every platform, unlike std distributions.
-double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
-int32_t log_uniform_int(std::mt19937_64& rng, int32_t lo, int32_t hi) {
-  if (lo == hi) return lo;
-  const double v = std::exp(std::log(lo) + uniform01(rng) * (std::log(hi + 1.0) - std::log(lo)));
-  return std::clamp(static_cast<int32_t>(std::floor(v)), lo, hi);
 }
 
 std::string data_dir_for(const std::string& yaml_path, const std::string& declared) {
@@ -269,7 +264,7 @@ Workload load_workload(const std::string& name_or_path) {
   StrictMap root(load_yaml_file(path), path, "");
   std::string type;
   root.require("type");
-  root.get_choice("type", &type, {"mooncake", "azure", "generator"});
+  root.get_choice("type", &type, {"mooncake", "azure", "generator", "sessions", "agentic"});
   std::string name = fs::path(path).stem().string();
   root.get("name", &name);
   double time_scale = 1.0;
@@ -279,12 +274,7 @@ Workload load_workload(const std::string& name_or_path) {
   Workload w;
   if (type == "generator") {
     GeneratorSpec g;
-    int64_t seed = 1;
-    root.get("seed", &seed, 0, std::numeric_limits<int64_t>::max());
-    g.seed = static_cast<uint64_t>(seed);
-    root.require("rate");
-    root.get("rate", &g.rate_per_s, 1e-9, 1e9);
-    root.get_integral("duration", &g.duration, 1, int64_t{1} << 62, Unit::kNanoseconds);
+    read_poisson_arrivals(root, &g.seed, &g.rate_per_s, &g.duration);
     if (root.has("input_tokens")) {
       StrictMap m = root.child("input_tokens");
       m.get("min", &g.input_min, 1, 1 << 30);
@@ -299,21 +289,31 @@ Workload load_workload(const std::string& name_or_path) {
     }
     root.finish();
     w = generate_workload(g);
+  } else if (type == "sessions") {
+    w = generate_conversations(read_session_spec(root));
+  } else if (type == "agentic") {
+    w = generate_conversations(read_agentic_spec(root));
   } else {
     std::string file, data_dir;
     root.require("file");
     root.get("file", &file);
     root.get("data_dir", &data_dir);
+    bool sessions = false;  // Mooncake only: recover the conversations from the hash_ids chains (trace_sessions.h)
+    if (type == "mooncake") root.get("derive_sessions", &sessions);
     root.finish();
     const fs::path trace = fs::path(file).is_absolute() ? fs::path(file) : fs::path(data_dir_for(path, data_dir)) / file;
     if (!fs::exists(trace))
       throw_not_found("{}: file '{}' not found (looked at {}; set HISPARSE_DATA_DIR to the folder holding workloads/)",
                   path, file, trace.string());
     w = type == "mooncake" ? read_mooncake_trace(trace.string()) : read_azure_trace(trace.string());
+    if (sessions) derive_sessions(w);
   }
   w.name = name;
   if (time_scale != 1.0)
-    for (auto& r : w.requests) r.arrival = static_cast<SimTime>(std::llround(static_cast<double>(r.arrival) * time_scale));
+    for (auto& r : w.requests) {  // think times shrink with the arrivals: the same sessions, faster
+      r.arrival = static_cast<SimTime>(std::llround(static_cast<double>(r.arrival) * time_scale));
+      r.think_time = static_cast<SimTime>(std::llround(static_cast<double>(r.think_time) * time_scale));
+    }
   if (max_requests > 0 && static_cast<int64_t>(w.requests.size()) > max_requests) w.requests.resize(static_cast<size_t>(max_requests));
   return w;
 }

@@ -51,8 +51,10 @@ struct GeneratorSpec {
 Workload generate_workload(const GeneratorSpec& spec);
 
 /// Loads a workload: a name (scenarios/workloads/<name>.yaml in the scenario dirs), a workload YAML path, or a
-/// trace file (.jsonl = Mooncake, .csv = Azure). YAML keys: type (mooncake|azure|generator), file, data_dir
-/// (relative to the YAML; $HISPARSE_DATA_DIR overrides), time_scale, max_requests, and the generator's keys.
+/// trace file (.jsonl = Mooncake, .csv = Azure). YAML keys: type (mooncake|azure|generator|sessions|agentic), file,
+/// data_dir (relative to the YAML; $HISPARSE_DATA_DIR overrides), derive_sessions (mooncake: trace_sessions.h),
+/// time_scale (arrivals and think times), max_requests, and the generators' keys (session_generator.h,
+/// agentic_generator.h).
 Workload load_workload(const std::string& name_or_path);
 
 /// Keeps requests arriving before `until` (ns); the rest are dropped.

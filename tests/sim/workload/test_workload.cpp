@@ -8,16 +8,10 @@
 
 #include "core/error.h"
 #include "sim/workload/workload.h"
+#include "tests/sim/workload/temp_file.h"
 
 using namespace hisparse::sim;
-
-namespace {
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = std::string(HISPARSE_BINARY_DIR) + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-}  // namespace
+using hisparse::sim::test::write_temp;
 
 TEST_CASE("Mooncake JSON lines: ms timestamps, lengths, prefix blocks; other fields ignored") {
   const std::string p = write_temp("wl_test.jsonl",
