@@ -3,6 +3,7 @@
 // recovered from the Mooncake conversation trace's hash_ids chains.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -38,11 +39,12 @@ std::string dump(const Workload& w) {
   return o.str();
 }
 
-// Two turns, every length fixed: turn 0 = 1,100 tokens answered with 300, turn 1 adds a 50-token message.
+// Two turns, every length fixed: turn 0 = 1,100 tokens answered with 300, turn 1 adds a 50-token message; sessions
+// open at 0.01 per second for an hour (about 36 of them).
 ConversationSpec two_turn_spec() {
   ConversationSpec s;
-  s.rate_per_s = 1;
-  s.duration = 1;  // the first start falls at 0 ns only with probability 0, so widen below where a session is needed
+  s.rate_per_s = 1e-2;
+  s.duration = 3600LL * 1'000'000'000;
   s.turns = Distribution::fixed(2);
   s.first_tokens = Distribution::fixed(1100);
   s.appended_tokens = Distribution::fixed(50);
@@ -74,8 +76,6 @@ TEST_CASE("prefix blocks: only whole blocks inside the agreeing tokens are share
 
 TEST_CASE("sessions: a hand-made two-turn session repeats exactly the previous prompt's whole blocks") {
   ConversationSpec s = two_turn_spec();
-  s.duration = 3600LL * 1'000'000'000;
-  s.rate_per_s = 1e-2;  // about 36 sessions in the hour; the first is all this test reads
   const Workload w = generate_conversations(s);
   REQUIRE(w.requests.size() >= 2);
   const RequestSpec& t0 = w.requests[0];
@@ -110,8 +110,6 @@ TEST_CASE("sessions: a hand-made two-turn session repeats exactly the previous p
 
 TEST_CASE("sessions: a conversation ends before a turn that would not fit the context window") {
   ConversationSpec s = two_turn_spec();
-  s.duration = 3600LL * 1'000'000'000;
-  s.rate_per_s = 1e-2;
   s.turns = Distribution::fixed(10);
   s.first_tokens = Distribution::fixed(1000);
   s.appended_tokens = Distribution::fixed(100);
@@ -134,9 +132,9 @@ TEST_CASE("sessions and agentic runs: the same seed gives the same bytes, anothe
     CHECK(dump(a) == dump(b));
   }
   ConversationSpec s = two_turn_spec();
-  s.duration = 600LL * 1'000'000'000;
   s.turns.kind = Distribution::Kind::kGeometric;
   s.turns.mean = 3;
+  s.turns.min = 1;
   s.turns.max = 50;
   s.seed = 7;
   const std::string seven = dump(generate_conversations(s));
@@ -166,7 +164,6 @@ TEST_CASE("agentic: the system prompt's whole blocks carry the same ids in every
   // each run's own task, so block 1 differs between runs.
   ConversationSpec s = two_turn_spec();
   s.kind = "agentic";
-  s.duration = 600LL * 1'000'000'000;
   s.shared_prefix_tokens = 1000;
   const Workload small = generate_conversations(s);
   std::set<uint64_t> second;
@@ -221,6 +218,22 @@ TEST_CASE("conversation YAML: a bad field names the file, the field, the value a
     CHECK_THROWS_WITH_AS(load_workload(path), doctest::Contains("wl_conv_bad.yaml"), hisparse::Error);
     std::remove(path.c_str());
   }
+}
+
+TEST_CASE("conversation YAML: time_scale shrinks think times with the arrivals") {
+  const std::string yaml = "type: sessions\nrate: 0.01\nduration: 3600s\nturns: 2\nfirst_message_tokens: 100\n"
+                           "user_message_tokens: 10\noutput_tokens: 50\nthink_time: 8s\n";
+  const std::string p1 = write_temp("wl_scale1.yaml", yaml), p2 = write_temp("wl_scale2.yaml", yaml + "time_scale: 0.25\n");
+  const Workload a = load_workload(p1), b = load_workload(p2);
+  REQUIRE(a.requests.size() == b.requests.size());
+  REQUIRE(a.requests.size() >= 2);
+  // Expected: at time_scale 0.25 every arrival is a quarter (rounded to the ns) and a turn's 8 s think time is 2 s.
+  for (size_t i = 0; i < a.requests.size(); ++i) {
+    CHECK(b.requests[i].arrival == std::llround(static_cast<double>(a.requests[i].arrival) * 0.25));
+    CHECK(b.requests[i].think_time == (a.requests[i].turn == 0 ? 0 : 2'000'000'000));
+  }
+  std::remove(p1.c_str());
+  std::remove(p2.c_str());
 }
 
 TEST_CASE("distributions: draws stay in range and follow their parameters") {
