@@ -18,7 +18,7 @@ struct CalibrateOptions {
   std::string date;       // YYYY-MM-DD (default: today, UTC)
   // Fused by default: it is the copy the CUDA backend runs (Backend::copy_mode_, core/backend.h). On the cluster
   // kernel (batches <= Bc) it runs in latency rounds bounded by the busiest block's LRU slice, which the fit models
-  // (sim/cost/swap_in_cost.h): held-out max 7.6% on the H200 sweep (the linear form missed by 20.8%).
+  // (sim/cost/terms/swap_in_cost.h): held-out max 7.6% on the H200 sweep (the linear form missed by 20.8%).
   std::string copy_mode = "fused";
   std::string fit_batches = "auto";  // auto: sim::default_fit_batches (two per kernel regime)
   int small_batch_max = -1;   // Bc of the small-batch swap-in kernel: -1 = the CSV's swap-in-kernel row / the device's

@@ -21,7 +21,7 @@ struct InstanceSpec {
   int dp_attention = 8;              // attention data parallel (each GPU serves its own requests)
   int ep = 8;                        // expert parallel
   // Pipeline stages (SGLang --pp-size): gpus = tp × pp, each stage a TP group holding its layers' weights and KV
-  // (core/pipeline_stages.h); decode runs pp micro-batches through them (sim/cost/pipeline_step.h). 1 = none.
+  // (core/pipeline_stages.h); decode runs pp micro-batches through them (sim/cost/step/pipeline_step.h). 1 = none.
   int pp = 1;
 };
 
@@ -61,7 +61,7 @@ struct DeploymentSpec {
   double host_dram_bytes = 0;        // per decode node
   // Where each decode GPU's host pool lives (YAML host_pool_numa: local | remote): local = bound to the GPU's own NUMA
   // node (numactl --membind, SGLang's default intent); remote = on the other socket, read at the hardware's
-  // numa.cross_node_factor share of that node's DRAM bandwidth (sim/cost/transfer_granularity.h).
+  // numa.cross_node_factor share of that node's DRAM bandwidth (sim/cost/terms/transfer_granularity.h).
   bool host_pool_remote_numa = false;
   double mem_fraction_static = 0.85;
   int page_size = 64;
@@ -88,7 +88,7 @@ struct DeploymentSpec {
   bool hisparse_enabled = true;
   // Speculative decoding with the model's MTP layer (SGLang --speculative-algorithm NEXTN/EAGLE, --speculative-eagle-topk
   // 1): d draft tokens per step (--speculative-num-steps d, --speculative-num-draft-tokens d + 1), each accepted with
-  // probability `mtp_acceptance` given its predecessors were (sim/cost/speculative.h). 0 draft tokens = no MTP.
+  // probability `mtp_acceptance` given its predecessors were (sim/cost/step/speculative.h). 0 draft tokens = no MTP.
   int mtp_draft_tokens = 0;
   double mtp_acceptance = 0;
   // The serving engine the deployment runs (sglang: SGLang's kernels; project: this project's reference engine; vllm:

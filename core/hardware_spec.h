@@ -29,7 +29,7 @@ struct HardwareSpec {
   double bf16_flops = 0;                 // dense, per GPU
   double fp8_flops = 0;
   double nvlink_bytes_per_s = 0;         // per GPU, one direction
-  int64_t kernel_launch_ns = 0;          // read for older files; the cost model charges graph gaps (sim/cost/cost_params.h)
+  int64_t kernel_launch_ns = 0;          // read for older files; the cost model charges graph gaps (sim/cost/terms/cost_params.h)
   int sm_count = 0;                      // streaming multiprocessors (0 = not given: zero-copy SM time not charged)
   PcieSpec pcie;
   // NUMA (YAML block `numa:`): host DRAM bandwidth per NUMA node, the nodes per server (GPUs split evenly across
@@ -46,12 +46,12 @@ struct HardwareSpec {
   // Further per-op calibrations of this GPU, one per model / expert-parallel size measured: `auto` picks the one of
   // the scenario's model whose ep is nearest the deployment's (sim/calibration/calibration_choice.h).
   std::vector<std::string> step_calibrations;
-  std::string cost_model;        // the cost model's own terms with their sources (sim/cost/cost_params.h)
+  std::string cost_model;        // the cost model's own terms with their sources (sim/cost/terms/cost_params.h)
   std::string deltakv_calibration;  // DeltaKV reconstruction timed on a GPU (scenarios/calibration/*deltakv*.yaml,
                                     // sim/calibration/deltakv_calibration.h); empty: the planner's assumed cost
   std::string sglang_swap_in_calibration;  // SGLang's swap-in kernel fitted on this GPU (a calibration YAML; the
                                            // `calibration:` file holds this project's kernel)
-  std::string attention_table;       // FlashMLA sparse decode timed on this GPU (CSV, sim/cost/attention_table.h)
+  std::string attention_table;       // FlashMLA sparse decode timed on this GPU (CSV, sim/cost/terms/attention_table.h)
   std::string attention_table_from;  // or: the hardware file whose table is carried over to this GPU (modelled)
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Times the collectives of a decode step on the GPUs of one node with NCCL (PyTorch), for the cost model's
-intranode collective terms (scenarios/cost_model/*.yaml, sim/cost/collective_cost.h):
+intranode collective terms (scenarios/cost_model/*.yaml, sim/cost/terms/collective_cost.h):
 
   all_reduce   the TP all-reduce of B bf16 hidden states (B x hidden x 2 bytes), for each --hiddens (GLM-5 6144,
                DeepSeek-V3.2 7168) and each batch in --batches;

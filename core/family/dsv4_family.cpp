@@ -30,7 +30,7 @@ class Dsv4Family : public ModelFamily {
     return o;
   }
   // Dynamic residency counts the C4 device pool in entries: a resident request keeps every C4 entry, a demoted one
-  // the buffer of H + page / 4 entries (sim/cost/dynamic_residency.h).
+  // the buffer of H + page / 4 entries (sim/cost/step/dynamic_residency.h).
   bool dynamic_residency() const override { return true; }
   LayerPricing layer_pricing() const override { return LayerPricing::kCompressed; }
   int attention_window(const ModelSpec& m) const override { return m.window_size; }

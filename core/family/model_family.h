@@ -13,7 +13,7 @@
 
 namespace hisparse {
 
-/// Which per-layer terms the step model prices (sim/cost/decode_cost_model*.cpp).
+/// Which per-layer terms the step model prices (sim/cost/step/decode_cost_model*.cpp).
 enum class LayerPricing {
   kMlaLatent,   // MLA: q/kv projections, indexer scoring + top-k where the model has DSA, attention over latent rows
   kGqaKv,       // GQA / MHA: QKV and O projections, attention over K + V rows (window-capped on sliding layers)

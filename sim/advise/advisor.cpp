@@ -14,7 +14,7 @@
 #include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "sim/capacity/capacity.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step/decode_cost_model.h"
 
 namespace hisparse::sim {
 
@@ -291,7 +291,7 @@ Advice advise(const Scenario& s, const ContextMix& mix, const MissCurves& misses
     a.break_even = break_even(s, mix, misses, a.candidates[static_cast<size_t>(a.best_full)],
                               a.candidates[static_cast<size_t>(a.best_hisparse)], o);
   // Dynamic residency (DeepSeek-V4: resident requests keep every C4 entry in the C4 device pool, demoted ones the
-  // buffer of H + page / 4 entries; sim/cost/dynamic_residency.h).
+  // buffer of H + page / 4 entries; sim/cost/step/dynamic_residency.h).
   if (family_of(s).compressed_pools()) {
     a.notes.push_back("DeepSeek-V4: the C128 states are sized without max_running_requests (the advisor's output)");
     a.notes.push_back(dsv4_modelled_terms_note(s));

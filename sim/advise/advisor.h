@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "core/deployment_spec.h"
-#include "sim/cost/cost_params.h"
+#include "sim/cost/terms/cost_params.h"
 #include "sim/advise/robustness.h"
 #include "sim/plan/capacity_plan.h"
-#include "sim/cost/context_mix.h"
+#include "sim/cost/step/context_mix.h"
 #include "sim/miss/miss_curve.h"
-#include "sim/cost/kv_mode.h"
+#include "sim/cost/step/kv_mode.h"
 #include "sim/advise/mtp_comparison.h"
 
 namespace hisparse::sim {

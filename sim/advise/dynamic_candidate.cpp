@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "sim/advise/advisor.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/step_time_model.h"
 #include "sim/plan/plan_report.h"
 
 namespace hisparse::sim {

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/cost/context_mix.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step/context_mix.h"
+#include "sim/cost/step/decode_cost_model.h"
 #include "sim/engine/sim_time.h"
 
 namespace hisparse::sim {

@@ -10,9 +10,9 @@
 #include "core/io/json_writer.h"
 #include "core/io/output_file.h"
 #include "sim/advise/advisor.h"
-#include "sim/cost/rank_layout.h"
-#include "sim/cost/speculative.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/layout/rank_layout.h"
+#include "sim/cost/step/speculative.h"
+#include "sim/cost/step/step_time_model.h"
 #include "sim/plan/plan_report.h"
 
 namespace hisparse::sim {

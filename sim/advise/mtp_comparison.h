@@ -11,7 +11,7 @@
 
 #include "core/io/json_writer.h"
 #include "core/deployment_spec.h"
-#include "sim/cost/context_mix.h"
+#include "sim/cost/step/context_mix.h"
 #include "sim/miss/miss_curve.h"
 #include "sim/report/report_document.h"
 

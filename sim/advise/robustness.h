@@ -1,6 +1,6 @@
 // @brief How far to trust a recommendation: every candidate of an advice re-evaluated under every applicable miss
 // source (the one the advice uses, every shipped miss surface, surfaces the user adds) and under each cost term
-// labelled assumed at both ends of its stated range (±50 %, the range sim/cost/term_sensitivity.h prints), one
+// labelled assumed at both ends of its stated range (±50 %, the range sim/cost/step/term_sensitivity.h prints), one
 // uncertainty at a time around the advice's own model. A decision rule turns the goodputs into the recommendation
 // (default: the best worst-case goodput); the report gives the recommendation's goodput range, its regret under each
 // case, and a one-line verdict: robust, or which source or term decides it.
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/deployment_spec.h"
-#include "sim/cost/context_mix.h"
-#include "sim/cost/cost_params.h"
+#include "sim/cost/step/context_mix.h"
+#include "sim/cost/terms/cost_params.h"
 #include "sim/miss/miss_curve.h"
 
 namespace hisparse::sim {

@@ -11,7 +11,7 @@
 #include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "sim/api/advise_simulation.h"
-#include "sim/cost/context_mix.h"
+#include "sim/cost/step/context_mix.h"
 #include "sim/api/check_request.h"
 #include "sim/miss/miss_surface.h"
 #include "sim/workload/workload.h"

@@ -20,8 +20,8 @@
 #include "sim/advise/advisor.h"
 #include "sim/api/advise_request.h"
 #include "sim/api/scenario_overrides.h"
-#include "sim/cost/context_mix.h"
-#include "sim/cost/rank_layout.h"
+#include "sim/cost/step/context_mix.h"
+#include "sim/cost/layout/rank_layout.h"
 #include "sim/replay/replay_report.h"
 #include "sim/replay/replay_step_time.h"
 

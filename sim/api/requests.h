@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sim/api/scenario_overrides.h"
-#include "sim/cost/cost_params.h"
+#include "sim/cost/terms/cost_params.h"
 #include "sim/plan/cache_strategies.h"
 
 namespace hisparse::sim {

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "sim/api/settings_table.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/step_time_model.h"
 
 namespace hisparse::sim {
 

@@ -11,7 +11,7 @@
 
 #include "core/deployment_spec.h"
 #include "sim/api/requests.h"
-#include "sim/cost/cost_params.h"
+#include "sim/cost/terms/cost_params.h"
 #include "sim/miss/miss_curve.h"
 
 namespace hisparse::sim {

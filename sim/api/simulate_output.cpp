@@ -8,7 +8,7 @@
 #include "core/io/output_file.h"
 #include "sim/advise/advisor.h"
 #include "sim/api/simulate_outcome.h"
-#include "sim/cost/speculative.h"
+#include "sim/cost/step/speculative.h"
 #include "sim/report/fold_line.h"
 #include "sim/report/plot_script.h"
 #include "sim/serving/ranks.h"
@@ -65,7 +65,7 @@ std::string run_detail_lines(const Scenario& sc, const SimulateRun& run) {
   const ServingResult& r = run.result;
   std::string o;
   if (run.mode != KvMode::kFull)
-    o += fmt::format("  transfers (modelled, sim/cost/transfer_granularity.h): decode loads each layer's misses in its own "
+    o += fmt::format("  transfers (modelled, sim/cost/terms/transfer_granularity.h): decode loads each layer's misses in its own "
                      "copy, {} per-layer loads over {} busy rank-steps (pcie.latency_ns {} each, or as a swap-in calibration "
                      "measured the call); prefill → host pool: {} batched all-layer copies ({}), host path {}\n",
                      r.miss_transfers, r.gpu_steps_busy, sc.hardware.pcie.latency_ns, r.staging_copies,

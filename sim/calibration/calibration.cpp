@@ -208,7 +208,7 @@ std::string calibration_yaml(const Calibration& c) {
   s += "swap_in:   # plan = fixed + per_request*B + per_slot*H; copy = copy_fixed + smax(bytes / min(efficiency*bulk, "
        "B*per_request), rounds*copy_round_ns)\n"
        "  # smax(a, b) = sqrt(a^2 + b^2); rounds = ceil(min(M, ceil((H - K + M) / copy_slices)) / copy_rows_per_round), M = "
-       "rows per request (sim/cost/swap_in_cost.h); no copy_round_ns: the linear copy_fixed + bytes / rate\n";
+       "rows per request (sim/cost/terms/swap_in_cost.h); no copy_round_ns: the linear copy_fixed + bytes / rate\n";
   const int64_t bc = c.swap_in().small_batch_max;
   if (bc > 0)
     s += fmt::format("  small_batch_max: {}   # batches 1..{} run the small-batch (cluster) kernel: each mode's small_batch "

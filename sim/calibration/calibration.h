@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/deployment_spec.h"
-#include "sim/cost/cost_params.h"
-#include "sim/cost/swap_in_cost.h"
+#include "sim/cost/terms/cost_params.h"
+#include "sim/cost/terms/swap_in_cost.h"
 
 namespace hisparse::sim {
 

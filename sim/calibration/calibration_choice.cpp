@@ -162,7 +162,7 @@ std::string apply_attention_table(const std::string& flag, const Scenario& s, Co
       {"sparse_attention", fmt::format("{} table", kernel), a.kind(),
        a.from_hardware.empty()
            ? fmt::format("FlashMLA {} graph-timed on {} ({}), interpolated over batch, heads per GPU and K "
-                         "(sim/cost/attention_table.h)",
+                         "(sim/cost/terms/attention_table.h)",
                          kernel, a.table->device(), a.table->file())
            : fmt::format("FlashMLA {} graph-timed on {} ({}), carried over to {}: the batch-1 floor kept, the time "
                          "above it scaled by the ratio of the two GPUs' roofline times (docs/cost_model.md)",

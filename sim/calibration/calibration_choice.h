@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/deployment_spec.h"
-#include "sim/cost/cost_params.h"
+#include "sim/cost/terms/cost_params.h"
 
 namespace hisparse::sim {
 
@@ -27,7 +27,7 @@ std::string default_cost_model_file();
 std::string apply_calibrations(const std::string& calibration, const std::string& step_calibration, Scenario* scenario,
                                CostParams* params);
 
-/// `flag`: auto | none | a CSV (sim/cost/attention_table.h). Sets params->attention, adds its term to the
+/// `flag`: auto | none | a CSV (sim/cost/terms/attention_table.h). Sets params->attention, adds its term to the
 /// provenance (CostParams::sources) and returns the line reports print.
 std::string apply_attention_table(const std::string& flag, const Scenario& scenario, CostParams* params);
 

@@ -465,7 +465,7 @@ Calibration fit_calibration(const CalibrationInput& in, const FitOptions& o) {
     // from the other kernel: on the H200 the cluster kernel's plan grows ~0.5 us per request up to B = 16 (8 SMs per
     // request), the one-block kernel's by ~0.03 us, so a shared slope is far worse than none.
     // The fused copy of the cluster kernel (small regime, C > 1 blocks per request) runs in latency rounds bounded by
-    // the busiest block's LRU slice (sim/cost/swap_in_cost.h): its rounds are fitted. Everywhere else the copy is linear
+    // the busiest block's LRU slice (sim/cost/terms/swap_in_cost.h): its rounds are fitted. Everywhere else the copy is linear
     // in rows (the separate kernel spreads a request's rows over ceil(K / 16) blocks, one round; the one-block
     // kernel's rounds are the per-request rate bound), and the linear form is fitted as before.
     const int32_t slices = o.cluster_blocks >= 0 ? o.cluster_blocks : in.cluster_blocks > 0 ? in.cluster_blocks : 8;

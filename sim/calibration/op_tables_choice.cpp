@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "core/family/family_registry.h"
-#include "sim/cost/op_table_pricing.h"
-#include "sim/cost/rank_layout.h"
+#include "sim/cost/terms/op_table_pricing.h"
+#include "sim/cost/layout/rank_layout.h"
 #include "sim/optables/op_table_index.h"
 
 namespace hisparse::sim {

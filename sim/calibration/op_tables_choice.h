@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/deployment_spec.h"
-#include "sim/cost/cost_params.h"
+#include "sim/cost/terms/cost_params.h"
 
 namespace hisparse::sim {
 

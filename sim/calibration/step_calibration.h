@@ -1,4 +1,4 @@
-// @brief The per-op step calibration's fit (sim/cost/op_time_model.h holds the models it fits, which the step model
+// @brief The per-op step calibration's fit (sim/cost/terms/op_time_model.h holds the models it fits, which the step model
 // reads): `hisparse bench step` rows measured on one GPU, each op's time model fitted with its fit and held-out
 // errors (per op, per op family, and for the whole layer), the YAML file and its strict reader, the tables.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include "core/decode_layer_ops.h"
 #include "core/model_spec.h"
-#include "sim/cost/op_time_model.h"
+#include "sim/cost/terms/op_time_model.h"
 
 namespace hisparse::sim {
 

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/family/model_family.h"
 #include "sim/capacity/pool_limits.h"
-#include "sim/cost/rank_layout.h"
+#include "sim/cost/layout/rank_layout.h"
 
 namespace hisparse::sim {
 

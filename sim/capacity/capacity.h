@@ -14,9 +14,9 @@
 #include "core/deployment_spec.h"
 #include "core/memory_budget.h"
 #include "sim/capacity/capacity_limit.h"
-#include "sim/cost/context_mix.h"
-#include "sim/cost/kv_mode.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/context_mix.h"
+#include "sim/cost/step/kv_mode.h"
+#include "sim/cost/step/step_time_model.h"
 
 namespace hisparse::sim {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/cost/cost_params.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/terms/cost_params.h"
+#include "sim/cost/step/step_time_model.h"
 #include "sim/fidelity/field_set.h"
 #include "sim/fidelity/step_breakdown.h"
 #include "sim/plan/capacity_plan.h"

@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "core/yaml_reader.h"
-#include "sim/cost/cost_params.h"
+#include "sim/cost/terms/cost_params.h"
 #include "sim/fidelity/field_record.h"
 #include "sim/fidelity/field_set.h"
 #include "sim/miss/miss_surface.h"

@@ -11,7 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "sim/cost/kv_mode.h"
+#include "sim/cost/step/kv_mode.h"
 
 namespace hisparse::sim {
 

@@ -95,7 +95,7 @@ StepBreakdown step_breakdown(const StepTimeModel& model, const CostParams& cost,
     b.terms.push_back({name, ms(t.ns), t.source});
     moe_sum += t.ns;
   }
-  if (c.draft > 0) b.terms.push_back({"draft", ms(c.draft), "modelled (MTP draft passes, sim/cost/speculative.h)"});
+  if (c.draft > 0) b.terms.push_back({"draft", ms(c.draft), "modelled (MTP draft passes, sim/cost/step/speculative.h)"});
   if (moe_sum != c.moe)
     b.note = fmt::format("overlap {}: the step charges the MoE phase {:.3f} ms (two micro-batches, one's all-to-all "
                          "under the other's compute), not the {:.3f} ms of its terms above",

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/io/json_writer.h"
-#include "sim/cost/cost_params.h"
-#include "sim/cost/kv_mode.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/terms/cost_params.h"
+#include "sim/cost/step/kv_mode.h"
+#include "sim/cost/step/step_time_model.h"
 
 namespace hisparse::sim {
 

@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/step_time_model.h"
 #include "sim/plan/cache_strategies.h"
 #include "sim/plan/capacity_plan.h"
 

@@ -11,7 +11,7 @@
 #include "core/dsv4_pool_budget.h"
 #include "core/family/family_registry.h"
 #include "sim/capacity/capacity.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step/decode_cost_model.h"
 #include "core/error.h"
 
 namespace hisparse::sim {

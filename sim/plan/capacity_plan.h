@@ -12,11 +12,11 @@
 #include "core/deployment_spec.h"
 #include "core/memory_budget.h"
 #include "sim/capacity/capacity_limit.h"
-#include "sim/cost/cost_params.h"
+#include "sim/cost/terms/cost_params.h"
 #include "sim/plan/cache_strategies.h"
 #include "sim/miss/miss_curve.h"
-#include "sim/cost/step_time_model.h"
-#include "sim/cost/kv_mode.h"
+#include "sim/cost/step/step_time_model.h"
+#include "sim/cost/step/kv_mode.h"
 
 namespace hisparse::sim {
 
@@ -52,7 +52,7 @@ struct PlanRow {
   Figure gpu_indexer_per_request;
   std::vector<PlanLimit> limits;     // every key of limit_keys(), in that order
   StepEstimate at_max;               // the step at max_per_rank
-  // Transfer granularity (HiSparse and dynamic rows; sim/cost/transfer_granularity.h): at_max's misses loaded one
+  // Transfer granularity (HiSparse and dynamic rows; sim/cost/terms/transfer_granularity.h): at_max's misses loaded one
   // layer at a time, and one request's prompt offloaded to the host pool in one batched all-layer copy.
   TransferCost decode_transfer, prefill_offload;
   double misses_per_request_step = 0;
@@ -111,7 +111,7 @@ struct CapacityPlan {
   std::vector<PlanRow> rows;             // per seq_len: full, then hisparse
   // Dynamic residency (SGLang's hisparse_dynamic.py), per seq_len: HiSparse's memory limits (any request can be
   // demoted to its buffer), the step of the resident graph while every request fits, else of the swap graph with the
-  // longest requests demoted (sim/cost/dynamic_residency.h). Empty without a sparse indexer.
+  // longest requests demoted (sim/cost/step/dynamic_residency.h). Empty without a sparse indexer.
   std::vector<PlanRow> dynamic_rows;
   std::vector<ThroughputCurve> curves;   // same order as rows (no curve for a "not applicable" HiSparse row)
   std::vector<SweepRow> sweep_buffer, sweep_ratio;

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/family/model_family.h"
-#include "sim/cost/term_sensitivity.h"
+#include "sim/cost/step/term_sensitivity.h"
 
 namespace hisparse::sim {
 
@@ -199,7 +199,7 @@ std::string step_term_kind_base(const CostParams& cp, const std::string& field) 
                   "step overhead modelled/assumed (cost terms table)"
                 : "modelled (roofline); all-to-all and step overhead modelled/assumed (cost terms table)";
   if (field == "backup") return swap ? "calibrated PCIe d2h figures" : "modelled (PCIe figures)";
-  if (field == "draft") return "modelled: d passes of one average decoder layer + the LM head (sim/cost/speculative.h)";
+  if (field == "draft") return "modelled: d passes of one average decoder layer + the LM head (sim/cost/step/speculative.h)";
   if (field == "prefetch_hidden")
     return "modelled: the shared layers' share of the copy, up to their attention (SGLang #29637's side-stream prefetch)";
   return "modelled";  // stall, sync
@@ -305,14 +305,14 @@ void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
     if (f->at_max.accepted_tokens > 1 || h->at_max.accepted_tokens > 1)
       s.rows.push_back({c("accepted tokens per step (MTP)"), c(fmt::format("{:.3f}", f->at_max.accepted_tokens)),
                         c(fmt::format("{:.3f}", h->at_max.accepted_tokens)),
-                        c("modelled: 1 + a + … + a^d (sim/cost/speculative.h)")});
+                        c("modelled: 1 + a + … + a^d (sim/cost/step/speculative.h)")});
     s.rows.push_back({c("TPOT"), strong(ms(f->at_max.tpot_ns * 1e-6)), strong(ms(h->at_max.tpot_ns * 1e-6)),
                       c("modelled: step / accepted tokens per step")});
     s.rows.push_back({c("misses per request per step (rows, all layers)"), muted("—"),
                       c(fmt::format("{} (fraction {:.4f})", compact(h->misses_per_request_step), h->miss_fraction)),
                       c("modelled: " + p.miss_source)});
     s.rows.push_back({c("H2D bytes per GPU per step"), muted("—"), c(plan_bytes(h->at_max.h2d_bytes)), c("modelled: misses × row bytes")});
-    // Transfer granularity (sim/cost/transfer_granularity.h): decode's per-layer loads, prefill's one batched offload.
+    // Transfer granularity (sim/cost/terms/transfer_granularity.h): decode's per-layer loads, prefill's one batched offload.
     if (h->decode_transfer.transfers > 0)
       s.rows.push_back({c("decode miss loads, one per layer"), muted("—"),
                         c(fmt::format("{} ({})", ms(h->decode_transfer.ns * 1e-6), h->decode_transfer.formula)),
@@ -398,7 +398,7 @@ DocBlock cost_terms_table(const CapacityPlan& p) {
   const bool hisparse = p.hisparse_not_applicable.empty() && p.scenario.deployment.hisparse_enabled;
   DocBlock terms = table({"cost term", "value", "kind", "±50 % → TPOT", "source"},
                          (cp.terms_file.empty() ? "Built-in test defaults (no cost-model file loaded)."
-                                                : "From " + cp.terms_file + " (sim/cost/cost_params.h).") +
+                                                : "From " + cp.terms_file + " (sim/cost/terms/cost_params.h).") +
                              fmt::format(" Sensitivity of an assumed term: TPOT at 1.5× minus at 0.5× of it, halved, "
                                          "for B = 1 per rank at n = {} ({}).", plan_int(n),
                                          hisparse ? "HiSparse, no misses" : "full KV"));
@@ -465,7 +465,7 @@ void method(std::vector<DocBlock>& doc, const CapacityPlan& p, const PlanRunInfo
   }));
   if (p.budget.model_family().compressed_pools())
     doc.push_back(list({
-        "DeepSeek-V4 (core/dsv4_pool_budget.cpp, sim/cost/decode_cost_model_dsv4.cpp; docs/capacity.md and "
+        "DeepSeek-V4 (core/dsv4_pool_budget.cpp, sim/cost/step/decode_cost_model_dsv4.cpp; docs/capacity.md and "
         "docs/cost_model.md \"DeepSeek-V4\"): SGLang's DSV4 pools with HiSparse off and on (C4 device pool = full / "
         "(4 × ratio) entries, the C4 host pool every entry, the C128 states per request slot before the split); per "
         "layer type the window attention, the C4 indexer + top-k + sparse attention over top_k entries, C128 dense "

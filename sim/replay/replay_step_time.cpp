@@ -10,7 +10,7 @@
 #include "core/io/json_writer.h"
 #include "core/error.h"
 #include "core/io/output_file.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/step_time_model.h"
 
 namespace hisparse::sim {
 
@@ -113,7 +113,7 @@ std::string step_times_json(const ReplayStepTimeReport& rep) {
   using Layout = JsonWriter::Layout;
   JsonWriter j;
   j.begin_object(Layout::kInline).member("modelled", true);
-  j.member("model", "planner step model (sim/cost/step_time_model)").member("deployment", rep.deployment);
+  j.member("model", "planner step model (sim/cost/step/step_time_model)").member("deployment", rep.deployment);
   j.key("tpot_slo_ms").fixed(rep.slo_ms, 3).member("batch_per_rank", rep.batch).member("assumption", rep.assumption);
   j.key("configs").begin_array(Layout::kInline);
   for (const auto& t : rep.configs) {

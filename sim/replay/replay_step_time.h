@@ -1,5 +1,5 @@
 // @brief `replay --scenario S`: the modelled decode-step time of every replayed decode step, from the planner's step
-// model (sim/cost/step_time_model.h) fed with that step's replayed misses, and its p50/p99 against the deployment's
+// model (sim/cost/step/step_time_model.h) fed with that step's replayed misses, and its p50/p99 against the deployment's
 // TPOT SLO. Modelled, not measured: the replay counts misses; what a step costs is the cost model's.
 //
 // What is assumed (stated in the table and replay.json): every decode step of the trace is priced as a step of a
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/deployment_spec.h"
-#include "sim/cost/cost_params.h"
+#include "sim/cost/terms/cost_params.h"
 #include "sim/replay/replay_engine.h"
 
 namespace hisparse::sim {

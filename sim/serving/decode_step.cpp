@@ -1,6 +1,6 @@
 // @brief Lockstep decode steps of an instance's ranks: [colocated prefill pass] → per rank phase A, miss copy,
 // attention (+ the attention-TP all-reduce) → barrier → MoE + all-to-all + LM head → step end. Every duration comes
-// from the one step model (sim/cost/step_estimate.h); this file only times its copies as flows on shared links.
+// from the one step model (sim/cost/step/step_estimate.h); this file only times its copies as flows on shared links.
 #include <algorithm>
 #include <cmath>
 
@@ -77,9 +77,9 @@ void Engine::plan_rank(Rank& g) {
   g.step.selected = g.step.misses = g.step.backups = 0;
   g.step.demotions = g.step.swap_requests = 0;
   if (dynamic_) grow_residents(g);
-  // MTP: each of a request's 1 + d positions selects and misses as a decode step (sim/cost/speculative.h).
+  // MTP: each of a request's 1 + d positions selects and misses as a decode step (sim/cost/step/speculative.h).
   const int64_t pos = step_.positions();
-  // Pipeline parallelism: a stage prices the largest micro-batch (SGLang's pp micro-batches, sim/cost/pipeline_step.h).
+  // Pipeline parallelism: a stage prices the largest micro-batch (SGLang's pp micro-batches, sim/cost/step/pipeline_step.h).
   g.step.micro_batch = micro_batch_size(pp_, static_cast<int64_t>(g.running().size()));
   g.step.micro_batches = std::min<int64_t>(pp_, static_cast<int64_t>(g.running().size()));
   g.step.micro_misses = 0;

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/cost/decode_cost_model.h"
-#include "sim/cost/pipeline_step.h"
-#include "sim/cost/step_estimate.h"
+#include "sim/cost/step/decode_cost_model.h"
+#include "sim/cost/step/pipeline_step.h"
+#include "sim/cost/step/step_estimate.h"
 #include "sim/network/network_resource.h"
 #include "sim/serving/admission_ledger.h"
 #include "sim/serving/admission_policy.h"

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "sim/cost/dynamic_residency.h"
+#include "sim/cost/step/dynamic_residency.h"
 #include "sim/serving/engine.h"
 
 namespace hisparse::sim::serving {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/cost/step_cost.h"
-#include "sim/cost/step_estimate.h"
+#include "sim/cost/step/step_cost.h"
+#include "sim/cost/step/step_estimate.h"
 #include "sim/engine/sim_time.h"
 #include "sim/serving/admission_ledger.h"
 #include "sim/serving/pools.h"
@@ -28,12 +28,12 @@ struct RankLinks {
 struct RankStep {
   bool active = false, waiting_backup = false, compute_done = false, io_done = false;
   int32_t io_pending = 0, backup_pending = 0;
-  RankCompute work;                          // this step's compute (sim/cost/step_estimate.h)
+  RankCompute work;                          // this step's compute (sim/cost/step/step_estimate.h)
   GpuBatch batch;                            // this step's requests, one token each (MTP's draft passes)
   double miss_bytes = 0, backup_bytes = 0;
   SimTime start = 0, a_end = 0, io_start = 0, io_end = 0, compute_end = 0, done = 0, backup_end = 0;
   int64_t selected = 0, misses = 0, backups = 0;
-  // Pipeline parallelism (sim/cost/pipeline_step.h): the step's compute and copies are one stage's on the largest
+  // Pipeline parallelism (sim/cost/step/pipeline_step.h): the step's compute and copies are one stage's on the largest
   // micro-batch (its first `micro_batch` requests, misses `micro_misses`); without pp, the whole batch.
   int64_t micro_batch = 0, micro_batches = 1, micro_misses = 0;
   int32_t swap_requests = 0, demotions = 0;  // dynamic residency, this step

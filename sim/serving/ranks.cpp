@@ -18,7 +18,7 @@ ServingRanks serving_ranks(const Scenario& s) {
                 s.source, r.layout.gpus, r.layout.ranks);
   r.gpus_per_rank = r.layout.gpus / r.layout.ranks;
   // The step estimate's rank scenario (heads / attention TP, the collective link's rate as nvlink_bytes_per_s,
-  // sim/cost/rank_layout.h), so plan and simulate compute the same attention and all-to-all per GPU.
+  // sim/cost/layout/rank_layout.h), so plan and simulate compute the same attention and all-to-all per GPU.
   r.rank_scenario = sim::rank_scenario(s);
   const CollectiveLink link = collective_link(s);
   r.nodes = link.nodes;

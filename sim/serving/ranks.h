@@ -7,8 +7,8 @@
 #include <string>
 
 #include "core/deployment_spec.h"
-#include "sim/cost/cost_params.h"
-#include "sim/cost/rank_layout.h"
+#include "sim/cost/terms/cost_params.h"
+#include "sim/cost/layout/rank_layout.h"
 #include "sim/engine/sim_time.h"
 
 namespace hisparse::sim {

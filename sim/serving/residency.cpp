@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "sim/cost/dynamic_residency.h"
+#include "sim/cost/step/dynamic_residency.h"
 #include "sim/serving/engine.h"
 
 namespace hisparse::sim {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "sim/cost/kv_mode.h"
+#include "sim/cost/step/kv_mode.h"
 #include "sim/serving/serving_simulation.h"
 #include "sim/workload/workload.h"
 

@@ -259,7 +259,7 @@ void Engine::build_topology() {
     inst.ranks = layout_.layout.ranks;
     // Per node of the instance: its NUMA nodes' DRAM and its NICs; per GPU: its PCIe links. A host pool on the other
     // socket (host_pool_numa: remote) reaches its GPUs at cross_node_factor of the node's DRAM rate, as the closed
-    // form's host path (sim/cost/transfer_granularity.h).
+    // form's host path (sim/cost/terms/transfer_granularity.h).
     const double dram_rate =
         hw.host_dram_bytes_per_s_per_numa * (d.host_pool_remote_numa ? hw.numa_cross_node_factor : 1.0);
     std::vector<int32_t> dram, nic;

@@ -24,11 +24,11 @@
 
 #include "core/deployment_spec.h"
 #include "sim/engine/chrome_trace.h"
-#include "sim/cost/cost_params.h"
-#include "sim/cost/kv_mode.h"
+#include "sim/cost/terms/cost_params.h"
+#include "sim/cost/step/kv_mode.h"
 #include "sim/miss/miss_model.h"
 #include "sim/engine/sim_time.h"
-#include "sim/cost/step_cost.h"
+#include "sim/cost/step/step_cost.h"
 #include "sim/workload/workload.h"
 
 namespace hisparse::sim {
@@ -142,7 +142,7 @@ struct ServingResult {
   int64_t selected = 0, misses = 0;
   double miss_flow_bytes = 0;    // bytes the miss copies carried (conservation: = misses × row_bytes × gpus_per_rank)
   double admission_h2d_bytes = 0, backup_bytes = 0, rdma_bytes = 0, staging_bytes = 0;
-  // Transfer granularity (sim/cost/transfer_granularity.h): host → device loads of the miss copies (one per layer of a
+  // Transfer granularity (sim/cost/terms/transfer_granularity.h): host → device loads of the miss copies (one per layer of a
   // rank-step that missed) and the batched all-layer device → host copies of colocated staging (one per request).
   int64_t miss_transfers = 0, staging_copies = 0;
   double row_bytes = 0;

@@ -14,8 +14,8 @@
 #include "core/family/family_registry.h"
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
-#include "sim/cost/cost_params.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/terms/cost_params.h"
+#include "sim/cost/step/decode_cost_model.h"
 
 using namespace hisparse;
 

@@ -8,8 +8,8 @@
 #include "core/scenario_loader.h"
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advisor.h"
-#include "sim/cost/dynamic_residency.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/dynamic_residency.h"
+#include "sim/cost/step/step_time_model.h"
 #include "sim/plan/capacity_plan.h"
 #include "tests/sim/advise_test_util.h"
 

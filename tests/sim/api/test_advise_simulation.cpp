@@ -8,7 +8,7 @@
 
 #include "sim/api/advise_request.h"
 #include "sim/api/simulate_request.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/step_time_model.h"
 #include "sim/serving/serving_report.h"
 #include "sim/serving/steady_window.h"
 

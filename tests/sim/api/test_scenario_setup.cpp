@@ -11,7 +11,7 @@
 #include "core/memory_budget.h"
 #include "core/scenario_loader.h"
 #include "sim/api/scenario_setup.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/step_time_model.h"
 
 using namespace hisparse;
 using namespace hisparse::sim;

@@ -15,7 +15,7 @@
 #include "core/scenario_loader.h"
 #include "sim/calibration/calibration.h"
 #include "sim/calibration/calibration_fit.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step/decode_cost_model.h"
 #include "core/io/output_file.h"
 #include "sim/serving/serving_simulation.h"
 #include "tests/sim/calibration/calibration_test_support.h"

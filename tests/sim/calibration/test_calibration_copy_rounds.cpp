@@ -15,7 +15,7 @@
 #include "core/scenario_loader.h"
 #include "sim/calibration/calibration.h"
 #include "sim/calibration/calibration_fit.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step/decode_cost_model.h"
 #include "core/io/output_file.h"
 #include "sim/serving/serving_simulation.h"
 #include "tests/sim/calibration/calibration_test_support.h"
@@ -26,7 +26,7 @@ using namespace hisparse::sim::calibration_test;
 
 namespace {
 
-/// The cluster kernel's fused copy as sim/cost/swap_in_cost.h models it (latency rounds over 8 LRU slices, a smooth max
+/// The cluster kernel's fused copy as sim/cost/terms/swap_in_cost.h models it (latency rounds over 8 LRU slices, a smooth max
 /// with the link), a plan that walks H slots, and the one-block kernel above Bc = 8.
 SwapInCopyCost concave_cost() {
   SwapInCopyCost c = two_regime_cost();

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/scenario_loader.h"
 #include "sim/calibration/calibration_choice.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step/decode_cost_model.h"
 #include "core/io/output_file.h"
 #include "core/io/read_file.h"
 #include "core/io/text_lines.h"

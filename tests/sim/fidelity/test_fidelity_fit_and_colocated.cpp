@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "sim/api/scenario_setup.h"
-#include "sim/cost/cost_params.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/terms/cost_params.h"
+#include "sim/cost/step/decode_cost_model.h"
 #include "sim/fidelity/field_evaluation.h"
 
 using namespace hisparse;

@@ -8,7 +8,7 @@
 
 #include "sim/api/fidelity_request.h"
 #include "sim/api/scenario_setup.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/step_time_model.h"
 #include "sim/fidelity/field_evaluation.h"
 #include "sim/fidelity/step_breakdown.h"
 

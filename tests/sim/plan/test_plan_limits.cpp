@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 
 // GCC 12 at -O2 reports the vectors of a CostParams{} temporary passed to StepTimeModel as maybe-uninitialized (the
-// known false positive of inlined std::vector destructors, as in tests/sim/cost/test_cost_params.cpp; it appeared
+// known false positive of inlined std::vector destructors, as in tests/sim/cost/terms/test_cost_params.cpp; it appeared
 // here when CostParams gained its op tables); nothing here reads uninitialized memory (ASan/UBSan run this file too).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/scenario_loader.h"
 #include "sim/calibration/calibration.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step/decode_cost_model.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/serving/serving_simulation.h"
 

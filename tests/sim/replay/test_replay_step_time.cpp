@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/scenario_loader.h"
-#include "sim/cost/step_time_model.h"
+#include "sim/cost/step/step_time_model.h"
 #include "sim/replay/replay_step_time.h"
 
 using namespace hisparse;

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/scenario_loader.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step/decode_cost_model.h"
 #include "sim/serving/serving_report.h"
 #include "sim/serving/serving_simulation.h"
 #include "sim/workload/workload.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/scenario_loader.h"
-#include "sim/cost/decode_cost_model.h"
+#include "sim/cost/step/decode_cost_model.h"
 #include "sim/serving/ranks.h"
 #include "sim/serving/concurrency_sweep.h"
 #include "sim/serving/serving_report.h"
