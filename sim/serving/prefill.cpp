@@ -120,13 +120,18 @@ void Engine::prefill_chunks_done(Instance& inst) {
       if (trace_) trace_->span(fmt::format("prefill r{} ({} tok)", i, r.input_tokens), "prefill", 1 + g.instance(), g.local() * 10 + 3,
                                o.prefill_start, sim_.now());
       if (r.output_tokens <= 1) { complete(i); continue; }
-      if (!hisparse_) { rt.decode_from(static_cast<int32_t>(prompt), false); make_ready(i); continue; }
+      // Full KV, or a v2 request admit_request ran as standard: its KV stays in device rows, nothing is staged.
+      if (!hisparse_ || admission_->all_resident(g, i)) {
+        rt.decode_from(static_cast<int32_t>(prompt), false);
+        make_ready(i);
+        continue;
+      }
       // Staging (admit_request_into_staging): host pages for every prompt token, then the prompt's latent is backed
       // up device → host before the request enters HiSparse decode, in one batched copy of every layer (transfer
       // granularity: backup_from_device_all_layer).
-      if (!host_alloc(i, r.input_tokens, "admit_request_into_staging")) continue;
+      if (!host_alloc(i, prompt, "admit_request_into_staging")) continue;
       rt.start_flows(gpr_);
-      const TransferCost off = step_.prefill_offload(r.input_tokens);
+      const TransferCost off = step_.prefill_offload(prompt);
       ++result_.staging_copies;
       start_rank_flows(g, off.bytes, off.transfers * sc_.hardware.pcie.latency_ns, 0, false, true, true, false,
                        cookie(kStaging, i));
@@ -140,9 +145,11 @@ void Engine::staging_done(int64_t i) {
   // The prompt's device rows beyond the buffer go back to the device pool (a v2 standard request keeps them all;
   // dynamic residency keeps them: the request is resident).
   Rank& g = rank_of(i);
-  if (!dynamic_ && (!g.ledger() || g.ledger()->claimed(i))) g.pools().shrink_device(i, swap_device_tokens(total, H_, page_));
-  // The buffer keeps the prompt's rows it had on the device: no empty start.
-  rt_[static_cast<size_t>(i)].decode_from(r.input_tokens, false);
+  if (!dynamic_ && !admission_->keeps_device_rows(g, i)) g.pools().shrink_device(i, swap_device_tokens(total, H_, page_));
+  // The buffer keeps the prompt's rows it had on the device: no empty start, but after a retraction (v2 current:
+  // admit_request clears the buffer of the re-admitted request, which decodes on from its recomputed prefix).
+  const bool retracted = outcomes_[static_cast<size_t>(i)].retractions > 0;
+  rt_[static_cast<size_t>(i)].decode_from(static_cast<int32_t>(prompt_tokens(i)), retracted);
   make_ready(i);
 }
 
