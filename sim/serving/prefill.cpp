@@ -42,16 +42,19 @@ void Engine::start_transfer(int64_t i) {
   // One message per page per layer (how SGLang's transfer engines slice KV); their overhead is serial.
   const int64_t messages = (static_cast<int64_t>(r.input_tokens) + page_ - 1) / page_ * kv_layers_;
   rt_[static_cast<size_t>(i)].start_flows(gpr_);
-  // HiSparse lands in the host pool (host DRAM); full KV lands in HBM (GPUDirect RDMA).
-  start_rank_flows(g, bytes, messages * sc_.hardware.nic.per_message_ns, 0, false, false, hisparse_, true, cookie(kRdma, i));
+  // HiSparse lands in the host pool (host DRAM); full KV, and a v2 request admit_request ran as standard, in HBM
+  // (GPUDirect RDMA).
+  const bool to_host = hisparse_ && !admission_->all_resident(g, i);
+  start_rank_flows(g, bytes, messages * sc_.hardware.nic.per_message_ns, 0, false, false, to_host, true, cookie(kRdma, i));
 }
 
 void Engine::rdma_done(int64_t i) {
   const auto& r = spec(i);
   RequestState& rt = rt_[static_cast<size_t>(i)];
   // HiSparse: the KV is in the host pool, the device buffer starts empty when the request is longer than it.
-  rt.decode_from(r.input_tokens, hisparse_ && r.input_tokens + 1 > H_);
-  if (!hisparse_) { make_ready(i); return; }
+  const bool to_host = hisparse_ && !admission_->all_resident(rank_of(i), i);  // as start_transfer landed it
+  rt.decode_from(r.input_tokens, to_host && r.input_tokens + 1 > H_);
+  if (!to_host) { make_ready(i); return; }
   // The indexer keys of every token live on the GPU; a short request (n <= H) also preloads its latent rows.
   double bytes = static_cast<double>(r.input_tokens) * idx_bytes_per_token_;
   if (rt.n() <= H_) bytes += static_cast<double>(r.input_tokens) * offload_bytes_per_token_;
@@ -67,7 +70,8 @@ void Engine::make_ready(int64_t i) {
   RequestState& rt = rt_[static_cast<size_t>(i)];
   rt.join(spec(i).input_tokens);
   // Dynamic residency: staging done, the request decodes with its full KV on the GPU (_finish_hisparse_staging).
-  if (dynamic_) { rt.resident(); o.residency = Residency::kResidentBacked; }
+  // (A v2 request run as standard is no HiSparse request: nothing to demote.)
+  if (dynamic_ && !admission_->all_resident(g, i)) { rt.resident(); o.residency = Residency::kResidentBacked; }
   Instance& inst = instances_[static_cast<size_t>(g.instance())];
   if (!inst.stepping) start_step(g.instance());
 }

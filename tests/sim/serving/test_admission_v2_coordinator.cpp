@@ -61,6 +61,18 @@ TEST_CASE("v2 current: the 4,043-token prompt runs as standard (its prefix 4,032
   const ServingResult at_h = run_serving(sc, one_request(4096, 64), v2(V2Coordinator::kCurrent));
   CHECK(admitted_as(at_h, V2Admit::kV2) == 1);
   CHECK(at_h.staging_copies == 1);
+  // PD (the shipped node's own mode, prefill outside the scenario): the standard request's KV arrives by RDMA in HBM,
+  // so nothing is copied host → device at admission; the V2 one lands in the host pool and copies its indexer keys.
+  Scenario pd = sc;
+  pd.deployment.pd_disaggregation = true;
+  const ServingResult pd_std = run_serving(pd, one_request(4043, 64), v2(V2Coordinator::kCurrent));
+  const ServingResult pd_v2 = run_serving(pd, one_request(4096, 64), v2(V2Coordinator::kCurrent));
+  CHECK(pd_std.prefill_mode == "pd-external");
+  CHECK(admitted_as(pd_std, V2Admit::kShorterThanBuffer) == 1);
+  CHECK(pd_std.misses == 0);
+  CHECK(pd_std.admission_h2d_bytes == 0);
+  CHECK(admitted_as(pd_v2, V2Admit::kV2) == 1);
+  CHECK(pd_v2.admission_h2d_bytes > 0);
   // The older rules (the ledger, unchanged): its gate is tree_len >= H + page = 4,160, so the request claims nothing
   // either, but the engine still stages its prompt to the host and prices every step through the swap-in's miss
   // model (the statistical model's warm-up loads at least), as the project did before: misses > 0 where SGLang has
