@@ -70,6 +70,11 @@ po::options_description simulate_options(SimulateRequest& req, SimulateFlags& f)
        "one-home-per-token ledger (managers/hisparse_hicache_admission.py): a prompt claims host + usable device "
        "capacity, its tokens live on the host or stay on the device, prompts shorter than the device buffer run as "
        "standard requests (docs/cost_model.md)")
+      ("v2-coordinator", po::value(&req.v2_coordinator)->default_value(req.v2_coordinator), "--admission v2's rules: "
+       "current (SGLang's V2 coordinator, hisparse_v2_coordinator.py admit_request at 09f8170: a prefix shorter than "
+       "the buffer H runs as standard, so do requests that find host capacity, indexer pages or the temp buffer run "
+       "out; HiSparse retracts under decode_reserve_ratio < 1) | older (the HiCache-backing one-home-per-token ledger "
+       "of PR #35488, as before)")
       ("max-retries", po::value(&req.max_retries)->default_value(req.max_retries), "aborted attempts (host pool exhausted) before a request is rejected")
       ("no-plots", "skip scripts/plot_sweep.py after a sweep")
       ("force", "run even when the up-front estimate (printed on stderr when 10 s or more) is over an hour")

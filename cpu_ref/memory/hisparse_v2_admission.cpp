@@ -26,11 +26,9 @@ HiSparseV2Admission::HiSparseV2Admission(const V2AdmissionSizes& sizes) : sizes_
   indexer_free_ = sizes.indexer_pages;
 }
 
-V2AdmitResult HiSparseV2Admission::admit(int64_t id, int64_t seq_tokens, int64_t device_room_tokens) {
+V2AdmitResult HiSparseV2Admission::decide(int64_t seq_tokens, int64_t device_room_tokens) const {
   if (seq_tokens < 0 || device_room_tokens < 0)
-    throw_error("hisparse-v2 admission: request {}: {} tokens, device room {} (expected >= 0)", id, seq_tokens,
-                device_room_tokens);
-  if (active_.count(id)) throw_error("hisparse-v2 admission: request {} is already admitted as V2", id);
+    throw_error("hisparse-v2 admission: {} tokens, device room {} (expected >= 0)", seq_tokens, device_room_tokens);
   const int64_t pages = seq_tokens / sizes_.page, tree_len = pages * sizes_.page;
   V2AdmitResult r;
   if (pages == 0) r.outcome = V2Admit::kNoWholePage;
@@ -40,11 +38,21 @@ V2AdmitResult HiSparseV2Admission::admit(int64_t id, int64_t seq_tokens, int64_t
   else if (pages > indexer_free_) r.outcome = V2Admit::kIndexerPages;
   else if (device_room_tokens < sizes_.H) r.outcome = V2Admit::kTempBuffer;  // the indexer pages go back
   if (r.outcome != V2Admit::kV2) return r;
-  indexer_free_ -= pages;
-  host_reserved_ += tree_len;
-  active_[id] = tree_len;
   r.evicted_end = static_cast<int32_t>(tree_len);
   r.temp_tokens = sizes_.H;
+  return r;
+}
+
+V2AdmitResult HiSparseV2Admission::admit(int64_t id, int64_t seq_tokens, int64_t device_room_tokens) {
+  if (seq_tokens < 0 || device_room_tokens < 0)
+    throw_error("hisparse-v2 admission: request {}: {} tokens, device room {} (expected >= 0)", id, seq_tokens,
+                device_room_tokens);
+  if (active_.count(id)) throw_error("hisparse-v2 admission: request {} is already admitted as V2", id);
+  const V2AdmitResult r = decide(seq_tokens, device_room_tokens);
+  if (r.outcome != V2Admit::kV2) return r;
+  indexer_free_ -= r.evicted_end / sizes_.page;
+  host_reserved_ += r.evicted_end;
+  active_[id] = r.evicted_end;
   return r;
 }
 

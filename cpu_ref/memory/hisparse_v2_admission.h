@@ -46,6 +46,9 @@ class HiSparseV2Admission {
   /// device allocator can give once the tree is evicted. On kV2 the request holds its quotas until finish(); a
   /// standard request holds none. Throws hisparse::Error for a request already admitted as V2 or negative inputs.
   V2AdmitResult admit(int64_t id, int64_t seq_tokens, int64_t device_room_tokens);
+  /// What admit() would decide for a request of `seq_tokens` with `device_room_tokens` given the quotas held now,
+  /// taking nothing (simulate's admission asks it of every rank before it picks one, sim/serving/admission_policy.cpp).
+  V2AdmitResult decide(int64_t seq_tokens, int64_t device_room_tokens) const;
   /// request_finished (or a retraction): gives back the request's host reservation and indexer pages; returns the
   /// temp-buffer tokens it frees (0 for a standard or unknown request).
   int64_t finish(int64_t id);
@@ -53,6 +56,14 @@ class HiSparseV2Admission {
   int64_t host_reserved() const { return host_reserved_; }
   int64_t indexer_pages_free() const { return indexer_free_; }
   int64_t active() const { return static_cast<int64_t>(active_.size()); }
+  /// Whether request `id` holds V2 quotas (admitted as V2 and not finished).
+  bool admitted(int64_t id) const { return active_.count(id) > 0; }
+  /// The tree-owned prefix request `id` was admitted with (0 for a standard or unknown request).
+  int64_t tree_len(int64_t id) const {
+    const auto it = active_.find(id);
+    return it == active_.end() ? 0 : it->second;
+  }
+  const V2AdmissionSizes& sizes() const { return sizes_; }
 
  private:
   V2AdmissionSizes sizes_;

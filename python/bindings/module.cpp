@@ -274,6 +274,7 @@ NB_MODULE(_core, m) {
       HS_RW(sim::SimulateRequest, prefill_instances) HS_RW(sim::SimulateRequest, link_model)
       HS_RW(sim::SimulateRequest, workload) HS_RW(sim::SimulateRequest, duration_s)
       HS_RW(sim::SimulateRequest, miss_model) HS_RW(sim::SimulateRequest, admission)
+      HS_RW(sim::SimulateRequest, v2_coordinator)
       HS_RW(sim::SimulateRequest, max_retries) HS_RW(sim::SimulateRequest, mode)
       HS_RW(sim::SimulateRequest, both_overlaps) HS_RW(sim::SimulateRequest, concurrency)
       HS_RW(sim::SimulateRequest, think_time_s) HS_RW(sim::SimulateRequest, num_requests)

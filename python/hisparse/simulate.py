@@ -29,6 +29,7 @@ _SIMULATE.update({
     "timeline_start": ("timeline_start_s", _FLOAT), "timeline_length": ("timeline_length_s", _FLOAT),
     "concurrency": ("concurrency", _levels), "think_time": ("think_time_s", _FLOAT),
     "num_requests": ("num_requests", _INT), "admission": ("admission", _text), "max_retries": ("max_retries", _INT),
+    "v2_coordinator": ("v2_coordinator", _text),
     "force": ("force", lambda k, v: bool(v)),
 })
 

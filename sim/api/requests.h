@@ -97,7 +97,10 @@ struct SimulateRequest {
   /// misses.policy) | placeholder (10 % once n > H). misses.fraction replaces the statistical fraction.
   std::string miss_model = "statistical";
   MissChoice misses;
-  std::string admission = "pools";  // pools | logical | v2 (sim/serving/admission_ledger.h)
+  std::string admission = "pools";  // pools | logical | v2 (sim/serving/admission_policy.h)
+  /// --admission v2's rules: current (SGLang's V2 coordinator at 09f8170, admit_request) | older (the HiCache-backing
+  /// ledger of PR #35488, sim/serving/admission_ledger.h); core/hisparse_v2.h V2Coordinator.
+  std::string v2_coordinator = "current";
   int32_t max_retries = 8;
   // What run_simulate runs (sim/api/simulate_outcome.h); load_simulation alone reads none of these.
   std::string mode = "both";           // full | hisparse | dynamic | both (full, hisparse) | all (the three)

@@ -53,6 +53,12 @@ std::string run_line(const SimulateRun& run) {
       s.wait_ms.p99, s.tokens_per_s_per_gpu, s.batch_per_gpu.mean, s.hit_rate, 100 * s.pcie_h2d_util,
       100 * s.io_stall_fraction, r.events, run.wall_s);
   if (!r.first_abort.empty()) o += fmt::format("  first host-pool failure: {}\n", r.first_abort);
+  if (r.v2_coordinator == "current") {
+    const auto& a = r.v2_admissions;
+    o += fmt::format("  v2 admissions (current coordinator, modelled): {} as V2; standard: {} no whole page, {} prefix "
+                     "shorter than H, {} host capacity, {} indexer pages, {} temp buffer\n",
+                     a[0], a[1], a[2], a[3], a[4], a[5]);
+  }
   if (r.retraction != "none")
     o += fmt::format("  {} (modelled, sim/serving/retraction.cpp): {} retractions, {} prompt + decoded tokens dropped, {} "
                      "recomputed in {:.3f} GPU-s of prefill\n",

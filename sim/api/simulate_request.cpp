@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "cpu_ref/policies/registry.h"
 #include "sim/miss/miss_surface.h"
 #include "sim/network/link_model.h"
 #include "traces/trace_source.h"
@@ -81,6 +82,18 @@ SimulationSetup load_simulation(const SimulateRequest& r, const std::string& com
         "nodes at each request's arrival; TPOT counts from there); add a prefill: section or --prefill-instances",
         sc.deployment.name));
   out.admission = parse_admission_check(r.admission, "--admission");
+  out.v2_coordinator = cpu_ref::parse_v2_coordinator(r.v2_coordinator, "simulate: --v2-coordinator");
+  if (out.admission == AdmissionCheck::kV2) {
+    const bool current = out.v2_coordinator == V2Coordinator::kCurrent;
+    out.notes.push_back(fmt::format(
+        "admission: v2 as {} (HiSparse mode; --v2-coordinator {})",
+        current ? fmt::format("SGLang's current V2 coordinator (hisparse_v2_coordinator.py admit_request at {}: "
+                              "standard when the prefix is shorter than H or host, indexer pages or the temp buffer "
+                              "run out)", kV2CurrentCommit)
+                : std::string("the HiCache-backing one-home-per-token ledger (hisparse_hicache_admission.py, PR "
+                              "#35488: standard when the prefix is shorter than H + page)"),
+        current ? "current" : "older"));
+  }
   out.max_retries = r.max_retries;
   out.cost = setup.cost;
   out.cost_line = setup.cost_line;
@@ -118,6 +131,7 @@ ServingResult simulate(const SimulationSetup& setup, KvMode mode, OverlapMode ov
   opt.cost.overlap = overlap;
   opt.miss_model = setup.miss.get();
   opt.admission = setup.admission;
+  opt.v2_coordinator = setup.v2_coordinator;
   opt.max_retries = setup.max_retries;
   opt.clients = clients;
   opt.record_steps = record_steps;

@@ -26,6 +26,7 @@ struct SimulationSetup {
   Workload workload;
   std::unique_ptr<MissModel> miss;
   AdmissionCheck admission = AdmissionCheck::kPools;
+  V2Coordinator v2_coordinator = V2Coordinator::kCurrent;  // --admission v2's rules
   int32_t max_retries = 8;
   std::vector<std::string> notes;  // what the set-up assumed (prefill shaped like decode, TTFT not modelled), in order
 };

@@ -48,7 +48,7 @@ PoolNeed Engine::needs(int64_t i) const {
   // The device buffer (docs/capacity.md): the whole request while it fits H, else H + one page (the newest-token
   // slot). Colocated prefill first extends device rows for every prompt token; staging then shrinks to the buffer.
   n.device = total <= H_ ? paged(total) : H_ + page_;
-  if (prefill_mode_ == PrefillMode::kColocated) n.device = std::max(n.device, paged(r.input_tokens));
+  if (prefill_mode_ == PrefillMode::kColocated) n.device = std::max(n.device, paged(prompt_tokens(i)));
   n.host = paged(total);
   return n;
 }
@@ -61,7 +61,9 @@ void Engine::try_admit() {
   while (!waiting_.empty()) {
     const int64_t i = waiting_.front();
     const auto& r = spec(i);
-    const AdmissionAsk ask = admission_->ask(needs(i), r.input_tokens, r.output_tokens, any, page_);
+    // The tokens to prefill (a retracted request's decoded ones included) and the output still to come.
+    const auto& oi = outcomes_[static_cast<size_t>(i)];
+    const AdmissionAsk ask = admission_->ask(needs(i), prompt_tokens(i), r.output_tokens - oi.decoded, any, page_);
     // A request that retracts still needs its whole length alone on a rank (SGLang asserts the last one fits).
     const bool too_long = retraction_ != Retraction::kNone &&
                           paged(static_cast<int64_t>(r.input_tokens) + r.output_tokens) > pool_sizes_.logical;
@@ -88,8 +90,10 @@ void Engine::try_admit() {
     waiting_.pop_front();
     Rank& rank = ranks_[static_cast<size_t>(best)];
     if (dynamic_) make_device_room(rank, ask.need.device);
-    if (!admission_->take(rank, i, ask, r.output_tokens))
+    const AdmissionTaken taken = admission_->take(rank, i, ask, r.output_tokens);
+    if (!taken.ok)
       throw_error("serving engine: rank {} reported room for request {} but its pools refused the pages", best, i);
+    if (taken.v2_outcome >= 0) ++result_.v2_admissions[static_cast<size_t>(taken.v2_outcome)];
     admitted(i, best);
   }
   admitting_ = false;
@@ -152,7 +156,7 @@ void Engine::abort_request(int64_t i, int64_t pages, const char* where) {
   // Alone on its rank and still short: the host pool can never hold it.
   const bool hopeless = g.pools().owners() == 1;
   g.pools().release(i);
-  if (g.ledger()) g.ledger()->release(i);
+  admission_->release(g, i);
   g.leave(i);
   result_.wasted_decode_tokens += o.decoded;
   o.decoded = 0;
@@ -176,7 +180,7 @@ void Engine::complete(int64_t i) {
   ++result_.finished;
   Rank& g = rank_of(i);
   g.pools().release(i);
-  if (g.ledger()) g.ledger()->release(i);
+  admission_->release(g, i);
   g.leave(i);
   // Aborted requests go back to the head of the queue, in abort order, now that pages were freed.
   waiting_.insert(waiting_.begin(), retry_.begin(), retry_.end());

@@ -1,4 +1,5 @@
-// @brief The three admission policies (see admission_policy.h): pools, logical and v2.
+// @brief The admission policies of admission_policy.h: pools, logical and v2 under the older rules (the ledger);
+// v2 under the current rules is admission_v2_coordinator.cpp.
 #include "sim/serving/admission_policy.h"
 
 #include <algorithm>
@@ -28,7 +29,9 @@ class PoolsAdmission : public AdmissionPolicy {
   bool fits(const Rank& g, const AdmissionAsk&, const PoolNeed& room) const override {
     return g.pools().fits(room, check_host_);
   }
-  bool take(Rank& g, int64_t i, const AdmissionAsk& a, int64_t) const override { return g.pools().take(i, a.need); }
+  AdmissionTaken take(Rank& g, int64_t i, const AdmissionAsk& a, int64_t) const override {
+    return {g.pools().take(i, a.need)};
+  }
   int64_t land(Rank& g, int64_t i, int64_t tokens) const override { return g.pools().grow_host(i, tokens); }
   bool lands_in_decode() const override { return false; }
 
@@ -45,7 +48,7 @@ class LogicalAdmission : public PoolsAdmission {
   bool lands_in_decode() const override { return true; }
 };
 
-/// `v2`: SGLang's HiCache-backing ledger (admission_ledger.h): an eligible request claims its page-aligned prompt
+/// `v2` under the older rules: SGLang's HiCache-backing ledger (admission_ledger.h): an eligible request claims its page-aligned prompt
 /// (reservable = host + usable device − claimed); an ineligible one runs as a standard request with its whole KV in
 /// device rows and no claim. Homes are taken as the KV lands, host first, then device.
 class V2Admission : public AdmissionPolicy {
@@ -72,10 +75,10 @@ class V2Admission : public AdmissionPolicy {
   bool fits(const Rank& g, const AdmissionAsk& a, const PoolNeed& room) const override {
     return g.pools().fits(room, false) && !(a.claim && a.tree > g.ledger()->reservable_left());
   }
-  bool take(Rank& g, int64_t i, const AdmissionAsk& a, int64_t output) const override {
-    if (!g.pools().take(i, a.need)) return false;
+  AdmissionTaken take(Rank& g, int64_t i, const AdmissionAsk& a, int64_t output) const override {
+    if (!g.pools().take(i, a.need)) return {};
     if (a.claim) g.ledger()->claim(i, a.tree, output);
-    return true;
+    return {true};
   }
   int64_t land(Rank& g, int64_t i, int64_t tokens) const override {
     // A claimed request's tokens take a home, host first, then device; a standard one keeps its KV in device rows.
@@ -88,11 +91,21 @@ class V2Admission : public AdmissionPolicy {
 
 }  // namespace
 
-std::unique_ptr<AdmissionPolicy> make_admission_policy(AdmissionCheck check, bool hisparse) {
+void AdmissionPolicy::release(Rank& g, int64_t i) const {
+  if (g.ledger()) g.ledger()->release(i);
+}
+
+bool AdmissionPolicy::keeps_device_rows(const Rank& g, int64_t i) const {
+  return g.ledger() && !g.ledger()->claimed(i);
+}
+
+std::unique_ptr<AdmissionPolicy> make_admission_policy(AdmissionCheck check, bool hisparse, V2Coordinator rules) {
   if (!hisparse) return std::make_unique<PoolsAdmission>(false);
   switch (check) {
     case AdmissionCheck::kLogicalOnly: return std::make_unique<LogicalAdmission>();
-    case AdmissionCheck::kV2: return std::make_unique<V2Admission>();
+    case AdmissionCheck::kV2:
+      if (rules == V2Coordinator::kCurrent) return make_v2_coordinator_admission();
+      return std::make_unique<V2Admission>();
     case AdmissionCheck::kPools: break;
   }
   return std::make_unique<PoolsAdmission>(true);

@@ -25,6 +25,8 @@ ServingResult Engine::finish() {
   r.mode = opt_.mode;
   r.overlap = overlap();
   r.admission = opt_.admission;
+  if (hisparse_ && opt_.admission == AdmissionCheck::kV2)
+    r.v2_coordinator = opt_.v2_coordinator == V2Coordinator::kCurrent ? "current" : "older";
   r.link_model = opt_.cost.link_model;
   r.retraction = retraction_ == Retraction::kNone    ? "none"
                  : retraction_ == Retraction::kSglang ? "sglang retract_decode"
@@ -99,6 +101,11 @@ ServingResult Engine::finish() {
       if (size[pool] > 0 && p.free_tokens(pool) != size[pool] / page_ * page_)
         throw_error("conservation: rank {} ends with {} of {} tokens free in its {} pool (a request kept its pages)", k,
                     p.free_tokens(pool), size[pool], pool == 0 ? "logical" : pool == 1 ? "device" : "host");
+    const cpu_ref::HiSparseV2Admission* v2 = ranks_[k].v2();
+    if (v2 && (v2->active() != 0 || v2->host_reserved() != 0 || v2->indexer_pages_free() != v2->sizes().indexer_pages))
+      throw_error("conservation: rank {} ends with {} V2 requests holding {} host tokens and {} of {} indexer pages "
+                  "(a request kept its admit_request quotas)", k, v2->active(), v2->host_reserved(),
+                  v2->sizes().indexer_pages - v2->indexer_pages_free(), v2->sizes().indexer_pages);
   }
   return std::move(result_);
 }

@@ -89,7 +89,8 @@ void Engine::plan_rank(Rank& g) {
     RequestState& rt = rt_[static_cast<size_t>(i)];
     auto& o = outcomes_[static_cast<size_t>(i)];
     // Dynamic residency: a resident request hits its full KV (no misses); a demoted one restarts its warm-up.
-    const bool swap = !dynamic_ || rt.residency() == Residency::kSwap;
+    // Under v2 current, a request admit_request ran as standard is resident too (its whole KV in device rows).
+    const bool swap = (!dynamic_ || rt.residency() == Residency::kSwap) && !admission_->all_resident(g, i);
     if (in_micro) step_.add_request(b, rt.n(), swap);
     if (swap && dynamic_) ++g.step.swap_requests;
     if (hisparse_) {
@@ -108,7 +109,7 @@ void Engine::plan_rank(Rank& g) {
       o.selected += m.selected * pos;
       o.misses += m.misses * pos;
       // The previous step's token is backed up at the start of every step but the first (docs/swap_in.md).
-      if (rt.step() > 0 && in_micro) ++g.step.backups;
+      if (rt.step() > 0 && in_micro && !admission_->all_resident(g, i)) ++g.step.backups;
     } else {
       const int64_t sel = static_cast<int64_t>(std::min(static_cast<int32_t>(step_.entries(rt.n())), K_)) *
                           cost_.offload_layers() * pos;

@@ -42,16 +42,19 @@ void Engine::start_transfer(int64_t i) {
   // One message per page per layer (how SGLang's transfer engines slice KV); their overhead is serial.
   const int64_t messages = (static_cast<int64_t>(r.input_tokens) + page_ - 1) / page_ * kv_layers_;
   rt_[static_cast<size_t>(i)].start_flows(gpr_);
-  // HiSparse lands in the host pool (host DRAM); full KV lands in HBM (GPUDirect RDMA).
-  start_rank_flows(g, bytes, messages * sc_.hardware.nic.per_message_ns, 0, false, false, hisparse_, true, cookie(kRdma, i));
+  // HiSparse lands in the host pool (host DRAM); full KV, and a v2 request admit_request ran as standard, in HBM
+  // (GPUDirect RDMA).
+  const bool to_host = hisparse_ && !admission_->all_resident(g, i);
+  start_rank_flows(g, bytes, messages * sc_.hardware.nic.per_message_ns, 0, false, false, to_host, true, cookie(kRdma, i));
 }
 
 void Engine::rdma_done(int64_t i) {
   const auto& r = spec(i);
   RequestState& rt = rt_[static_cast<size_t>(i)];
   // HiSparse: the KV is in the host pool, the device buffer starts empty when the request is longer than it.
-  rt.decode_from(r.input_tokens, hisparse_ && r.input_tokens + 1 > H_);
-  if (!hisparse_) { make_ready(i); return; }
+  const bool to_host = hisparse_ && !admission_->all_resident(rank_of(i), i);  // as start_transfer landed it
+  rt.decode_from(r.input_tokens, to_host && r.input_tokens + 1 > H_);
+  if (!to_host) { make_ready(i); return; }
   // The indexer keys of every token live on the GPU; a short request (n <= H) also preloads its latent rows.
   double bytes = static_cast<double>(r.input_tokens) * idx_bytes_per_token_;
   if (rt.n() <= H_) bytes += static_cast<double>(r.input_tokens) * offload_bytes_per_token_;
@@ -67,7 +70,8 @@ void Engine::make_ready(int64_t i) {
   RequestState& rt = rt_[static_cast<size_t>(i)];
   rt.join(spec(i).input_tokens);
   // Dynamic residency: staging done, the request decodes with its full KV on the GPU (_finish_hisparse_staging).
-  if (dynamic_) { rt.resident(); o.residency = Residency::kResidentBacked; }
+  // (A v2 request run as standard is no HiSparse request: nothing to demote.)
+  if (dynamic_ && !admission_->all_resident(g, i)) { rt.resident(); o.residency = Residency::kResidentBacked; }
   Instance& inst = instances_[static_cast<size_t>(g.instance())];
   if (!inst.stepping) start_step(g.instance());
 }
@@ -120,13 +124,18 @@ void Engine::prefill_chunks_done(Instance& inst) {
       if (trace_) trace_->span(fmt::format("prefill r{} ({} tok)", i, r.input_tokens), "prefill", 1 + g.instance(), g.local() * 10 + 3,
                                o.prefill_start, sim_.now());
       if (r.output_tokens <= 1) { complete(i); continue; }
-      if (!hisparse_) { rt.decode_from(static_cast<int32_t>(prompt), false); make_ready(i); continue; }
+      // Full KV, or a v2 request admit_request ran as standard: its KV stays in device rows, nothing is staged.
+      if (!hisparse_ || admission_->all_resident(g, i)) {
+        rt.decode_from(static_cast<int32_t>(prompt), false);
+        make_ready(i);
+        continue;
+      }
       // Staging (admit_request_into_staging): host pages for every prompt token, then the prompt's latent is backed
       // up device → host before the request enters HiSparse decode, in one batched copy of every layer (transfer
       // granularity: backup_from_device_all_layer).
-      if (!host_alloc(i, r.input_tokens, "admit_request_into_staging")) continue;
+      if (!host_alloc(i, prompt, "admit_request_into_staging")) continue;
       rt.start_flows(gpr_);
-      const TransferCost off = step_.prefill_offload(r.input_tokens);
+      const TransferCost off = step_.prefill_offload(prompt);
       ++result_.staging_copies;
       start_rank_flows(g, off.bytes, off.transfers * sc_.hardware.pcie.latency_ns, 0, false, true, true, false,
                        cookie(kStaging, i));
@@ -140,9 +149,11 @@ void Engine::staging_done(int64_t i) {
   // The prompt's device rows beyond the buffer go back to the device pool (a v2 standard request keeps them all;
   // dynamic residency keeps them: the request is resident).
   Rank& g = rank_of(i);
-  if (!dynamic_ && (!g.ledger() || g.ledger()->claimed(i))) g.pools().shrink_device(i, swap_device_tokens(total, H_, page_));
-  // The buffer keeps the prompt's rows it had on the device: no empty start.
-  rt_[static_cast<size_t>(i)].decode_from(r.input_tokens, false);
+  if (!dynamic_ && !admission_->keeps_device_rows(g, i)) g.pools().shrink_device(i, swap_device_tokens(total, H_, page_));
+  // The buffer keeps the prompt's rows it had on the device: no empty start, but after a retraction (v2 current:
+  // admit_request clears the buffer of the re-admitted request, which decodes on from its recomputed prefix).
+  const bool retracted = outcomes_[static_cast<size_t>(i)].retractions > 0;
+  rt_[static_cast<size_t>(i)].decode_from(static_cast<int32_t>(prompt_tokens(i)), retracted);
   make_ready(i);
 }
 

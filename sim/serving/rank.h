@@ -1,5 +1,5 @@
 // @brief One dp rank of a decode instance as an entity: its requests (admitted, waiting for prefill chunks, joining,
-// running), its pools and v2 ledger, its GPUs' links, and the state of its current decode step. The membership and the
+// running), its pools and v2 ledger (older rules) or V2 coordinator quotas (current rules), its GPUs' links, and the state of its current decode step. The membership and the
 // reservation count change only through its methods, so a request is in one of its lists at a time.
 // Internal to sim/serving/.
 #pragma once
@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cpu_ref/memory/hisparse_v2_admission.h"
 #include "sim/cost/step/step_cost.h"
 #include "sim/cost/step/step_estimate.h"
 #include "sim/engine/sim_time.h"
@@ -59,6 +60,10 @@ class Rank {
   const RankPools& pools() const { return *pools_; }
   AdmissionLedger* ledger() { return ledger_.get(); }
   const AdmissionLedger* ledger() const { return ledger_.get(); }
+  /// --admission v2 under the current coordinator: the rank's admit_request quotas (null otherwise).
+  cpu_ref::HiSparseV2Admission* v2() { return v2_.get(); }
+  const cpu_ref::HiSparseV2Admission* v2() const { return v2_.get(); }
+  void set_v2(std::unique_ptr<cpu_ref::HiSparseV2Admission> v2) { v2_ = std::move(v2); }
 
   // Membership.
   int32_t reserved() const { return reserved_; }            // admitted here and not done
@@ -100,7 +105,8 @@ class Rank {
  private:
   int32_t instance_ = 0, local_ = 0;
   std::unique_ptr<RankPools> pools_;
-  std::unique_ptr<AdmissionLedger> ledger_;  // --admission v2 in HiSparse mode, else null
+  std::unique_ptr<AdmissionLedger> ledger_;  // --admission v2 --v2-coordinator older in HiSparse mode, else null
+  std::unique_ptr<cpu_ref::HiSparseV2Admission> v2_;  // --admission v2 --v2-coordinator current, else null
   std::vector<int64_t> running_, joining_;
   std::deque<int64_t> prefill_queue_;        // colocated: admitted, waiting for (more) prefill chunks
   int32_t reserved_ = 0;

@@ -81,6 +81,7 @@ void Engine::retract(Rank& g, int64_t i) {
   result_.retracted_tokens += prompt_tokens(i);  // prompt + decoded tokens whose KV is dropped: prefilled again
   --result_.admitted;
   g.pools().release(i);
+  admission_->release(g, i);  // v2 current: retract_req calls request_finished (host, indexer, temp buffer back)
   g.leave(i);
   rt_[static_cast<size_t>(i)].reset();
   if (retraction_ == Retraction::kVllm) waiting_.push_front(i);

@@ -186,6 +186,14 @@ void summary_tail(JsonWriter& j, const ServingResult& r) {
                                                                     [](const RequestOutcome& q) { return q.demoted_at_step >= 0; })));
     j.end_object();
   }
+  if (r.v2_coordinator == "current") {
+    // admit_request's outcomes (cpu_ref::V2Admit order), re-admissions after a retraction included.
+    const auto& a = r.v2_admissions;
+    j.key("v2_admission").begin_object(kInline).member("coordinator", r.v2_coordinator).member("v2", a[0]);
+    j.member("standard_no_whole_page", a[1]).member("standard_shorter_than_buffer", a[2]);
+    j.member("standard_host_capacity", a[3]).member("standard_indexer_pages", a[4]).member("standard_temp_buffer", a[5]);
+    j.end_object();
+  }
   if (r.retraction != "none") {
     j.key("retraction").begin_object(kInline).member("rule", r.retraction).member("retractions", r.retractions);
     j.member("requests_retracted", static_cast<int64_t>(std::count_if(r.requests.begin(), r.requests.end(),

@@ -72,9 +72,14 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
   else prefill_mode_ = d.prefill.count > 0 ? PrefillMode::kPd : PrefillMode::kPdExternal;
   if (d.engine == "vllm") retraction_ = Retraction::kVllm;
   else if (d.decode_reserve_ratio < 1) retraction_ = Retraction::kSglang;
-  if (retraction_ != Retraction::kNone && (hisparse_ || prefill_mode_ != PrefillMode::kColocated))
-    throw_error("{}: {} is modelled in full-KV mode with colocated prefill only (mode {}, pd_disaggregation {}); "
-                "expected --mode full and pd_disaggregation: false", sc.source,
+  // HiSparse retracts under the current V2 coordinator's admission only: a retracted V2 request comes back through
+  // admit_request with its prefix recomputed and an empty buffer (sim/serving/admission_v2_coordinator.cpp).
+  const bool v2_current = opt.admission == AdmissionCheck::kV2 && opt.v2_coordinator == V2Coordinator::kCurrent;
+  const bool retract_ok = !hisparse_ || (v2_current && !dynamic_ && retraction_ == Retraction::kSglang);
+  if (retraction_ != Retraction::kNone && (!retract_ok || prefill_mode_ != PrefillMode::kColocated))
+    throw_error("{}: {} is modelled in full-KV mode, or HiSparse mode under --admission v2 --v2-coordinator current, "
+                "with colocated prefill only (mode {}, pd_disaggregation {}); expected --mode full (or hisparse with "
+                "--admission v2) and pd_disaggregation: false", sc.source,
                 retraction_ == Retraction::kVllm ? "engine: vllm (recompute preemption)"
                                                  : fmt::format("decode_reserve_ratio {} (decode retraction)", d.decode_reserve_ratio),
                 to_string(opt.mode), d.pd_disaggregation);
@@ -114,7 +119,7 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
   if (opt.clients.concurrency < 0) throw_error("closed-loop clients: concurrency {} must be >= 0", opt.clients.concurrency);
   if (opt.clients.think_time < 0) throw_error("closed-loop clients: think time {} ns must be >= 0", opt.clients.think_time);
   if (opt.max_retries < 0) throw_error("max_retries {} must be >= 0", opt.max_retries);
-  admission_ = make_admission_policy(opt.admission, hisparse_);
+  admission_ = make_admission_policy(opt.admission, hisparse_, opt.v2_coordinator);
   build_topology();
   if (opt.clients.concurrency > 0) {
     if (w.requests.empty()) throw_error("workload {}: closed-loop clients need at least one request for the mix", w.name);
@@ -273,13 +278,21 @@ void Engine::build_topology() {
     }
     for (int32_t rk = 0; rk < inst.ranks; ++rk) {
       std::unique_ptr<AdmissionLedger> ledger;
-      if (hisparse_ && opt_.admission == AdmissionCheck::kV2) {
+      std::unique_ptr<cpu_ref::HiSparseV2Admission> v2;
+      if (hisparse_ && opt_.admission == AdmissionCheck::kV2 && opt_.v2_coordinator == V2Coordinator::kCurrent) {
+        // admit_request's quotas: the host pool for reserved prefixes, the expanded indexer pages (unbounded unless
+        // the caller sizes them: the capacity model does not), the H-token temp buffer.
+        const int64_t indexer = opt_.v2_indexer_pages < 0 ? (int64_t{1} << 40) : opt_.v2_indexer_pages;
+        v2 = std::make_unique<cpu_ref::HiSparseV2Admission>(cpu_ref::V2AdmissionSizes{
+            static_cast<int32_t>(page_), H_, pool_sizes_.host, indexer, V2Coordinator::kCurrent});
+      } else if (hisparse_ && opt_.admission == AdmissionCheck::kV2) {
         // Colocated prefill writes a chunk before its request is admitted to HiSparse; PD lands the prompt whole.
         const int64_t chunk = prefill_mode_ == PrefillMode::kColocated ? std::max(1, opt_.cost.prefill_chunk_tokens) : 0;
         ledger = std::make_unique<AdmissionLedger>(
             LedgerSizes{pool_sizes_.host, pool_sizes_.device, int64_t{H_} + page_, page_, chunk});
       }
       Rank r(i, rk, std::make_unique<RankPools>(pool_sizes_), std::move(ledger));
+      r.set_v2(std::move(v2));
       for (int32_t k = 0; k < gpr_; ++k) {
         const int32_t g = rk * gpr_ + k;                  // GPU within the instance
         const int32_t node = g / per_node, in_node = g % per_node;

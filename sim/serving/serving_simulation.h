@@ -16,6 +16,7 @@
 // the all-to-all is taken once per step (the slowest rank's step sum, not the sum of per-layer maxima).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/deployment_spec.h"
+#include "core/hisparse_v2.h"
 #include "sim/engine/chrome_trace.h"
 #include "sim/cost/terms/cost_params.h"
 #include "sim/cost/step/kv_mode.h"
@@ -46,9 +48,12 @@ enum class AdmissionCheck {
   kLogicalOnly,  // the logical and device allocators only, as SGLang's scheduler did; host pages are taken as the
                  // KV lands (prefill / RDMA target, then one page per page_size decoded tokens) and can fail:
                  // "HiSparse host mem pool alloc failed", the request is aborted and retried
-  kV2,           // SGLang's HiCache-backing ledger (sim/serving/admission_ledger.h): one home per token, device or
-                 // host, reservable = host + usable device − claimed; prompts shorter than the temp buffer run as
-                 // standard requests; homes are taken as the KV lands, host first, then device
+  kV2,           // SGLang's V2 admission, by ServingOptions::v2_coordinator: current (default) = the V2
+                 // coordinator's admit_request through cpu_ref's HiSparseV2Admission (the short-prefix gate, the
+                 // host, indexer and temp-buffer fallbacks to standard, retraction and re-admission); older = the
+                 // HiCache-backing ledger (sim/serving/admission_ledger.h): one home per token, device or host,
+                 // reservable = host + usable device − claimed; prompts shorter than H + page run as standard
+                 // requests; homes are taken as the KV lands, host first, then device
 };
 const char* to_string(AdmissionCheck check);
 AdmissionCheck parse_admission_check(const std::string& text, const std::string& where);
@@ -70,6 +75,12 @@ struct ServingOptions {
   bool record_steps = true;                // keep one StepRow per instance step
   SimTime stop_after = kNever;             // safety: stop the clock here even if requests remain (then conservation fails)
   AdmissionCheck admission = AdmissionCheck::kPools;
+  /// --admission v2's rules (docs/cost_model.md): kCurrent, SGLang's V2 coordinator at 09f8170
+  /// (sim/serving/admission_policy.cpp, V2CoordinatorAdmission); kOlder, the HiCache-backing ledger of PR #35488.
+  V2Coordinator v2_coordinator = V2Coordinator::kCurrent;
+  /// kCurrent: the coordinator's expanded indexer pages per rank; -1 = unbounded (the capacity model does not size
+  /// that allocator: assumed large enough unless a caller says otherwise).
+  int64_t v2_indexer_pages = -1;
   int32_t max_retries = 8;                 // aborts (host pool exhausted) before a request is rejected
   ClientSpec clients;
   std::function<void(int64_t)> on_request_done;  // requests finished or rejected so far, after each (progress)
@@ -156,6 +167,10 @@ struct ServingResult {
   int64_t retractions = 0, retracted_tokens = 0, recomputed_tokens = 0;
   SimTime recompute_ns = 0;
   std::vector<LinkUsage> links;
+  // --admission v2 under the current coordinator: admissions (re-admissions after a retraction included) by
+  // cpu_ref::V2Admit outcome, index 0 = run as V2, the others the reasons it ran as standard.
+  std::string v2_coordinator;    // "current" / "older" under --admission v2 in HiSparse mode, else ""
+  std::array<int64_t, 6> v2_admissions{};
   // Pool sizes used for admission, per rank (tokens).
   int64_t device_pool_tokens = 0, logical_pool_tokens = 0, host_pool_tokens = 0;
 };

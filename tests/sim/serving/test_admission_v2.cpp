@@ -1,5 +1,6 @@
-// @brief `--admission v2` (SGLang's one-home-per-token ledger): its arithmetic by hand, and the two failure modes the
-// comments of SGLang's hisparse_hicache_admission.py record, reproduced against the older rules.
+// @brief `--admission v2 --v2-coordinator older` (SGLang's one-home-per-token ledger): its arithmetic by hand, and the
+// two failure modes the comments of SGLang's hisparse_hicache_admission.py record, reproduced against the older
+// rules. The current coordinator's admission is tests/sim/serving/test_admission_v2_coordinator.cpp.
 #include <doctest/doctest.h>
 
 #include "core/error.h"
@@ -49,7 +50,9 @@ TEST_CASE("v2 avoids both failure modes SGLang records: over-admission aborts (l
   s.deployment.memory.host_pool_tokens = 3 * 65536;
   const Workload mix = glm_field_prompts();
   auto run = [&](AdmissionCheck a) {
-    return run_serving(s, mix, glm_field_clients(a));  // checks conservation, every pool back to empty included
+    ServingOptions o = glm_field_clients(a);
+    o.v2_coordinator = V2Coordinator::kOlder;  // the ledger
+    return run_serving(s, mix, o);  // checks conservation, every pool back to empty included
   };
   const ServingResult logical = run(AdmissionCheck::kLogicalOnly), pools = run(AdmissionCheck::kPools),
                       v2 = run(AdmissionCheck::kV2);
@@ -83,6 +86,7 @@ TEST_CASE("v2 runs short prompts as standard requests and parses as 'v2'") {
   ServingOptions opt;
   opt.mode = KvMode::kHiSparse;
   opt.admission = AdmissionCheck::kV2;
+  opt.v2_coordinator = V2Coordinator::kOlder;
   const ServingResult r = run_serving(s, burst(6, 2000, 200), opt);
   CHECK(r.finished == 6);
   CHECK(r.aborts == 0);
@@ -103,6 +107,7 @@ TEST_CASE("v2 paces admission at the write-back drain rate: a slower d2h link de
   ServingOptions opt;
   opt.mode = KvMode::kHiSparse;
   opt.admission = AdmissionCheck::kV2;
+  opt.v2_coordinator = V2Coordinator::kOlder;
   const ServingResult fast = run_serving(s, w, opt);
   s.hardware.pcie.d2h_bulk_bytes_per_s /= 20;
   const ServingResult slow = run_serving(s, w, opt);
