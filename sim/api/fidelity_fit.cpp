@@ -231,10 +231,11 @@ void apply_field_fits(const FidelityRequest& r, const std::vector<FieldRun>& run
 }
 
 void evaluate_setup_ranges(const FidelityRequest& r, const std::vector<FieldRun>& runs, FidelityReport& report) {
-  FidelityRequest q = r;
-  q.simulate = false;
   for (RunResult& out : report.runs) {
     const auto src = std::find_if(runs.begin(), runs.end(), [&](const FieldRun& f) { return f.name == out.run.name; });
+    // The range of the figure the point is scored on: the plan's, or a simulate-scored run's serving run.
+    FidelityRequest q = r;
+    q.simulate = r.simulate && src->scored_by == "simulate";
     for (PointResult& p : out.points) {
       // The run's sets, each replaced by the point's own of the same key.
       std::vector<PlausibleItem> items = out.run.plausible;
@@ -278,7 +279,8 @@ void evaluate_setup_ranges(const FidelityRequest& r, const std::vector<FieldRun>
         }
         run.overrides = o;
         const std::vector<RunResult> res = evaluate_field_runs(q, {run}, trial);
-        const double v = res.at(0).points.at(0).plan;
+        const PointResult& pr = res.at(0).points.at(0);
+        const double v = q.simulate && pr.simulate ? *pr.simulate : pr.plan;
         range.min = first ? v : std::min(range.min, v);
         range.max = first ? v : std::max(range.max, v);
         first = false;

@@ -23,7 +23,9 @@
 #include "sim/api/settings_table.h"
 #include "sim/api/fidelity_fit.h"
 #include "sim/api/simulate_request.h"
+#include "sim/engine/sim_time.h"
 #include "sim/serving/serving_report.h"
+#include "sim/serving/serving_simulation.h"
 
 namespace hisparse::sim {
 
@@ -50,6 +52,32 @@ ScenarioChoice choice_of(const FidelityRequest& r, const FieldRun& run) {
   // a cost setting a field file names is that run's own, so it comes after the request's.
   read_settings_yaml(run.overrides, run.file, "overrides", c);
   return c;
+}
+
+/// What a point reads off one serving run: the summary, the prompt + output tokens of the finished requests over the
+/// makespan per instance (FieldRun::throughput total_makespan), and the preemptions (sim/serving/retraction.cpp).
+struct ServedRun {
+  ServingSummary summary;
+  double total_tokens_per_s = 0;
+  std::string retraction = "none";
+  int64_t retractions = 0, recomputed_tokens = 0;
+  SimTime recompute_ns = 0, makespan = 0;
+};
+
+ServedRun served_run(const ServingResult& r, const Scenario& sc) {
+  ServedRun s;
+  s.summary = summarize(r, sc);
+  int64_t tokens = 0;
+  for (const RequestOutcome& o : r.requests)
+    if (o.finish >= 0) tokens += int64_t{o.input_tokens} + o.output_tokens;
+  const double t = ns_to_seconds(r.makespan);
+  if (t > 0) s.total_tokens_per_s = static_cast<double>(tokens) / t / std::max(1, r.decode_instances);
+  s.retraction = r.retraction;
+  s.retractions = r.retractions;
+  s.recomputed_tokens = r.recomputed_tokens;
+  s.recompute_ns = r.recompute_ns;
+  s.makespan = r.makespan;
+  return s;
 }
 
 /// Everything one run's points read from, loaded once.
@@ -133,7 +161,7 @@ class RunRoutes {
       q.fixed_output_tokens = run_.output_tokens;
       sim_ = std::make_unique<SimulationSetup>(load_simulation(q, where()));
     }
-    std::vector<std::unique_ptr<ServingSummary>> out(keys.size());
+    std::vector<std::unique_ptr<ServedRun>> out(keys.size());
     std::mutex print;
     // A failure is the lowest failing key's, whichever thread got there first (core/parallel/task_pool.h).
     parallel_for(keys.size(), hardware_threads(), [&](size_t i) { out[i] = serve(keys[i].first, keys[i].second, print); });
@@ -143,29 +171,29 @@ class RunRoutes {
   }
 
   /// The serving run with `clients` closed-loop clients per decode instance in `mode` (run_serving first).
-  const ServingSummary& simulate_at(KvMode mode, int32_t clients) {
+  const ServedRun& simulate_at(KvMode mode, int32_t clients) {
     run_serving({{mode, clients}});
     return *served_.at({mode == KvMode::kHiSparse, clients});
   }
 
  private:
-  std::unique_ptr<ServingSummary> serve(KvMode mode, int32_t clients, std::mutex& print) const {
+  std::unique_ptr<ServedRun> serve(KvMode mode, int32_t clients, std::mutex& print) const {
     const int32_t instances = std::max(1, sim_->scenario.deployment.decode.count);
     ClientSpec c;
     c.concurrency = clients * instances;
     c.requests = int64_t{kFidelityWaves} * c.concurrency;
     const auto t0 = std::chrono::steady_clock::now();
     const ServingResult result = simulate(*sim_, mode, sim_->cost.overlap, c, /*record_steps=*/false);
-    auto summary = std::make_unique<ServingSummary>(summarize(result, sim_->scenario));
+    auto served = std::make_unique<ServedRun>(served_run(result, sim_->scenario));
     if (progress_) {
       const std::lock_guard<std::mutex> lock(print);
       progress_(fmt::format("fidelity: simulate {} {} at concurrency {} ({} requests): TPOT p50 {:.2f} ms, {:.0f} "
-                            "tok/s per instance ({:.1f} s)",
-                            run_.name, to_string(mode), clients, c.requests, summary->tpot_ms.p50,
-                            summary->tokens_per_s_per_instance,
+                            "tok/s per instance, {} preemptions ({:.1f} s)",
+                            run_.name, to_string(mode), clients, c.requests, served->summary.tpot_ms.p50,
+                            served->summary.tokens_per_s_per_instance, served->retractions,
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
     }
-    return summary;
+    return served;
   }
 
   std::string where() const { return fmt::format("{} {}", kCommand, run_.file); }
@@ -181,7 +209,7 @@ class RunRoutes {
   SimTime prefill_ns_ = 0;
   std::map<std::pair<int64_t, bool>, std::unique_ptr<PlanOutcome>> plans_;
   std::unique_ptr<SimulationSetup> sim_;
-  std::map<std::pair<bool, int32_t>, std::unique_ptr<ServingSummary>> served_;
+  std::map<std::pair<bool, int32_t>, std::unique_ptr<ServedRun>> served_;
 };
 
 /// A mode's concurrency when `clients` are offered: the rest queue, as a server admits what its pools hold.
@@ -194,8 +222,26 @@ int32_t admitted_concurrency(RunRoutes& routes, const RunResult& out, const Fiel
 }
 
 /// The simulated tokens/s per instance a point is held against (FieldRun::throughput).
-double simulated_tokens_per_s(const FieldRun& run, const ServingSummary& s) {
-  return run.throughput == "decode_steady" ? s.decode_tokens_per_s.p50 : s.tokens_per_s_per_instance;
+double simulated_tokens_per_s(const FieldRun& run, const ServedRun& s) {
+  if (run.throughput == "total_makespan") return s.total_tokens_per_s;
+  return run.throughput == "decode_steady" ? s.summary.decode_tokens_per_s.p50 : s.summary.tokens_per_s_per_instance;
+}
+
+/// The closed form's decode tokens/s as the run's throughput: with total_makespan each request's prompt counts too
+/// (c requests of I + O tokens in the time their O decode tokens take).
+double as_run_throughput(const FieldRun& run, double decode_tokens_per_s) {
+  if (run.throughput != "total_makespan") return decode_tokens_per_s;
+  const double O = std::max(1, run.output_tokens);
+  return decode_tokens_per_s * (run.input_tokens + O) / O;
+}
+
+/// What the serving run did with the requests it preempted (FieldRun::scored_by simulate prints it beside the figure).
+std::string preemption_note(const ServedRun& s) {
+  if (s.retraction == "none") return "simulate: no retraction modelled (admission reserves whole requests)";
+  return fmt::format("simulate ({}): {} preemptions, {} tokens prefilled again ({:.1f} s of recompute, {:.0f} % of the "
+                     "{:.1f} s makespan)", s.retraction, s.retractions, s.recomputed_tokens, ns_to_seconds(s.recompute_ns),
+                     s.makespan > 0 ? 100.0 * static_cast<double>(s.recompute_ns) / static_cast<double>(s.makespan) : 0.0,
+                     ns_to_seconds(s.makespan));
 }
 
 PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldPoint& p, bool simulate_runs) {
@@ -211,8 +257,9 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
   const SimTime prefill_ns = routes.colocated_prefill_ns();
   auto tokens_per_s = [&](KvMode mode, int32_t c) {
     const StepTimeModel& m = routes.model(mode, p);
-    return prefill_ns > 0 ? colocated_tokens_per_s(m, c, p.context, prefill_ns, out.run.output_tokens)
-                          : model_tokens_per_s(m, c, p.context);
+    return as_run_throughput(out.run, prefill_ns > 0
+                                          ? colocated_tokens_per_s(m, c, p.context, prefill_ns, out.run.output_tokens)
+                                          : model_tokens_per_s(m, c, p.context));
   };
   if (prefill_ns > 0 && !is_capacity_metric(p.metric) && p.metric != FieldMetric::kTpotMs)
     res.note = fmt::format("colocated: each request's prefill pass ({:.1f} ms for {} tokens, modelled) shares the GPUs "
@@ -220,7 +267,7 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
   switch (p.metric) {
     case FieldMetric::kTpotMs:
       res.plan = model_tpot_ms(routes.model(p.mode, p), p.concurrency, p.context);
-      if (simulate_runs) res.simulate = routes.simulate_at(p.mode, p.concurrency).tpot_ms.p50;
+      if (simulate_runs) res.simulate = routes.simulate_at(p.mode, p.concurrency).summary.tpot_ms.p50;
       res.label = step_label;
       break;
     case FieldMetric::kTokensPerS:
@@ -262,7 +309,20 @@ PointResult evaluate_point(RunRoutes& routes, const RunResult& out, const FieldP
       break;
     }
   }
-  res.error_pct = res.scoring == Scoring::kOverheadPp ? overhead_error_pp(p, res.plan) : field_error_pct(p, res.plan);
+  // A simulate-scored run (FieldRun::scored_by) is held to the serving run's figure, which says what it preempted.
+  double scored = res.plan;
+  if (out.run.scored_by == "simulate" && !is_capacity_metric(p.metric)) {
+    if (res.simulate) {
+      scored = *res.simulate;
+      res.scored_on_simulate = true;
+      res.label = "simulated (serving engine, scored on simulate; step " + res.label + ")";
+      const ServedRun& s = routes.simulate_at(p.metric == FieldMetric::kGain ? KvMode::kFull : p.mode, p.concurrency);
+      res.note += std::string(res.note.empty() ? "" : "; ") + preemption_note(s);
+    } else {
+      res.note += std::string(res.note.empty() ? "" : "; ") + "scored on the plan: the serving run is off (--no-simulate)";
+    }
+  }
+  res.error_pct = res.scoring == Scoring::kOverheadPp ? overhead_error_pp(p, scored) : field_error_pct(p, scored);
   res.band = scoring_band(p, res.scoring);
   if (res.simulate && *res.simulate > 0) res.plan_vs_sim_pct = (res.plan - *res.simulate) / *res.simulate * 100;
   res.status = field_status(p, res.error_pct, res.band);
@@ -339,7 +399,9 @@ std::vector<RunResult> evaluate_field_runs(const FidelityRequest& r, const std::
           run.input_tokens, run.output_tokens, kFidelityWaves,
           run.throughput == "decode_steady"
               ? "decode-side steady throughput (median over decode steps of requests / step time; no refill gaps)"
-              : "finished tokens over the makespan");
+              : run.throughput == "total_makespan"
+                    ? "prompt + output tokens of the finished requests over the makespan (each prompt once)"
+                    : "finished tokens over the makespan");
     if (simulate_runs) {
       std::vector<std::pair<KvMode, int32_t>> keys;
       for (const FieldPoint& p : run.points) {

@@ -136,12 +136,13 @@ std::string detail_text(const FidelityReport& r) {
                               id, fmt::join(p.range->items, " x "), p.range->combos,
                               value_text(p.point.metric, p.range->min), value_text(p.point.metric, p.range->max),
                               published_text(p.point), p.range->covers ? "inside" : "OUTSIDE",
-                              value_text(p.point.metric, p.plan), error_text(p, p.error_pct));
+                              value_text(p.point.metric, p.tool()), error_text(p, p.error_pct));
     }
   if (!loo.empty()) o += "leave-one-out (each point a fit uses, scored with the fit redone without it):\n" + loo;
   if (!overhead.empty()) o += "ratios scored on their overhead (band ±3 pp):\n" + overhead;
   if (!misses.empty()) o += "points not held out, and held-out points outside their band with the measured reason:\n" + misses;
-  if (!ranges.empty()) o += "setup ranges (plausible: sets the publication leaves open, plan values):\n" + ranges;
+  if (!ranges.empty()) o += "setup ranges (plausible: sets the publication leaves open; plan values, simulate's where a run is scored "
+                                   "on simulate):\n" + ranges;
   o += pending_text(r);
   return o;
 }

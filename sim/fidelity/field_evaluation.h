@@ -84,6 +84,8 @@ struct PointResult {
   FieldPoint point;
   double plan = 0;                          // the closed-form / capacity-plan value
   std::optional<double> simulate;           // the serving simulation's value (closed-loop runs, step metrics)
+  bool scored_on_simulate = false;          // a simulate-scored run (FieldRun::scored_by): error_pct is simulate's
+  double tool() const { return scored_on_simulate && simulate ? *simulate : plan; }  // the figure scored
   double error_pct = 0;                     // of `plan` against the published figure, in-fit (the files' values)
   Scoring scoring = Scoring::kRelativePct;  // error_pct is overhead percentage points for kOverheadPp
   double band = 0;                          // what the scored error is held to (scoring_band)

@@ -243,8 +243,13 @@ FieldRun load_field_run(const std::string& path) {
     w.get("input_tokens", &r.input_tokens, 1, kMaxTokens);
     w.get("output_tokens", &r.output_tokens, 1, kMaxTokens);
     w.get("closed_loop", &r.closed_loop);
-    if (w.has("throughput")) w.get_choice("throughput", &r.throughput, {"makespan", "decode_steady"});
+    if (w.has("throughput")) w.get_choice("throughput", &r.throughput, {"makespan", "decode_steady", "total_makespan"});
+    if (w.has("scored_by")) w.get_choice("scored_by", &r.scored_by, {"plan", "simulate"});
     w.finish();
+    // The shape a simulate-scored run is held to (preemption, queueing) exists only in the serving run.
+    if (r.scored_by == "simulate" && !r.closed_loop)
+      throw_error("{}: got 'simulate' with closed_loop false, expected closed_loop: true (only a closed-loop run is "
+                  "simulated)", w.where("scored_by"));
   }
   for (const YAML::Node& a : m.sequence("assumed")) {
     if (!a.IsScalar()) throw_error("{} (line {}): got {}, expected a sentence", m.where("assumed"), a.Mark().line + 1,

@@ -75,7 +75,12 @@ struct FieldRun {
   // Which simulated throughput a tokens/s or gain point is held against: "makespan" (finished tokens over the run,
   // refill gaps and prefill included) or "decode_steady" (the decode-side throughput of full steps, as a
   // "decode-side steady throughput" benchmark reports it; ServingSummary::decode_tokens_per_s p50).
+  // "total_makespan": prompt and output tokens of the finished requests over the makespan, each prompt counted once
+  // (vLLM's `bench serve` "Total token throughput"); recomputed prefills are work, not tokens served.
   std::string throughput = "makespan";
+  // Which of the tool's figures a point is scored on: "plan" (the closed form; the serving run is printed beside it)
+  // or "simulate" (the serving run: for a shape only the engine's dynamics make, as recompute preemption's decline).
+  std::string scored_by = "plan";
   std::vector<std::string> assumed;
   std::vector<FieldPoint> points;         // the points scored (every one but the pending ones)
   std::vector<FieldPoint> pending;        // declared, not scored yet, each with its reason (FieldPoint::pending)

@@ -43,6 +43,10 @@ PoolNeed Engine::needs(int64_t i) const {
   // The prompt (with a retracted request's decoded tokens) and the output admission reserves: the whole request
   // unless the deployment retracts (sim/serving/retraction.cpp).
   n.logical = paged(prompt_tokens(i) + reserved_output(i));
+  // vLLM schedules a waiting request with the blocks of its first prefill chunk only (the token budget) and gives the
+  // rest chunk by chunk (grow_prefill, sim/serving/retraction.cpp).
+  if (retraction_ == Retraction::kVllm)
+    n.logical = paged(std::min<int64_t>(prompt_tokens(i), std::max<int64_t>(1, opt_.cost.prefill_chunk_tokens)));
   n.dsv4 = dsv4_request_need(sc_, total);  // DeepSeek-V4's window, C128, indexer and state pools (0 otherwise)
   if (!hisparse_) return n;
   // The device buffer (docs/capacity.md): the whole request while it fits H, else H + one page (the newest-token

@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/cost/step/decode_cost_model.h"
@@ -114,6 +115,7 @@ class Engine final : public EventHandler, public FlowListener {
   int64_t reserved_output(int64_t i) const;      // output tokens admission reserves KV for
   int64_t growth_tokens(const Rank& g, int64_t i) const;  // pages (tokens) its next step needs beyond what it holds
   void grow_or_retract(Rank& g);
+  bool grow_prefill(Rank& g, int64_t i, int64_t upto);  // vLLM: blocks for a prefill chunk; false: i was preempted
   void retract(Rank& g, int64_t i);
   // conservation.cpp
   ServingResult finish();
@@ -132,6 +134,7 @@ class Engine final : public EventHandler, public FlowListener {
   DecodeCostModel prefill_cost_;
   PrefillMode prefill_mode_ = PrefillMode::kPd;
   Retraction retraction_ = Retraction::kNone;
+  std::unordered_map<int64_t, int64_t> computed_extent_;  // retracted request: the prefix it had computed before
   Simulator sim_;
   NetworkResource net_;
   uint32_t handler_ = 0;

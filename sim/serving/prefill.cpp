@@ -92,6 +92,7 @@ SimTime Engine::plan_prefill(Instance& inst) {
     const int64_t i = g.prefill_queue().front();
     const RequestState& rt = rt_[static_cast<size_t>(i)];
     const int64_t take = std::min<int64_t>(prompt_tokens(i) - rt.prefilled(), chunk);
+    if (retraction_ == Retraction::kVllm && !grow_prefill(g, i, rt.prefilled() + take)) continue;  // it preempted itself
     g.step.chunks.emplace_back(i, take);
     auto& o = outcomes_[static_cast<size_t>(i)];
     if (o.prefill_start < 0) o.prefill_start = sim_.now();
@@ -110,9 +111,11 @@ void Engine::prefill_chunks_done(Instance& inst) {
     for (const auto& [i, take] : chunks) {
       RequestState& rt = rt_[static_cast<size_t>(i)];
       auto& o = outcomes_[static_cast<size_t>(i)];
-      if (o.retractions > 0) {  // the prefix of a retracted request, computed again
-        result_.recomputed_tokens += take;
-        result_.recompute_ns += prefill_cost_.prefill_time(rt.prefilled() + take) - prefill_cost_.prefill_time(rt.prefilled());
+      if (auto e = computed_extent_.find(i); e != computed_extent_.end() && e->second > rt.prefilled()) {
+        // The part of a retracted request's prefix it had computed before, computed again.
+        const int64_t again = std::min(take, e->second - rt.prefilled());
+        result_.recomputed_tokens += again;
+        result_.recompute_ns += prefill_cost_.prefill_time(rt.prefilled() + again) - prefill_cost_.prefill_time(rt.prefilled());
       }
       rt.prefill_chunk(take);
       result_.prefill_tokens += take;

@@ -15,9 +15,16 @@
 // vLLM (vllm-project/vllm b4622cf9, vllm/v1/core/sched/scheduler.py, Scheduler.schedule): running requests are given
 // their new slots in order; when allocate_slots fails the FCFS policy preempts the last running request
 // (self.running.pop(), the most recently scheduled), frees its blocks, resets its computed tokens to 0 (recompute)
-// and puts it back at the head of the waiting queue (_preempt_request), until the request being scheduled fits.
+// and puts it back at the head of the waiting queue (_preempt_request), until the request being scheduled fits; a
+// request that finds itself the last one preempts itself. A waiting request is scheduled with the slots of the
+// tokens it computes in that step only (its prompt capped by the step's token budget, chunked prefill), and a
+// prefilling request asks for the next chunk's slots each step (grow_prefill): so vLLM admits more long prompts
+// than its blocks hold, and under pressure the newest, partly prefilled, is preempted and prefilled again.
 //
-// Modelled: full-KV mode with colocated prefill (the GPU that decodes recomputes the prefix); SGLang's waiting-queue
+// Modelled: full-KV mode with colocated prefill (the GPU that decodes recomputes the prefix); vLLM's token budget is
+// the cost file's prefill_chunk_tokens, one prefilling request per rank and pass as the engine runs chunks, the
+// requests still waiting for their first chunk newer than every decoding one; its prefix cache (freed blocks that a
+// preempted request may find again) is not modelled. SGLang's waiting-queue
 // order for retracted requests is taken as the back of the queue (assumed: its default fcfs policy does not reorder
 // the queue without priorities), vLLM's the head. SGLang's new_token_ratio, which it raises after a retraction and
 // lets decay, is the deployment's fixed `decode_reserve_ratio` here (assumed).
@@ -62,6 +69,11 @@ void Engine::grow_or_retract(Rank& g) {
     return t;
   };
   while (need() > g.pools().free_tokens(0)) {
+    // vLLM pops the most recently scheduled request: an admitted one still prefilling is newer than any decoding one.
+    if (retraction_ == Retraction::kVllm && !g.prefill_queue().empty()) {
+      retract(g, g.prefill_queue().back());
+      continue;
+    }
     if (keep.size() == 1)
       throw_error("serving engine: rank {}: request {} alone needs {} more tokens, {} free (admission checks the whole "
                   "request fits an empty pool)", g.local(), keep.front(), need(), g.pools().free_tokens(0));
@@ -74,11 +86,33 @@ void Engine::grow_or_retract(Rank& g) {
       throw_error("serving engine: request {} could not take the pages counted free", i);
 }
 
+bool Engine::grow_prefill(Rank& g, int64_t i, int64_t upto) {
+  // vLLM: the chunk's blocks, preempting the most recently scheduled request until they can be had; a request still
+  // waiting for its first chunk behind `i` is newer than it, else `i` itself is the newest (every decoding request
+  // was scheduled before it) and preempts itself.
+  while (paged(upto) - g.pools().held(i, 0) > g.pools().free_tokens(0)) {
+    if (g.prefill_queue().back() == i) {
+      retract(g, i);
+      return false;
+    }
+    retract(g, g.prefill_queue().back());
+  }
+  if (g.pools().grow_logical(i, upto) != 0)
+    throw_error("serving engine: request {} could not take the prefill pages counted free", i);
+  return true;
+}
+
 void Engine::retract(Rank& g, int64_t i) {
   auto& o = outcomes_[static_cast<size_t>(i)];
   ++o.retractions;
   ++result_.retractions;
-  result_.retracted_tokens += prompt_tokens(i);  // prompt + decoded tokens whose KV is dropped: prefilled again
+  // The KV it drops and will compute again: prompt + decoded tokens, or, still prefilling, the chunks it had.
+  const auto& queue = g.prefill_queue();
+  const bool prefilling = std::find(queue.begin(), queue.end(), i) != queue.end();
+  const int64_t dropped = prefilling ? rt_[static_cast<size_t>(i)].prefilled() : prompt_tokens(i);
+  result_.retracted_tokens += dropped;
+  int64_t& extent = computed_extent_[i];
+  extent = std::max(extent, dropped);
   --result_.admitted;
   g.pools().release(i);
   admission_->release(g, i);  // v2 current: retract_req calls request_finished (host, indexer, temp buffer back)

@@ -146,6 +146,29 @@ TEST_CASE("the simulated throughput a run is held against is makespan unless the
   CHECK(e.find("decode_steady") != std::string::npos);
 }
 
+TEST_CASE("scored_by is plan unless the file says simulate, and simulate needs a closed-loop run") {
+  const std::string point = "  - id: a\n    metric: tokens_per_s\n    mode: full\n    concurrency: 1\n"
+                            "    published: 10\n    tolerance_pct: 10\n";
+  auto with = [&](const std::string& lines) {
+    std::string body = std::string(kHead) + point;
+    body.replace(body.find("  output_tokens: 200\n"), 20, "  output_tokens: 200\n" + lines);
+    return body;
+  };
+  // Expect the default when the workload does not name it.
+  CHECK(load_field_run(write_field("t", std::string(kHead) + point)).scored_by == "plan");
+  // Expect simulate (and total_makespan) as written on a closed-loop run.
+  const FieldRun run =
+      load_field_run(write_field("t", with("  closed_loop: true\n  throughput: total_makespan\n  scored_by: simulate")));
+  CHECK(run.scored_by == "simulate");
+  CHECK(run.throughput == "total_makespan");
+  // Expect simulate without a closed loop to be an error naming the key and what it needs.
+  const std::string e = load_error(with("  scored_by: simulate"));
+  CHECK(e.find("workload.scored_by") != std::string::npos);
+  CHECK(e.find("closed_loop: true") != std::string::npos);
+  // Expect any other value to be an error listing the two.
+  CHECK(load_error(with("  scored_by: engine")).find("simulate") != std::string::npos);
+}
+
 TEST_CASE("derived_overrides names an override of the file and the points it was read off") {
   const std::string point = "  - id: cap\n    metric: max_concurrency\n    mode: full\n    published: 6\n"
                             "    role: fitted\n    role_reason: the pool was read off it\n    tolerance_pct: 5\n";

@@ -86,3 +86,27 @@ TEST_CASE("retraction is refused outside full-KV colocated serving, naming the s
   CHECK_THROWS_WITH_AS(run_serving(small_pool("vllm", 1.0), burst(1, 192, 8), opt),
                        doctest::Contains("engine: vllm"), hisparse::Error);
 }
+
+// Hand-worked, vLLM's chunk-by-chunk blocks (token budget 128 = 2 pages): A and B have 448-token prompts (7 pages)
+// and 8 output tokens (A's 456 tokens: 8 pages). Whole-request admission would hold B back until A finishes (8 + 8 >
+// 10 pages); vLLM schedules B on its first chunk alone (2 + 2 of 10), so B starts before A finishes. A, first in the
+// prefill queue, prefills its 4 chunks (7 pages) and takes its 8th page at its first decode step: 8 + 2 = 10, none
+// free. B's second chunk then needs 2 more pages; B is the most recently scheduled request, so it preempts itself,
+// dropping the 128 tokens of its first chunk, and is scheduled again on its first chunk (2 pages free) until A is done.
+// Every preemption is B's and drops exactly that one chunk, so the tokens dropped and recomputed are 128 per
+// preemption; A is never preempted, and both finish.
+TEST_CASE("vLLM schedules a long prompt a chunk at a time: the newest request preempts itself when blocks run out") {
+  ServingOptions opt;
+  opt.mode = KvMode::kFull;
+  opt.cost.prefill_chunk_tokens = 128;
+  const ServingResult r = run_serving(small_pool("vllm", 1.0), burst(2, 448, 8), opt);
+  REQUIRE(r.logical_pool_tokens == 640);  // the case's premise: ten pages
+  CHECK(r.finished == 2);
+  CHECK(r.requests[1].admitted < r.requests[0].finish);
+  CHECK(r.requests[0].retractions == 0);
+  CHECK(r.retractions >= 1);
+  CHECK(r.requests[1].retractions == r.retractions);
+  CHECK(r.retracted_tokens == 128 * r.retractions);
+  CHECK(r.recomputed_tokens == 128 * r.retractions);
+  CHECK(r.requests[1].decoded == 7);
+}
