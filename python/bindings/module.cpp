@@ -128,9 +128,20 @@ std::vector<const char*> field_names(const char* names) {
   return out;
 }
 
+/// "PlanRow(seq_len=16384, mode='full', ...)": a bound struct's repr, its `fields` in order.
+std::string fields_repr(nb::handle self) {
+  std::string out = nb::cast<std::string>(self.type().attr("__name__")) + "(";
+  const char* separator = "";
+  for (nb::handle name : self.type().attr("fields")) {
+    out += separator + nb::cast<std::string>(name) + "=" + nb::cast<std::string>(nb::repr(self.attr(name)));
+    separator = ", ";
+  }
+  return out + ")";
+}
+
 /// Binds `members` of a struct as attributes named by `names` (comma-separated, in the members' order) and puts the
-/// names before those of the class's bases in its `fields` tuple: the columns Python's tables and to_pandas() read.
-/// One call per struct, so each field is named in one place.
+/// names before those of the class's bases in its `fields` tuple: the columns Python's tables and to_pandas() read,
+/// and its repr. One call per struct, so each field is named in one place.
 template <typename Class, typename... Member>
 void bind_fields(Class&& c, bool writable, const char* names, Member... members) {
   const std::vector<const char*> n = field_names(names);
@@ -145,6 +156,7 @@ void bind_fields(Class&& c, bool writable, const char* names, Member... members)
   if (nb::hasattr(c, "fields"))
     for (nb::handle base : c.attr("fields")) fields.append(base);
   c.attr("fields") = nb::tuple(fields);
+  c.def("__repr__", &fields_repr);
 }
 
 /// `f` as a function that releases the GIL while the C++ side runs (its result is converted after).

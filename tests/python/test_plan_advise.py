@@ -57,6 +57,7 @@ def test_plan_rows_are_the_cli_table(cli, tmp_path):
     got = hisparse.plan(SCENARIO, seq_lens=[16384, 131072])
     assert [(r.seq_len, r.mode) for r in got.rows] == [(n, m) for n in (16384, 131072)
                                                        for m in ("full", "hisparse", "dynamic")]
+    assert repr(got.rows[0]).startswith("PlanRow(seq_len=16384, mode='full', applicable=True, max_per_rank=")
     for r in got.rows:
         assert isinstance(r.seq_len, int) and isinstance(r.max_concurrency, int) and isinstance(r.tpot_ms, float)
         assert isinstance(r.applicable, bool) and isinstance(r.binding_limit, str)
