@@ -74,9 +74,8 @@ int run_advise(int argc, char** argv) {
 
   sim::write_advice_files(outcome, out_dir, !vm.count("no-plots"));
   // The answer first: the flags to launch SGLang with, one line per advice; the provenance and the reasons follow.
-  for (const sim::Advice& a : advices)
-    if (const sim::Candidate* rec = a.recommended())
-      fmt::print("launch SGLang, {}: {}\n", a.mix.label, sim::sglang_flags(*rec, setup.scenario));
+  for (const sim::AdviceRecommendation& r : outcome.recommendations)
+    if (r.fits) fmt::print("launch SGLang, {}: {}\n", r.context, r.sglang_flags);
   fmt::print("{}", sim::advice_to_text(setup.scenario, advices, setup.info));
   fmt::print("advice computed in {:.2f} s (plotting excluded); wrote {}/advise.json, advise.md, advise.html{}\n", seconds,
              out_dir, vm.count("no-plots") ? "" : " and advise_*.png");

@@ -68,7 +68,7 @@ cat >>"$tmp/run/readme_examples.py" <<'EOF'
 import json, os, re
 site = os.path.dirname(hisparse.__file__)
 plan = hisparse.plan("dsv32-8xh200-1tb", seq_lens=[16384])
-read = re.findall(r'"(/[^"]*/scenarios/[^"]*)"', json.dumps(plan))  # the deployment, cost model, calibration
+read = re.findall(r'"(/[^"]*/scenarios/[^"]*)"', plan.json_text)  # the deployment, cost model, calibration
 assert read and all(p.startswith(site + "/data/scenarios/") for p in read), f"read outside {site}: {read}"
 print(f"hisparse {hisparse.__version__} from {site}: the README's examples ran; files read: {sorted(set(read))}")
 EOF

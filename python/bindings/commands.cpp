@@ -18,16 +18,18 @@
 
 namespace hisparse::python {
 
-CommandOutput plan(const sim::PlanRequest& request, const std::string& out_dir, bool plots) {
+PlanOutput plan(const sim::PlanRequest& request, const std::string& out_dir, bool plots) {
   const sim::PlanOutcome outcome = sim::run_plan(request);
   if (!out_dir.empty()) sim::write_plan_files(outcome, out_dir, plots);
-  return {outcome.json(), sim::plan_console_text(outcome)};
+  return {outcome.scenario.deployment.name, outcome.table, outcome.plan.warnings, outcome.json(),
+          sim::plan_console_text(outcome)};
 }
 
-CommandOutput advise(const sim::AdviseRequest& request, const std::string& out_dir, bool plots) {
+AdviseOutput advise(const sim::AdviseRequest& request, const std::string& out_dir, bool plots) {
   const sim::AdviseOutcome outcome = sim::run_advise(request);
   if (!out_dir.empty()) sim::write_advice_files(outcome, out_dir, plots);
-  return {outcome.json(), sim::advice_to_text(outcome.setup.scenario, outcome.advices, outcome.setup.info)};
+  return {outcome.setup.scenario.deployment.name, outcome.recommendations, outcome.table, outcome.setup.info.warnings,
+          outcome.json(), sim::advice_to_text(outcome.setup.scenario, outcome.advices, outcome.setup.info)};
 }
 
 namespace {
@@ -36,28 +38,15 @@ SimulateRunOutput run_output(const sim::SimulateRun& run) {
   const sim::ServingResult& r = run.result;
   const sim::ServingSummary& s = run.summary;
   SimulateRunOutput o;
-  o.mode = sim::to_string(run.mode);
+  static_cast<sim::SweepPoint&>(o) = sim::sweep_point(run);
   o.overlap = sim::to_string(run.overlap);
   o.tag = run.tag;
-  o.concurrency = run.clients.concurrency;
   o.arrivals = r.arrivals;
   o.admitted = r.admitted;
-  o.finished = r.finished;
-  o.rejected = r.rejected;
-  o.host_alloc_failures = r.aborts;
   o.demotions = r.demotions;
   o.events = r.events;
   o.ttft_modelled = sim::ttft_modelled(r);
-  o.tokens_per_s = s.tokens_per_s;
   o.tokens_per_s_per_gpu = s.tokens_per_s_per_gpu;
-  o.steady_tokens_per_s = run.steady_tokens_per_s;
-  o.tpot_p50_ms = s.tpot_ms.p50;
-  o.tpot_p99_ms = s.tpot_ms.p99;
-  o.ttft_p50_ms = s.ttft_ms.p50;
-  o.ttft_p99_ms = s.ttft_ms.p99;
-  o.wait_p50_ms = s.wait_ms.p50;
-  o.wait_p99_ms = s.wait_ms.p99;
-  o.batch_per_rank_mean = s.batch_per_gpu.mean;
   o.hit_rate = s.hit_rate;
   o.pcie_h2d_util = s.pcie_h2d_util;
   o.io_stall_fraction = s.io_stall_fraction;
@@ -65,25 +54,6 @@ SimulateRunOutput run_output(const sim::SimulateRun& run) {
   o.wall_s = run.wall_s;
   o.requests_csv = sim::requests_csv(r);
   o.steps_csv = sim::steps_csv(r);
-  return o;
-}
-
-SimulateSweepRow sweep_row(const sim::SweepPoint& p) {
-  SimulateSweepRow o;
-  o.concurrency = p.concurrency;
-  o.mode = sim::to_string(p.mode);
-  o.tokens_per_s = p.tokens_per_s;
-  o.tpot_p50_ms = p.tpot_p50_ms;
-  o.tpot_p99_ms = p.tpot_p99_ms;
-  o.wait_p50_ms = p.wait_p50_ms;
-  o.wait_p99_ms = p.wait_p99_ms;
-  o.ttft_p50_ms = p.ttft_p50_ms;
-  o.ttft_p99_ms = p.ttft_p99_ms;
-  o.batch_per_rank = p.batch_per_rank;
-  o.steady_tokens_per_s = p.steady_tokens_per_s;
-  o.finished = p.finished;
-  o.rejected = p.rejected;
-  o.host_alloc_failures = p.host_alloc_failures;
   return o;
 }
 
@@ -101,7 +71,7 @@ SimulateOutput simulate(const sim::SimulateRequest& request, const std::string& 
   o.workload_requests = static_cast<int64_t>(outcome.setup.workload.requests.size());
   for (const sim::SimulateRun& run : outcome.runs) o.runs.push_back(run_output(run));
   if (outcome.sweep) {
-    for (const sim::SweepPoint& p : outcome.sweep->points) o.sweep.push_back(sweep_row(p));
+    o.sweep = outcome.sweep->points;
     o.crossover = outcome.sweep->crossover;
   }
   o.text = sim::simulate_console_text(outcome, /*verbose=*/false);

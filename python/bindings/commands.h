@@ -1,57 +1,65 @@
-// @brief What hisparse.plan / advise / simulate / validate call: the library's typed requests (sim/api, validate/), run in
-// this process; plan and advise come back as the JSON text the CLI writes and the text it prints, simulate as plain
-// structs of its figures and tables, all built in memory from the result (no argv, no temporary folder). Standard types and the requests' own headers only (module.cpp binds
-// them), so the module still builds against a prebuilt facade library.
+// @brief What hisparse.plan / advise / simulate / validate call: the library's typed requests (sim/api, validate/), run
+// in this process; their outcomes come back as plain structs of figures and tables (the rows the CLI prints, which
+// module.cpp binds as they are), plus the JSON text the CLI writes and the text it prints, all built in memory from
+// the result (no argv, no temporary folder). Standard types and the requests' and tables' own headers only, so the
+// module still builds against a prebuilt facade library.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "sim/advise/advice_table.h"
 #include "sim/api/requests.h"
+#include "sim/plan/plan_table.h"
+#include "sim/serving/concurrency_sweep.h"
 #include "validate/validate_request.h"
 
 namespace hisparse::python {
 
-struct CommandOutput {
-  std::string json;  // plan.json / advise.json, byte for byte as the CLI writes it
+/// hisparse.plan's outcome: the table the CLI prints (sim/plan/plan_table.h), the warnings, plan.json and the text.
+struct PlanOutput {
+  std::string scenario;
+  std::vector<sim::PlanTableRow> rows;
+  std::vector<std::string> warnings;
+  std::string json;  // plan.json, byte for byte as the CLI writes it
   std::string text;  // what the CLI prints
 };
 
-/// run_plan; with `out_dir` not empty, also the CLI's files there (plots: run scripts/plot_plan.py).
-CommandOutput plan(const sim::PlanRequest& request, const std::string& out_dir, bool plots);
-/// run_advise; with `out_dir` not empty, also the CLI's files there.
-CommandOutput advise(const sim::AdviseRequest& request, const std::string& out_dir, bool plots);
-
-/// One run of hisparse.simulate: its identity, its figures (modelled; wall_s measured) and its two tables as the CSV
-/// files hold them (requests_<tag>.csv, steps_<tag>.csv; Python's to_pandas reads them).
-struct SimulateRunOutput {
-  std::string mode, overlap, tag;
-  int32_t concurrency = 0;  // closed-loop clients; 0: the workload's arrivals
-  int64_t arrivals = 0, admitted = 0, finished = 0, rejected = 0, host_alloc_failures = 0, demotions = 0;
-  uint64_t events = 0;
-  bool ttft_modelled = false;
-  double tokens_per_s = 0, tokens_per_s_per_gpu = 0, steady_tokens_per_s = 0;
-  double tpot_p50_ms = 0, tpot_p99_ms = 0, ttft_p50_ms = 0, ttft_p99_ms = 0, wait_p50_ms = 0, wait_p99_ms = 0;
-  double batch_per_rank_mean = 0, hit_rate = 1, pcie_h2d_util = 0, io_stall_fraction = 0, tpot_slo_attainment = 0;
-  double wall_s = 0;
-  std::string requests_csv, steps_csv;
+/// hisparse.advise's outcome: each mix's recommendation and settings table (sim/advise/advice_table.h), the
+/// warnings, advise.json and the text.
+struct AdviseOutput {
+  std::string scenario;
+  std::vector<sim::AdviceRecommendation> recommendations;
+  std::vector<sim::AdviceTableRow> rows;
+  std::vector<std::string> warnings;
+  std::string json;  // advise.json, byte for byte as the CLI writes it
+  std::string text;  // what the CLI prints after its "launch SGLang" lines
 };
 
-/// One row of a concurrency sweep's table (sweep.csv); ttft -1: not modelled.
-struct SimulateSweepRow {
-  int32_t concurrency = 0;
-  std::string mode;
-  double tokens_per_s = 0, tpot_p50_ms = 0, tpot_p99_ms = 0, wait_p50_ms = 0, wait_p99_ms = 0, ttft_p50_ms = -1,
-         ttft_p99_ms = -1, batch_per_rank = 0, steady_tokens_per_s = 0;
-  int64_t finished = 0, rejected = 0, host_alloc_failures = 0;
+/// run_plan; with `out_dir` not empty, also the CLI's files there (plots: run scripts/plot_plan.py).
+PlanOutput plan(const sim::PlanRequest& request, const std::string& out_dir, bool plots);
+/// run_advise; with `out_dir` not empty, also the CLI's files there.
+AdviseOutput advise(const sim::AdviseRequest& request, const std::string& out_dir, bool plots);
+
+/// One run of hisparse.simulate: the figures a sweep's row holds (sim/serving/concurrency_sweep.h, filled by
+/// sim::sweep_point: modelled), its identity, its other figures (wall_s measured) and its two tables as the CSV files
+/// hold them (requests_<tag>.csv, steps_<tag>.csv; Python's to_pandas reads them).
+struct SimulateRunOutput : sim::SweepPoint {
+  std::string overlap, tag;
+  int64_t arrivals = 0, admitted = 0, demotions = 0;
+  uint64_t events = 0;
+  bool ttft_modelled = false;  // false: ttft_p50_ms and ttft_p99_ms are -1
+  double tokens_per_s_per_gpu = 0, hit_rate = 1, pcie_h2d_util = 0, io_stall_fraction = 0, tpot_slo_attainment = 0;
+  double wall_s = 0;
+  std::string requests_csv, steps_csv;
 };
 
 struct SimulateOutput {
   std::string scenario, workload, workload_source;
   int64_t workload_requests = 0;
   std::vector<SimulateRunOutput> runs;
-  std::vector<SimulateSweepRow> sweep;  // several levels only
+  std::vector<sim::SweepPoint> sweep;  // several levels only
   int32_t crossover = -1;               // the sweep's (-1: none)
   std::string text;                     // what the CLI prints (without its "wrote" line)
 };

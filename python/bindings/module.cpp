@@ -1,9 +1,12 @@
 // @brief hisparse._core, the compiled half of the Python package: numpy arrays in and out of facade.h, and the
 // library's own request structs (sim/api/requests.h, validate/validate_request.h) bound field by field for plan,
-// advise, simulate and validate, and simulate's outcome as read-only structs. Argument checks that name Python arguments live in python/hisparse/*.py; this layer only
-// converts (and releases the GIL while the C++ side runs, so replays and plans of several Python threads proceed in
-// parallel).
+// advise, simulate and validate, and their outcomes as read-only structs (the rows the CLI prints), each struct's
+// fields named once (bind_fields). Argument checks that name Python arguments live in python/hisparse/*.py; this
+// layer only converts (and releases the GIL while the C++ side runs, so replays and plans of several Python threads
+// proceed in parallel).
 #include <cstdint>
+#include <deque>
+#include <stdexcept>
 #include <exception>
 #include <memory>
 #include <string>
@@ -22,9 +25,22 @@
 #include "core/not_found_error.h"
 #include "python/bindings/commands.h"
 #include "python/bindings/facade.h"
+#include "sim/cost/step/kv_mode.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
+
+// KvMode to Python as its name ("full", "hisparse", "dynamic"), as the CLI's tables print it; it is never passed in.
+namespace nanobind::detail {
+template <>
+struct type_caster<hisparse::sim::KvMode> {
+  NB_TYPE_CASTER(hisparse::sim::KvMode, const_name("str"))
+  bool from_python(handle, uint8_t, cleanup_list*) noexcept { return false; }
+  static handle from_cpp(hisparse::sim::KvMode mode, rv_policy, cleanup_list*) noexcept {
+    return PyUnicode_FromString(hisparse::sim::to_string(mode));
+  }
+};
+}  // namespace nanobind::detail
 
 namespace hisparse::python {
 
@@ -94,16 +110,79 @@ nb::dict replay_to_dict(ReplayOutput&& r) {
   return d;
 }
 
-ReplayArgs replay_args(std::vector<std::string> policies, std::vector<int32_t> buffer_sizes, int64_t row_bytes,
-                       int threads, int64_t lookahead_mb, bool per_step) {
+constexpr bool kReadWrite = true, kReadOnly = false;
+
+/// `names` ("a, b, c") split at its commas; each name is kept for the module's life (nanobind refers to it).
+std::vector<const char*> field_names(const char* names) {
+  static std::deque<std::string> kept;
+  std::vector<const char*> out;
+  std::string text(names);
+  for (size_t at = 0; at <= text.size();) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const size_t first = text.find_first_not_of(' ', at);
+    kept.push_back(text.substr(first, end - first));
+    out.push_back(kept.back().c_str());
+    at = end + 1;
+  }
+  return out;
+}
+
+/// "PlanRow(seq_len=16384, mode='full', ...)": a bound struct's repr, its `fields` in order.
+std::string fields_repr(nb::handle self) {
+  std::string out = nb::cast<std::string>(self.type().attr("__name__")) + "(";
+  const char* separator = "";
+  for (nb::handle name : self.type().attr("fields")) {
+    out += separator + nb::cast<std::string>(name) + "=" + nb::cast<std::string>(nb::repr(self.attr(name)));
+    separator = ", ";
+  }
+  return out + ")";
+}
+
+/// Binds `members` of a struct as attributes named by `names` (comma-separated, in the members' order) and puts the
+/// names before those of the class's bases in its `fields` tuple: the columns Python's tables and to_pandas() read,
+/// and its repr. One call per struct, so each field is named in one place.
+template <typename Class, typename... Member>
+void bind_fields(Class&& c, bool writable, const char* names, Member... members) {
+  const std::vector<const char*> n = field_names(names);
+  if (n.size() != sizeof...(Member))
+    throw std::logic_error(std::string("bind_fields: ") + std::to_string(n.size()) + " names for " +
+                           std::to_string(sizeof...(Member)) + " members: " + names);
+  size_t i = 0;
+  if (writable) (c.def_rw(n[i++], members), ...);
+  else (c.def_ro(n[i++], members), ...);
+  nb::list fields;
+  for (const char* name : n) fields.append(nb::str(name));
+  if (nb::hasattr(c, "fields"))
+    for (nb::handle base : c.attr("fields")) fields.append(base);
+  c.attr("fields") = nb::tuple(fields);
+  c.def("__repr__", &fields_repr);
+}
+
+/// `f` as a function that releases the GIL while the C++ side runs (its result is converted after).
+template <typename Result, typename... Arg>
+auto without_gil(Result (*f)(Arg...)) {
+  return [f](Arg... args) -> Result {
+    nb::gil_scoped_release release;
+    return f(std::forward<Arg>(args)...);
+  };
+}
+
+/// replay's arguments after the trace, as hisparse/replay.py passes them: policies, buffer sizes, row bytes, threads,
+/// look-ahead MB, per-step rows.
+using ReplayOptions = std::tuple<std::vector<std::string>, std::vector<int32_t>, int64_t, int, int64_t, bool>;
+
+/// `run` (a replay of one trace, given its ReplayArgs) with the GIL released, and its output as replay.py reads it.
+template <typename Run>
+nb::dict replay_without_gil(const ReplayOptions& options, Run&& run) {
   ReplayArgs a;
-  a.policies = std::move(policies);
-  a.buffer_sizes = std::move(buffer_sizes);
-  a.row_bytes = row_bytes;
-  a.threads = threads;
-  a.lookahead_mb = lookahead_mb;
-  a.per_step = per_step;
-  return a;
+  std::tie(a.policies, a.buffer_sizes, a.row_bytes, a.threads, a.lookahead_mb, a.per_step) = options;
+  ReplayOutput r;
+  {
+    nb::gil_scoped_release release;
+    r = run(a);
+  }
+  return replay_to_dict(std::move(r));
 }
 
 }  // namespace
@@ -186,200 +265,166 @@ NB_MODULE(_core, m) {
 
   m.def(
       "replay_path",
-      [](const std::string& path, int32_t top_k, const std::string& initial_state, std::vector<std::string> policies,
-         std::vector<int32_t> buffer_sizes, int64_t row_bytes, int threads, int64_t lookahead_mb, bool per_step) {
-        const ReplayArgs a = replay_args(std::move(policies), std::move(buffer_sizes), row_bytes, threads,
-                                         lookahead_mb, per_step);
-        ReplayOutput r;
-        {
-          nb::gil_scoped_release release;
-          r = replay_path(path, top_k, initial_state, a);
-        }
-        return replay_to_dict(std::move(r));
+      [](const std::string& path, int32_t top_k, const std::string& initial_state, const ReplayOptions& options) {
+        return replay_without_gil(options,
+                                  [&](const ReplayArgs& a) { return replay_path(path, top_k, initial_state, a); });
       },
-      "path"_a, "top_k"_a, "initial_state"_a, "policies"_a, "buffer_sizes"_a, "row_bytes"_a, "threads"_a,
-      "lookahead_mb"_a, "per_step"_a);
-
+      "path"_a, "top_k"_a, "initial_state"_a, "options"_a);
   m.def(
       "replay_arrays",
       [](const std::vector<RequestArrays>& requests, int32_t top_k, const std::string& initial_state,
-         std::vector<std::string> policies, std::vector<int32_t> buffer_sizes, int64_t row_bytes, int threads,
-         int64_t lookahead_mb, bool per_step) {
+         const ReplayOptions& options) {
         const ArrayTrace t = to_array_trace(requests, top_k, initial_state);
-        const ReplayArgs a = replay_args(std::move(policies), std::move(buffer_sizes), row_bytes, threads,
-                                         lookahead_mb, per_step);
-        ReplayOutput r;
-        {
-          nb::gil_scoped_release release;
-          r = replay_arrays(t, a);
-        }
-        return replay_to_dict(std::move(r));
+        return replay_without_gil(options, [&](const ReplayArgs& a) { return replay_arrays(t, a); });
       },
-      "requests"_a, "top_k"_a, "initial_state"_a, "policies"_a, "buffer_sizes"_a, "row_bytes"_a, "threads"_a,
-      "lookahead_mb"_a, "per_step"_a);
+      "requests"_a, "top_k"_a, "initial_state"_a, "options"_a);
 
   namespace sim = hisparse::sim;
   namespace val = hisparse::validation;
-#define HS_RW(cls, field) .def_rw(#field, &cls::field)
-  nb::class_<sim::ScenarioOverrides>(m, "ScenarioOverrides")
-      .def(nb::init<>()) HS_RW(sim::ScenarioOverrides, device_buffer_size)
-      HS_RW(sim::ScenarioOverrides, host_to_device_ratio) HS_RW(sim::ScenarioOverrides, top_k)
-      HS_RW(sim::ScenarioOverrides, max_running_requests) HS_RW(sim::ScenarioOverrides, mem_fraction_static)
-      HS_RW(sim::ScenarioOverrides, page_size) HS_RW(sim::ScenarioOverrides, kv_dtype)
-      HS_RW(sim::ScenarioOverrides, swap_in_kernel)
-      HS_RW(sim::ScenarioOverrides, tpot_slo_ms) HS_RW(sim::ScenarioOverrides, mtp_draft_tokens)
-      HS_RW(sim::ScenarioOverrides, mtp_acceptance) HS_RW(sim::ScenarioOverrides, host_dram_bytes)
-      HS_RW(sim::ScenarioOverrides, host_reserve_bytes) HS_RW(sim::ScenarioOverrides, hbm_bytes)
-      HS_RW(sim::ScenarioOverrides, weight_bytes) HS_RW(sim::ScenarioOverrides, weights_per_gpu_bytes)
-      HS_RW(sim::ScenarioOverrides, activation_reserve_bytes) HS_RW(sim::ScenarioOverrides, kv_budget_bytes)
-      HS_RW(sim::ScenarioOverrides, full_pool_tokens) HS_RW(sim::ScenarioOverrides, device_pool_tokens)
-      HS_RW(sim::ScenarioOverrides, host_pool_tokens) HS_RW(sim::ScenarioOverrides, hisparse_prefetch);
-  nb::class_<sim::ScenarioChoice>(m, "ScenarioChoice")
-      .def(nb::init<>()) HS_RW(sim::ScenarioChoice, scenario) HS_RW(sim::ScenarioChoice, overrides)
-      HS_RW(sim::ScenarioChoice, cost_params) HS_RW(sim::ScenarioChoice, calibration)
-      HS_RW(sim::ScenarioChoice, step_calibration) HS_RW(sim::ScenarioChoice, attention_table)
-      HS_RW(sim::ScenarioChoice, op_tables)
-      // The overlap mode by its flag spelling (none | two-batch; None: the cost parameters').
-      .def_prop_rw(
-          "overlap",
-          [](const sim::ScenarioChoice& c) -> std::optional<std::string> {
-            if (!c.overlap) return std::nullopt;
-            return std::string(sim::to_string(*c.overlap));
-          },
-          [](sim::ScenarioChoice& c, std::optional<std::string> v) {
-            if (v) c.overlap = sim::parse_overlap_mode(*v, "--overlap");
-            else c.overlap.reset();
-          });
-  nb::class_<sim::MissChoice>(m, "MissChoice")
-      .def(nb::init<>()) HS_RW(sim::MissChoice, surface) HS_RW(sim::MissChoice, fraction)
-      HS_RW(sim::MissChoice, trace) HS_RW(sim::MissChoice, policy) HS_RW(sim::MissChoice, threads)
-      HS_RW(sim::MissChoice, rescale_trace_top_k);
-  nb::class_<sim::StrategyOptions>(m, "StrategyOptions")
-      .def(nb::init<>()) HS_RW(sim::StrategyOptions, enabled) HS_RW(sim::StrategyOptions, eviction_budget)
-      HS_RW(sim::StrategyOptions, compression_sinks) HS_RW(sim::StrategyOptions, compression_recent)
-      HS_RW(sim::StrategyOptions, compression_ratio) HS_RW(sim::StrategyOptions, reconstruct_bytes)
-      HS_RW(sim::StrategyOptions, recall_file) HS_RW(sim::StrategyOptions, recall_top_k);
-  nb::class_<sim::PlanRequest>(m, "PlanRequest")
-      .def(nb::init<>()) HS_RW(sim::PlanRequest, setup) HS_RW(sim::PlanRequest, misses)
-      HS_RW(sim::PlanRequest, seq_lens) HS_RW(sim::PlanRequest, workload) HS_RW(sim::PlanRequest, sweep_buffer_sizes)
-      HS_RW(sim::PlanRequest, sweep_ratios) HS_RW(sim::PlanRequest, batch_cap) HS_RW(sim::PlanRequest, memory_only)
-      HS_RW(sim::PlanRequest, strategies) HS_RW(sim::PlanRequest, command_line);
-  nb::class_<sim::AdviseRequest>(m, "AdviseRequest")
-      .def(nb::init<>()) HS_RW(sim::AdviseRequest, setup) HS_RW(sim::AdviseRequest, misses)
-      HS_RW(sim::AdviseRequest, seq_lens) HS_RW(sim::AdviseRequest, workload) HS_RW(sim::AdviseRequest, mix_classes)
-      HS_RW(sim::AdviseRequest, buffer_sizes) HS_RW(sim::AdviseRequest, ratios) HS_RW(sim::AdviseRequest, command_line)
-      HS_RW(sim::AdviseRequest, decision_rule) HS_RW(sim::AdviseRequest, compare_miss_curves);
-  nb::class_<sim::SimulateRequest>(m, "SimulateRequest")
-      .def(nb::init<>()) HS_RW(sim::SimulateRequest, setup) HS_RW(sim::SimulateRequest, misses)
-      HS_RW(sim::SimulateRequest, prefill_instances) HS_RW(sim::SimulateRequest, link_model)
-      HS_RW(sim::SimulateRequest, workload) HS_RW(sim::SimulateRequest, duration_s)
-      HS_RW(sim::SimulateRequest, miss_model) HS_RW(sim::SimulateRequest, admission)
-      HS_RW(sim::SimulateRequest, v2_coordinator)
-      HS_RW(sim::SimulateRequest, max_retries) HS_RW(sim::SimulateRequest, mode)
-      HS_RW(sim::SimulateRequest, both_overlaps) HS_RW(sim::SimulateRequest, concurrency)
-      HS_RW(sim::SimulateRequest, think_time_s) HS_RW(sim::SimulateRequest, num_requests)
-      HS_RW(sim::SimulateRequest, timeline_start_s) HS_RW(sim::SimulateRequest, timeline_length_s)
-      HS_RW(sim::SimulateRequest, force);
-  // simulate's outcome: read-only structs of figures (python/bindings/commands.h), not JSON text.
-#define HS_RO(cls, field) .def_ro(#field, &cls::field)
-  nb::class_<SimulateRunOutput>(m, "SimulateRun")
-      HS_RO(SimulateRunOutput, mode) HS_RO(SimulateRunOutput, overlap) HS_RO(SimulateRunOutput, tag)
-      HS_RO(SimulateRunOutput, concurrency) HS_RO(SimulateRunOutput, arrivals) HS_RO(SimulateRunOutput, admitted)
-      HS_RO(SimulateRunOutput, finished) HS_RO(SimulateRunOutput, rejected)
-      HS_RO(SimulateRunOutput, host_alloc_failures) HS_RO(SimulateRunOutput, demotions)
-      HS_RO(SimulateRunOutput, events) HS_RO(SimulateRunOutput, ttft_modelled)
-      HS_RO(SimulateRunOutput, tokens_per_s) HS_RO(SimulateRunOutput, tokens_per_s_per_gpu)
-      HS_RO(SimulateRunOutput, steady_tokens_per_s) HS_RO(SimulateRunOutput, tpot_p50_ms)
-      HS_RO(SimulateRunOutput, tpot_p99_ms) HS_RO(SimulateRunOutput, ttft_p50_ms) HS_RO(SimulateRunOutput, ttft_p99_ms)
-      HS_RO(SimulateRunOutput, wait_p50_ms) HS_RO(SimulateRunOutput, wait_p99_ms)
-      HS_RO(SimulateRunOutput, batch_per_rank_mean) HS_RO(SimulateRunOutput, hit_rate)
-      HS_RO(SimulateRunOutput, pcie_h2d_util) HS_RO(SimulateRunOutput, io_stall_fraction)
-      HS_RO(SimulateRunOutput, tpot_slo_attainment) HS_RO(SimulateRunOutput, wall_s)
-      HS_RO(SimulateRunOutput, requests_csv) HS_RO(SimulateRunOutput, steps_csv)
-      .def("__repr__", [](const SimulateRunOutput& r) {
-        return "<SimulateRun " + r.tag + " concurrency=" + std::to_string(r.concurrency) + " finished=" +
-               std::to_string(r.finished) + ">";
+  // The library's request structs, field by field, read-write (sim/api/requests.h, validate/validate_request.h).
+  using Ov = sim::ScenarioOverrides;
+  bind_fields(nb::class_<Ov>(m, "ScenarioOverrides").def(nb::init<>()), kReadWrite,
+              "device_buffer_size, host_to_device_ratio, top_k, max_running_requests, mem_fraction_static, page_size, "
+              "kv_dtype, swap_in_kernel, tpot_slo_ms, mtp_draft_tokens, mtp_acceptance, host_dram_bytes, "
+              "host_reserve_bytes, hbm_bytes, weight_bytes, weights_per_gpu_bytes, activation_reserve_bytes, "
+              "kv_budget_bytes, full_pool_tokens, device_pool_tokens, host_pool_tokens, hisparse_prefetch",
+              &Ov::device_buffer_size, &Ov::host_to_device_ratio, &Ov::top_k, &Ov::max_running_requests,
+              &Ov::mem_fraction_static, &Ov::page_size, &Ov::kv_dtype, &Ov::swap_in_kernel, &Ov::tpot_slo_ms,
+              &Ov::mtp_draft_tokens, &Ov::mtp_acceptance, &Ov::host_dram_bytes, &Ov::host_reserve_bytes, &Ov::hbm_bytes,
+              &Ov::weight_bytes, &Ov::weights_per_gpu_bytes, &Ov::activation_reserve_bytes, &Ov::kv_budget_bytes,
+              &Ov::full_pool_tokens, &Ov::device_pool_tokens, &Ov::host_pool_tokens, &Ov::hisparse_prefetch);
+  using Ch = sim::ScenarioChoice;
+  nb::class_<Ch> choice(m, "ScenarioChoice");
+  bind_fields(choice.def(nb::init<>()), kReadWrite,
+              "scenario, overrides, cost_params, calibration, step_calibration, attention_table, op_tables",
+              &Ch::scenario, &Ch::overrides, &Ch::cost_params, &Ch::calibration, &Ch::step_calibration,
+              &Ch::attention_table, &Ch::op_tables);
+  // The overlap mode by its flag spelling (none | two-batch; None: the cost parameters').
+  choice.def_prop_rw(
+      "overlap",
+      [](const Ch& c) -> std::optional<std::string> {
+        if (!c.overlap) return std::nullopt;
+        return std::string(sim::to_string(*c.overlap));
+      },
+      [](Ch& c, std::optional<std::string> v) {
+        if (v) c.overlap = sim::parse_overlap_mode(*v, "--overlap");
+        else c.overlap.reset();
       });
-  nb::class_<SimulateSweepRow>(m, "SimulateSweepRow")
-      HS_RO(SimulateSweepRow, concurrency) HS_RO(SimulateSweepRow, mode) HS_RO(SimulateSweepRow, tokens_per_s)
-      HS_RO(SimulateSweepRow, tpot_p50_ms) HS_RO(SimulateSweepRow, tpot_p99_ms) HS_RO(SimulateSweepRow, wait_p50_ms)
-      HS_RO(SimulateSweepRow, wait_p99_ms) HS_RO(SimulateSweepRow, ttft_p50_ms) HS_RO(SimulateSweepRow, ttft_p99_ms)
-      HS_RO(SimulateSweepRow, batch_per_rank) HS_RO(SimulateSweepRow, steady_tokens_per_s)
-      HS_RO(SimulateSweepRow, finished) HS_RO(SimulateSweepRow, rejected)
-      HS_RO(SimulateSweepRow, host_alloc_failures);
-  nb::class_<SimulateOutput>(m, "SimulateOutput")
-      HS_RO(SimulateOutput, scenario) HS_RO(SimulateOutput, workload) HS_RO(SimulateOutput, workload_source)
-      HS_RO(SimulateOutput, workload_requests) HS_RO(SimulateOutput, runs) HS_RO(SimulateOutput, sweep)
-      HS_RO(SimulateOutput, crossover) HS_RO(SimulateOutput, text);
-#undef HS_RO
-  nb::class_<val::ValidateOptions>(m, "ValidateOptions")
-      .def(nb::init<>()) HS_RW(val::ValidateOptions, cases) HS_RW(val::ValidateOptions, start_case)
-      HS_RW(val::ValidateOptions, seed) HS_RW(val::ValidateOptions, trace) HS_RW(val::ValidateOptions, trace_steps)
-      HS_RW(val::ValidateOptions, only);
-  nb::class_<val::ValidateRequest>(m, "ValidateRequest")
-      .def(nb::init<>()) HS_RW(val::ValidateRequest, backend) HS_RW(val::ValidateRequest, kernel_config)
-      HS_RW(val::ValidateRequest, options);
-#undef HS_RW
+  using Mi = sim::MissChoice;
+  bind_fields(nb::class_<Mi>(m, "MissChoice").def(nb::init<>()), kReadWrite,
+              "surface, fraction, trace, policy, threads, rescale_trace_top_k", &Mi::surface, &Mi::fraction,
+              &Mi::trace, &Mi::policy, &Mi::threads, &Mi::rescale_trace_top_k);
+  using St = sim::StrategyOptions;
+  bind_fields(nb::class_<St>(m, "StrategyOptions").def(nb::init<>()), kReadWrite,
+              "enabled, eviction_budget, compression_sinks, compression_recent, compression_ratio, reconstruct_bytes, "
+              "recall_file, recall_top_k",
+              &St::enabled, &St::eviction_budget, &St::compression_sinks, &St::compression_recent,
+              &St::compression_ratio, &St::reconstruct_bytes, &St::recall_file, &St::recall_top_k);
+  using Pr = sim::PlanRequest;
+  bind_fields(nb::class_<Pr>(m, "PlanRequest").def(nb::init<>()), kReadWrite,
+              "setup, misses, seq_lens, workload, sweep_buffer_sizes, sweep_ratios, batch_cap, memory_only, "
+              "strategies, command_line",
+              &Pr::setup, &Pr::misses, &Pr::seq_lens, &Pr::workload, &Pr::sweep_buffer_sizes, &Pr::sweep_ratios,
+              &Pr::batch_cap, &Pr::memory_only, &Pr::strategies, &Pr::command_line);
+  using Ar = sim::AdviseRequest;
+  bind_fields(nb::class_<Ar>(m, "AdviseRequest").def(nb::init<>()), kReadWrite,
+              "setup, misses, seq_lens, workload, mix_classes, buffer_sizes, ratios, command_line, decision_rule, "
+              "compare_miss_curves",
+              &Ar::setup, &Ar::misses, &Ar::seq_lens, &Ar::workload, &Ar::mix_classes, &Ar::buffer_sizes, &Ar::ratios,
+              &Ar::command_line, &Ar::decision_rule, &Ar::compare_miss_curves);
+  using Sr = sim::SimulateRequest;
+  bind_fields(nb::class_<Sr>(m, "SimulateRequest").def(nb::init<>()), kReadWrite,
+              "setup, misses, prefill_instances, link_model, workload, duration_s, miss_model, admission, v2_coordinator, "
+              "max_retries, mode, both_overlaps, concurrency, think_time_s, num_requests, timeline_start_s, timeline_length_s, "
+              "force",
+              &Sr::setup, &Sr::misses, &Sr::prefill_instances, &Sr::link_model, &Sr::workload, &Sr::duration_s,
+              &Sr::miss_model, &Sr::admission, &Sr::v2_coordinator, &Sr::max_retries, &Sr::mode, &Sr::both_overlaps, &Sr::concurrency,
+              &Sr::think_time_s, &Sr::num_requests, &Sr::timeline_start_s, &Sr::timeline_length_s, &Sr::force);
+  using Vo = val::ValidateOptions;
+  bind_fields(nb::class_<Vo>(m, "ValidateOptions").def(nb::init<>()), kReadWrite,
+              "cases, start_case, seed, trace, trace_steps, only", &Vo::cases, &Vo::start_case, &Vo::seed, &Vo::trace,
+              &Vo::trace_steps, &Vo::only);
+  using Vr = val::ValidateRequest;
+  bind_fields(nb::class_<Vr>(m, "ValidateRequest").def(nb::init<>()), kReadWrite, "backend, kernel_config, options",
+              &Vr::backend, &Vr::kernel_config, &Vr::options);
 
-  m.def(
-      "plan",
-      [](const sim::PlanRequest& request, const std::string& out, bool plots) {
-        CommandOutput r;
-        {
-          nb::gil_scoped_release release;
-          r = plan(request, out, plots);
-        }
-        return nb::make_tuple(r.json, r.text);
-      },
-      "request"_a, "out"_a, "plots"_a);
+  // The outcomes: read-only structs of figures, the rows the CLI prints, not JSON text. Each class's `fields` tuple
+  // names its columns in order (hisparse's to_pandas reads it).
+  using Pt = sim::PlanTableRow;
+  bind_fields(nb::class_<Pt>(m, "PlanRow"), kReadOnly,
+              "seq_len, mode, applicable, max_per_rank, max_concurrency, binding_limit, tpot_ms, decode_tokens_per_s, "
+              "hbm_bytes_per_request, host_bytes_per_request, resident_per_rank",
+              &Pt::seq_len, &Pt::mode, &Pt::applicable, &Pt::max_per_rank, &Pt::max_concurrency, &Pt::binding_limit,
+              &Pt::tpot_ms, &Pt::decode_tokens_per_s, &Pt::hbm_bytes_per_request, &Pt::host_bytes_per_request,
+              &Pt::resident_per_rank);
+  bind_fields(nb::class_<PlanOutput>(m, "PlanOutput"), kReadOnly, "scenario, rows, warnings, json, text",
+              &PlanOutput::scenario, &PlanOutput::rows, &PlanOutput::warnings, &PlanOutput::json, &PlanOutput::text);
+  using Rc = sim::AdviceRecommendation;
+  bind_fields(nb::class_<Rc>(m, "AdviceRecommendation"), kReadOnly,
+              "context, fits, setting, mode, device_buffer_size, host_to_device_ratio, concurrency, binding_limit, "
+              "goodput_tokens_per_s, tpot_ms, sglang_flags",
+              &Rc::context, &Rc::fits, &Rc::setting, &Rc::mode, &Rc::device_buffer_size, &Rc::host_to_device_ratio,
+              &Rc::concurrency, &Rc::binding_limit, &Rc::goodput_tokens_per_s, &Rc::tpot_ms, &Rc::sglang_flags);
+  using At = sim::AdviceTableRow;
+  bind_fields(nb::class_<At>(m, "AdviceRow"), kReadOnly,
+              "context, setting, mode, device_buffer_size, host_to_device_ratio, concurrency, binding_limit, "
+              "goodput_tokens_per_s, vs_recommended, tpot_ms, hbm_bytes_per_request, recommended",
+              &At::context, &At::setting, &At::mode, &At::device_buffer_size, &At::host_to_device_ratio,
+              &At::concurrency, &At::binding_limit, &At::goodput_tokens_per_s, &At::vs_recommended, &At::tpot_ms,
+              &At::hbm_bytes_per_request, &At::recommended);
+  bind_fields(nb::class_<AdviseOutput>(m, "AdviseOutput"), kReadOnly,
+              "scenario, recommendations, rows, warnings, json, text", &AdviseOutput::scenario,
+              &AdviseOutput::recommendations, &AdviseOutput::rows, &AdviseOutput::warnings, &AdviseOutput::json,
+              &AdviseOutput::text);
+  using Sp = sim::SweepPoint;
+  bind_fields(nb::class_<Sp>(m, "SimulateSweepRow"), kReadOnly,
+              "concurrency, mode, tokens_per_s, tpot_p50_ms, tpot_p99_ms, wait_p50_ms, wait_p99_ms, ttft_p50_ms, "
+              "ttft_p99_ms, batch_per_rank, steady_tokens_per_s, finished, rejected, host_alloc_failures",
+              &Sp::concurrency, &Sp::mode, &Sp::tokens_per_s, &Sp::tpot_p50_ms, &Sp::tpot_p99_ms, &Sp::wait_p50_ms,
+              &Sp::wait_p99_ms, &Sp::ttft_p50_ms, &Sp::ttft_p99_ms, &Sp::batch_per_rank, &Sp::steady_tokens_per_s,
+              &Sp::finished, &Sp::rejected, &Sp::host_alloc_failures);
+  // A run is a sweep row (its figures) and more; its two CSV tables are attributes, not columns.
+  using Ro = SimulateRunOutput;
+  nb::class_<Ro, Sp> run(m, "SimulateRun");
+  bind_fields(run, kReadOnly,
+              "tag, overlap, arrivals, admitted, demotions, events, ttft_modelled, tokens_per_s_per_gpu, hit_rate, "
+              "pcie_h2d_util, io_stall_fraction, tpot_slo_attainment, wall_s",
+              &Ro::tag, &Ro::overlap, &Ro::arrivals, &Ro::admitted, &Ro::demotions, &Ro::events, &Ro::ttft_modelled,
+              &Ro::tokens_per_s_per_gpu, &Ro::hit_rate, &Ro::pcie_h2d_util, &Ro::io_stall_fraction,
+              &Ro::tpot_slo_attainment, &Ro::wall_s);
+  run.def_ro("requests_csv", &Ro::requests_csv).def_ro("steps_csv", &Ro::steps_csv).def("__repr__", [](const Ro& r) {
+    return "<SimulateRun " + r.tag + " concurrency=" + std::to_string(r.concurrency) + " finished=" +
+           std::to_string(r.finished) + ">";
+  });
+  using So = SimulateOutput;
+  bind_fields(nb::class_<So>(m, "SimulateOutput"), kReadOnly,
+              "scenario, workload, workload_source, workload_requests, runs, sweep, crossover, text", &So::scenario,
+              &So::workload, &So::workload_source, &So::workload_requests, &So::runs, &So::sweep, &So::crossover,
+              &So::text);
 
-  m.def(
-      "advise",
-      [](const sim::AdviseRequest& request, const std::string& out, bool plots) {
-        CommandOutput r;
-        {
-          nb::gil_scoped_release release;
-          r = advise(request, out, plots);
-        }
-        return nb::make_tuple(r.json, r.text);
-      },
-      "request"_a, "out"_a, "plots"_a);
-
-  m.def(
-      "simulate",
-      [](const sim::SimulateRequest& request, const std::string& out, bool plots) {
-        nb::gil_scoped_release release;
-        return simulate(request, out, plots);
-      },
-      "request"_a, "out"_a, "plots"_a);
-
+  // The commands run with the GIL released, so several Python threads plan, advise and simulate in parallel.
+  m.def("plan", without_gil(&plan), "request"_a, "out"_a, "plots"_a);
+  m.def("advise", without_gil(&advise), "request"_a, "out"_a, "plots"_a);
+  m.def("simulate", without_gil(&simulate), "request"_a, "out"_a, "plots"_a);
   m.def("parse_bytes", &parse_bytes, "text"_a, "what"_a);
 
-  // The settings table (sim/api/settings_table.h): its rows as dicts, and a setting set or read by its name, which
+  // The settings table (sim/api/settings_table.h): its rows as structs, and a setting set or read by its name, which
   // is how hisparse.plan / advise take every override keyword (python/hisparse/commands.py walks the table).
-  m.def("settings", [] {
-    nb::list rows;
-    for (const SettingRow& r : settings()) {
-      nb::dict d;
-      d["name"] = r.name;
-      d["flag"] = r.flag;
-      d["sglang_alias"] = r.sglang_alias;
-      d["kind"] = r.kind;
-      d["unit"] = r.unit;
-      d["range"] = r.range;
-      d["default"] = r.default_text;
-      d["help"] = r.help;
-      d["groups"] = r.groups;
-      d["out_of_range"] = r.out_of_range;
-      d["example"] = r.example;
-      rows.append(d);
-    }
-    return rows;
-  });
+  using Sg = SettingRow;
+  bind_fields(nb::class_<Sg>(m, "SettingRow"), kReadOnly,
+              "name, flag, sglang_alias, kind, unit, range, default, help, groups, out_of_range, example", &Sg::name,
+              &Sg::flag, &Sg::sglang_alias, &Sg::kind, &Sg::unit, &Sg::range, &Sg::default_text, &Sg::help, &Sg::groups,
+              &Sg::out_of_range, &Sg::example);
+  m.def("settings", &settings);
   m.def("set_setting", &set_setting, "choice"_a, "name"_a, "text"_a, "where"_a);
   m.def("get_setting", &get_setting, "choice"_a, "name"_a);
   m.def("setting_range_error", &setting_range_error, "name"_a, "spelling"_a, "text"_a);
 
+  using Op = val::OpReport;
+  bind_fields(nb::class_<Op>(m, "OpReport"), kReadOnly,
+              "operation, variant, cases, values, mismatched_cases, rejected_both, first_mismatch, seconds", &Op::op,
+              &Op::variant, &Op::cases, &Op::values, &Op::mismatched_cases, &Op::rejected_both, &Op::first_mismatch,
+              &Op::seconds);
   m.def(
       "validate",
       [](const val::ValidateRequest& request) {
@@ -388,32 +433,13 @@ NB_MODULE(_core, m) {
           nb::gil_scoped_release release;
           result = validate(request);
         }
-        nb::list out;
-        for (const auto& r : result.reports) {
-          nb::dict d;
-          d["operation"] = r.op;
-          d["variant"] = r.variant;
-          d["cases"] = r.cases;
-          d["values"] = r.values;
-          d["mismatched_cases"] = r.mismatched_cases;
-          d["rejected_both"] = r.rejected_both;
-          d["first_mismatch"] = r.first_mismatch;
-          d["seconds"] = r.seconds;
-          out.append(d);
-        }
-        return nb::make_tuple(result.passed() ? 0 : 1, out);
+        return nb::make_tuple(result.passed() ? 0 : 1, result.reports);
       },
       "request"_a);
 
-  m.def("cuda_status", [] {
-    const CudaStatus s = cuda_status();
-    nb::dict d;
-    d["built"] = s.built;
-    d["available"] = s.available;
-    d["why"] = s.why;
-    d["device"] = s.device;
-    return d;
-  });
+  bind_fields(nb::class_<CudaStatus>(m, "CudaStatus"), kReadOnly, "built, available, why, device", &CudaStatus::built,
+              &CudaStatus::available, &CudaStatus::why, &CudaStatus::device);
+  m.def("cuda_status", &cuda_status);
 
   m.def("flush_stdout", &flush_stdout);
   m.def("set_bundled_scenario_dir", &set_bundled_scenario_dir, "dir"_a);

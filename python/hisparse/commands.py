@@ -4,8 +4,10 @@ Keyword arguments are the CLI's flags with underscores (`seq_lens=[16384, 32768]
 `strategies=True` is `--strategies`, None / False leave a flag out), with the same units and meanings; each sets one
 field of the request the CLI builds. The override settings (top_k, kv_dtype, mtp_draft_tokens, attention_table, ...)
 are the settings table's (hisparse.settings()): each keyword by the setting's name, parsed and range-checked by the
-same code as its flag (hisparse_prefetch=False is a setting, not a flag left out) (hisparse._core.PlanRequest / AdviseRequest), and the library runs it. The dicts
-returned are the JSON the CLI writes (plan.json, advise.json), built in memory from the result.
+same code as its flag (hisparse_prefetch=False is a setting, not a flag left out) (hisparse._core.PlanRequest /
+AdviseRequest), and the library runs it. The results are structs of the library's outcome (PlanResult, AdviseResult:
+the rows the CLI prints, typed, with to_pandas()), and the JSON the CLI writes (plan.json, advise.json) built in
+memory from the same outcome.
 """
 
 import json
@@ -14,6 +16,7 @@ import os
 import numpy as np
 
 from ._native import core, stdout_silenced
+from .tables import struct_frame, struct_rows
 
 _SUFFIX = {"k": 1024, "m": 1024 * 1024}
 
@@ -111,13 +114,13 @@ _ADVISE = dict(_COMMON, **{
 def settings():
     """The settings table: one dict per override setting (name, flag, sglang_alias, kind, unit, range, default, help,
     groups), the same rows the CLI's flags, their --help and the field files' `overrides:` are made from."""
-    return [dict(row) for row in core().settings()]
+    return struct_rows(core().settings())
 
 
 def _setting_index():
     """Every setting by its keyword: its name, and its SGLang alias with underscores (kv_cache_dtype)."""
     index = {}
-    for row in core().settings():
+    for row in settings():
         index[row["name"]] = row
         if row["sglang_alias"]:
             index[row["sglang_alias"].replace("-", "_")] = row
@@ -161,10 +164,11 @@ def _request(command, request, table, scenario, options):
                             "plots=; every other flag is a keyword)")
     request.setup.scenario = os.fspath(scenario)
     if command == "plan":
-        limits = options.pop("limits", "all")
+        limits = options.get("limits", "all")
         if limits not in ("all", "memory"):
             raise ValueError(f"limits: {limits!r}, expected 'all' or 'memory'")
         request.memory_only = limits == "memory"
+        # In place, so the provenance line keeps the keywords' order (as the CLI keeps the flags').
         options = dict(options, limits=None if limits == "all" else limits)
     parts = {"s": request.setup, "m": request.misses}
     if command == "plan":
@@ -187,16 +191,83 @@ def _request(command, request, table, scenario, options):
     return request
 
 
+class _CommandResult:
+    """What plan and advise share: the scenario, the warnings, the text the CLI prints, the JSON file it writes
+    (json_text byte for byte, json parsed) and the tables (table() as dicts, to_pandas() as DataFrames)."""
+
+    _tables = {}  # table name -> (attribute, struct class name in hisparse._core)
+
+    def __init__(self, output):
+        self.scenario = output.scenario
+        self.warnings = list(output.warnings)
+        self.text = output.text
+        self.json_text = output.json
+        self._json = None
+
+    @property
+    def json(self):
+        """The JSON file the CLI writes, parsed (a dict)."""
+        if self._json is None:
+            self._json = json.loads(self.json_text)
+        return self._json
+
+    def _table(self, name):
+        if name not in self._tables:
+            raise ValueError(f"table: {name!r}, expected " + " or ".join(repr(t) for t in self._tables))
+        attribute, struct = self._tables[name]
+        return getattr(self, attribute), getattr(core(), struct)
+
+    def table(self, name="rows"):
+        """The table's rows as dicts, in the CLI's order."""
+        return struct_rows(self._table(name)[0])
+
+    def to_pandas(self, name="rows"):
+        """The table as a pandas DataFrame (pandas is imported only here)."""
+        return struct_frame(type(self).__name__, *self._table(name))
+
+
+class PlanResult(_CommandResult):
+    """What hisparse.plan returns. rows: PlanRow structs, the table `hisparse plan` prints (per length full KV,
+    HiSparse, then dynamic residency; seq_len, mode, max_concurrency, binding_limit, tpot_ms, decode_tokens_per_s,
+    hbm_bytes_per_request, ... modelled); warnings; text; json / json_text: plan.json, every detail behind the rows."""
+
+    _tables = {"rows": ("rows", "PlanRow")}
+
+    def __init__(self, output):
+        super().__init__(output)
+        self.rows = list(output.rows)
+
+    def __repr__(self):
+        return f"<PlanResult {self.scenario}: {len(self.rows)} rows>"
+
+
+class AdviseResult(_CommandResult):
+    """What hisparse.advise returns. recommendations: one AdviceRecommendation per context mix (setting, mode, H, ratio,
+    concurrency, goodput_tokens_per_s, sglang_flags, ...); rows: AdviceRow structs, the settings table printed under
+    each mix (its best ratio per device_buffer_size, full KV first); warnings; text; json / json_text: advise.json,
+    every candidate and scan behind them. to_pandas("rows") or to_pandas("recommendations")."""
+
+    _tables = {"rows": ("rows", "AdviceRow"), "recommendations": ("recommendations", "AdviceRecommendation")}
+
+    def __init__(self, output):
+        super().__init__(output)
+        self.recommendations = list(output.recommendations)
+        self.rows = list(output.rows)
+
+    def __repr__(self):
+        return f"<AdviseResult {self.scenario}: {len(self.recommendations)} context mix(es)>"
+
+
 def _run(command, request, out, plots, verbose):
     out_dir = os.fspath(out) if out is not None else ""
-    text_json, text = getattr(core(), command)(request, out_dir, bool(plots))
+    output = getattr(core(), command)(request, out_dir, bool(plots))
     if verbose:
-        print(text, end="")
-    return json.loads(text_json)
+        print(output.text, end="")
+    return (PlanResult if command == "plan" else AdviseResult)(output)
 
 
 def plan(scenario, *, out=None, plots=False, verbose=False, **options):
-    """`hisparse plan --scenario S [flags]` -> plan.json as a dict.
+    """`hisparse plan --scenario S [flags]` -> PlanResult (its rows typed; .json is plan.json as a dict).
 
     out: also write plan.json/md/html there, as the CLI does; plots: run the plot script (needs matplotlib); verbose:
     print the command's report. Example: `hisparse.plan("dsv32-8xh200-1tb", seq_lens=[16384, 131072],
@@ -206,7 +277,7 @@ def plan(scenario, *, out=None, plots=False, verbose=False, **options):
 
 
 def advise(scenario, *, out=None, plots=False, verbose=False, **options):
-    """`hisparse advise --scenario S [flags]` -> advise.json as a dict (same keywords as plan but those advise chooses:
+    """`hisparse advise --scenario S [flags]` -> AdviseResult (.json is advise.json as a dict; same keywords as plan but those advise chooses:
     device_buffer_size, host_to_device_ratio, max_running_requests; plus buffer_sizes=, ratios=, mix_classes=,
     decision_rule=, compare_miss_curves=)."""
     request = _request("advise", core().AdviseRequest(), _ADVISE, scenario, dict(options))
@@ -215,7 +286,7 @@ def advise(scenario, *, out=None, plots=False, verbose=False, **options):
 
 def cuda_status():
     """{"built": CUDA backend compiled in, "available": a usable GPU present, "why": why not, "device": its name}."""
-    return dict(core().cuda_status())
+    return struct_rows([core().cuda_status()])[0]
 
 
 def validate(backend="cuda", *, cases=1000, seed=1, start_case=0, only=None, trace=None, trace_steps=0,
@@ -249,7 +320,8 @@ def validate(backend="cuda", *, cases=1000, seed=1, start_case=0, only=None, tra
     if only is not None:
         opts.only = [only] if isinstance(only, str) else [str(o) for o in only]
     with stdout_silenced(not verbose):
-        rc, rows = core().validate(request)
+        rc, reports = core().validate(request)
+    rows = struct_rows(reports)
     total = sum(r["cases"] for r in rows)
     bad = sum(r["mismatched_cases"] for r in rows)
     return {"backend": backend, "device": status["device"] if backend == "cuda" else "cpu reference",

@@ -107,7 +107,7 @@ def replay(trace, buffer_sizes=DEFAULT_BUFFER_SIZES, policies=DEFAULT_POLICIES, 
     if isinstance(trace, (str, os.PathLike)):
         if seq_lens is not None or request_ids is not None:
             raise ValueError("seq_lens / request_ids: only with topk arrays, not with a trace path")
-        d = core().replay_path(os.fspath(trace), k, _check_initial_state(initial_state, True), *common)
+        d = core().replay_path(os.fspath(trace), k, _check_initial_state(initial_state, True), common)
     else:
         if isinstance(trace, Trace):
             if seq_lens is not None or request_ids is not None:
@@ -122,7 +122,7 @@ def replay(trace, buffer_sizes=DEFAULT_BUFFER_SIZES, policies=DEFAULT_POLICIES, 
             state = "identity"
         if initial_state is not None:
             state = _check_initial_state(initial_state, False)
-        d = core().replay_arrays(list(zip(ids, tk, sl)), k, state, *common)
+        d = core().replay_arrays(list(zip(ids, tk, sl)), k, state, common)
     names = np.array(d["config_policy"], dtype=object)
     cfg = d["steps"]["config"]
     steps = {"policy": names[cfg] if len(names) else np.array([], dtype=object),

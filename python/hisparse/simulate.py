@@ -13,6 +13,7 @@ import os
 
 from ._native import core
 from .commands import _COMMON, _FLOAT, _INT, _apply_settings, _counts, _text
+from .tables import pandas_module, struct_frame, struct_rows
 
 def _levels(key, value):
     """One level (4) or several ([1, 4], "1,4")."""
@@ -32,15 +33,6 @@ _SIMULATE.update({
     "v2_coordinator": ("v2_coordinator", _text),
     "force": ("force", lambda k, v: bool(v)),
 })
-
-
-def _pandas(what):
-    try:
-        import pandas
-    except ImportError as e:
-        raise ImportError(f"{what}.to_pandas() needs pandas, which is not installed (pip install pandas); "
-                          f"{what}.table() gives the same rows as dicts without it") from e
-    return pandas
 
 
 def _rows(text):
@@ -78,19 +70,20 @@ class SimulateResult:
         if name in ("requests", "steps"):
             r = self._one_run(run)
             return _rows(r.requests_csv if name == "requests" else r.steps_csv)
-        if name == "runs":
-            return [_fields(r, _RUN_FIELDS) for r in self.runs]
-        if name == "sweep":
-            return [_fields(r, _SWEEP_FIELDS) for r in self.sweep]
+        if name in ("runs", "sweep"):
+            return struct_rows(self.runs if name == "runs" else self.sweep)
         raise ValueError(f"table: {name!r}, expected 'runs', 'sweep', 'requests' or 'steps'")
 
     def to_pandas(self, name="runs", run=None):
         """A pandas DataFrame of table(name, run); requests and steps are read as the CLI's CSV (numbers typed)."""
-        pandas = _pandas("SimulateResult")
         if name in ("requests", "steps"):
             r = self._one_run(run)
-            return pandas.read_csv(io.StringIO(r.requests_csv if name == "requests" else r.steps_csv))
-        return pandas.DataFrame(self.table(name))
+            csv_text = r.requests_csv if name == "requests" else r.steps_csv
+            return pandas_module("SimulateResult").read_csv(io.StringIO(csv_text))
+        if name in ("runs", "sweep"):
+            structs, struct = (self.runs, "SimulateRun") if name == "runs" else (self.sweep, "SimulateSweepRow")
+            return struct_frame("SimulateResult", structs, getattr(core(), struct))
+        return pandas_module("SimulateResult").DataFrame(self.table(name))
 
     def _one_run(self, run):
         if run is None:
@@ -103,20 +96,6 @@ class SimulateResult:
         return f"<SimulateResult {self.scenario} · {self.workload}: {len(self.runs)} run(s)>"
 
 
-_RUN_FIELDS = ("tag", "mode", "overlap", "concurrency", "arrivals", "admitted", "finished", "rejected",
-               "host_alloc_failures", "demotions", "events", "ttft_modelled", "tokens_per_s", "tokens_per_s_per_gpu",
-               "steady_tokens_per_s", "tpot_p50_ms", "tpot_p99_ms", "ttft_p50_ms", "ttft_p99_ms", "wait_p50_ms",
-               "wait_p99_ms", "batch_per_rank_mean", "hit_rate", "pcie_h2d_util", "io_stall_fraction",
-               "tpot_slo_attainment", "wall_s")
-_SWEEP_FIELDS = ("concurrency", "mode", "tokens_per_s", "tpot_p50_ms", "tpot_p99_ms", "wait_p50_ms", "wait_p99_ms",
-                 "ttft_p50_ms", "ttft_p99_ms", "batch_per_rank", "steady_tokens_per_s", "finished", "rejected",
-                 "host_alloc_failures")
-
-
-def _fields(obj, names):
-    return {n: getattr(obj, n) for n in names}
-
-
 def simulate(scenario, workload, *, out=None, plots=False, verbose=False, overlap=None, **options):
     """`hisparse simulate --scenario S --workload W [flags]` -> SimulateResult.
 
@@ -124,6 +103,15 @@ def simulate(scenario, workload, *, out=None, plots=False, verbose=False, overla
     sweep's sweep.json/csv and, with plots=True, sweep.png), byte for byte as the CLI writes them; verbose: print the
     command's report. overlap: "none", "two-batch" or "both" (each in turn). Example:
     `hisparse.simulate("dsv32-8xh200-1tb", "synthetic_poisson", mode="all", concurrency=4, num_requests=8)`."""
+    request = _request(scenario, workload, overlap, options)
+    result = SimulateResult(core().simulate(request, os.fspath(out) if out is not None else "", bool(plots)))
+    if verbose:
+        print(result.text, end="")
+    return result
+
+
+def _request(scenario, workload, overlap, options):
+    """The SimulateRequest hisparse.simulate runs for these arguments (built, not run)."""
     if not isinstance(scenario, (str, os.PathLike)) or not os.fspath(scenario):
         raise ValueError(f"scenario: {scenario!r}, expected a deployment name or a YAML path")
     request = core().SimulateRequest()
@@ -144,7 +132,4 @@ def simulate(scenario, workload, *, out=None, plots=False, verbose=False, overla
         path, convert = _SIMULATE[key]
         owner, _, field = path.rpartition(".")
         setattr(parts[owner] if owner else request, field, convert(key, value))
-    result = SimulateResult(core().simulate(request, os.fspath(out) if out is not None else "", bool(plots)))
-    if verbose:
-        print(result.text, end="")
-    return result
+    return request

@@ -1,6 +1,7 @@
 // @brief The advice as terminal text, JSON, Markdown and HTML (see advice_report.h). Numbers are printed with
 // fixed precision so the files are byte-identical from run to run.
 #include "sim/advise/advice_report.h"
+#include "sim/advise/advice_table.h"
 #include "sim/advise/robustness_report.h"
 
 #include <algorithm>
@@ -359,6 +360,18 @@ std::vector<AdvicePlot> advice_plot_list(size_t count) {
   return v;
 }
 
+std::string advice_table_text(const std::vector<AdviceTableRow>& rows) {
+  std::string o = fmt::format("  {:>18} {:>6} {:>11} {:<21} {:>12} {:>8} {:>9} {:>11}\n", "device_buffer_size", "ratio",
+                              "concurrency", "binding limit", "goodput", "vs rec", "TPOT ms", "HBM/req");
+  for (const AdviceTableRow& c : rows)
+    o += fmt::format("  {:>18} {:>6} {:>11} {:<21} {:>12} {:>8} {:>9.2f} {:>11}{}\n",
+                     c.mode == to_string(KvMode::kFull) ? "full KV" : std::to_string(c.device_buffer_size),
+                     c.host_to_device_ratio > 0 ? std::to_string(c.host_to_device_ratio) : "-", plan_int(c.concurrency),
+                     c.binding_limit, tps(c.goodput_tokens_per_s), ratio_text(c.vs_recommended), c.tpot_ms,
+                     plan_bytes(c.hbm_bytes_per_request), c.recommended ? "  <- recommended" : "");
+  return o;
+}
+
 std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices, const AdviceRunInfo& info) {
   const RankLayout lay = rank_layout(s);
   std::string o = fmt::format("scenario {}: {} dp rank{}, top_k {}, TPOT SLO {} ms\n", s.deployment.name, lay.ranks,
@@ -372,29 +385,21 @@ std::string advice_to_text(const Scenario& s, const std::vector<Advice>& advices
     for (const auto& n : a.notes) o += "note: " + n + "\n";
     const Candidate* rec = a.recommended();
     if (!rec) continue;
+    const AdviceRecommendation r = advice_recommendation(a, s);
     o += fmt::format("recommended: {}: {} tok/s at concurrency {} (TPOT {:.2f} ms, bound by {})\n  SGLang flags: {}\n",
-                     rec->name(), tps(rec->goodput), plan_int(rec->concurrency), rec->tpot_ms, rec->binding_limit,
-                     sglang_flags(*rec, s));
+                     r.setting, tps(r.goodput_tokens_per_s), plan_int(r.concurrency), r.tpot_ms, r.binding_limit,
+                     r.sglang_flags);
     o += "  that figure: " + figure_meaning(*rec) + "\n";
     for (const std::string& l : simulated_lines(a)) o += "  simulated:   " + l + "\n";
-    if (const Candidate* r = at(a, a.runner_up))
+    if (const Candidate* u = at(a, a.runner_up))
       o += fmt::format("runner-up:   {}: {} tok/s at concurrency {} ({} of the recommendation; by rule {}: {} against "
                        "{})\n",
-                       r->name(), tps(r->goodput), plan_int(r->concurrency),
-                       ratio_text(rec->goodput > 0 ? r->goodput / rec->goodput : 0), to_string(a.robustness.rule),
+                       u->name(), tps(u->goodput), plan_int(u->concurrency),
+                       ratio_text(rec->goodput > 0 ? u->goodput / rec->goodput : 0), to_string(a.robustness.rule),
                        rule_score_text(a.robustness, a.runner_up), rule_score_text(a.robustness, a.best));
     if (const std::string why = default_source_text(a); !why.empty()) o += "why:         " + why + "\n";
     o += robustness_text(a);
-    o += fmt::format("  {:>18} {:>6} {:>11} {:<21} {:>12} {:>8} {:>9} {:>11}\n", "device_buffer_size", "ratio",
-                     "concurrency", "binding limit", "goodput", "vs rec", "TPOT ms", "HBM/req");
-    for (int idx : buffer_sweep(a)) {
-      const Candidate& c = a.candidates[static_cast<size_t>(idx)];
-      o += fmt::format("  {:>18} {:>6} {:>11} {:<21} {:>12} {:>8} {:>9.2f} {:>11}{}\n",
-                       c.mode == KvMode::kFull ? "full KV" : std::to_string(c.buffer_size),
-                       c.ratio > 0 ? std::to_string(c.ratio) : "-", plan_int(c.concurrency), c.binding_limit, tps(c.goodput),
-                       ratio_text(rec->goodput > 0 ? c.goodput / rec->goodput : 0), c.tpot_ms, plan_bytes(c.hbm_per_request),
-                       idx == a.best ? "  <- recommended" : "");
-    }
+    o += advice_table_text(advice_table(a));
     if (!a.break_even.by_concurrency.empty()) o += "break-even: " + pays_text(a.break_even, lay.ranks) + "\n";
     if (const std::string d = dynamic_text(a.dynamic, lay.ranks); !d.empty()) o += d + "\n";
     o += mtp_comparison_text(a.mtp);

@@ -143,6 +143,10 @@ AdviseOutcome run_advise(const AdviseRequest& r, const std::function<void(const 
   }
   out.setup.info.command_line = r.command_line;
   add_extrapolation_warnings(out.setup, out.advices);
+  for (const Advice& a : out.advices) {
+    out.recommendations.push_back(advice_recommendation(a, out.setup.scenario));
+    for (AdviceTableRow& row : advice_table(a)) out.table.push_back(std::move(row));
+  }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

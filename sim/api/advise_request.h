@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/advise/advice_report.h"
+#include "sim/advise/advice_table.h"
 #include "sim/advise/advisor.h"
 #include "sim/api/scenario_setup.h"
 
@@ -39,6 +40,9 @@ void add_extrapolation_warnings(AdviceSetup& setup, const std::vector<Advice>& a
 struct AdviseOutcome {
   AdviceSetup setup;
   std::vector<Advice> advices;
+  // What the CLI prints of each advice, in standard types (sim/advise/advice_table.h); Python's AdviseResult too.
+  std::vector<AdviceRecommendation> recommendations;  // one per mix
+  std::vector<AdviceTableRow> table;                  // every mix's settings table, mix after mix
   double seconds = 0;  // set-up and advice, wall time
   std::string json() const { return advice_to_json(setup.scenario, advices, setup.info); }
 };

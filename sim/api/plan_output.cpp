@@ -14,6 +14,7 @@
 #include "core/memory_budget.h"
 #include "sim/advise/advisor.h"
 #include "sim/api/plan_request.h"
+#include "sim/plan/plan_table.h"
 #include "sim/report/fold_line.h"
 #include "sim/report/plot_script.h"
 
@@ -83,7 +84,7 @@ std::string plan_console_text(const PlanOutcome& out, bool verbose) {
                plan_int(static_cast<int64_t>(b.host_pool_tokens.value)), b.host_pool_bytes_per_gpu.value * 1e-9);
   }
   o += fold_line("cost model: " + info.calibration, verbose) + "\n";
-  o += plan_to_text(plan);
+  o += plan_table_text(out.table, plan.hisparse_not_applicable);
   if (out.plan.options.strategies.enabled) o += strategies_to_text(plan.strategies);
   for (const auto& w : plan.warnings) o += fmt::format("warning: {}\n", w);
   return o;

@@ -107,6 +107,7 @@ PlanOutcome run_plan(const PlanRequest& r) {
   const LoadedMisses misses = load_miss_curves(r.misses, s, hs, r.command);
   out.plan = compute_capacity_plan(s, opt, *misses.curves);
   out.plan.warnings.insert(out.plan.warnings.begin(), setup.warnings.begin(), setup.warnings.end());
+  out.table = plan_table(out.plan);
   out.info.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.scenario = std::move(s);
   return out;

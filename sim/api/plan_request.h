@@ -11,6 +11,7 @@
 #include "sim/api/scenario_setup.h"
 #include "sim/plan/capacity_plan.h"
 #include "sim/plan/plan_report.h"
+#include "sim/plan/plan_table.h"
 
 namespace hisparse::sim {
 
@@ -19,6 +20,7 @@ struct PlanOutcome {
   Scenario scenario;
   CapacityPlan plan;
   PlanRunInfo info;
+  std::vector<PlanTableRow> table;  // plan_table(plan): the printed table, plan.json's rows, Python's PlanResult
   std::string json() const { return plan_to_json(plan, info); }
 };
 

@@ -53,6 +53,8 @@ void check_clients(const SimulateRequest& r) {
   if (r.num_requests != 0) check_num_requests(r.num_requests);
 }
 
+}  // namespace
+
 SweepPoint sweep_point(const SimulateRun& run) {
   const ServingSummary& s = run.summary;
   const ServingResult& r = run.result;
@@ -75,8 +77,6 @@ SweepPoint sweep_point(const SimulateRun& run) {
   p.host_alloc_failures = r.aborts;
   return p;
 }
-
-}  // namespace
 
 void check_num_requests(int64_t n) {
   // Each request sent keeps its outcome record (requests_*.csv) in memory: 10^8 of them are already gigabytes.

@@ -54,6 +54,9 @@ struct SimulateHooks {
   bool keep_results = true;
 };
 
+/// A run's row of the sweep table (its figures, ttft -1 where not modelled); Python's SimulateRun holds it too.
+SweepPoint sweep_point(const SimulateRun& run);
+
 /// Throws unless `n` requests per level is in [1, 10^8] (`--num-requests`; 0 in a request means the default).
 void check_num_requests(int64_t n);
 /// Loads the set-up, checks the request and lists its runs (nothing is simulated yet); throws hisparse::Error

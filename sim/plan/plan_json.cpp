@@ -1,6 +1,7 @@
 // @brief plan.json: the issue-6 contract (`rows`, exactly seven keys per row) plus every detail behind each number.
 #include "core/io/json_writer.h"
 #include "sim/plan/plan_report.h"
+#include "sim/plan/plan_table.h"
 
 namespace hisparse::sim {
 
@@ -59,14 +60,17 @@ void sweeps(JsonWriter& j, std::string_view key, const std::vector<SweepRow>& ro
   j.end_array();
 }
 
-void contract_rows(JsonWriter& j, const CapacityPlan& p) {
+bool is_dynamic(const PlanTableRow& r) { return r.mode == to_string(KvMode::kDynamic); }
+
+void contract_rows(JsonWriter& j, const std::vector<PlanTableRow>& table) {
   j.key("rows").begin_array();
-  for (const PlanRow& r : p.rows) {
-    j.begin_object(kInline).member("seq_len", r.seq_len).member("mode", to_string(r.mode));
+  for (const PlanTableRow& r : table) {
+    if (is_dynamic(r)) continue;  // dynamic residency has its own key (the contract stays full/HiSparse pairs)
+    j.begin_object(kInline).member("seq_len", r.seq_len).member("mode", r.mode);
     j.member("max_concurrency", r.max_concurrency).member("binding_limit", r.binding_limit);
     num(j, "decode_tokens_per_s", r.decode_tokens_per_s);
-    num(j, "hbm_bytes_per_request", r.hbm_per_request.value);
-    num(j, "host_bytes_per_request", r.host_per_request.value);
+    num(j, "hbm_bytes_per_request", r.hbm_bytes_per_request);
+    num(j, "host_bytes_per_request", r.host_bytes_per_request);
     j.end_object();
   }
   j.end_array();
@@ -159,14 +163,15 @@ void detail(JsonWriter& j, const CapacityPlan& p, const PlanRow& r) {
   j.end_array().end_object();
 }
 
-void gains_and_residency(JsonWriter& j, const CapacityPlan& p) {
+void gains_and_residency(JsonWriter& j, const CapacityPlan& p, const std::vector<PlanTableRow>& table) {
   // Dynamic residency beside the issue-6 `rows` contract (which stays full/HiSparse pairs).
   j.key("dynamic_residency").begin_array();
-  for (const PlanRow& r : p.dynamic_rows) {
+  for (const PlanTableRow& r : table) {
+    if (!is_dynamic(r)) continue;
     j.begin_object(kInline).member("seq_len", r.seq_len).member("max_concurrency", r.max_concurrency);
     j.member("binding_limit", r.binding_limit);
     num(j, "decode_tokens_per_s", r.decode_tokens_per_s);
-    num(j, "tpot_ms", static_cast<double>(r.at_max.step_ns) * 1e-6);
+    num(j, "tpot_ms", r.tpot_ms);
     j.member("resident_per_rank", r.resident_per_rank).end_object();
   }
   j.end_array().key("gains").begin_array();
@@ -204,15 +209,16 @@ void curves(JsonWriter& j, const CapacityPlan& p) {
 }  // namespace
 
 std::string plan_to_json(const CapacityPlan& p, const PlanRunInfo& info) {
+  const std::vector<PlanTableRow> table = plan_table(p);
   JsonWriter j(2);
   j.begin_object();
-  contract_rows(j, p);
+  contract_rows(j, table);
   scenario(j, p);
   cost_and_memory(j, p);
   j.key("details").begin_array();
   for (const PlanRow& r : p.rows) detail(j, p, r);
   j.end_array();
-  gains_and_residency(j, p);
+  gains_and_residency(j, p, table);
   curves(j, p);
   j.key("sweeps").begin_object();
   sweeps(j, "device_buffer_size", p.sweep_buffer);

@@ -28,8 +28,6 @@ std::vector<PlanPlot> plan_plot_list();
 std::string plan_to_json(const CapacityPlan& plan, const PlanRunInfo& info);
 std::string plan_to_markdown(const CapacityPlan& plan, const PlanRunInfo& info, const std::vector<PlanPlot>& plots);
 std::string plan_to_html(const CapacityPlan& plan, const PlanRunInfo& info, const std::vector<PlanPlot>& plots);
-/// The short table `hisparse plan` prints to the terminal.
-std::string plan_to_text(const CapacityPlan& plan);
 
 // Shared number formatting ("93.45 GB", "1,234", "12.3 ms").
 std::string plan_bytes(double bytes);

@@ -21,7 +21,7 @@ def test_scenarios_come_from_the_package_data_outside_the_clone(tmp_path):
     package's own copy (hisparse/data/scenarios), not to the clone the package was built from."""
     code = ("import hisparse, json, os\n"
             "p = hisparse.plan('dsv32-8xh200-1tb', seq_lens=[16384])\n"
-            "print(json.dumps({'source': p['scenario']['source'], 'site': os.path.dirname(hisparse.__file__)}))\n")
+            "print(json.dumps({'source': p.json['scenario']['source'], 'site': os.path.dirname(hisparse.__file__)}))\n")
     env = {k: v for k, v in os.environ.items() if k not in ("HISPARSE_SCENARIO_DIR", "PYTHONPATH")}
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120)

@@ -1,6 +1,8 @@
-"""plan and advise from Python return the JSON the CLI writes, as dicts."""
+"""plan and advise from Python: typed results (the rows the CLI prints as structs, to_pandas()), and the JSON the CLI
+writes, byte for byte."""
 
 import json
+import re
 
 import pytest
 
@@ -8,16 +10,28 @@ import hisparse
 from package_util import arrays, cli, run_cli  # noqa: F401 (fixtures)
 
 SCENARIO = "dsv32-8xh200-1tb"
+SECONDS = re.compile(r'"plan_seconds": [0-9.e+-]+')
+
+
+def cli_json_text(cli, tmp_path, command, name, *args):
+    """The CLI's file as text, with what differs by construction taken out: the command line's `--out DIR --no-plots`
+    (Python has no such flags) and plan.json's measured plan_seconds."""
+    out = tmp_path / f"cli_{command}"
+    run_cli(cli, command, "--scenario", SCENARIO, *args, "--out", out, "--no-plots")
+    text = (out / name).read_text().replace(f" --out {out} --no-plots", "")
+    return SECONDS.sub('"plan_seconds": 0', text)
 
 
 def cli_json(cli, tmp_path, command, name, *args):
-    out = tmp_path / f"cli_{command}"
-    run_cli(cli, command, "--scenario", SCENARIO, *args, "--out", out, "--no-plots")
-    return json.loads((out / name).read_text())
+    return json.loads(cli_json_text(cli, tmp_path, command, name, *args))
+
+
+def py_json_text(result):
+    return SECONDS.sub('"plan_seconds": 0', result.json_text)
 
 
 def without_run(plan):
-    """plan.json's "run" holds the command line (its --out differs) and the wall time; everything else must match."""
+    """plan.json's "run" holds the command line (spelled as the flags were typed) and the wall time."""
     run = plan.pop("run")
     assert set(run) == {"command", "calibration", "workload", "plan_seconds"}
     return plan, run["calibration"], run["workload"]
@@ -28,31 +42,121 @@ def without_run(plan):
     ({"seq_lens": "32K", "limits": "memory", "strategies": True, "device_buffer_size": 4096},
      ["--seq-lens", "32K", "--limits", "memory", "--strategies", "--device-buffer-size", "4096"]),
 ])
-def test_plan_matches_cli(cli, tmp_path, kwargs, flags):
+def test_plan_json_is_the_cli_file_byte_for_byte(cli, tmp_path, kwargs, flags):
+    """Expected: the flags as Python spells them give the same command line, so plan.json's text is the CLI's but for
+    the measured plan_seconds (and the CLI's own --out / --no-plots)."""
     got = hisparse.plan(SCENARIO, **kwargs)
-    expected = cli_json(cli, tmp_path, "plan", "plan.json", *flags)
-    assert got["rows"], "an empty plan would match trivially"
-    assert without_run(got) == without_run(expected)
+    assert got.rows, "an empty plan would match trivially"
+    assert py_json_text(got) == cli_json_text(cli, tmp_path, "plan", "plan.json", *flags)
+
+
+def test_plan_rows_are_the_cli_table(cli, tmp_path):
+    """Expected: one typed PlanRow per line of the table the CLI prints, in its order (per length full KV, HiSparse,
+    dynamic residency), each line's figures as the CLI formats them; the full and HiSparse rows are plan.json's
+    `rows`, the dynamic ones its `dynamic_residency`."""
+    got = hisparse.plan(SCENARIO, seq_lens=[16384, 131072])
+    assert [(r.seq_len, r.mode) for r in got.rows] == [(n, m) for n in (16384, 131072)
+                                                       for m in ("full", "hisparse", "dynamic")]
+    assert repr(got.rows[0]).startswith("PlanRow(seq_len=16384, mode='full', applicable=True, max_per_rank=")
+    for r in got.rows:
+        assert isinstance(r.seq_len, int) and isinstance(r.max_concurrency, int) and isinstance(r.tpot_ms, float)
+        assert isinstance(r.applicable, bool) and isinstance(r.binding_limit, str)
+        assert r.max_concurrency == r.max_per_rank * 8  # 8 dp ranks
+        assert (r.resident_per_rank >= 0) == (r.mode == "dynamic")
+    stdout = run_cli(cli, "plan", "--scenario", SCENARIO, "--seq-lens", "16384,131072", "--out", tmp_path / "p",
+                     "--no-plots").stdout
+    line = re.compile(r" +(16384|131072) +(full|hisparse|dynamic) ")
+    table = [text.split() for text in stdout.splitlines() if line.match(text)]
+    assert [(int(t[0]), t[1], t[2].replace(",", ""), t[3], t[4]) for t in table] == \
+        [(r.seq_len, r.mode, str(r.max_concurrency), r.binding_limit, f"{r.tpot_ms:.2f}") for r in got.rows]
+    contract = [(x["seq_len"], x["mode"], x["max_concurrency"], x["binding_limit"]) for x in got.json["rows"]]
+    rows = [(r.seq_len, r.mode, r.max_concurrency, r.binding_limit) for r in got.rows if r.mode != "dynamic"]
+    assert contract == rows
+    dynamic = [(x["seq_len"], x["resident_per_rank"]) for x in got.json["dynamic_residency"]]
+    assert dynamic == [(r.seq_len, r.resident_per_rank) for r in got.rows if r.mode == "dynamic"]
+
+
+def test_plan_to_pandas_columns():
+    """Expected: to_pandas() has PlanRow's fields as its columns, typed, one row per struct; table() the same dicts."""
+    pandas = pytest.importorskip("pandas")
+    got = hisparse.plan(SCENARIO, seq_lens=[16384])
+    frame = got.to_pandas()
+    assert isinstance(frame, pandas.DataFrame) and len(frame) == len(got.rows) == 3
+    assert list(frame.columns) == list(hisparse._native.core().PlanRow.fields)
+    assert {"seq_len", "mode", "max_concurrency", "binding_limit", "tpot_ms", "decode_tokens_per_s",
+            "hbm_bytes_per_request", "host_bytes_per_request"} <= set(frame.columns)
+    assert frame["max_concurrency"].dtype.kind == "i" and frame["tpot_ms"].dtype.kind == "f"
+    assert got.table() == frame.to_dict("records")
+    with pytest.raises(ValueError, match="table: 'sweep', expected 'rows'"):
+        got.table("sweep")
+
+
+def test_plan_of_a_model_without_sparse_indexer():
+    """Expected: gpt-oss (GQA + sliding window, no indexer) has no dynamic row, and its HiSparse rows say they do not
+    apply, as the CLI's table prints them."""
+    got = hisparse.plan("gptoss-120b-1xh200", seq_lens=[16384])
+    assert [(r.mode, r.applicable) for r in got.rows] == [("full", True), ("hisparse", False)]
+    assert got.rows[1].binding_limit == "not applicable"
+    assert "16384  hisparse           - not applicable" in got.text
 
 
 def test_plan_keeps_files_in_out(tmp_path):
+    """Expected: with out=, plan.json on disk is the result's json_text, and the reports are written beside it."""
     got = hisparse.plan(SCENARIO, seq_lens=[16384], out=tmp_path / "p")
-    assert json.loads((tmp_path / "p" / "plan.json").read_text()) == got
+    assert (tmp_path / "p" / "plan.json").read_text() == got.json_text
     assert (tmp_path / "p" / "plan.md").is_file() and (tmp_path / "p" / "plan.html").is_file()
 
 
-def test_advise_matches_cli(cli, tmp_path):
+def test_advise_json_is_the_cli_file_byte_for_byte(cli, tmp_path):
+    """Expected: advise.json's text equals the CLI's but for the CLI's own --out / --no-plots in its command line."""
     got = hisparse.advise(SCENARIO, seq_lens=["16K", "128K"], tpot_slo_ms=60)
-    expected = cli_json(cli, tmp_path, "advise", "advise.json", "--seq-lens", "16K,128K", "--tpot-slo-ms", "60")
-    assert got.pop("command_line").startswith("hisparse advise --scenario dsv32-8xh200-1tb --seq-lens 16K,128K")
-    expected.pop("command_line")
-    assert len(got["advice"]) == 2
-    assert got == expected
+    assert len(got.json["advice"]) == 2
+    assert got.json_text == cli_json_text(cli, tmp_path, "advise", "advise.json", "--seq-lens", "16K,128K",
+                                          "--tpot-slo-ms", "60")
+
+
+def test_advise_structs_are_what_the_cli_prints(cli, tmp_path):
+    """Expected: one AdviceRecommendation per mix, whose flags are the CLI's "launch SGLang" lines and whose figures
+    are advise.json's "recommended"; the rows are the settings table printed under each mix (full KV first, one
+    recommended row per mix, vs_recommended 1 there)."""
+    got = hisparse.advise(SCENARIO, seq_lens=["16K", "128K"])
+    stdout = run_cli(cli, "advise", "--scenario", SCENARIO, "--seq-lens", "16K,128K", "--out", tmp_path / "a",
+                     "--no-plots").stdout
+    launch = [line for line in stdout.splitlines() if line.startswith("launch SGLang, ")]
+    assert launch == [f"launch SGLang, {r.context}: {r.sglang_flags}" for r in got.recommendations]
+    for r, advice in zip(got.recommendations, got.json["advice"]):
+        rec = advice["recommended"]
+        assert r.fits and r.setting == rec["setting"] and r.mode == rec["mode"]
+        assert (r.device_buffer_size, r.host_to_device_ratio, r.concurrency) == \
+            (rec["device_buffer_size"], rec["host_to_device_ratio"], rec["max_running_requests"])
+        assert r.goodput_tokens_per_s == pytest.approx(rec["goodput_tokens_per_s"], abs=1e-3)
+        rows = [row for row in got.rows if row.context == r.context]
+        assert rows[0].mode == "full" and rows[0].device_buffer_size == 0
+        assert [row.setting for row in rows if row.recommended] == [r.setting]
+        assert [row.vs_recommended for row in rows if row.recommended] == [1.0]
+    # Each table line of the text names the row's H (or full KV), ratio and concurrency.
+    line = re.compile(r" +(full KV|[0-9]+) +(-|[0-9]+) +[0-9,]+ [a-z][a-z_]* ")  # H, ratio, concurrency, limit
+    table = [text.split()[:3] for text in got.text.splitlines() if line.match(text)]
+    assert table == [["full", "KV", "-"] if row.mode == "full" else
+                     [str(row.device_buffer_size), str(row.host_to_device_ratio), f"{row.concurrency:,}"]
+                     for row in got.rows]
+
+
+def test_advise_to_pandas_columns():
+    """Expected: the settings table and the recommendations as DataFrames with their structs' fields as columns,
+    typed; one recommendation for one mix, one recommended row in its table."""
+    pandas = pytest.importorskip("pandas")
+    got = hisparse.advise(SCENARIO, seq_lens=["32K"])
+    rows, recs = got.to_pandas(), got.to_pandas("recommendations")
+    assert list(rows.columns) == list(hisparse._native.core().AdviceRow.fields)
+    assert list(recs.columns) == list(hisparse._native.core().AdviceRecommendation.fields)
+    assert len(recs) == 1 and recs.loc[0, "context"] == "32K" and recs["concurrency"].dtype.kind == "i"
+    assert rows["recommended"].sum() == 1 and rows["goodput_tokens_per_s"].dtype.kind == "f"
 
 
 def test_advise_recommended_is_the_setting():
     """advice["recommended"] is the recommended setting itself (its flags, H, ratio); its index stays available."""
-    a = hisparse.advise(SCENARIO, seq_lens=["32K"])["advice"][0]
+    a = hisparse.advise(SCENARIO, seq_lens=["32K"]).json["advice"][0]
     rec = a["recommended"]
     assert isinstance(rec, dict), "an index here was issue 40's complaint"
     assert rec == a["candidates"][a["recommended_index"]]
@@ -71,8 +175,7 @@ def test_advise_with_a_python_trace(cli, tmp_path):
     got = hisparse.advise(SCENARIO, seq_lens=[32768], trace=path, rescale_trace_top_k=True, buffer_sizes=[2048, 4096])
     expected = cli_json(cli, tmp_path, "advise", "advise.json", "--seq-lens", "32768", "--trace", path,
                         "--rescale-trace-top-k", "--buffer-sizes", "2048,4096")
-    got.pop("command_line"), expected.pop("command_line")
-    assert got == expected
+    assert got.json == expected
 
 
 def test_errors_are_the_cli_messages():
@@ -108,8 +211,8 @@ def test_keywords_set_the_fields_the_flags_set(cli, tmp_path):
                         host_dram_bytes="2TiB")
     expected = cli_json(cli, tmp_path, "plan", "plan.json", "--seq-lens", "16384", "--max-running-requests", "100",
                         "--device-pool-tokens", "0", "--host-dram-bytes", "2TiB")
-    assert '"max_running_requests": 12' in json.dumps(got)
-    assert without_run(got) == without_run(expected)
+    assert '"max_running_requests": 12' in got.json_text
+    assert without_run(got.json) == without_run(expected)
 
 
 def test_a_keyword_that_is_no_flag_is_named():

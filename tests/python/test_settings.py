@@ -1,7 +1,11 @@
 """The settings table from Python (hisparse.settings(), sim/api/settings_table.h): every setting is a keyword of
 hisparse.plan by its name (advise: all but H, the ratio and the running cap, which it chooses), mtp_draft_tokens,
 mtp_acceptance, swap_in_kernel, attention_table and hisparse_prefetch included; and a value out of range gets the same
-message, naming the setting, the value and the range, from the keyword, the CLI's flag and a field file's overrides."""
+message, naming the setting, the value and the range, from the keyword, the CLI's flag and a field file's overrides;
+and every flag of plan, advise and simulate is a keyword of its Python function."""
+
+import importlib
+import re
 
 import pytest
 
@@ -9,6 +13,8 @@ import hisparse
 from hisparse import commands
 from hisparse._native import core
 from package_util import cli, run_cli  # noqa: F401 (fixtures)
+
+simulate_module = importlib.import_module("hisparse.simulate")  # the module (hisparse.simulate is the function)
 
 SCENARIO = "dsv32-8xh200-1tb"
 ROWS = hisparse.settings()
@@ -112,3 +118,50 @@ def test_out_of_range_is_the_same_error_from_python_cli_and_yaml(cli, tmp_path, 
                    check=False)
     assert yaml.returncode != 0
     assert f"{field} (line 13): overrides.{name}{tail}" in yaml.stderr
+
+
+# Every flag of `hisparse plan / advise / simulate --help` is a keyword of the Python function (or one of its own
+# arguments), so the table of settings and each command's own flags reach Python. Left out, each with its reason:
+PYTHON_OWN = {"scenario", "out", "no_plots", "verbose", "help"}  # scenario positional; out=, plots=, verbose=
+NOT_KEYWORDS = {
+    ("advise", "layouts"): "another report (the layout comparison), not the advice",
+    ("simulate", "cost"): "deprecated alias of --cost-params, which is a keyword",
+    ("simulate", "workload"): "simulate's second positional argument",
+    ("simulate", "overlap"): "simulate's own overlap= (none, two-batch or both)",
+}
+OPTION = re.compile(r"^  (?:-\w \[ )?--([a-z0-9-]+)")
+
+
+def cli_flags(cli, command):
+    """The options `hisparse <command> --help` lists (each option line starts two spaces in; wrapped help does not)."""
+    text = run_cli(cli, command, "--help").stdout
+    return sorted({m.group(1) for m in map(OPTION.match, text.splitlines()) if m})
+
+
+def accepts(command, key):
+    """True unless building the request with `key` raises TypeError (a keyword that is no flag): a ValueError for the
+    placeholder value still means the keyword is taken."""
+    try:
+        if command == "simulate":
+            simulate_module._request(SCENARIO, "synthetic_poisson", None, {key: "1"})
+        else:
+            table = commands._PLAN if command == "plan" else commands._ADVISE
+            request = core().PlanRequest() if command == "plan" else core().AdviseRequest()
+            commands._request(command, request, table, SCENARIO, {key: "1"})
+    except TypeError:
+        return False
+    except ValueError:
+        pass
+    return True
+
+
+@pytest.mark.parametrize("command", ["plan", "advise", "simulate"])
+def test_every_cli_flag_is_a_python_keyword(cli, command):
+    # Expectation: the help lists the settings and the command's own flags (at least 40 for each command), and
+    # every one of them not left out above is taken as a keyword; a made-up flag is not (the check can fail).
+    flags = cli_flags(cli, command)
+    assert len(flags) >= 40 and "top-k" in flags and "miss-fraction" in flags
+    keywords = [f.replace("-", "_") for f in flags
+                if f.replace("-", "_") not in PYTHON_OWN and (command, f.replace("-", "_")) not in NOT_KEYWORDS]
+    assert [k for k in keywords if not accepts(command, k)] == []
+    assert not accepts(command, "no_such_flag")

@@ -9,6 +9,7 @@
 #include "sim/plan/capacity_plan.h"
 #include "tests/sim/plan_test_util.h"
 #include "sim/plan/plan_report.h"
+#include "sim/plan/plan_table.h"
 
 using namespace hisparse;
 using namespace hisparse::sim;
@@ -63,7 +64,7 @@ TEST_CASE("plan gqa: every new deployment plans full KV at each context, HiSpars
     CHECK(f16.decode_tokens_per_s ==
           doctest::Approx(static_cast<double>(f16.max_concurrency) / (f16.at_max.step_ns * 1e-9)).epsilon(1e-9));
     // Every report renders and names the non-applicability.
-    const std::string text = plan_to_text(p);
+    const std::string text = plan_table_text(plan_table(p), p.hisparse_not_applicable);
     CHECK(text.find("not applicable: no sparse indexer") != std::string::npos);
     PlanRunInfo info;
     CHECK(plan_to_json(p, info).find("\"hisparse_applicable\": false") != std::string::npos);
