@@ -278,7 +278,7 @@ NB_MODULE(_core, m) {
       HS_RW(sim::SimulateRequest, both_overlaps) HS_RW(sim::SimulateRequest, concurrency)
       HS_RW(sim::SimulateRequest, think_time_s) HS_RW(sim::SimulateRequest, num_requests)
       HS_RW(sim::SimulateRequest, timeline_start_s) HS_RW(sim::SimulateRequest, timeline_length_s)
-      HS_RW(sim::SimulateRequest, force);
+      HS_RW(sim::SimulateRequest, force) HS_RW(sim::SimulateRequest, prefix_cache);
   // simulate's outcome: read-only structs of figures (python/bindings/commands.h), not JSON text.
 #define HS_RO(cls, field) .def_ro(#field, &cls::field)
   nb::class_<SimulateRunOutput>(m, "SimulateRun")
@@ -294,6 +294,9 @@ NB_MODULE(_core, m) {
       HS_RO(SimulateRunOutput, batch_per_rank_mean) HS_RO(SimulateRunOutput, hit_rate)
       HS_RO(SimulateRunOutput, pcie_h2d_util) HS_RO(SimulateRunOutput, io_stall_fraction)
       HS_RO(SimulateRunOutput, tpot_slo_attainment) HS_RO(SimulateRunOutput, wall_s)
+      HS_RO(SimulateRunOutput, prefix_cache) HS_RO(SimulateRunOutput, prefix_hit_rate)
+      HS_RO(SimulateRunOutput, ttft_mean_ms) HS_RO(SimulateRunOutput, prefill_tokens_saved)
+      HS_RO(SimulateRunOutput, prefix_cache_peak_bytes) HS_RO(SimulateRunOutput, prefix_cache_mean_bytes)
       HS_RO(SimulateRunOutput, requests_csv) HS_RO(SimulateRunOutput, steps_csv)
       .def("__repr__", [](const SimulateRunOutput& r) {
         return "<SimulateRun " + r.tag + " concurrency=" + std::to_string(r.concurrency) + " finished=" +

@@ -29,7 +29,7 @@ _SIMULATE.update({
     "timeline_start": ("timeline_start_s", _FLOAT), "timeline_length": ("timeline_length_s", _FLOAT),
     "concurrency": ("concurrency", _levels), "think_time": ("think_time_s", _FLOAT),
     "num_requests": ("num_requests", _INT), "admission": ("admission", _text), "max_retries": ("max_retries", _INT),
-    "force": ("force", lambda k, v: bool(v)),
+    "force": ("force", lambda k, v: bool(v)), "prefix_cache": ("prefix_cache", _text),
 })
 
 
@@ -106,7 +106,8 @@ _RUN_FIELDS = ("tag", "mode", "overlap", "concurrency", "arrivals", "admitted", 
                "host_alloc_failures", "demotions", "events", "ttft_modelled", "tokens_per_s", "tokens_per_s_per_gpu",
                "steady_tokens_per_s", "tpot_p50_ms", "tpot_p99_ms", "ttft_p50_ms", "ttft_p99_ms", "wait_p50_ms",
                "wait_p99_ms", "batch_per_rank_mean", "hit_rate", "pcie_h2d_util", "io_stall_fraction",
-               "tpot_slo_attainment", "wall_s")
+               "tpot_slo_attainment", "wall_s", "prefix_cache", "prefix_hit_rate", "prefill_tokens_saved",
+               "ttft_mean_ms", "prefix_cache_peak_bytes", "prefix_cache_mean_bytes")
 _SWEEP_FIELDS = ("concurrency", "mode", "tokens_per_s", "tpot_p50_ms", "tpot_p99_ms", "wait_p50_ms", "wait_p99_ms",
                  "ttft_p50_ms", "ttft_p99_ms", "batch_per_rank", "steady_tokens_per_s", "finished", "rejected",
                  "host_alloc_failures")

@@ -27,6 +27,8 @@ struct SimulationSetup {
   std::unique_ptr<MissModel> miss;
   AdmissionCheck admission = AdmissionCheck::kPools;
   int32_t max_retries = 8;
+  bool prefix_cache = false;       // SimulateRequest::prefix_cache resolved for the deployment
+  std::string prefix_cache_why;    // "on (--prefix-cache on)", "on (SGLang's default: colocated)", ...
   std::vector<std::string> notes;  // what the set-up assumed (prefill shaped like decode, TTFT not modelled), in order
 };
 

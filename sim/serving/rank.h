@@ -16,6 +16,7 @@
 #include "sim/engine/sim_time.h"
 #include "sim/serving/admission_ledger.h"
 #include "sim/serving/pools.h"
+#include "sim/serving/prefix/rank_prefix_cache.h"
 
 namespace hisparse::sim::serving {
 
@@ -59,6 +60,12 @@ class Rank {
   const RankPools& pools() const { return *pools_; }
   AdmissionLedger* ledger() { return ledger_.get(); }
   const AdmissionLedger* ledger() const { return ledger_.get(); }
+  /// The rank's radix prefix cache (null when off), its pages in `pool` of the rank's pools.
+  void enable_prefix_cache(int pool) {
+    prefix_ = std::make_unique<RankPrefixCache>(*pools_, pool, pools_->sizes().page);
+  }
+  RankPrefixCache* prefix_cache() { return prefix_.get(); }
+  const RankPrefixCache* prefix_cache() const { return prefix_.get(); }
 
   // Membership.
   int32_t reserved() const { return reserved_; }            // admitted here and not done
@@ -101,6 +108,7 @@ class Rank {
   int32_t instance_ = 0, local_ = 0;
   std::unique_ptr<RankPools> pools_;
   std::unique_ptr<AdmissionLedger> ledger_;  // --admission v2 in HiSparse mode, else null
+  std::unique_ptr<RankPrefixCache> prefix_;  // --prefix-cache on (and a workload naming prefix blocks), else null
   std::vector<int64_t> running_, joining_;
   std::deque<int64_t> prefill_queue_;        // colocated: admitted, waiting for (more) prefill chunks
   int32_t reserved_ = 0;
