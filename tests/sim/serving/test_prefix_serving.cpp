@@ -121,6 +121,29 @@ TEST_CASE("prefix cache: a running request's locked prefix is never evicted") {
   CHECK(cache.page_ns(8) == doctest::Approx(0 * 2 + 4 * 3 + 6 * 1 + 4 * 2));
 }
 
+// Twenty pages of 64 tokens, full KV. A (block 1: 512 tokens, 8 pages) finishes and leaves its 8 pages cached. B
+// (block 1 then 64 tokens of block 2, 400 output tokens) hits those 8 pages and, once prefilled, has its 9 prompt pages
+// in the cache, locked while it runs, and paged(576 + 400) − 9 × 64 = 7 pages of its own: 4 pages free. C (a new
+// 512-token block, 10 output tokens) needs paged(522) = 9 pages. Expected: C cannot evict B's locked prefix, so it
+// waits for B's finish (then B's 7 pages free up and C fits without evicting anything), and it finishes.
+TEST_CASE("prefix cache: a running request's locked prefix is not evicted for another's admission") {
+  Scenario sc = colocated_rank();
+  sc.deployment.memory.full_pool_tokens = 1280;
+  Workload w;
+  w.name = "locked";
+  w.block_tokens = 512;
+  w.requests = {RequestSpec{0, 0, 512, 200, {1}}, RequestSpec{1, 20 * kNsPerSecond, 576, 400, {1, 2}},
+                RequestSpec{2, 21 * kNsPerSecond, 512, 10, {9}}};
+  const ServingResult r = run(sc, w, KvMode::kFull, true);
+  REQUIRE(r.logical_pool_tokens == 1280);  // the case's premise: twenty pages
+  REQUIRE(r.requests[0].finish < r.requests[1].arrival);  // A is cached before B arrives
+  REQUIRE(r.requests[1].first_token < r.requests[2].arrival);  // B's prefix is cached and locked when C arrives
+  CHECK(r.requests[1].cached_tokens == 512);
+  CHECK(r.finished == 3);
+  CHECK(r.requests[2].admitted == r.requests[1].finish);
+  CHECK(r.prefix_evicted_pages == 0);
+}
+
 // A pool of ten pages and one request at a time, each a new 384-token prompt (6 pages, nothing shared) with 100
 // output tokens (paged(484) = 8 pages). Every finished request leaves its 6 prompt pages cached, so the next one finds
 // 4 pages free and needs 8: the cache must evict. Expected: every request finishes as with the cache off, pages were
