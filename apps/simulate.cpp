@@ -75,6 +75,11 @@ po::options_description simulate_options(SimulateRequest& req, SimulateFlags& f)
        "the buffer H runs as standard, so do requests that find host capacity, indexer pages or the temp buffer run "
        "out; HiSparse retracts under decode_reserve_ratio < 1) | older (the HiCache-backing one-home-per-token ledger "
        "of PR #35488, as before)")
+      ("prefix-cache", po::value(&req.prefix_cache)->default_value(req.prefix_cache), "auto | on | off: the radix "
+       "prefix cache of each rank (SGLang's RadixCache: page-granular match of the prompt's prefix blocks, locked while "
+       "the request runs, LRU eviction of unlocked leaves; full KV: in the KV pool, HiSparse: in the host pool); auto: "
+       "SGLang's default, on for a colocated server, off on a PD decode server (a chunk cache); acts on workloads naming "
+       "prefix blocks (Mooncake hash_ids); hit rate, prefill tokens saved and the pool bytes it held in summary_*.json")
       ("max-retries", po::value(&req.max_retries)->default_value(req.max_retries), "aborted attempts (host pool exhausted) before a request is rejected")
       ("no-plots", "skip scripts/plot_sweep.py after a sweep")
       ("force", "run even when the up-front estimate (printed on stderr when 10 s or more) is over an hour")

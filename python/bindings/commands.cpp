@@ -52,6 +52,12 @@ SimulateRunOutput run_output(const sim::SimulateRun& run) {
   o.io_stall_fraction = s.io_stall_fraction;
   o.tpot_slo_attainment = s.tpot_slo_attainment;
   o.wall_s = run.wall_s;
+  o.prefix_cache = r.prefix_cache;
+  o.prefix_hit_rate = sim::prefix_hit_rate(r);
+  o.ttft_mean_ms = s.ttft_ms.mean;
+  o.prefix_cache_peak_bytes = static_cast<double>(r.prefix_peak_tokens_per_rank) * r.prefix_bytes_per_token;
+  o.prefix_cache_mean_bytes = r.prefix_mean_tokens_per_rank * r.prefix_bytes_per_token;
+  o.prefill_tokens_saved = r.prefix_hit_tokens;
   o.requests_csv = sim::requests_csv(r);
   o.steps_csv = sim::steps_csv(r);
   return o;

@@ -52,6 +52,11 @@ struct SimulateRunOutput : sim::SweepPoint {
   bool ttft_modelled = false;  // false: ttft_p50_ms and ttft_p99_ms are -1
   double tokens_per_s_per_gpu = 0, hit_rate = 1, pcie_h2d_util = 0, io_stall_fraction = 0, tpot_slo_attainment = 0;
   double wall_s = 0;
+  // The radix prefix cache (off: false and zeros): hit tokens / input tokens of finished requests, the prefill tokens
+  // it saved, TTFT's mean, and the bytes of its pool it held per rank (peak, time-weighted mean); modelled.
+  bool prefix_cache = false;
+  double prefix_hit_rate = 0, ttft_mean_ms = 0, prefix_cache_peak_bytes = 0, prefix_cache_mean_bytes = 0;
+  int64_t prefill_tokens_saved = 0;
   std::string requests_csv, steps_csv;
 };
 

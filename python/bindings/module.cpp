@@ -334,12 +334,13 @@ NB_MODULE(_core, m) {
               &Ar::command_line, &Ar::decision_rule, &Ar::compare_miss_curves);
   using Sr = sim::SimulateRequest;
   bind_fields(nb::class_<Sr>(m, "SimulateRequest").def(nb::init<>()), kReadWrite,
-              "setup, misses, prefill_instances, link_model, workload, duration_s, miss_model, admission, v2_coordinator, "
-              "max_retries, mode, both_overlaps, concurrency, think_time_s, num_requests, timeline_start_s, timeline_length_s, "
-              "force",
+              "setup, misses, prefill_instances, link_model, workload, duration_s, miss_model, admission, "
+              "v2_coordinator, max_retries, mode, both_overlaps, concurrency, think_time_s, num_requests, "
+              "timeline_start_s, timeline_length_s, force, prefix_cache",
               &Sr::setup, &Sr::misses, &Sr::prefill_instances, &Sr::link_model, &Sr::workload, &Sr::duration_s,
-              &Sr::miss_model, &Sr::admission, &Sr::v2_coordinator, &Sr::max_retries, &Sr::mode, &Sr::both_overlaps, &Sr::concurrency,
-              &Sr::think_time_s, &Sr::num_requests, &Sr::timeline_start_s, &Sr::timeline_length_s, &Sr::force);
+              &Sr::miss_model, &Sr::admission, &Sr::v2_coordinator, &Sr::max_retries, &Sr::mode, &Sr::both_overlaps,
+              &Sr::concurrency, &Sr::think_time_s, &Sr::num_requests, &Sr::timeline_start_s, &Sr::timeline_length_s,
+              &Sr::force, &Sr::prefix_cache);
   using Vo = val::ValidateOptions;
   bind_fields(nb::class_<Vo>(m, "ValidateOptions").def(nb::init<>()), kReadWrite,
               "cases, start_case, seed, trace, trace_steps, only", &Vo::cases, &Vo::start_case, &Vo::seed, &Vo::trace,
@@ -388,10 +389,12 @@ NB_MODULE(_core, m) {
   nb::class_<Ro, Sp> run(m, "SimulateRun");
   bind_fields(run, kReadOnly,
               "tag, overlap, arrivals, admitted, demotions, events, ttft_modelled, tokens_per_s_per_gpu, hit_rate, "
-              "pcie_h2d_util, io_stall_fraction, tpot_slo_attainment, wall_s",
+              "pcie_h2d_util, io_stall_fraction, tpot_slo_attainment, wall_s, prefix_cache, prefix_hit_rate, "
+              "prefill_tokens_saved, ttft_mean_ms, prefix_cache_peak_bytes, prefix_cache_mean_bytes",
               &Ro::tag, &Ro::overlap, &Ro::arrivals, &Ro::admitted, &Ro::demotions, &Ro::events, &Ro::ttft_modelled,
               &Ro::tokens_per_s_per_gpu, &Ro::hit_rate, &Ro::pcie_h2d_util, &Ro::io_stall_fraction,
-              &Ro::tpot_slo_attainment, &Ro::wall_s);
+              &Ro::tpot_slo_attainment, &Ro::wall_s, &Ro::prefix_cache, &Ro::prefix_hit_rate,
+              &Ro::prefill_tokens_saved, &Ro::ttft_mean_ms, &Ro::prefix_cache_peak_bytes, &Ro::prefix_cache_mean_bytes);
   run.def_ro("requests_csv", &Ro::requests_csv).def_ro("steps_csv", &Ro::steps_csv).def("__repr__", [](const Ro& r) {
     return "<SimulateRun " + r.tag + " concurrency=" + std::to_string(r.concurrency) + " finished=" +
            std::to_string(r.finished) + ">";

@@ -31,7 +31,7 @@ _SIMULATE.update({
     "concurrency": ("concurrency", _levels), "think_time": ("think_time_s", _FLOAT),
     "num_requests": ("num_requests", _INT), "admission": ("admission", _text), "max_retries": ("max_retries", _INT),
     "v2_coordinator": ("v2_coordinator", _text),
-    "force": ("force", lambda k, v: bool(v)),
+    "force": ("force", lambda k, v: bool(v)), "prefix_cache": ("prefix_cache", _text),
 })
 
 

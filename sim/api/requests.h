@@ -102,6 +102,9 @@ struct SimulateRequest {
   /// ledger of PR #35488, sim/serving/admission_ledger.h); core/hisparse_v2.h V2Coordinator.
   std::string v2_coordinator = "current";
   int32_t max_retries = 8;
+  /// The radix prefix cache (sim/serving/prefix/rank_prefix_cache.h): auto (SGLang's default for the deployment: on
+  /// when colocated, off on a PD decode server) | on | off. It acts only on workloads that name prefix blocks.
+  std::string prefix_cache = "auto";
   // What run_simulate runs (sim/api/simulate_outcome.h); load_simulation alone reads none of these.
   std::string mode = "both";           // full | hisparse | dynamic | both (full, hisparse) | all (the three)
   bool both_overlaps = false;          // each run under overlap none, then two-batch (`--overlap both`)

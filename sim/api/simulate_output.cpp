@@ -59,6 +59,18 @@ std::string run_line(const SimulateRun& run) {
                      "shorter than H, {} host capacity, {} indexer pages, {} temp buffer\n",
                      a[0], a[1], a[2], a[3], a[4], a[5]);
   }
+  if (r.prefix_cache)
+    o += fmt::format("  prefix cache (modelled, sim/serving/prefix/): hit {:.1f} % of input tokens ({} of {}), prefill "
+                     "tokens saved {}; TTFT mean {:.1f} ms p50 {:.1f} ms p99 {:.1f} ms; {} pool held by the cache per "
+                     "rank: peak {:.2f} GB, mean {:.2f} GB ({} pages inserted, {} evicted)\n",
+                     100 * prefix_hit_rate(r), r.prefix_hit_tokens, r.prefix_input_tokens, r.prefix_hit_tokens,
+                     s.ttft_ms.mean, s.ttft_ms.p50, s.ttft_ms.p99, r.prefix_cache_pool,
+                     static_cast<double>(r.prefix_peak_tokens_per_rank) * r.prefix_bytes_per_token * 1e-9,
+                     r.prefix_mean_tokens_per_rank * r.prefix_bytes_per_token * 1e-9, r.prefix_inserted_pages,
+                     r.prefix_evicted_pages);
+  if (r.sessions > 0)
+    o += fmt::format("  sessions: {} multi-turn sessions, {} turns held until the previous turn's end + think time\n",
+                     r.sessions, r.held_turns);
   if (r.retraction != "none")
     o += fmt::format("  {} (modelled, sim/serving/retraction.cpp): {} retractions, {} prompt + decoded tokens dropped, {} "
                      "recomputed in {:.3f} GPU-s of prefill\n",

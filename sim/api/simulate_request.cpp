@@ -94,6 +94,18 @@ SimulationSetup load_simulation(const SimulateRequest& r, const std::string& com
                               "#35488: standard when the prefix is shorter than H + page)"),
         current ? "current" : "older"));
   }
+  // SGLang's default: a colocated server keeps its radix cache (disable_radix_cache is false by default); a PD decode
+  // server is forced to a chunk cache (sim/serving/prefix_cache.cpp cites where).
+  if (r.prefix_cache == "auto") {
+    out.prefix_cache = !sc.deployment.pd_disaggregation;
+    out.prefix_cache_why = out.prefix_cache ? "SGLang's default on a colocated server"
+                                            : "SGLang's default on a PD decode server: a chunk cache";
+  } else if (r.prefix_cache == "on" || r.prefix_cache == "off") {
+    out.prefix_cache = r.prefix_cache == "on";
+    out.prefix_cache_why = "--prefix-cache " + r.prefix_cache;
+  } else {
+    throw_error("--prefix-cache '{}' is unknown (expected auto, on or off)", r.prefix_cache);
+  }
   out.max_retries = r.max_retries;
   out.cost = setup.cost;
   out.cost_line = setup.cost_line;
@@ -134,6 +146,7 @@ ServingResult simulate(const SimulationSetup& setup, KvMode mode, OverlapMode ov
   opt.v2_coordinator = setup.v2_coordinator;
   opt.max_retries = setup.max_retries;
   opt.clients = clients;
+  opt.prefix_cache = setup.prefix_cache;
   opt.record_steps = record_steps;
   opt.on_request_done = on_request_done;
   return run_serving(setup.scenario, setup.workload, opt, timeline);

@@ -28,6 +28,8 @@ struct SimulationSetup {
   AdmissionCheck admission = AdmissionCheck::kPools;
   V2Coordinator v2_coordinator = V2Coordinator::kCurrent;  // --admission v2's rules
   int32_t max_retries = 8;
+  bool prefix_cache = false;       // SimulateRequest::prefix_cache resolved for the deployment
+  std::string prefix_cache_why;    // "on (--prefix-cache on)", "on (SGLang's default: colocated)", ...
   std::vector<std::string> notes;  // what the set-up assumed (prefill shaped like decode, TTFT not modelled), in order
 };
 

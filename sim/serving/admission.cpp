@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "sim/serving/engine.h"
+#include "sim/serving/prefix/prefix_pages.h"
 
 namespace hisparse::sim::serving {
 
@@ -26,11 +27,19 @@ int64_t Engine::issue(SimTime at) {
 }
 
 void Engine::arrive(int64_t i) {
+  if (opt_.clients.concurrency == 0 && static_cast<size_t>(i + 1) < specs_.size())
+    sim_.schedule(specs_[static_cast<size_t>(i + 1)].arrival, handler_, kArrival, i + 1);
+  if (turn_waits(i)) return;  // a later turn of a session whose previous turn has not ended + think time
+  enter(i);
+}
+
+void Engine::enter(int64_t i) {
   ++result_.arrivals;
-  if (opt_.clients.concurrency == 0) {
-    ++in_flight_;
-    if (static_cast<size_t>(i + 1) < specs_.size())
-      sim_.schedule(specs_[static_cast<size_t>(i + 1)].arrival, handler_, kArrival, i + 1);
+  if (opt_.clients.concurrency == 0) ++in_flight_;
+  outcomes_[static_cast<size_t>(i)].arrival = sim_.now();  // a held turn is sent when released
+  if (prefix_cache_) {
+    if (prefix_keys_.size() < specs_.size()) prefix_keys_.resize(specs_.size());
+    prefix_keys_[static_cast<size_t>(i)] = prompt_pages(spec(i), w_.block_tokens, page_);
   }
   waiting_.push_back(i);
   try_admit();
@@ -87,6 +96,7 @@ void Engine::try_admit() {
       // Dynamic residency: resident KV beyond the buffers is reclaimable (demoted on demand).
       PoolNeed room = ask.check;
       if (dynamic_) room.device = std::max<int64_t>(0, ask.check.device - reclaimable(rank));
+      prefix_room(rank, i, room);  // a cached prefix is not taken again; unlocked cached pages can be evicted
       if (!admission_->fits(rank, ask, room)) continue;
       if (best < 0 || rank.reserved() < ranks_[static_cast<size_t>(best)].reserved()) best = static_cast<int32_t>(g);
     }
@@ -94,21 +104,25 @@ void Engine::try_admit() {
     waiting_.pop_front();
     Rank& rank = ranks_[static_cast<size_t>(best)];
     if (dynamic_) make_device_room(rank, ask.need.device);
-    const AdmissionTaken taken = admission_->take(rank, i, ask, r.output_tokens);
+    AdmissionAsk take = ask;
+    const RankPrefixCache::Hold hold = acquire_prefix(rank, i, take.need);
+    const AdmissionTaken taken = admission_->take(rank, i, take, r.output_tokens);
     if (!taken.ok)
       throw_error("serving engine: rank {} reported room for request {} but its pools refused the pages", best, i);
     if (taken.v2_outcome >= 0) ++result_.v2_admissions[static_cast<size_t>(taken.v2_outcome)];
-    admitted(i, best);
+    admitted(i, best, hold);
   }
   admitting_ = false;
 }
 
-void Engine::admitted(int64_t i, int32_t rank) {
+void Engine::admitted(int64_t i, int32_t rank, const RankPrefixCache::Hold& hold) {
   Rank& g = ranks_[static_cast<size_t>(rank)];
   g.admit();
   rt_[static_cast<size_t>(i)].admit(rank, dynamic_);
+  rt_[static_cast<size_t>(i)].hold_prefix(hold);  // its matched prefix: locked, not prefilled again
   auto& o = outcomes_[static_cast<size_t>(i)];
   o.gpu = rank;
+  o.cached_tokens = static_cast<int32_t>(hold.tokens);
   if (o.admitted < 0) o.admitted = sim_.now();  // a retracted request keeps its first admission
   ++result_.admitted;
   const auto& r = spec(i);
@@ -143,7 +157,7 @@ void Engine::admitted(int64_t i, int32_t rank) {
 
 bool Engine::host_alloc(int64_t i, int64_t tokens, const char* where) {
   Rank& g = rank_of(i);
-  const int64_t short_pages = admission_->land(g, i, tokens);
+  const int64_t short_pages = evict_for_host(g, i, tokens);
   if (short_pages == 0) return true;
   abort_request(i, short_pages, where);
   return false;
@@ -160,6 +174,7 @@ void Engine::abort_request(int64_t i, int64_t pages, const char* where) {
   // Alone on its rank and still short: the host pool can never hold it.
   const bool hopeless = g.pools().owners() == 1;
   g.pools().release(i);
+  release_prefix(g, i, /*insert=*/false);
   admission_->release(g, i);
   g.leave(i);
   result_.wasted_decode_tokens += o.decoded;
@@ -185,6 +200,7 @@ void Engine::complete(int64_t i) {
   Rank& g = rank_of(i);
   g.pools().release(i);
   admission_->release(g, i);
+  release_prefix(g, i, /*insert=*/true);  // its prompt's pages stay as the cache's (cache_finished_req)
   g.leave(i);
   // Aborted requests go back to the head of the queue, in abort order, now that pages were freed.
   waiting_.insert(waiting_.begin(), retry_.begin(), retry_.end());
@@ -192,8 +208,9 @@ void Engine::complete(int64_t i) {
   request_done(i);
 }
 
-void Engine::request_done(int64_t /*i*/) {
+void Engine::request_done(int64_t i) {
   --in_flight_;
+  turn_done(i);
   if (opt_.on_request_done) opt_.on_request_done(result_.finished + result_.rejected);
   if (opt_.clients.concurrency > 0 && to_send_ > 0) issue(sim_.now() + opt_.clients.think_time);
 }

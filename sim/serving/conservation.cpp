@@ -57,6 +57,7 @@ ServingResult Engine::finish() {
     if (ends_with(m.link_name(l), ".d2h")) d2h_carried += m.carried_bytes(l);
   }
   r.requests = std::move(outcomes_);
+  report_prefix_cache(r);
   // Conservation: every byte a miss needed was carried (once per GPU of the rank), links carried exactly what the
   // flows asked for, every request finished or was rejected, steps never overlap or go back in time, no page leaked.
   // Pipeline parallelism: a step copies the largest micro-batch's misses (the stage step it runs, decode_step.cpp).
@@ -98,9 +99,14 @@ ServingResult Engine::finish() {
     const RankPools& p = ranks_[k].pools();
     const int64_t size[3] = {pool_sizes_.logical, hisparse_ ? pool_sizes_.device : 0, hisparse_ ? pool_sizes_.host : 0};
     for (int pool = 0; pool < 3; ++pool)
-      if (size[pool] > 0 && p.free_tokens(pool) != size[pool] / page_ * page_)
-        throw_error("conservation: rank {} ends with {} of {} tokens free in its {} pool (a request kept its pages)", k,
-                    p.free_tokens(pool), size[pool], pool == 0 ? "logical" : pool == 1 ? "device" : "host");
+      if (size[pool] > 0 && p.free_tokens(pool) + p.held(kPrefixCacheOwner, pool) != size[pool] / page_ * page_)
+        throw_error("conservation: rank {} ends with {} of {} tokens free in its {} pool and {} held by its prefix "
+                    "cache (a request kept its pages)", k, p.free_tokens(pool), size[pool],
+                    pool == 0 ? "logical" : pool == 1 ? "device" : "host", p.held(kPrefixCacheOwner, pool));
+    const RankPrefixCache* cache = ranks_[k].prefix_cache();
+    if (cache && cache->pages() * page_ != p.held(kPrefixCacheOwner, cache->pool()))
+      throw_error("conservation: rank {}'s prefix cache holds {} pages but its pool counts {} tokens for it", k,
+                  cache->pages(), p.held(kPrefixCacheOwner, cache->pool()));
     const cpu_ref::HiSparseV2Admission* v2 = ranks_[k].v2();
     if (v2 && (v2->active() != 0 || v2->host_reserved() != 0 || v2->indexer_pages_free() != v2->sizes().indexer_pages))
       throw_error("conservation: rank {} ends with {} V2 requests holding {} host tokens and {} of {} indexer pages "

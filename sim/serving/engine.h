@@ -8,6 +8,9 @@
 //                                retries, completion
 //   sim/serving/prefill.cpp      prefill instances + RDMA (PD), colocated chunked prefill and the staging backup
 //   sim/serving/decode_step.cpp  lockstep decode steps of an instance's ranks
+//   sim/serving/prefix_cache.cpp the ranks' radix prefix caches: the match at admission, eviction for room, insert
+//                                at finish
+//   sim/serving/sessions.cpp     multi-turn sessions: a turn is released after the previous one's finish + think time
 //   sim/serving/conservation.cpp the result and its conservation checks
 // Internal to sim/: include only from those files.
 #pragma once
@@ -34,7 +37,7 @@
 
 namespace hisparse::sim::serving {
 
-enum Kind : uint32_t { kArrival, kPrefillDone, kPhaseA, kIoStart, kComputeDone, kGpuDone, kStepEnd, kDecodeStart };
+enum Kind : uint32_t { kArrival, kPrefillDone, kPhaseA, kIoStart, kComputeDone, kGpuDone, kStepEnd, kDecodeStart, kRelease };
 enum FlowType : int64_t { kRdma = 1, kAdmitH2d = 2, kMissFlow = 3, kBackup = 4, kStaging = 5 };
 constexpr int64_t cookie(FlowType t, int64_t idx) { return (static_cast<int64_t>(t) << 56) | idx; }
 
@@ -77,11 +80,12 @@ class Engine final : public EventHandler, public FlowListener {
   // serving_simulation.cpp
   void build_topology();
   // admission.cpp
-  void arrive(int64_t i);
+  void arrive(int64_t i);                        // the workload's arrival event (a later turn may wait: sessions.cpp)
+  void enter(int64_t i);                         // the request is sent: it joins the waiting queue
   int64_t issue(SimTime at);                     // closed loop: a client sends its next request
   PoolNeed needs(int64_t i) const;
   void try_admit();
-  void admitted(int64_t i, int32_t rank);
+  void admitted(int64_t i, int32_t rank, const RankPrefixCache::Hold& hold);
   bool host_alloc(int64_t i, int64_t tokens, const char* where);  // false: aborted
   void abort_request(int64_t i, int64_t pages, const char* where);
   void complete(int64_t i);
@@ -117,6 +121,19 @@ class Engine final : public EventHandler, public FlowListener {
   void grow_or_retract(Rank& g);
   bool grow_prefill(Rank& g, int64_t i, int64_t upto);  // vLLM: blocks for a prefill chunk; false: i was preempted
   void retract(Rank& g, int64_t i);
+  // prefix_cache.cpp
+  void enable_prefix_caches();
+  int64_t prefix_max_pages(int64_t i) const;     // SGLang matches at most prompt − 1 tokens, whole pages
+  void prefix_room(const Rank& g, int64_t i, PoolNeed& room) const;  // lowers the cache pool's need by hit + evictable
+  RankPrefixCache::Hold acquire_prefix(Rank& g, int64_t i, PoolNeed& need);  // locks the match, evicts for the rest
+  void cache_prompt(Rank& g, int64_t i);         // its prompt's KV is complete: shared from now on
+  void release_prefix(Rank& g, int64_t i, bool insert);  // finished (insert) or aborted / retracted
+  int64_t evict_for_host(Rank& g, int64_t i, int64_t tokens);  // land() with eviction: pages still short
+  void report_prefix_cache(ServingResult& r) const;
+  // sessions.cpp
+  void link_sessions();
+  bool turn_waits(int64_t i);                    // at its arrival: held until the previous turn's finish + think time
+  void turn_done(int64_t i);                     // finished or rejected: releases the session's next turn
   // conservation.cpp
   ServingResult finish();
 
@@ -151,6 +168,11 @@ class Engine final : public EventHandler, public FlowListener {
   // (one per 4 / 128 tokens; the ≤ window + page tokens each layer keeps are left out), the C4 ones offloaded.
   double kv_bytes_per_token_ = 0, idx_bytes_per_token_ = 0, offload_bytes_per_token_ = 0;
   PoolSizes pool_sizes_;
+  bool prefix_cache_ = false;        // ranks hold radix prefix caches (ServingOptions::prefix_cache, prefix blocks)
+  std::vector<std::vector<RadixCache::Key>> prefix_keys_;  // per request: its prompt's page keys (prefix_pages.h)
+  std::vector<int64_t> prev_turn_, next_turn_;  // sessions (open loop): the previous / next turn's request, −1: none
+  std::vector<SimTime> turn_end_;    // when a turn finished or was rejected (−1: not yet)
+  std::vector<char> turn_held_;      // a turn that arrived before its previous turn ended
   std::unique_ptr<AdmissionPolicy> admission_;  // --admission (sim/serving/admission_policy.h)
   std::vector<Rank> ranks_;
   std::vector<Instance> instances_;

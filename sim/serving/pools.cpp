@@ -26,7 +26,16 @@ const RankPools::Held* RankPools::find(int64_t owner) const {
 }
 
 int64_t RankPools::free_tokens(int k) const { return pool(k) ? pool(k)->available_size() : 0; }
-int64_t RankPools::owners() const { return static_cast<int64_t>(held_.size()); }
+int64_t RankPools::owners() const {
+  return std::count_if(held_.begin(), held_.end(), [](const Held& h) { return h.owner != kPrefixCacheOwner; });
+}
+
+void RankPools::add_owner(int64_t owner) {
+  if (find(owner)) throw_error("serving pools: owner {} already holds pages on this rank", owner);
+  Held h;
+  h.owner = owner;
+  held_.push_back(std::move(h));
+}
 
 int64_t RankPools::held(int64_t owner, int k) const {
   const Held* h = find(owner);
@@ -103,10 +112,12 @@ int64_t RankPools::grow_home(int64_t owner, int64_t tokens) {
   return 0;
 }
 
-void RankPools::shrink_device(int64_t owner, int64_t tokens) {
+void RankPools::shrink_device(int64_t owner, int64_t tokens) { shrink_pool(1, owner, tokens); }
+
+void RankPools::shrink_pool(int k, int64_t owner, int64_t tokens) {
   Held* h = find(owner);
   if (!h) throw_error("serving pools: request {} holds nothing on this rank", owner);
-  free_pages(1, owner, h->pages[1], static_cast<size_t>((tokens + sizes_.page - 1) / sizes_.page));
+  free_pages(k, owner, h->pages[k], static_cast<size_t>((tokens + sizes_.page - 1) / sizes_.page));
 }
 
 void RankPools::release(int64_t owner) {

@@ -21,6 +21,10 @@ struct PoolSizes {
   Dsv4Pools dsv4;  // DeepSeek-V4's window, C128, indexer and state pools (sim/capacity/admission_pools.h); 0 = none
 };
 
+/// The owner of the radix prefix cache's pages on a rank (sim/serving/prefix/rank_prefix_cache.h): not a request
+/// (requests own their ids, far below; cpu_ref's allocators take owners >= 0 and keep -1 and -2 for themselves).
+inline constexpr int64_t kPrefixCacheOwner = INT64_MAX;
+
 /// Tokens of each pool one request holds.
 struct PoolNeed {
   int64_t logical = 0, device = 0, host = 0;  // page multiples
@@ -49,12 +53,18 @@ class RankPools {
   int64_t grow_home(int64_t owner, int64_t tokens);
   /// Shrinks the request's device pages to `tokens` (a page multiple): staging done, the buffer stays.
   void shrink_device(int64_t owner, int64_t tokens);
+  /// An owner that holds nothing yet (the prefix cache, whose pages come and go with its tree).
+  void add_owner(int64_t owner);
+  /// Grows `owner`'s pages of pool `pool` (0 logical, 1 device, 2 host) to cover `tokens`; returns the pages it could
+  /// not get (0 = done, nothing taken otherwise). shrink_pool frees its pages past `tokens` (a page multiple).
+  int64_t grow_pool(int pool, int64_t owner, int64_t tokens) { return grow(pool, owner, tokens); }
+  void shrink_pool(int pool, int64_t owner, int64_t tokens);
   /// Frees everything the request holds in every pool.
   void release(int64_t owner);
 
   int64_t held(int64_t owner, int pool) const;  // pool: 0 logical, 1 device, 2 host, 3 device homes (v2); tokens
   int64_t free_tokens(int pool) const;
-  int64_t owners() const;
+  int64_t owners() const;  // requests holding pages (the prefix cache is not counted)
 
  private:
   struct Held {

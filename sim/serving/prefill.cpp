@@ -10,6 +10,17 @@
 
 namespace hisparse::sim::serving {
 
+namespace {
+/// Prefill time of prompt tokens [done, done + take): the prompt's prefill up to there less its prefill before (the
+/// chunk's share, attention over the earlier tokens included). After a cached prefix (`cached`) the difference alone
+/// can miss the pass's fixed part (a pass reads the weights once, and the closed form counts weight reads per whole
+/// chunk from token 0), so the chunk costs at least a pass of its own tokens.
+SimTime prefill_span(const DecodeCostModel& c, int64_t done, int64_t take, bool cached) {
+  const SimTime share = c.prefill_time(done + take) - c.prefill_time(done);
+  return cached ? std::max(share, c.prefill_time(take)) : share;
+}
+}  // namespace
+
 // ---- PD: prefill instances, RDMA into the decode rank ----
 
 void Engine::start_prefill(int32_t p) {
@@ -19,7 +30,11 @@ void Engine::start_prefill(int32_t p) {
   pi.queue.pop_front();
   pi.current = i;
   outcomes_[static_cast<size_t>(i)].prefill_start = sim_.now();
-  sim_.schedule(sim_.now() + cost_.prefill_time(spec(i).input_tokens), handler_, kPrefillDone, p);
+  // A prefix cached on the decode rank is not computed again: the rest's share of the prompt's prefill, attention over
+  // the cached prefix included (as a colocated chunk's).
+  const int64_t cached = rt_[static_cast<size_t>(i)].cached();
+  const SimTime t = prefill_span(cost_, cached, spec(i).input_tokens - cached, cached > 0);
+  sim_.schedule(sim_.now() + t, handler_, kPrefillDone, p);
 }
 
 void Engine::prefill_done(int32_t p) {
@@ -37,10 +52,11 @@ void Engine::prefill_done(int32_t p) {
 void Engine::start_transfer(int64_t i) {
   const auto& r = spec(i);
   const Rank& g = rank_of(i);
-  // Every GPU of the rank receives the whole KV (attention TP replicates the latent).
-  const double bytes = static_cast<double>(r.input_tokens) * (kv_bytes_per_token_ + idx_bytes_per_token_);
+  // Every GPU of the rank receives the whole KV (attention TP replicates the latent), less a prefix it has cached.
+  const int64_t sent = static_cast<int64_t>(r.input_tokens) - rt_[static_cast<size_t>(i)].cached();
+  const double bytes = static_cast<double>(sent) * (kv_bytes_per_token_ + idx_bytes_per_token_);
   // One message per page per layer (how SGLang's transfer engines slice KV); their overhead is serial.
-  const int64_t messages = (static_cast<int64_t>(r.input_tokens) + page_ - 1) / page_ * kv_layers_;
+  const int64_t messages = (sent + page_ - 1) / page_ * kv_layers_;
   rt_[static_cast<size_t>(i)].start_flows(gpr_);
   // HiSparse lands in the host pool (host DRAM); full KV, and a v2 request admit_request ran as standard, in HBM
   // (GPUDirect RDMA).
@@ -50,6 +66,7 @@ void Engine::start_transfer(int64_t i) {
 
 void Engine::rdma_done(int64_t i) {
   const auto& r = spec(i);
+  cache_prompt(rank_of(i), i);  // its prompt's KV has arrived (PD + full KV: the decode rank's cache)
   RequestState& rt = rt_[static_cast<size_t>(i)];
   // HiSparse: the KV is in the host pool, the device buffer starts empty when the request is longer than it.
   const bool to_host = hisparse_ && !admission_->all_resident(rank_of(i), i);  // as start_transfer landed it
@@ -97,7 +114,7 @@ SimTime Engine::plan_prefill(Instance& inst) {
     auto& o = outcomes_[static_cast<size_t>(i)];
     if (o.prefill_start < 0) o.prefill_start = sim_.now();
     // The chunk's share of the prompt's prefill: the attention over the prefix already in the cache is part of it.
-    pass = std::max(pass, prefill_cost_.prefill_time(rt.prefilled() + take) - prefill_cost_.prefill_time(rt.prefilled()));
+    pass = std::max(pass, prefill_span(prefill_cost_, rt.prefilled(), take, rt.cached() > 0));
     inst.prefill_tokens += take;
   }
   return pass;
@@ -115,7 +132,7 @@ void Engine::prefill_chunks_done(Instance& inst) {
         // The part of a retracted request's prefix it had computed before, computed again.
         const int64_t again = std::min(take, e->second - rt.prefilled());
         result_.recomputed_tokens += again;
-        result_.recompute_ns += prefill_cost_.prefill_time(rt.prefilled() + again) - prefill_cost_.prefill_time(rt.prefilled());
+        result_.recompute_ns += prefill_span(prefill_cost_, rt.prefilled(), again, rt.cached() > 0);
       }
       rt.prefill_chunk(take);
       result_.prefill_tokens += take;
@@ -129,6 +146,9 @@ void Engine::prefill_chunks_done(Instance& inst) {
       if (r.output_tokens <= 1) { complete(i); continue; }
       // Full KV, or a v2 request admit_request ran as standard: its KV stays in device rows, nothing is staged.
       if (!hisparse_ || admission_->all_resident(g, i)) {
+        // The cache of a HiSparse rank lives in its host pool; a v2 standard request's rows are on the device, so
+        // its prompt is not offered to that cache (modelled: SGLang's V2 standard path is not priced for caching).
+        if (!hisparse_) cache_prompt(g, i);
         rt.decode_from(static_cast<int32_t>(prompt), false);
         make_ready(i);
         continue;
@@ -138,7 +158,9 @@ void Engine::prefill_chunks_done(Instance& inst) {
       // granularity: backup_from_device_all_layer).
       if (!host_alloc(i, prompt, "admit_request_into_staging")) continue;
       rt.start_flows(gpr_);
-      const TransferCost off = step_.prefill_offload(prompt);
+      // The prompt's latent is backed up to the host, less the prefix its admission found there.
+      const TransferCost off = step_.prefill_offload(prompt - o.cached_tokens);
+      cache_prompt(g, i);
       ++result_.staging_copies;
       start_rank_flows(g, off.bytes, off.transfers * sc_.hardware.pcie.latency_ns, 0, false, true, true, false,
                        cookie(kStaging, i));

@@ -17,6 +17,7 @@
 #include "sim/engine/sim_time.h"
 #include "sim/serving/admission_ledger.h"
 #include "sim/serving/pools.h"
+#include "sim/serving/prefix/rank_prefix_cache.h"
 
 namespace hisparse::sim::serving {
 
@@ -64,6 +65,12 @@ class Rank {
   cpu_ref::HiSparseV2Admission* v2() { return v2_.get(); }
   const cpu_ref::HiSparseV2Admission* v2() const { return v2_.get(); }
   void set_v2(std::unique_ptr<cpu_ref::HiSparseV2Admission> v2) { v2_ = std::move(v2); }
+  /// The rank's radix prefix cache (null when off), its pages in `pool` of the rank's pools.
+  void enable_prefix_cache(int pool) {
+    prefix_ = std::make_unique<RankPrefixCache>(*pools_, pool, pools_->sizes().page);
+  }
+  RankPrefixCache* prefix_cache() { return prefix_.get(); }
+  const RankPrefixCache* prefix_cache() const { return prefix_.get(); }
 
   // Membership.
   int32_t reserved() const { return reserved_; }            // admitted here and not done
@@ -107,6 +114,7 @@ class Rank {
   std::unique_ptr<RankPools> pools_;
   std::unique_ptr<AdmissionLedger> ledger_;  // --admission v2 --v2-coordinator older in HiSparse mode, else null
   std::unique_ptr<cpu_ref::HiSparseV2Admission> v2_;  // --admission v2 --v2-coordinator current, else null
+  std::unique_ptr<RankPrefixCache> prefix_;  // --prefix-cache on (and a workload naming prefix blocks), else null
   std::vector<int64_t> running_, joining_;
   std::deque<int64_t> prefill_queue_;        // colocated: admitted, waiting for (more) prefill chunks
   int32_t reserved_ = 0;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "sim/serving/prefix/rank_prefix_cache.h"
 #include "sim/serving/serving_simulation.h"
 
 namespace hisparse::sim::serving {
@@ -50,6 +51,16 @@ class RequestState {
     residency_ = Residency::kSwap;
     swap_since_ = step_;
   }
+  /// Its matched prefix, locked in its rank's prefix cache while it runs (its pools hold only the rest), and the
+  /// prompt tokens that are therefore already computed (colocated prefill starts after them).
+  void hold_prefix(const RankPrefixCache::Hold& hold) {
+    prefix_ = hold;
+    prefilled_ = hold.tokens;
+  }
+  /// Its prompt was inserted in the cache (cache_unfinished_req): the hold now covers every prompt page.
+  void move_prefix(const RankPrefixCache::Hold& hold) { prefix_ = hold; }
+  const RankPrefixCache::Hold& prefix() const { return prefix_; }
+  int64_t cached() const { return prefix_.tokens; }
   /// A transfer of `flows` per-GPU flows starts; flow_done() is true when the last one ends.
   void start_flows(int32_t flows) { pending_ = flows; }
   bool flow_done() { return --pending_ == 0; }
@@ -64,6 +75,7 @@ class RequestState {
   int32_t pending_ = 0;
   Residency residency_ = Residency::kNone;
   int64_t swap_since_ = -1;
+  RankPrefixCache::Hold prefix_;
 };
 
 }  // namespace hisparse::sim::serving

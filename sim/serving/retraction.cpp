@@ -50,8 +50,9 @@ int64_t Engine::reserved_output(int64_t i) const {
 }
 
 int64_t Engine::growth_tokens(const Rank& g, int64_t i) const {
-  // The step writes the request's token n − 1: its KV must cover n tokens (whole pages).
-  return std::max<int64_t>(0, paged(rt_[static_cast<size_t>(i)].n()) - g.pools().held(i, 0));
+  // The step writes the request's token n − 1: its KV must cover n tokens (whole pages), the cached prefix's included.
+  const RequestState& rt = rt_[static_cast<size_t>(i)];
+  return std::max<int64_t>(0, paged(rt.n()) - rt.cached() - g.pools().held(i, 0));
 }
 
 void Engine::grow_or_retract(Rank& g) {
@@ -68,10 +69,16 @@ void Engine::grow_or_retract(Rank& g) {
     for (int64_t i : keep) t += growth_tokens(g, i);
     return t;
   };
+  RankPrefixCache* cache = g.prefix_cache();
   while (need() > g.pools().free_tokens(0)) {
     // vLLM pops the most recently scheduled request: an admitted one still prefilling is newer than any decoding one.
     if (retraction_ == Retraction::kVllm && !g.prefill_queue().empty()) {
       retract(g, g.prefill_queue().back());
+      continue;
+    }
+    // SGLang evicts the radix cache before it retracts (check_decode_mem).
+    if (cache && cache->evictable_pages() > 0) {
+      cache->make_room(need(), sim_.now());
       continue;
     }
     if (keep.size() == 1)
@@ -82,7 +89,7 @@ void Engine::grow_or_retract(Rank& g) {
     retract(g, victim);
   }
   for (int64_t i : keep)
-    if (g.pools().grow_logical(i, rt_[static_cast<size_t>(i)].n()) != 0)
+    if (g.pools().grow_logical(i, rt_[static_cast<size_t>(i)].n() - rt_[static_cast<size_t>(i)].cached()) != 0)
       throw_error("serving engine: request {} could not take the pages counted free", i);
 }
 
@@ -116,6 +123,7 @@ void Engine::retract(Rank& g, int64_t i) {
   --result_.admitted;
   g.pools().release(i);
   admission_->release(g, i);  // v2 current: retract_req calls request_finished (host, indexer, temp buffer back)
+  release_prefix(g, i, /*insert=*/false);  // retracted without caching its KV (release_req)
   g.leave(i);
   rt_[static_cast<size_t>(i)].reset();
   if (retraction_ == Retraction::kVllm) waiting_.push_front(i);

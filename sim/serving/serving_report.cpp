@@ -45,6 +45,10 @@ double tokens_per_request_step(const ServingResult& r) {
 
 bool ttft_modelled(const ServingResult& r) { return r.prefill_mode != "pd-external"; }
 
+double prefix_hit_rate(const ServingResult& r) {
+  return r.prefix_input_tokens > 0 ? static_cast<double>(r.prefix_hit_tokens) / static_cast<double>(r.prefix_input_tokens) : 0;
+}
+
 Percentiles percentiles(std::vector<double> v) {
   Percentiles p;
   p.count = static_cast<int64_t>(v.size());
@@ -201,6 +205,20 @@ void summary_tail(JsonWriter& j, const ServingResult& r) {
     j.member("retracted_tokens", r.retracted_tokens).member("recomputed_tokens", r.recomputed_tokens);
     j.key("recompute_gpu_s").general(ns_to_seconds(r.recompute_ns), 6).member("label", "modelled").end_object();
   }
+  if (r.prefix_cache) {
+    j.key("prefix_cache").begin_object(kInline).member("pool", r.prefix_cache_pool);
+    j.member("input_tokens", r.prefix_input_tokens).member("hit_tokens", r.prefix_hit_tokens);
+    j.key("hit_rate").general(prefix_hit_rate(r), 6).member("prefill_tokens_saved", r.prefix_hit_tokens);
+    j.member("inserted_pages", r.prefix_inserted_pages).member("evicted_pages", r.prefix_evicted_pages);
+    j.member("peak_tokens_per_rank", r.prefix_peak_tokens_per_rank);
+    j.key("mean_tokens_per_rank").general(r.prefix_mean_tokens_per_rank, 6);
+    j.key("peak_bytes_per_rank").general(static_cast<double>(r.prefix_peak_tokens_per_rank) * r.prefix_bytes_per_token, 6);
+    j.key("mean_bytes_per_rank").general(r.prefix_mean_tokens_per_rank * r.prefix_bytes_per_token, 6);
+    j.member("label", "modelled: hits from the workload's prefix blocks; bytes = tokens x the pool's bytes per token")
+        .end_object();
+  }
+  if (r.sessions > 0)
+    j.key("sessions").begin_object(kInline).member("sessions", r.sessions).member("held_turns", r.held_turns).end_object();
   // Byte totals at 17 significant digits: they read back exactly.
   j.key("bytes").begin_object(kInline).key("miss_h2d").general(r.miss_flow_bytes, 17);
   j.key("admission_h2d").general(r.admission_h2d_bytes, 17).key("backup_d2h").general(r.backup_bytes, 17);
@@ -231,7 +249,8 @@ std::string requests_csv(const ServingResult& r) {
   // Dynamic residency adds the state each request last decoded in and its step when demoted (-1: never).
   const bool dynamic = r.mode == KvMode::kDynamic;
   std::string o = "id,arrival_s,input_tokens,output_tokens,rank,ttft_ms,tpot_ms,e2e_s,queue_ms,transfer_ms,wait_ms,selected,misses,retries,rejected";
-  o += dynamic ? ",residency,demoted_at_step\n" : "\n";
+  o += dynamic ? ",residency,demoted_at_step" : "";
+  o += r.prefix_cache ? ",cached_tokens\n" : "\n";  // the prefix cache: prompt tokens found cached, not prefilled
   for (const auto& q : r.requests) {
     const double ttft = q.first_token >= 0 ? static_cast<double>(q.first_token - q.arrival) * 1e-6 : -1;
     const double tpot = q.finish >= 0 && q.output_tokens > 1 && tpot_origin(q) >= 0 ? static_cast<double>(q.finish - tpot_origin(q)) * 1e-6 / (q.output_tokens - 1) : -1;
@@ -247,6 +266,7 @@ std::string requests_csv(const ServingResult& r) {
                      q.input_tokens, q.output_tokens, q.gpu, ttft, tpot, e2e, queue, xfer, wait, q.selected, q.misses, q.retries,
                      q.rejected ? 1 : 0);
     if (dynamic) o += fmt::format(",{},{}", to_string(q.residency), q.demoted_at_step);
+    if (r.prefix_cache) o += fmt::format(",{}", q.cached_tokens);
     o += "\n";
   }
   return o;

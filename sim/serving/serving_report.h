@@ -32,6 +32,8 @@ struct ServingSummary {
   StepCost mean_step;                             // per busy GPU-step, ns
 };
 ServingSummary summarize(const ServingResult& r, const Scenario& scenario);
+/// The prefix cache's hit rate: hit tokens / input tokens of finished requests (0 without input).
+double prefix_hit_rate(const ServingResult& r);
 /// Where a request's TPOT is measured from: its first token (as SGLang's bench_serving: (latency - TTFT) / (output -
 /// 1)), or, PD without a prefill section (no first token modelled), when its KV has arrived and it joins decode; never
 /// its arrival, so queueing for admission stays out of TPOT (it is in wait_ms).

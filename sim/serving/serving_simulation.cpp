@@ -121,6 +121,7 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
   if (opt.max_retries < 0) throw_error("max_retries {} must be >= 0", opt.max_retries);
   admission_ = make_admission_policy(opt.admission, hisparse_, opt.v2_coordinator);
   build_topology();
+  enable_prefix_caches();
   if (opt.clients.concurrency > 0) {
     if (w.requests.empty()) throw_error("workload {}: closed-loop clients need at least one request for the mix", w.name);
     to_send_ = opt.clients.requests > 0 ? opt.clients.requests : static_cast<int64_t>(w.requests.size());
@@ -136,6 +137,7 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
       auto& o = outcomes_[i];
       o.id = r.id; o.input_tokens = r.input_tokens; o.output_tokens = r.output_tokens; o.arrival = r.arrival;
     }
+    link_sessions();
   }
 }
 
@@ -181,6 +183,7 @@ void Engine::on_event(Simulator& sim, const Event& e) {
     case kGpuDone: rank_finished(static_cast<int32_t>(e.arg)); break;
     case kStepEnd: step_end(static_cast<int32_t>(e.arg)); break;
     case kDecodeStart: start_decode(static_cast<int32_t>(e.arg)); break;
+    case kRelease: enter(e.arg); break;
     default: throw_error("serving engine: unknown event kind {}", e.kind);
   }
 }

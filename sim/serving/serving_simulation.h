@@ -83,6 +83,9 @@ struct ServingOptions {
   int64_t v2_indexer_pages = -1;
   int32_t max_retries = 8;                 // aborts (host pool exhausted) before a request is rejected
   ClientSpec clients;
+  // The radix prefix cache of each rank (sim/serving/prefix/rank_prefix_cache.h): matched prompt pages are not
+  // prefilled or transferred again. Takes effect when the workload names prefix blocks (Workload::block_tokens > 0).
+  bool prefix_cache = false;
   std::function<void(int64_t)> on_request_done;  // requests finished or rejected so far, after each (progress)
 };
 
@@ -95,6 +98,7 @@ struct RequestOutcome {
   int32_t decoded = 0;       // tokens produced by decode steps (last attempt)
   int32_t retries = 0;       // aborted attempts (host pool exhausted under AdmissionCheck::kLogicalOnly or kV2)
   int32_t retractions = 0;   // times it was retracted or preempted while decoding (sim/serving/retraction.cpp)
+  int32_t cached_tokens = 0; // prompt tokens its (last) admission found in its rank's prefix cache: not prefilled
   bool rejected = false;     // could never fit on an empty rank, or out of retries
   // Dynamic residency: the state it last decoded in, and its decode step when demoted to swap (-1 = never).
   Residency residency = Residency::kNone;
@@ -166,6 +170,18 @@ struct ServingResult {
   std::string retraction = "none";
   int64_t retractions = 0, retracted_tokens = 0, recomputed_tokens = 0;
   SimTime recompute_ns = 0;
+  // The radix prefix cache (on only with ServingOptions::prefix_cache and a workload naming prefix blocks): the pool
+  // that holds it, the input and hit tokens of finished requests (hit: matched in the cache at their last admission,
+  // not prefilled), pages inserted and evicted; per rank, the most pages held at once (the largest over the ranks) and
+  // the time-weighted mean (over the makespan, averaged over the ranks); bytes per cached token of that pool.
+  bool prefix_cache = false;
+  std::string prefix_cache_pool;
+  int64_t prefix_input_tokens = 0, prefix_hit_tokens = 0, prefix_inserted_pages = 0, prefix_evicted_pages = 0;
+  int64_t prefix_peak_tokens_per_rank = 0;
+  double prefix_mean_tokens_per_rank = 0, prefix_bytes_per_token = 0;
+  // Multi-turn sessions (RequestSpec::session_id): sessions in the workload, and turns held past their arrival until
+  // the previous turn's finish + think time.
+  int64_t sessions = 0, held_turns = 0;
   std::vector<LinkUsage> links;
   // --admission v2 under the current coordinator: admissions (re-admissions after a retraction included) by
   // cpu_ref::V2Admit outcome, index 0 = run as V2, the others the reasons it ran as standard.

@@ -112,3 +112,24 @@ def test_simulate_errors_are_the_cli_messages():
         hisparse.simulate(SCENARIO, WORKLOAD, no_plots=True)
     with pytest.raises(ValueError, match="--concurrency"):
         hisparse.simulate(SCENARIO, WORKLOAD, concurrency=[4, 2])
+
+
+def test_simulate_prefix_cache_figures(cli, tmp_path):
+    """Expected: on a colocated node over the Mooncake conversation trace's first 20 s (its prompts open with one
+    shared 512-token block, so the second prompt on the node already hits), prefix_cache="on" reports the cache: a hit
+    rate in (0, 1), the prefill tokens it saved (> 0), TTFT's mean and the host-pool bytes it held (peak >= mean > 0);
+    the files are the CLI's with --prefix-cache on; off, the structs carry no cache and zeros."""
+    kwargs = {"mode": "hisparse", "duration": 20, "timeline_length": 0}
+    on = hisparse.simulate("dsv4-flash-8xh100-tp8", "mooncake_conversation", prefix_cache="on",
+                           out=tmp_path / "py", **kwargs)
+    run_cli(cli, "simulate", "--scenario", "dsv4-flash-8xh100-tp8", "--workload", "mooncake_conversation",
+            "--mode", "hisparse", "--duration", "20", "--timeline-length", "0", "--prefix-cache", "on",
+            "--out", tmp_path / "cli")
+    same_files(tmp_path / "py", tmp_path / "cli")
+    r = on.run("hisparse_none")
+    assert r.prefix_cache and 0 < r.prefix_hit_rate < 1 and r.prefill_tokens_saved > 0
+    assert r.ttft_mean_ms > 0 and r.prefix_cache_peak_bytes >= r.prefix_cache_mean_bytes > 0
+    assert "cached_tokens" in on.table("requests")[0]
+    off = hisparse.simulate("dsv4-flash-8xh100-tp8", "mooncake_conversation", prefix_cache="off", **kwargs)
+    r = off.run("hisparse_none")
+    assert not r.prefix_cache and r.prefix_hit_rate == 0 and r.prefill_tokens_saved == 0

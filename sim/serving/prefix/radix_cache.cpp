@@ -84,6 +84,24 @@ RadixCache::Match RadixCache::match(const std::vector<Key>& pages, SimTime now) 
   return m;
 }
 
+RadixCache::Peek RadixCache::peek(const std::vector<Key>& pages) const {
+  const Node* node = root_.get();
+  size_t i = 0;
+  Peek p;
+  while (i < pages.size()) {
+    auto it = node->children.find(pages[i]);
+    if (it == node->children.end()) break;
+    const Node* child = it->second.get();
+    const size_t l = common_prefix(child->key, pages, i);
+    p.pages += static_cast<int64_t>(l);
+    if (child->lock == 0) p.unlocked += static_cast<int64_t>(l);
+    i += l;
+    if (l < child->key.size()) break;
+    node = child;
+  }
+  return p;
+}
+
 int64_t RadixCache::insert(const std::vector<Key>& pages, SimTime now) {
   auto touch = [&](Node* n) { leaves_->touch(n, now); };
   Node* node = root_.get();

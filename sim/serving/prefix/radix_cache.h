@@ -33,6 +33,12 @@ class RadixCache {
   /// The longest cached prefix of `pages`; refreshes the access time of every node on it (radix_cache.py
   /// `_match_prefix_helper`), splitting the node the match ends inside.
   Match match(const std::vector<Key>& pages, SimTime now);
+  /// What match() would find, without touching or splitting anything: the matched pages and, of them, those no
+  /// running request holds yet (locking the match takes them out of the evictable pages).
+  struct Peek {
+    int64_t pages = 0, unlocked = 0;
+  };
+  Peek peek(const std::vector<Key>& pages) const;
   /// Inserts `pages` (a finished or chunked request's KV); returns how many of them were cached already (SGLang frees
   /// the request's duplicate copies of those). New pages are evictable until locked.
   int64_t insert(const std::vector<Key>& pages, SimTime now);
