@@ -394,9 +394,10 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
                                        "concurrency; the TPOT SLO of {} ms is not applied", d.tpot_slo_ms));
     if (p.budget.linear_layer_count > 0)
       p.warnings.push_back(fmt::format(
-          "step cost: the {} linear-attention layers are priced without KV reads; their Mamba state reads ({:.2f} MB "
-          "per request per step) and recurrence are not modelled, so TPOT is a lower bound",
-          p.budget.linear_layer_count, p.budget.mamba_state_per_request.value * 1e-6));
+          "step cost: the {} linear-attention layers read no KV; each reads and writes back its request's Mamba state "
+          "slot every step ({:.2f} MB per request per step, 2 × the budget's slot; modelled, memory-bound), and their "
+          "projections are priced as a full-attention layer's",
+          p.budget.linear_layer_count, 2 * p.budget.mamba_state_per_request.value * 1e-6));
     if (p.layout.attention_tp > 1)
       p.warnings.push_back(fmt::format(
           "attention TP {} (tp {} / dp_attention {}): each GPU computes {} of the {} query heads and holds {} of the {} "
