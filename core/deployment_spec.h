@@ -6,6 +6,7 @@
 
 #include "core/hardware_spec.h"
 #include "core/hisparse_config.h"
+#include "core/host_layout.h"
 #include "core/model_spec.h"
 
 namespace hisparse {
@@ -63,6 +64,10 @@ struct DeploymentSpec {
   // node (numactl --membind, SGLang's default intent); remote = on the other socket, read at the hardware's
   // numa.cross_node_factor share of that node's DRAM bandwidth (sim/cost/terms/transfer_granularity.h).
   bool host_pool_remote_numa = false;
+  // How each decode GPU's host pool is laid out and copied (YAML host_layout: layer_first | page_first |
+  // page_first_direct; core/host_layout.h): the number of copy calls of a miss load, a backup and a prefill offload
+  // (sim/cost/terms/transfer_granularity.h). Default layer_first, what SGLang's HiSparse allocates.
+  HostPoolLayout host_layout = HostPoolLayout::kLayerFirst;
   double mem_fraction_static = 0.85;
   int page_size = 64;
   KvDtype kv_dtype = KvDtype::kBf16;

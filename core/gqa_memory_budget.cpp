@@ -18,6 +18,8 @@ using budget_detail::attention_tp_of;
 using budget_detail::fig;
 using budget_detail::num;
 
+}  // namespace
+
 // SGLang's Mamba pools (model_runner_kv_cache_mixin.py handle_max_mamba_cache / init_memory): with
 // --max-mamba-cache-size the slots are given; otherwise the Mamba share of the KV budget is
 // rest × ratio / (1 + ratio) (--mamba-full-memory-ratio, default 0.9) and slots = floor(share / mamba_cache_per_req);
@@ -25,15 +27,26 @@ using budget_detail::num;
 // RATIO, radix cache on, no extra buffer). One slot, per linear layer: a conv state of (2 × key heads × key dim +
 // value heads × value dim) × (kernel − 1) bf16 values and an SSM state of value heads × key dim × value dim fp32
 // values (mamba_ssm_dtype default float32); heads are split over attention TP like the KV heads (modelled).
+MambaLayerState mamba_layer_state(const ModelSpec& m, int atp) {
+  MambaLayerState out;
+  const int64_t conv_dim = 2 * int64_t{m.linear_num_key_heads} * m.linear_key_head_dim +
+                           int64_t{m.linear_num_value_heads} * m.linear_value_head_dim;
+  out.conv_bytes = conv_dim / atp * (m.linear_conv_kernel_dim - 1) * 2;
+  out.ssm_elements = int64_t{m.linear_num_value_heads} / atp * m.linear_key_head_dim * m.linear_value_head_dim;
+  out.ssm_bytes = out.ssm_elements * 4;
+  return out;
+}
+
+namespace {
+
 void mamba_figures(const Scenario& s, int atp, MemoryBudget& b) {
   const ModelSpec& m = s.model;
   const DeploymentSpec& d = s.deployment;
   const int Ll = m.linear_layer_count();
   const int64_t conv_dim = 2 * int64_t{m.linear_num_key_heads} * m.linear_key_head_dim +
                            int64_t{m.linear_num_value_heads} * m.linear_value_head_dim;
-  const int64_t conv = conv_dim / atp * (m.linear_conv_kernel_dim - 1) * 2;
-  const int64_t ssm = int64_t{m.linear_num_value_heads} / atp * m.linear_key_head_dim * m.linear_value_head_dim * 4;
-  const double per_req = static_cast<double>(Ll) * (conv + ssm);
+  const MambaLayerState state = mamba_layer_state(m, atp);
+  const double per_req = static_cast<double>(Ll) * static_cast<double>(state.bytes());
   b.linear_layers = fig("linear_layers", "linear-attention (Mamba state) layers", Ll, "layers",
                         "layers between full-attention ones (model full_attention_interval)");
   b.mamba_state_per_request = fig(

@@ -17,6 +17,15 @@ const char* host_layout_name(HostLayout layout) {
   return "layer_first";
 }
 
+const char* host_pool_layout_name(HostPoolLayout layout) {
+  switch (layout) {
+    case HostPoolLayout::kPageFirst: return "page_first";
+    case HostPoolLayout::kPageFirstDirect: return "page_first_direct";
+    case HostPoolLayout::kLayerFirst: break;
+  }
+  return "layer_first";
+}
+
 HostLayout parse_host_layout(const std::string& name, const std::string& what) {
   for (HostLayout l : {HostLayout::kLayerFirst, HostLayout::kPageFirst, HostLayout::kPageHead})
     if (name == host_layout_name(l)) return l;

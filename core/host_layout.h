@@ -71,6 +71,19 @@ struct LayoutCopyView {
   int64_t bytes_moved() const { return count * layer_count * shape.token_layer_bytes(); }
 };
 
+/// The host pool layout a deployment serves with (deployment YAML `host_layout`, SGLang's --hicache-mem-layout names),
+/// with the IO backend it goes with, as the step model prices its copies (sim/cost/terms/transfer_granularity.h):
+/// layer_first and page_first copy any rows of a call with one kernel (io_backend kernel: transfer_kv_per_layer_mla,
+/// transfer_kv_per_layer_mla_pf_lf, transfer_kv_all_layer_mla*); page_first_direct with one cudaMemcpyAsync per page
+/// per layer (io_backend direct: transfer_kv_page_first_direct_impl, sgl-kernel/csrc/kvcacheio/transfer.cu at
+/// 1243cf3d; the layouts in python/sglang/srt/mem_cache/memory_pool_host.py at 00343773, DeepSeekV4PagedHostPool).
+/// SGLang's HiSparse allocates its host pool layer_first and copies with io_backend kernel
+/// (managers/hisparse_coordinator.py:79-86 and :98-105 at 009e640a), the default here.
+enum class HostPoolLayout : int32_t { kLayerFirst = 0, kPageFirst = 1, kPageFirstDirect = 2 };
+const char* host_pool_layout_name(HostPoolLayout layout);  // layer_first | page_first | page_first_direct
+/// Whether the layout's copies are one cudaMemcpyAsync per page per layer (io_backend direct).
+inline bool copies_per_page(HostPoolLayout layout) { return layout == HostPoolLayout::kPageFirstDirect; }
+
 const char* host_layout_name(HostLayout layout);  // layer_first | page_first | page_head
 /// Throws hisparse::Error naming `what` and the value when `name` is none of the three.
 HostLayout parse_host_layout(const std::string& name, const std::string& what);

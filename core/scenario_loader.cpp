@@ -399,6 +399,10 @@ DeploymentSpec load_deployment_spec(const std::string& path) {
   std::string numa_binding = "local";
   map.get_choice("host_pool_numa", &numa_binding, {"local", "remote"});
   d.host_pool_remote_numa = numa_binding == "remote";
+  std::string host_layout = "layer_first";
+  map.get_choice("host_layout", &host_layout, {"layer_first", "page_first", "page_first_direct"});
+  for (HostPoolLayout l : {HostPoolLayout::kLayerFirst, HostPoolLayout::kPageFirst, HostPoolLayout::kPageFirstDirect})
+    if (host_layout == host_pool_layout_name(l)) d.host_layout = l;
   map.get("mem_fraction_static", &d.mem_fraction_static, 0.01, 1.0);
   map.get("page_size", &d.page_size, 1, 65536);
   std::string dtype = "bf16";

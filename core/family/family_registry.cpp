@@ -1,5 +1,5 @@
 // @brief The family registry (core/family/family_registry.h). Adding a family: its file in core/family/ defines a
-// make_*_family() and one line below lists it (docs/families.md).
+// make_<name>_family() and one line of HISPARSE_FAMILIES below lists it (docs/families.md).
 #include "core/family/family_registry.h"
 
 #include <mutex>
@@ -10,13 +10,22 @@
 
 namespace hisparse {
 
-std::unique_ptr<ModelFamily> make_dsv4_family();           // core/family/dsv4_family.cpp
-std::unique_ptr<ModelFamily> make_mla_dsa_family();        // core/family/mla_dsa_family.cpp
-std::unique_ptr<ModelFamily> make_mla_family();            // core/family/mla_family.cpp
-std::unique_ptr<ModelFamily> make_double_sparse_family();  // core/family/double_sparse_family.cpp
-std::unique_ptr<ModelFamily> make_gqa_swa_family();        // core/family/gqa_swa_family.cpp
-std::unique_ptr<ModelFamily> make_gqa_mamba_family();      // core/family/gqa_mamba_family.cpp
-std::unique_ptr<ModelFamily> make_gqa_family();            // core/family/gqa_family.cpp
+// The built-in families, one line each, in the order claims() is asked: the most specific first (DeepSeek-V4 before
+// MLA, its layers are MLA-shaped; Double Sparsity before plain GQA, a deployment setting on a GQA model). X(name)
+// stands for make_<name>_family(), defined in core/family/<name>_family.cpp; adding a family is its file and one line
+// here (docs/families.md).
+#define HISPARSE_FAMILIES(X) \
+  X(dsv4)                    \
+  X(mla_dsa)                 \
+  X(mla)                     \
+  X(double_sparse)           \
+  X(gqa_swa)                 \
+  X(gqa_mamba)               \
+  X(gqa)
+
+#define HISPARSE_DECLARE_FAMILY(name) std::unique_ptr<ModelFamily> make_##name##_family();
+HISPARSE_FAMILIES(HISPARSE_DECLARE_FAMILY)
+#undef HISPARSE_DECLARE_FAMILY
 
 namespace {
 
@@ -28,11 +37,9 @@ struct Registry {
 Registry& registry() {
   static Registry* r = [] {
     auto* out = new Registry;
-    // claims() is asked in this order, the most specific first: DeepSeek-V4 before MLA (its layers are MLA-shaped),
-    // Double Sparsity before plain GQA (a deployment setting on a GQA model).
-    for (auto make : {make_dsv4_family, make_mla_dsa_family, make_mla_family, make_double_sparse_family,
-                      make_gqa_swa_family, make_gqa_mamba_family, make_gqa_family})
-      out->families.push_back(make());
+#define HISPARSE_FAMILY_MAKER(name) make_##name##_family,
+    for (auto make : {HISPARSE_FAMILIES(HISPARSE_FAMILY_MAKER)}) out->families.push_back(make());
+#undef HISPARSE_FAMILY_MAKER
     return out;
   }();
   return *r;

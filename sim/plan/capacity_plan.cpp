@@ -242,6 +242,21 @@ namespace {
 
 // The warnings of a model with a sparse indexer: compressed attention, NVFP4, --limits memory, no KV budget, host
 // pools over DRAM, a miss model read outside its range or never measured, a remote NUMA host pool, attention TP.
+// A host layout other than the one SGLang's HiSparse allocates (layer_first, io_backend kernel:
+// managers/hisparse_coordinator.py:79-86, :98-105 at 009e640a) is a what-if: say what it changes.
+void add_host_layout_warning(CapacityPlan& p, const StepTimeModel& hs) {
+  const HostPoolLayout layout = p.scenario.deployment.host_layout;
+  p.warnings.push_back(fmt::format(
+      "host_layout {}: SGLang's HiSparse allocates its host pool layer_first and copies with one kernel per call "
+      "(hisparse_coordinator.py), so this is a what-if; {}",
+      host_pool_layout_name(layout),
+      copies_per_page(layout)
+          ? fmt::format("io_backend direct copies each missed row of each layer, and each backed-up row, with its own "
+                        "cudaMemcpyAsync at pcie.latency_ns {} ns (assumed) each (sim/cost/terms/transfer_granularity.h)",
+                        hs.estimator().rank_scenario().hardware.pcie.latency_ns)
+          : std::string("one kernel per call as layer_first, the same calls and bytes: no figure changes")));
+}
+
 void add_hisparse_warnings(CapacityPlan& p, const MissCurves& misses, const StepTimeModel& hs) {
   const Scenario& s = p.scenario;
   const DeploymentSpec& d = s.deployment;
@@ -287,6 +302,7 @@ void add_hisparse_warnings(CapacityPlan& p, const MissCurves& misses, const Step
         "share (assumed; miss copy rate {:.4g} GB/s per GPU, backup {:.4g} GB/s): bind the pool to the GPU's node "
         "(numactl --membind) to lift it",
         s.hardware.numa_cross_node_factor, hs.estimator().h2d_link() * 1e-9, hs.estimator().d2h_rate() * 1e-9));
+  if (d.host_layout != HostPoolLayout::kLayerFirst) add_host_layout_warning(p, hs);
   if (p.layout.attention_tp > 1)
     p.warnings.push_back(fmt::format(
         "attention TP {} (tp {} / dp_attention {}): each rank's requests are replicated on its {} GPUs; the step "
@@ -378,9 +394,10 @@ CapacityPlan compute_capacity_plan(const Scenario& scenario, const PlanOptions& 
                                        "concurrency; the TPOT SLO of {} ms is not applied", d.tpot_slo_ms));
     if (p.budget.linear_layer_count > 0)
       p.warnings.push_back(fmt::format(
-          "step cost: the {} linear-attention layers are priced without KV reads; their Mamba state reads ({:.2f} MB "
-          "per request per step) and recurrence are not modelled, so TPOT is a lower bound",
-          p.budget.linear_layer_count, p.budget.mamba_state_per_request.value * 1e-6));
+          "step cost: the {} linear-attention layers read no KV; each reads and writes back its request's Mamba state "
+          "slot every step ({:.2f} MB per request per step, 2 × the budget's slot; modelled, memory-bound), and their "
+          "projections are priced as a full-attention layer's",
+          p.budget.linear_layer_count, 2 * p.budget.mamba_state_per_request.value * 1e-6));
     if (p.layout.attention_tp > 1)
       p.warnings.push_back(fmt::format(
           "attention TP {} (tp {} / dp_attention {}): each GPU computes {} of the {} query heads and holds {} of the {} "

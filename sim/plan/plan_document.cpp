@@ -314,12 +314,18 @@ void per_seq_len(std::vector<DocBlock>& doc, const CapacityPlan& p) {
     s.rows.push_back({c("H2D bytes per GPU per step"), muted("—"), c(plan_bytes(h->at_max.h2d_bytes)), c("modelled: misses × row bytes")});
     // Transfer granularity (sim/cost/terms/transfer_granularity.h): decode's per-layer loads, prefill's one batched offload.
     if (h->decode_transfer.transfers > 0)
-      s.rows.push_back({c("decode miss loads, one per layer"), muted("—"),
+      s.rows.push_back({c(copies_per_page(p.scenario.deployment.host_layout)
+                              ? "decode miss loads, one per row per layer (host_layout page_first_direct)"
+                              : "decode miss loads, one per layer"),
+                        muted("—"),
                         c(fmt::format("{} ({})", ms(h->decode_transfer.ns * 1e-6), h->decode_transfer.formula)),
                         c("modelled: load_to_device_per_layer's granularity, pcie.latency_ns per copy (the hardware file's, "
                           "assumed, or its calibration's); a swap-in calibration prices each call as measured (h2d above)")});
     if (h->prefill_offload.transfers > 0)
-      s.rows.push_back({c("prefill → host offload per request, one batched all-layer copy"), muted("—"),
+      s.rows.push_back({c(copies_per_page(p.scenario.deployment.host_layout)
+                              ? "prefill → host offload per request, one copy per page per layer (page_first_direct)"
+                              : "prefill → host offload per request, one batched all-layer copy"),
+                        muted("—"),
                         c(fmt::format("{} ({})", ms(h->prefill_offload.ns * 1e-6), h->prefill_offload.formula)),
                         c(p.scenario.deployment.pd_disaggregation
                               ? "modelled: backup_from_device_all_layer's granularity; this PD deployment writes the "

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -90,6 +91,17 @@ TEST_CASE("families: every shipped deployment gets the family its model's shapes
   mla.deployment.hisparse_enabled = false;
   CHECK(std::string(family_of(mla).name()) == "mla");
   CHECK_FALSE(family_of(mla).offload(mla.model).applies);
+}
+
+TEST_CASE("families: the registry lists the seven built-in families, one line each, most specific first") {
+  // Expected from HISPARSE_FAMILIES in core/family/family_registry.cpp: DeepSeek-V4 before the MLA families (its layers
+  // are MLA-shaped), Double Sparsity before plain GQA; a family registered at run time (the toy below) goes first.
+  const std::vector<std::string> built_in = {"dsv4", "mla+dsa", "mla", "gqa+double-sparsity", "gqa+swa", "gqa+mamba",
+                                             "gqa"};
+  const std::vector<std::string> names = family_names();
+  REQUIRE(names.size() >= built_in.size());
+  CHECK(std::vector<std::string>(names.end() - static_cast<std::ptrdiff_t>(built_in.size()), names.end()) == built_in);
+  for (const std::string& n : built_in) CHECK(find_family(n) != nullptr);
 }
 
 TEST_CASE("families: a model naming an unknown family is refused with the registered names") {

@@ -62,6 +62,8 @@ DecodeCostModel::DecodeCostModel(const Scenario& scenario, const CostParams& par
     kv_heads_ = kv_heads_per_rank(m, atp);
     full_attn_layers_ = m.full_attention_layer_count();
     sliding_attn_layers_ = m.sliding_layer_count();
+    linear_layers_ = m.linear_layer_count();
+    if (linear_layers_ > 0) mamba_state_ = mamba_layer_state(m, atp);
   }
   indexer_key_bytes_ = static_cast<double>(m.indexer_key_bytes);
   expert_params_ = 3.0 * m.hidden_size * m.moe_intermediate_size;

@@ -10,6 +10,7 @@
 #include "core/decode_layer_ops.h"
 #include "core/deployment_spec.h"
 #include "core/family/model_family.h"
+#include "core/gqa_memory_budget.h"
 #include "sim/cost/terms/cost_params.h"
 #include "sim/cost/terms/op_table_pricing.h"
 #include "sim/engine/sim_time.h"
@@ -149,6 +150,8 @@ class DecodeCostModel {
   int c4_layers_ = 0, c128_layers_ = 0;
   int kv_heads_ = 0;           // GQA: KV heads one GPU holds (replicated when attention TP > KV heads)
   int full_attn_layers_ = 0, sliding_attn_layers_ = 0;
+  int linear_layers_ = 0;         // GQA + Mamba: linear-attention layers, each reading and writing a request's state
+  MambaLayerState mamba_state_;   // one request's state in one such layer on this GPU (core/gqa_memory_budget.h)
 
   const Scenario& sc_;
   CostParams p_;

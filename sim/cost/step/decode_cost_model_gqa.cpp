@@ -40,8 +40,15 @@ GpuPhases DecodeCostModel::gqa_phases(const GpuBatch& b) const {
     const double bytes = rows * kv_row_bytes_ + B * hq * hd * 2.0 * 2.0;
     return kernel(flops, bytes, sc_.hardware.bf16_flops, e.attention) * layers;
   };
+  // A linear-attention (Mamba-style) layer reads each request's state slot and writes it back once per step, the
+  // budget's slot (memory-bound: 2 × its bytes); the SSM state's rank-1 update and the query's read-out are one
+  // multiply-add each per state value (4 FLOPs). Its projections are priced as a full layer's above (modelled).
+  const double state_flops = 4.0 * B * static_cast<double>(mamba_state_.ssm_elements);
+  const double state_bytes = 2.0 * B * static_cast<double>(mamba_state_.bytes());
+  const SimTime linear =
+      linear_layers_ > 0 ? kernel(state_flops, state_bytes, sc_.hardware.bf16_flops, e.attention) * linear_layers_ : 0;
   out.attention = per_layer * m.layers + attention(b.sum_attended, full_attn_layers_) +
-                  attention(b.sum_window_attended, sliding_attn_layers_);
+                  attention(b.sum_window_attended, sliding_attn_layers_) + linear;
   return out;
 }
 

@@ -42,6 +42,7 @@ StepEstimator::StepEstimator(const Scenario& scenario, const CostParams& params,
   // Every GPU of a NUMA node copies at once in a lockstep step: each gets its max-min fair share of the node's DRAM,
   // times the cross-node factor when its host pool sits on the other socket.
   placement_ = {layout_.gpus_per_numa, !scenario.deployment.host_pool_remote_numa};
+  host_layout_ = scenario.deployment.host_layout;
   // A hardware file without PCIe rates (full KV only) has no host path.
   h2d_link_ = hw.pcie.h2d_bulk_bytes_per_s > 0 ? host_path_bytes_per_s(hw, true, placement_) : 0;
   d2h_rate_ = hw.pcie.d2h_bulk_bytes_per_s > 0 ? host_path_bytes_per_s(hw, false, placement_) : 0;
@@ -148,7 +149,8 @@ CopyCall StepEstimator::miss_copy(int64_t requests, double misses) const {
   if (!(c.bytes > 0)) return c;
   const auto layers = static_cast<SimTime>(cost_.offload_layers());
   const PcieSpec& pcie = rank_scenario_.hardware.pcie;
-  if (const SwapInCopyCost& k = params_.swap_in_cost; k.calibrated) {
+  const SwapInCopyCost& k = params_.swap_in_cost;
+  if (k.calibrated && !copies_per_page(host_layout_)) {
     // Measured: a fixed cost per copying call, rows at the small-row rate, few requests bound by their own rate.
     // The copy's latency rounds (sim/cost/terms/swap_in_cost.h) are not a rate: what they add over the transfer is part of
     // each call's fixed latency, the rows are the flow. One call's rows are the layer's mean (misses / layers),
@@ -158,7 +160,8 @@ CopyCall StepEstimator::miss_copy(int64_t requests, double misses) const {
     c.max_rate = k.copy_rate(requests);
   } else {
     // One swap-in kernel per layer (decode's per-layer granularity), each paying the per-operation latency; rows
-    // move at most at the gather rate.
+    // move at most at the gather rate. page_first_direct: one copy per missed row per layer instead (the swap-in
+    // calibration measured the kernel, so it does not apply to those copies).
     c.latency = decode_transfer(misses).transfers * pcie.latency_ns;
     c.max_rate = pcie.gather_row_bytes_per_s;
   }
@@ -171,23 +174,28 @@ TransferCost StepEstimator::decode_transfer(double misses) const {
   const int layers = cost_.offload_layers();
   const auto per_layer = static_cast<int64_t>(std::ceil(misses / layers));
   return decode_per_layer_cost(rank_scenario_.hardware, per_layer, layers, static_cast<int64_t>(row_bytes_),
-                               placement_);
+                               placement_, host_layout_);
 }
 
 TransferCost StepEstimator::prefill_offload(int64_t tokens) const {
-  // DeepSeek-V4 offloads only the C4 pool: one entry per whole 4 tokens, in its C4 layers.
+  // DeepSeek-V4 offloads only the C4 pool: one entry per whole 4 tokens, in its C4 layers. A host page holds
+  // page_size tokens (page_size / 4 C4 entries), what page_first_direct copies per call.
   const bool compressed = cost_.compress_ratio() > 1;
+  const int64_t page_rows = std::max<int64_t>(1, rank_scenario_.deployment.page_size / cost_.compress_ratio());
   return prefill_offload_cost(rank_scenario_.hardware, compressed ? tokens / cost_.compress_ratio() : tokens,
                               compressed ? cost_.offload_layers() : cost_.kv_layers(),
-                              static_cast<int64_t>(row_bytes_), placement_);
+                              static_cast<int64_t>(row_bytes_), placement_, host_layout_, page_rows);
 }
 
 CopyCall StepEstimator::backup(int64_t requests) const {
   // Each request backs up its previous token's row of every KV layer (DeepSeek-V4: a new C4 entry every 4 tokens),
-  // on the copy engine beside the compute.
+  // on the copy engine beside the compute: one all-layer call (kernel layouts) or one copy per row per layer
+  // (page_first_direct).
   CopyCall c;
-  c.bytes = static_cast<double>(requests) * mtp_accepted_ * cost_.backup_rows_per_token() * row_bytes_;
-  c.latency = rank_scenario_.hardware.pcie.latency_ns;
+  const double rows = static_cast<double>(requests) * mtp_accepted_ * cost_.backup_rows_per_token();
+  c.bytes = rows * row_bytes_;
+  const auto calls = copies_per_page(host_layout_) ? static_cast<SimTime>(std::ceil(rows)) : SimTime{1};
+  c.latency = calls * rank_scenario_.hardware.pcie.latency_ns;
   return c;
 }
 

@@ -156,6 +156,7 @@ class StepEstimator {
   bool internode_ = false;  // the instance spans nodes: its collectives pay the internode latencies
   double row_bytes_ = 0, h2d_link_ = 0, d2h_rate_ = 0;
   NumaPlacement placement_;
+  HostPoolLayout host_layout_ = HostPoolLayout::kLayerFirst;  // the deployment's host_layout: copy calls per transfer
   int64_t top_k_ = 0, H_ = 0;
   int64_t window_ = 0;  // GQA sliding layers, DeepSeek-V4's every layer: tokens attended (0 = none)
   int64_t compress_ = 1;  // tokens per offloaded entry (DeepSeek-V4's C4: 4)

@@ -41,18 +41,26 @@ double host_path_bytes_per_s(const HardwareSpec& hw, bool to_device, const NumaP
   return std::min(link, dram);
 }
 
+int64_t host_copy_calls(HostPoolLayout layout, int64_t pages, int64_t layers, bool per_layer) {
+  if (pages <= 0) return 0;
+  if (copies_per_page(layout)) return pages * layers;
+  return per_layer ? layers : 1;
+}
+
 TransferCost prefill_offload_cost(const HardwareSpec& hw, int64_t tokens, int64_t layers, int64_t row_bytes,
-                                  const NumaPlacement& placement) {
+                                  const NumaPlacement& placement, HostPoolLayout layout, int64_t page_rows) {
   check_counts("prefill offload", tokens, layers, row_bytes);
+  if (page_rows < 1) throw_error("prefill offload: page_rows {}: expected >= 1", page_rows);
   const double bytes = static_cast<double>(tokens) * static_cast<double>(layers) * static_cast<double>(row_bytes);
-  return priced(hw, tokens > 0 ? 1 : 0, bytes, false, placement);
+  const int64_t pages = (tokens + page_rows - 1) / page_rows;
+  return priced(hw, host_copy_calls(layout, pages, layers, false), bytes, false, placement);
 }
 
 TransferCost decode_per_layer_cost(const HardwareSpec& hw, int64_t rows_per_layer, int64_t layers, int64_t row_bytes,
-                                   const NumaPlacement& placement) {
+                                   const NumaPlacement& placement, HostPoolLayout layout) {
   check_counts("decode per-layer load", rows_per_layer, layers, row_bytes);
   const double bytes = static_cast<double>(rows_per_layer) * static_cast<double>(layers) * static_cast<double>(row_bytes);
-  return priced(hw, rows_per_layer > 0 ? layers : 0, bytes, true, placement);
+  return priced(hw, host_copy_calls(layout, rows_per_layer, layers, true), bytes, true, placement);
 }
 
 }  // namespace hisparse::sim

@@ -3,13 +3,16 @@
 // (python/sglang/srt/mem_cache/memory_pool_host.py: backup_from_device_all_layer, load_to_device_per_layer; the
 // kernels transfer_kv_all_layer* and transfer_kv_per_layer* of sgl-kernel/csrc/kvcacheio/transfer.cu). Both are
 // priced here on the host path of one GPU: its PCIe link and its share of its NUMA node's DRAM bandwidth, reduced
-// by the hardware's cross_node_factor when the host pool sits on the other node.
+// by the hardware's cross_node_factor when the host pool sits on the other node. The deployment's host layout
+// (core/host_layout.h, HostPoolLayout) sets how many copy calls a transfer takes: the kernel layouts (layer_first,
+// page_first) one kernel per call, page_first_direct one cudaMemcpyAsync per page per layer; the bytes are the same.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "core/hardware_spec.h"
+#include "core/host_layout.h"
 #include "sim/engine/sim_time.h"
 
 namespace hisparse::sim {
@@ -33,11 +36,20 @@ struct TransferCost {
   std::string formula;     // the same with the numbers in
 };
 
-/// After prefill: `tokens` rows of every one of `layers` layers in one batched device → host copy.
+/// Copy calls of one host-pool transfer of `pages` pages over `layers` layers (none when `pages` is 0): the kernel
+/// layouts one call per layer when `per_layer` (decode's loads, load_to_device_per_layer) or one call for every layer
+/// (backup_from_device_all_layer); page_first_direct one call per page per layer either way.
+int64_t host_copy_calls(HostPoolLayout layout, int64_t pages, int64_t layers, bool per_layer);
+
+/// After prefill: `tokens` rows of every one of `layers` layers device → host, in pages of `page_rows` rows: one
+/// batched copy (kernel layouts) or ceil(tokens / page_rows) × layers copies (page_first_direct).
 TransferCost prefill_offload_cost(const HardwareSpec& hw, int64_t tokens, int64_t layers, int64_t row_bytes,
-                                  const NumaPlacement& placement);
-/// In decode: `rows_per_layer` misses loaded host → device before each of `layers` layers, one copy per layer.
+                                  const NumaPlacement& placement, HostPoolLayout layout = HostPoolLayout::kLayerFirst,
+                                  int64_t page_rows = 1);
+/// In decode: `rows_per_layer` misses loaded host → device before each of `layers` layers: one copy per layer (kernel
+/// layouts), or one per missed row per layer (page_first_direct: a missed row is a page run of its own).
 TransferCost decode_per_layer_cost(const HardwareSpec& hw, int64_t rows_per_layer, int64_t layers, int64_t row_bytes,
-                                   const NumaPlacement& placement);
+                                   const NumaPlacement& placement,
+                                   HostPoolLayout layout = HostPoolLayout::kLayerFirst);
 
 }  // namespace hisparse::sim

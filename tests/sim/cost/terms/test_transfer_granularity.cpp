@@ -130,3 +130,71 @@ TEST_CASE("simulate counts the per-layer miss loads and one all-layer staging co
   CHECK(co.staging_copies == 1);
   CHECK(co.staging_bytes == doctest::Approx(10000.0 * 62 * 1152));
 }
+
+TEST_CASE("host layout: the kernel layouts copy per call, page_first_direct per page per layer; the bytes are equal") {
+  const NumaPlacement local{1, true};
+  // Expectation (core/host_layout.h): layer_first and page_first move any rows of a call with one kernel, so a decode
+  // load of 100 rows in each of 10 layers is 10 calls and a prefill offload of 1,000 tokens one call; page_first_direct
+  // copies each page of each layer on its own: 100 × 10 = 1,000 decode calls (a missed row is its own page run) and
+  // ceil(1,000 / 64) = 16 pages × 10 layers = 160 offload calls. The bytes are 1e6 B and 1e7 B in every layout.
+  for (HostPoolLayout l : {HostPoolLayout::kLayerFirst, HostPoolLayout::kPageFirst, HostPoolLayout::kPageFirstDirect}) {
+    CAPTURE(host_pool_layout_name(l));
+    const bool direct = l == HostPoolLayout::kPageFirstDirect;
+    const TransferCost dec = decode_per_layer_cost(hw(), 100, 10, 1000, local, l);
+    CHECK(dec.transfers == (direct ? 1000 : 10));
+    CHECK(dec.bytes == 1e6);
+    const TransferCost off = prefill_offload_cost(hw(), 1000, 10, 1000, local, l, 64);
+    CHECK(off.transfers == (direct ? 160 : 1));
+    CHECK(off.bytes == 1e7);
+    // Decode at 50 GB/s: 20 us of bytes plus 2 us per call; no rows, no call.
+    CHECK(dec.ns == 20000 + dec.transfers * 2000);
+    CHECK(host_copy_calls(l, 0, 10, true) == 0);
+  }
+  CHECK_THROWS_AS(prefill_offload_cost(hw(), 1000, 10, 1000, local, HostPoolLayout::kLayerFirst, 0), Error);
+}
+
+TEST_CASE("host layout: read from the deployment, layer_first by default (SGLang HiSparse's), priced by the step model") {
+  // Expectation: every shipped deployment leaves host_layout out, so it is layer_first, what SGLang's HiSparse
+  // allocates (hisparse_coordinator.py:79-86, :98-105 at 009e640a); a value outside the three is refused by name.
+  CHECK(load_scenario("dsv32-8xh200-1tb").deployment.host_layout == HostPoolLayout::kLayerFirst);
+  const auto dir = std::filesystem::path(HISPARSE_BINARY_DIR) / "test_tmp" / "host_layout";
+  std::filesystem::create_directories(dir);
+  const std::string head = "model: deepseek-v3.2\nhardware: h200\nhost_dram_bytes: 1TB\n";
+  std::ofstream(dir / "direct.yaml") << head << "host_layout: page_first_direct\n";
+  CHECK(load_scenario((dir / "direct.yaml").string()).deployment.host_layout == HostPoolLayout::kPageFirstDirect);
+  std::ofstream(dir / "bad.yaml") << head << "host_layout: page_head\n";  // MHA only in SGLang; HiSparse rows are MLA
+  CHECK_THROWS_WITH_AS(load_scenario((dir / "bad.yaml").string()), doctest::Contains("host_layout"), Error);
+
+  // The step model on DeepSeek-V3.2 (61 offloaded layers, 62 KV layers, 1,152 B rows, pcie.latency_ns 2,000 assumed),
+  // uncalibrated: 6,100 misses = 100 rows per layer.
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  CostParams p;
+  load_cost_terms("auto", s, &p);
+  apply_calibrations("none", "none", &s, &p);
+  Scenario pf = s, direct = s;
+  pf.deployment.host_layout = HostPoolLayout::kPageFirst;
+  direct.deployment.host_layout = HostPoolLayout::kPageFirstDirect;
+  const StepEstimator lf_est(s, p, KvMode::kHiSparse), pf_est(pf, p, KvMode::kHiSparse),
+      direct_est(direct, p, KvMode::kHiSparse);
+  // page_first: one kernel per layer as layer_first: the same 61 calls, the same miss copy, backup and step.
+  CHECK(pf_est.decode_transfer(6100).transfers == 61);
+  CHECK(pf_est.miss_copy(4, 6100).latency == lf_est.miss_copy(4, 6100).latency);
+  CHECK(pf_est.backup(16).latency == lf_est.backup(16).latency);
+  // page_first_direct: 100 × 61 = 6,100 calls, so the miss copy's fixed part is 6,100 × 2,000 ns = 12.2 ms; the
+  // backup of 16 requests' previous token is 16 × 62 rows = 992 calls = 1,984,000 ns (layer_first: one, 2,000 ns);
+  // the bytes do not change.
+  CHECK(direct_est.decode_transfer(6100).transfers == 6100);
+  CHECK(direct_est.miss_copy(4, 6100).latency == 6100 * 2000);
+  CHECK(direct_est.miss_copy(4, 6100).bytes == lf_est.miss_copy(4, 6100).bytes);
+  CHECK(lf_est.backup(16).latency == 2000);
+  CHECK(direct_est.backup(16).latency == 992 * 2000);
+  CHECK(direct_est.backup(16).bytes == lf_est.backup(16).bytes);
+  // Prefill: 1,000 tokens in pages of 64 (the deployment's page_size): 16 pages × 62 layers = 992 calls.
+  CHECK(direct_est.prefill_offload(1000).transfers == 16 * 62);
+  CHECK(direct_est.prefill_offload(1000).bytes == lf_est.prefill_offload(1000).bytes);
+  // A closed-form step with 16 requests of 32,768 tokens is slower with the direct copies.
+  GpuBatch b;
+  for (int i = 0; i < 16; ++i) lf_est.add_request(b, 32768);
+  CHECK(direct_est.closed_form(b, 16 * 6100.0).step_ns > lf_est.closed_form(b, 16 * 6100.0).step_ns);
+  CHECK(pf_est.closed_form(b, 16 * 6100.0).step_ns == lf_est.closed_form(b, 16 * 6100.0).step_ns);
+}
