@@ -50,12 +50,9 @@ int run_advise(int argc, char** argv) {
 
   sim::AdviseRequest request = advise_request(args, vm, "advise");
   request.command_line = typed_command_line("advise", argc, argv);
-  if (vm.count("layouts")) {
-    const sim::AdviceSetup setup = sim::load_advice_setup(request, "advise");
-    std::vector<sim::LayoutComparison> comparisons;
-    for (const sim::LayoutWorkload& w : sim::default_layout_workloads())
-      comparisons.push_back(sim::compare_layouts(setup.scenario, w, *setup.misses, setup.options));
-    fmt::print("{}", sim::layouts_to_text(setup.scenario, comparisons));
+  request.layouts = vm.count("layouts") > 0;
+  if (request.layouts) {
+    fmt::print("{}", sim::run_advise_layouts(request).text);
     return 0;
   }
   // One line per context mix, as progress (core/progress.h): rewritten on a terminal, every 10 s in a log.

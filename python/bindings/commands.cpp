@@ -32,6 +32,11 @@ AdviseOutput advise(const sim::AdviseRequest& request, const std::string& out_di
           outcome.json(), sim::advice_to_text(outcome.setup.scenario, outcome.advices, outcome.setup.info)};
 }
 
+AdviseLayoutsOutput advise_layouts(const sim::AdviseRequest& request) {
+  sim::LayoutsOutcome outcome = sim::run_advise_layouts(request);
+  return {outcome.scenario, std::move(outcome.table), std::move(outcome.text)};
+}
+
 namespace {
 
 SimulateRunOutput run_output(const sim::SimulateRun& run) {

@@ -37,10 +37,19 @@ struct AdviseOutput {
   std::string text;  // what the CLI prints after its "launch SGLang" lines
 };
 
+/// hisparse.advise(layouts=True)'s outcome: `advise --layouts`' rows (sim/advise/layout_comparison.h) and its text.
+struct AdviseLayoutsOutput {
+  std::string scenario;
+  std::vector<sim::LayoutTableRow> rows;
+  std::string text;  // what the CLI prints
+};
+
 /// run_plan; with `out_dir` not empty, also the CLI's files there (plots: run scripts/plot_plan.py).
 PlanOutput plan(const sim::PlanRequest& request, const std::string& out_dir, bool plots);
 /// run_advise; with `out_dir` not empty, also the CLI's files there.
 AdviseOutput advise(const sim::AdviseRequest& request, const std::string& out_dir, bool plots);
+/// run_advise_layouts (prints only, as the CLI: no files).
+AdviseLayoutsOutput advise_layouts(const sim::AdviseRequest& request);
 
 /// One run of hisparse.simulate: the figures a sweep's row holds (sim/serving/concurrency_sweep.h, filled by
 /// sim::sweep_point: modelled), its identity, its other figures (wall_s measured) and its two tables as the CSV files

@@ -329,9 +329,9 @@ NB_MODULE(_core, m) {
   using Ar = sim::AdviseRequest;
   bind_fields(nb::class_<Ar>(m, "AdviseRequest").def(nb::init<>()), kReadWrite,
               "setup, misses, seq_lens, workload, mix_classes, buffer_sizes, ratios, command_line, decision_rule, "
-              "compare_miss_curves",
+              "compare_miss_curves, layouts",
               &Ar::setup, &Ar::misses, &Ar::seq_lens, &Ar::workload, &Ar::mix_classes, &Ar::buffer_sizes, &Ar::ratios,
-              &Ar::command_line, &Ar::decision_rule, &Ar::compare_miss_curves);
+              &Ar::command_line, &Ar::decision_rule, &Ar::compare_miss_curves, &Ar::layouts);
   using Sr = sim::SimulateRequest;
   bind_fields(nb::class_<Sr>(m, "SimulateRequest").def(nb::init<>()), kReadWrite,
               "setup, misses, prefill_instances, link_model, workload, duration_s, miss_model, admission, "
@@ -377,6 +377,15 @@ NB_MODULE(_core, m) {
               "scenario, recommendations, rows, warnings, json, text", &AdviseOutput::scenario,
               &AdviseOutput::recommendations, &AdviseOutput::rows, &AdviseOutput::warnings, &AdviseOutput::json,
               &AdviseOutput::text);
+  using Lt = sim::LayoutTableRow;
+  bind_fields(nb::class_<Lt>(m, "LayoutRow"), kReadOnly,
+              "workload, input_tokens, output_tokens, layout, hisparse, applicable, not_applicable, gpus, prefill_gpus, "
+              "pd, batch_per_rank, tpot_ms, prefill_s, requests_per_s, tokens_per_s_per_gpu, binding, winner",
+              &Lt::workload, &Lt::input_tokens, &Lt::output_tokens, &Lt::layout, &Lt::hisparse, &Lt::applicable,
+              &Lt::not_applicable, &Lt::gpus, &Lt::prefill_gpus, &Lt::pd, &Lt::batch_per_rank, &Lt::tpot_ms,
+              &Lt::prefill_s, &Lt::requests_per_s, &Lt::tokens_per_s_per_gpu, &Lt::binding, &Lt::winner);
+  bind_fields(nb::class_<AdviseLayoutsOutput>(m, "AdviseLayoutsOutput"), kReadOnly, "scenario, rows, text",
+              &AdviseLayoutsOutput::scenario, &AdviseLayoutsOutput::rows, &AdviseLayoutsOutput::text);
   using Sp = sim::SweepPoint;
   bind_fields(nb::class_<Sp>(m, "SimulateSweepRow"), kReadOnly,
               "concurrency, mode, tokens_per_s, tpot_p50_ms, tpot_p99_ms, wait_p50_ms, wait_p99_ms, ttft_p50_ms, "
@@ -408,6 +417,7 @@ NB_MODULE(_core, m) {
   // The commands run with the GIL released, so several Python threads plan, advise and simulate in parallel.
   m.def("plan", without_gil(&plan), "request"_a, "out"_a, "plots"_a);
   m.def("advise", without_gil(&advise), "request"_a, "out"_a, "plots"_a);
+  m.def("advise_layouts", without_gil(&advise_layouts), "request"_a);
   m.def("simulate", without_gil(&simulate), "request"_a, "out"_a, "plots"_a);
   m.def("parse_bytes", &parse_bytes, "text"_a, "what"_a);
 

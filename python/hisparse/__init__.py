@@ -16,13 +16,13 @@ except ImportError:  # the Python sources alone, not installed: the version pip 
     except PackageNotFoundError:
         __version__ = "unknown (not installed)"
 
-from .commands import AdviseResult, PlanResult, advise, cuda_status, plan, settings, validate
+from .commands import AdviseResult, LayoutsResult, PlanResult, advise, cuda_status, plan, settings, validate
 from .replay import ReplayResult, replay
 from .simulate import SimulateResult, simulate
 from .trace import Trace, open_trace, trace_meta, write_trace
 
 read_trace = open_trace
 
-__all__ = ["__version__", "AdviseResult", "PlanResult", "Trace", "ReplayResult", "SimulateResult", "advise",
+__all__ = ["__version__", "AdviseResult", "LayoutsResult", "PlanResult", "Trace", "ReplayResult", "SimulateResult", "advise",
            "cuda_status", "open_trace", "plan", "read_trace", "replay", "settings", "simulate", "trace_meta", "validate",
            "write_trace"]

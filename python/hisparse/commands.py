@@ -108,6 +108,7 @@ _PLAN = dict(_COMMON, **{
 _ADVISE = dict(_COMMON, **{
     "buffer_sizes": ("buffer_sizes", _counts), "ratios": ("ratios", _counts), "mix_classes": ("mix_classes", _INT),
     "decision_rule": ("decision_rule", _text), "compare_miss_curves": ("compare_miss_curves", _names),
+    "layouts": ("layouts", lambda k, v: bool(v)),
 })
 
 
@@ -258,6 +259,32 @@ class AdviseResult(_CommandResult):
         return f"<AdviseResult {self.scenario}: {len(self.recommendations)} context mix(es)>"
 
 
+class LayoutsResult:
+    """What hisparse.advise(layouts=True) returns, as `advise --layouts` prints it: rows, one LayoutRow per layout and
+    HiSparse setting on each default prompt shape (workload, layout, hisparse, tokens_per_s_per_gpu, binding, winner,
+    ...; modelled); text. to_pandas() / table() give the rows."""
+
+    def __init__(self, output):
+        self.scenario = output.scenario
+        self.rows = list(output.rows)
+        self.text = output.text
+
+    def table(self):
+        """The rows as dicts, columns in LayoutRow.fields order."""
+        return struct_rows(self.rows)
+
+    def to_pandas(self):
+        """The rows as a DataFrame (needs pandas)."""
+        return struct_frame("LayoutsResult", self.rows, core().LayoutRow)
+
+    def winners(self):
+        """{workload label: the winning layout row}."""
+        return {r.workload: r for r in self.rows if r.winner}
+
+    def __repr__(self):
+        return f"<LayoutsResult {self.scenario}: {len(self.rows)} rows>"
+
+
 def _run(command, request, out, plots, verbose):
     out_dir = os.fspath(out) if out is not None else ""
     output = getattr(core(), command)(request, out_dir, bool(plots))
@@ -279,8 +306,16 @@ def plan(scenario, *, out=None, plots=False, verbose=False, **options):
 def advise(scenario, *, out=None, plots=False, verbose=False, **options):
     """`hisparse advise --scenario S [flags]` -> AdviseResult (.json is advise.json as a dict; same keywords as plan but those advise chooses:
     device_buffer_size, host_to_device_ratio, max_running_requests; plus buffer_sizes=, ratios=, mix_classes=,
-    decision_rule=, compare_miss_curves=)."""
+    decision_rule=, compare_miss_curves=). layouts=True: `advise --layouts` instead, -> LayoutsResult (prints only:
+    out= and plots= do not apply)."""
     request = _request("advise", core().AdviseRequest(), _ADVISE, scenario, dict(options))
+    if request.layouts:
+        if out is not None or plots:
+            raise ValueError("advise(layouts=True) writes no files (the CLI's --layouts only prints): drop out= and plots=")
+        result = LayoutsResult(core().advise_layouts(request))
+        if verbose:
+            print(result.text, end="")
+        return result
     return _run("advise", request, out, plots, verbose)
 
 

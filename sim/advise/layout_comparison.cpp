@@ -179,4 +179,34 @@ std::string layouts_to_text(const Scenario& s, const std::vector<LayoutCompariso
   return out;
 }
 
+std::vector<LayoutTableRow> layout_table(const std::vector<LayoutComparison>& cs) {
+  std::vector<LayoutTableRow> out;
+  for (const LayoutComparison& c : cs)
+    for (size_t i = 0; i < c.rows.size(); ++i) {
+      const LayoutRow& r = c.rows[i];
+      LayoutTableRow t;
+      t.workload = c.workload.label;
+      t.input_tokens = c.workload.input_tokens;
+      t.output_tokens = c.workload.output_tokens;
+      t.layout = r.layout;
+      t.hisparse = r.hisparse;
+      t.applicable = r.not_applicable.empty();
+      t.not_applicable = r.not_applicable;
+      t.gpus = r.gpus;
+      t.prefill_gpus = r.prefill_gpus;
+      t.pd = r.pd;
+      if (t.applicable) {
+        t.batch_per_rank = r.decode.per_rank;
+        t.tpot_ms = r.decode.tpot_ms;
+        t.prefill_s = r.prefill_s;
+        t.requests_per_s = r.requests_per_s;
+        t.tokens_per_s_per_gpu = r.tokens_per_s_per_gpu;
+        t.binding = r.binding;
+      }
+      t.winner = static_cast<int>(i) == c.winner;
+      out.push_back(std::move(t));
+    }
+  return out;
+}
+
 }  // namespace hisparse::sim

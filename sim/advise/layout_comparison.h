@@ -60,4 +60,22 @@ LayoutComparison compare_layouts(const Scenario& s, const LayoutWorkload& w, con
                                  const AdviseOptions& options);
 std::string layouts_to_text(const Scenario& s, const std::vector<LayoutComparison>& comparisons);
 
+/// One printed row of the comparison in standard types (what Python's advise(layouts=True) returns; modelled).
+struct LayoutTableRow {
+  std::string workload;                 // the prompt shape's label
+  int64_t input_tokens = 0, output_tokens = 0;
+  std::string layout;
+  bool hisparse = false;
+  bool applicable = true;
+  std::string not_applicable;           // why not, when not applicable
+  int gpus = 0, prefill_gpus = 0;
+  bool pd = false;
+  int64_t batch_per_rank = 0;
+  double tpot_ms = 0, prefill_s = 0, requests_per_s = 0, tokens_per_s_per_gpu = 0;
+  std::string binding;
+  bool winner = false;
+};
+/// The rows of every comparison, workload after workload, in the printed order.
+std::vector<LayoutTableRow> layout_table(const std::vector<LayoutComparison>& comparisons);
+
 }  // namespace hisparse::sim

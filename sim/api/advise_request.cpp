@@ -121,6 +121,17 @@ void add_extrapolation_warnings(AdviceSetup& setup, const std::vector<Advice>& a
   }
 }
 
+LayoutsOutcome run_advise_layouts(const AdviseRequest& request) {
+  const AdviceSetup setup = load_advice_setup(request, "advise");
+  LayoutsOutcome out;
+  out.scenario = request.setup.scenario;
+  for (const LayoutWorkload& w : default_layout_workloads())
+    out.comparisons.push_back(compare_layouts(setup.scenario, w, *setup.misses, setup.options));
+  out.table = layout_table(out.comparisons);
+  out.text = layouts_to_text(setup.scenario, out.comparisons);
+  return out;
+}
+
 AdviseOutcome run_advise(const AdviseRequest& r, const std::function<void(const std::string&)>& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   AdviseOutcome out;

@@ -11,6 +11,7 @@
 
 #include "sim/advise/advice_report.h"
 #include "sim/advise/advice_table.h"
+#include "sim/advise/layout_comparison.h"
 #include "sim/advise/advisor.h"
 #include "sim/api/scenario_setup.h"
 
@@ -50,6 +51,15 @@ struct AdviseOutcome {
 /// Writes out_dir/advise.json, then (plots) runs scripts/plot_advise.py on it, then advise.md and advise.html with
 /// the PNGs inlined; advise_*.png of an earlier run are removed first (advise_output.cpp).
 void write_advice_files(const AdviseOutcome& outcome, const std::string& out_dir, bool plots);
+
+/// `advise --layouts`: every layout of the deployment's GPUs on each default prompt shape (sim/advise/layout_comparison.h).
+struct LayoutsOutcome {
+  std::string scenario;
+  std::vector<LayoutComparison> comparisons;
+  std::vector<LayoutTableRow> table;  // the printed rows, in standard types
+  std::string text;                   // what the CLI prints
+};
+LayoutsOutcome run_advise_layouts(const AdviseRequest& request);
 
 /// The whole `advise`: set-up, one advice per mix, warnings. `progress`, if given, hears one line per mix.
 AdviseOutcome run_advise(const AdviseRequest& request,

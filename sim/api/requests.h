@@ -82,6 +82,8 @@ struct AdviseRequest {
   // assumed cost range, and miss surfaces to weigh besides the shipped ones (names or .yaml paths).
   std::string decision_rule = "worst-case";  // worst-case | expected | min-regret | default-source
   std::vector<std::string> compare_miss_curves;
+  // `--layouts`: the layout comparison (run_advise_layouts) instead of the HiSparse settings.
+  bool layouts = false;
 };
 
 /// `hisparse simulate` (load_simulation, sim/api/simulate_request.h).

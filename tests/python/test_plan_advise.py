@@ -222,3 +222,27 @@ def test_a_keyword_that_is_no_flag_is_named():
     # advise chooses the buffer size itself: it is no flag of advise.
     with pytest.raises(TypeError, match="'device_buffer_size': not a flag of hisparse advise"):
         hisparse.advise(SCENARIO, device_buffer_size=4096)
+
+
+
+def test_advise_layouts_are_the_cli_comparison(cli):
+    """Expected: advise(layouts=True) prints what `hisparse advise --layouts` prints, byte for byte; its rows are the
+    printed lines (per prompt shape one row per layout and HiSparse setting, each applicable row's tok/s/GPU as the
+    line shows it), with exactly one winner per shape, the largest tok/s/GPU of its shape (the comparison's rule)."""
+    scenario = "dsv32-8xh200-1tb"
+    result = hisparse.advise(scenario, layouts=True)
+    assert result.text == run_cli(cli, "advise", "--scenario", scenario, "--layouts").stdout
+    shapes = sorted({r.workload for r in result.rows})
+    assert len(shapes) == 2
+    lines = result.text.splitlines()
+    for shape in shapes:
+        rows = [r for r in result.rows if r.workload == shape]
+        winners = [r for r in rows if r.winner]
+        assert len(winners) == 1
+        assert winners[0].tokens_per_s_per_gpu == max(r.tokens_per_s_per_gpu for r in rows if r.applicable)
+        for r in rows:
+            if r.applicable:
+                assert any(r.layout in l and f" {r.tokens_per_s_per_gpu:.1f} " in l for l in lines), r.layout
+    assert [r["layout"] for r in result.table()] == [r.layout for r in result.rows]
+    with pytest.raises(ValueError, match="writes no files"):
+        hisparse.advise(scenario, layouts=True, out="x")

@@ -124,7 +124,6 @@ def test_out_of_range_is_the_same_error_from_python_cli_and_yaml(cli, tmp_path, 
 # arguments), so the table of settings and each command's own flags reach Python. Left out, each with its reason:
 PYTHON_OWN = {"scenario", "out", "no_plots", "verbose", "help"}  # scenario positional; out=, plots=, verbose=
 NOT_KEYWORDS = {
-    ("advise", "layouts"): "another report (the layout comparison), not the advice",
     ("simulate", "cost"): "deprecated alias of --cost-params, which is a keyword",
     ("simulate", "workload"): "simulate's second positional argument",
     ("simulate", "overlap"): "simulate's own overlap= (none, two-batch or both)",
