@@ -135,8 +135,9 @@ TEST_CASE("v2 current: a retracted request comes back with its prefix recomputed
   // (SGLang retracts: admission reserves the prompt only). A: 8,192-token prompt, 2,000 output, at 0; B: 4,000 and
   // 1,000, arriving 2 s later, when A is decoding (B must decode fewer tokens than A to be SGLang's victim; arriving
   // together, B, standard, would join decode before A, which waits for its staging copy).
-  // A: room 13,248 − 8,192 = 5,056 >= H → V2 (8,192 device tokens until staging shrinks them to H + page = 4,160).
-  // B: tree_len 3,968 < H → standard, its whole KV paged(5,000) = 5,056 device tokens, which fit (9,088 free).
+  // A: room 13,248 − 8,192 = 5,056 >= H → V2 (8,192 device tokens; staged, its buffer H + page = 4,160 and its
+  // prefix rows 8,192 = 12,352, 896 free). B: tree_len 3,968 < H → standard, its whole KV paged(5,000) = 5,056 device
+  // tokens: 4,160 short, so HiCache evicts A's prefix (one radix node: prefill chunks of 16,384 > 8,192) and B fits.
   // Logical: A's 8,192 + B's 4,032 + their growth; 207 − 128 − 63 = 16 pages free when B joins, a page per 64
   // decoded tokens each, so they run out when d_A + d_B is about 16 × 64 = 1,024, long before either finishes. B has
   // decoded fewer: retracted (SGLang pops the fewest decoded), as often as the pool runs out again (B comes back as
@@ -166,6 +167,7 @@ TEST_CASE("v2 current: a retracted request comes back with its prefix recomputed
   CHECK(admitted_as(r, V2Admit::kShorterThanBuffer) == 1);  // B's first admission only
   CHECK(r.staging_copies == 1 + n);                         // A's prompt, and B's recomputed ones
   CHECK(r.requests[1].decoded == 1000 - 1);                 // B's output is kept across the retraction
+  CHECK(r.v2_evictions >= 1);  // A's staged prefix, evicted for B's first admission (above)
 }
 
 TEST_CASE("v2 current: HiSparse retraction needs the current rules; --v2-coordinator parses current and older") {
