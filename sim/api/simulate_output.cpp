@@ -58,6 +58,10 @@ std::string run_line(const SimulateRun& run) {
     o += fmt::format("  v2 admissions (current coordinator, modelled): {} as V2; standard: {} no whole page, {} prefix "
                      "shorter than H, {} host capacity, {} indexer pages, {} temp buffer\n",
                      a[0], a[1], a[2], a[3], a[4], a[5]);
+    if (r.v2_partial_eviction)
+      o += fmt::format("  v2 prefix eviction (modelled, leaf first in whole radix nodes, sim/serving/v2_prefix_eviction.h): "
+                       "{} evictions, {} prefix tokens evicted, mean evicted share {:.3f} of a V2 prefix at release\n",
+                       r.v2_evictions, r.v2_evicted_tokens, r.v2_evicted_share_mean);
   }
   if (r.prefix_cache)
     o += fmt::format("  prefix cache (modelled, sim/serving/prefix/): hit {:.1f} % of input tokens ({} of {}), prefill "

@@ -8,8 +8,9 @@
 //
 // Modelled (assumed, docs/cost_model.md): admit_request runs after prefill in SGLang; here it runs when the engine
 // admits the request, as the scheduler's HiSparseV2AdmitBudget predicts it, with the device room it would see then
-// (the free device pool less the prompt's rows the prefill writes; the other V2 requests' prefixes are already on the
-// host in this engine, so evicting the tree frees nothing more). A V2 request's host pages cover its tree_len (the
+// (the free device pool less the prompt's rows the prefill writes, plus what evicting the tree could free: the other
+// V2 requests' prefixes still in device rows, sim/serving/v2_prefix_eviction.h). When the pool is short, the
+// admission evicts those prefixes, oldest first and leaf first, before it takes its pages. A V2 request's host pages cover its tree_len (the
 // reservation); its unaligned tail and decode tokens stay on the device inside the buffer's pages (the engine's
 // H + page shape). A retraction finishes the request's quotas (SGLang's retract_req calls request_finished); it comes
 // back with prompt + decoded tokens prefilled again, so admit_request sees the recomputed prefix, and an empty buffer.
@@ -44,13 +45,17 @@ class V2CoordinatorAdmission : public AdmissionPolicy {
   bool fits(const Rank& g, const AdmissionAsk& a, const PoolNeed& free_room) const override {
     PoolNeed r = free_room;  // dynamic residency lowered the device part by what it can reclaim: keep that credit
     const int64_t credit = a.check.device - free_room.device;
-    r.device = std::max<int64_t>(0, device_need(a, decide(g, a)) - credit);
+    r.device = std::max<int64_t>(0, device_need(a, decide(g, a)) - credit - evictable(g));
     return g.pools().fits(r, false);
   }
   AdmissionTaken take(Rank& g, int64_t i, const AdmissionAsk& a, int64_t) const override {
-    const cpu_ref::V2AdmitResult d = g.v2()->admit(i, a.seq, room(g.pools().free_tokens(1), a, g));
+    const cpu_ref::V2AdmitResult d = g.v2()->admit(i, a.seq, room(g.pools().free_tokens(1) + evictable(g), a, g));
     PoolNeed n = a.need;
     n.device = device_need(a, d);
+    // HiCache evicts the staged V2 prefixes, oldest first, leaf first, until the pages fit (SGLang evicts the tree
+    // before it allocates: evict_from_tree_cache).
+    if (g.v2_prefixes() && n.device > g.pools().free_tokens(1))
+      g.v2_prefixes()->evict(n.device - g.pools().free_tokens(1), g.pools());
     if (!g.pools().take(i, n)) {
       g.v2()->finish(i);
       return {};
@@ -63,7 +68,10 @@ class V2CoordinatorAdmission : public AdmissionPolicy {
     return g.pools().grow_host(i, std::min(tokens, tree));
   }
   bool lands_in_decode() const override { return true; }
-  void release(Rank& g, int64_t i) const override { g.v2()->finish(i); }
+  void release(Rank& g, int64_t i) const override {
+    g.v2()->finish(i);
+    if (g.v2_prefixes()) g.v2_prefixes()->release(i);
+  }
   bool keeps_device_rows(const Rank& g, int64_t i) const override { return !g.v2()->admitted(i); }
   bool all_resident(const Rank& g, int64_t i) const override { return !g.v2()->admitted(i); }
 
@@ -73,8 +81,10 @@ class V2CoordinatorAdmission : public AdmissionPolicy {
     return std::max<int64_t>(0, free_device - paged(a.seq, g.pools().sizes().page));
   }
   static cpu_ref::V2AdmitResult decide(const Rank& g, const AdmissionAsk& a) {
-    return g.v2()->decide(a.seq, room(g.pools().free_tokens(1), a, g));
+    return g.v2()->decide(a.seq, room(g.pools().free_tokens(1) + evictable(g), a, g));
   }
+  /// Device tokens evicting the rank's staged V2 prefixes could free (0 when they go to the host whole at staging).
+  static int64_t evictable(const Rank& g) { return g.v2_prefixes() ? g.v2_prefixes()->evictable() : 0; }
   /// V2: the engine's HiSparse device shape (the buffer, or the prompt's rows until staging); standard: the whole KV.
   static int64_t device_need(const AdmissionAsk& a, const cpu_ref::V2AdmitResult& d) {
     return d.outcome == cpu_ref::V2Admit::kV2 ? a.need.device : a.standard_device;

@@ -95,6 +95,7 @@ ServingResult Engine::finish() {
                   s.index, s.instance, s.start, s.end, last_end[static_cast<size_t>(s.instance)]);
     last_end[static_cast<size_t>(s.instance)] = s.end;
   }
+  double share_sum = 0;  // v2 current: evicted shares of the V2 requests that left their rank
   for (size_t k = 0; k < ranks_.size(); ++k) {
     const RankPools& p = ranks_[k].pools();
     const int64_t size[3] = {pool_sizes_.logical, hisparse_ ? pool_sizes_.device : 0, hisparse_ ? pool_sizes_.host : 0};
@@ -107,12 +108,20 @@ ServingResult Engine::finish() {
     if (cache && cache->pages() * page_ != p.held(kPrefixCacheOwner, cache->pool()))
       throw_error("conservation: rank {}'s prefix cache holds {} pages but its pool counts {} tokens for it", k,
                   cache->pages(), p.held(kPrefixCacheOwner, cache->pool()));
+    if (const V2PrefixEviction* kept = ranks_[k].v2_prefixes()) {
+      r.v2_partial_eviction = true;
+      r.v2_evictions += kept->counts().evictions;
+      r.v2_evicted_tokens += kept->counts().evicted_tokens;
+      r.v2_prefixes_released += kept->counts().released;
+      share_sum += kept->counts().evicted_share_sum;
+    }
     const cpu_ref::HiSparseV2Admission* v2 = ranks_[k].v2();
     if (v2 && (v2->active() != 0 || v2->host_reserved() != 0 || v2->indexer_pages_free() != v2->sizes().indexer_pages))
       throw_error("conservation: rank {} ends with {} V2 requests holding {} host tokens and {} of {} indexer pages "
                   "(a request kept its admit_request quotas)", k, v2->active(), v2->host_reserved(),
                   v2->sizes().indexer_pages - v2->indexer_pages_free(), v2->sizes().indexer_pages);
   }
+  if (r.v2_prefixes_released > 0) r.v2_evicted_share_mean = share_sum / static_cast<double>(r.v2_prefixes_released);
   return std::move(result_);
 }
 

@@ -98,8 +98,9 @@ void Engine::plan_rank(Rank& g) {
       const auto e = static_cast<int32_t>(step_.entries(rt.n()));
       const MissQuery q = dynamic_ ? MissQuery{i, swap ? rt.step() - rt.swap_since() + 1 : 0, e, false}
                                    : MissQuery{i, rt.step(), e, rt.empty_start()};
-      const MissResult m = swap ? miss_->step(q, rt.carry())
-                                : MissResult{static_cast<int64_t>(std::min(e, K_)) * cost_.offload_layers(), 0};
+      MissResult m = swap ? miss_->step(q, rt.carry())
+                          : MissResult{static_cast<int64_t>(std::min(e, K_)) * cost_.offload_layers(), 0};
+      if (swap) m.misses = v2_resident_head_misses(g, i, rt.n(), m.misses);
       g.step.selected += m.selected * pos;
       g.step.misses += m.misses * pos;
       if (in_micro) {
@@ -294,6 +295,17 @@ void Engine::trace_rank(const Rank& g, const Instance& inst, SimTime now) {
   if (g.step.miss_bytes > 0)
     trace_->span(fmt::format("misses {:.1f} MB", g.step.miss_bytes / 1e6), "pcie", pid, t0 + 1, g.step.io_start, g.step.io_end);
   if (g.step.backup_bytes > 0) trace_->span("backup", "pcie", pid, t0 + 2, g.step.start, g.step.backup_end);
+}
+
+int64_t Engine::v2_resident_head_misses(const Rank& g, int64_t i, int32_t n, int64_t misses) const {
+  // v2 current: selections in the request's device-resident head [0, B) are hits. Assumed (docs/cost_model.md): the
+  // statistical miss model's misses scale by the evicted share (E - B) / n of the positions (selections spread
+  // evenly over the positions); B = 0 (everything evicted, or no prefix kept) is priced as before.
+  const V2PrefixEviction* kept = g.v2_prefixes();
+  if (!kept || !kept->has(i)) return misses;
+  const int32_t B = kept->evicted_begin(i), E = kept->prefix_end(i);
+  if (B <= 0 || n <= 0) return misses;
+  return std::llround(static_cast<double>(misses) * static_cast<double>(E - B) / n);
 }
 
 }  // namespace hisparse::sim::serving

@@ -99,6 +99,10 @@ class Engine final : public EventHandler, public FlowListener {
   SimTime plan_prefill(Instance& inst);          // colocated: this step's chunks; returns the pass time
   void prefill_chunks_done(Instance& inst);
   void staging_done(int64_t i);
+  /// v2 current: staging done, the request keeps its prefix in device rows, evicting staged prefixes if short.
+  void keep_v2_prefix(Rank& g, int64_t i, int64_t buffer);
+  /// v2 current: a step's misses of request i less those its device-resident prefix head serves.
+  int64_t v2_resident_head_misses(const Rank& g, int64_t i, int32_t n, int64_t misses) const;
   // decode_step.cpp
   void start_step(int32_t ii);
   void start_decode(int32_t ii);

@@ -174,12 +174,33 @@ void Engine::staging_done(int64_t i) {
   // The prompt's device rows beyond the buffer go back to the device pool (a v2 standard request keeps them all;
   // dynamic residency keeps them: the request is resident).
   Rank& g = rank_of(i);
-  if (!dynamic_ && !admission_->keeps_device_rows(g, i)) g.pools().shrink_device(i, swap_device_tokens(total, H_, page_));
+  V2PrefixEviction* kept = g.v2_prefixes();
+  if (kept && g.v2()->admitted(i)) {
+    keep_v2_prefix(g, i, swap_device_tokens(total, H_, page_));
+  } else if (!dynamic_ && !admission_->keeps_device_rows(g, i)) {
+    g.pools().shrink_device(i, swap_device_tokens(total, H_, page_));
+  }
   // The buffer keeps the prompt's rows it had on the device: no empty start, but after a retraction (v2 current:
   // admit_request clears the buffer of the re-admitted request, which decodes on from its recomputed prefix).
   const bool retracted = outcomes_[static_cast<size_t>(i)].retractions > 0;
   rt_[static_cast<size_t>(i)].decode_from(static_cast<int32_t>(prompt_tokens(i)), retracted);
   make_ready(i);
+}
+
+void Engine::keep_v2_prefix(Rank& g, int64_t i, int64_t buffer) {
+  // v2 current: the request keeps its tree-owned prefix [0, E) in device rows beside its buffer (the prompt's rows
+  // the prefill wrote; the unaligned tail lives in the buffer's pages). When the pool cannot hold prefix and buffer,
+  // HiCache evicts staged prefixes, the oldest first (this one, just staged, last), leaf first in whole nodes.
+  V2PrefixEviction& kept = *g.v2_prefixes();
+  kept.keep(i, static_cast<int32_t>(g.v2()->tree_len(i)), buffer);
+  const int64_t grow = kept.device_rows(i) - g.pools().held(i, 1);
+  if (grow > g.pools().free_tokens(1)) kept.evict(grow - g.pools().free_tokens(1), g.pools());
+  const int64_t rows = kept.device_rows(i);
+  if (rows < g.pools().held(i, 1)) {
+    g.pools().shrink_device(i, rows);
+  } else if (g.pools().grow_pool(1, i, rows) != 0) {
+    throw_error("serving engine: request {} could not keep its V2 prefix rows after eviction", i);
+  }
 }
 
 }  // namespace hisparse::sim::serving

@@ -18,6 +18,7 @@
 #include "sim/serving/admission_ledger.h"
 #include "sim/serving/pools.h"
 #include "sim/serving/prefix/rank_prefix_cache.h"
+#include "sim/serving/v2_prefix_eviction.h"
 
 namespace hisparse::sim::serving {
 
@@ -65,6 +66,11 @@ class Rank {
   cpu_ref::HiSparseV2Admission* v2() { return v2_.get(); }
   const cpu_ref::HiSparseV2Admission* v2() const { return v2_.get(); }
   void set_v2(std::unique_ptr<cpu_ref::HiSparseV2Admission> v2) { v2_ = std::move(v2); }
+  /// --admission v2 under the current coordinator, colocated prefill, static residency: the V2 prefixes still in
+  /// device rows and their leaf-first eviction (null otherwise: the prefix goes to the host whole at staging).
+  V2PrefixEviction* v2_prefixes() { return v2_prefixes_.get(); }
+  const V2PrefixEviction* v2_prefixes() const { return v2_prefixes_.get(); }
+  void set_v2_prefixes(std::unique_ptr<V2PrefixEviction> p) { v2_prefixes_ = std::move(p); }
   /// The rank's radix prefix cache (null when off), its pages in `pool` of the rank's pools.
   void enable_prefix_cache(int pool) {
     prefix_ = std::make_unique<RankPrefixCache>(*pools_, pool, pools_->sizes().page);
@@ -114,6 +120,7 @@ class Rank {
   std::unique_ptr<RankPools> pools_;
   std::unique_ptr<AdmissionLedger> ledger_;  // --admission v2 --v2-coordinator older in HiSparse mode, else null
   std::unique_ptr<cpu_ref::HiSparseV2Admission> v2_;  // --admission v2 --v2-coordinator current, else null
+  std::unique_ptr<V2PrefixEviction> v2_prefixes_;      // see v2_prefixes()
   std::unique_ptr<RankPrefixCache> prefix_;  // --prefix-cache on (and a workload naming prefix blocks), else null
   std::vector<int64_t> running_, joining_;
   std::deque<int64_t> prefill_queue_;        // colocated: admitted, waiting for (more) prefill chunks

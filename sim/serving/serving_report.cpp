@@ -196,6 +196,9 @@ void summary_tail(JsonWriter& j, const ServingResult& r) {
     j.key("v2_admission").begin_object(kInline).member("coordinator", r.v2_coordinator).member("v2", a[0]);
     j.member("standard_no_whole_page", a[1]).member("standard_shorter_than_buffer", a[2]);
     j.member("standard_host_capacity", a[3]).member("standard_indexer_pages", a[4]).member("standard_temp_buffer", a[5]);
+    if (r.v2_partial_eviction)  // leaf-first eviction of the prefixes staging left in device rows (colocated prefill)
+      j.member("evictions", r.v2_evictions).member("evicted_tokens", r.v2_evicted_tokens)
+          .member("evicted_share_mean", r.v2_evicted_share_mean);
     j.end_object();
   }
   if (r.retraction != "none") {

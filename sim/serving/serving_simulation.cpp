@@ -295,6 +295,10 @@ void Engine::build_topology() {
             LedgerSizes{pool_sizes_.host, pool_sizes_.device, int64_t{H_} + page_, page_, chunk});
       }
       Rank r(i, rk, std::make_unique<RankPools>(pool_sizes_), std::move(ledger));
+      // Colocated prefill under static residency: staging leaves the prefix in device rows, HiCache evicts it leaf
+      // first when the pool is short (PD lands the prompt in the host pool; dynamic residency keeps rows anyway).
+      if (v2 && prefill_mode_ == PrefillMode::kColocated && !dynamic_)
+        r.set_v2_prefixes(std::make_unique<V2PrefixEviction>(std::max(1, opt_.cost.prefill_chunk_tokens), page_));
       r.set_v2(std::move(v2));
       for (int32_t k = 0; k < gpr_; ++k) {
         const int32_t g = rk * gpr_ + k;                  // GPU within the instance

@@ -187,6 +187,12 @@ struct ServingResult {
   // cpu_ref::V2Admit outcome, index 0 = run as V2, the others the reasons it ran as standard.
   std::string v2_coordinator;    // "current" / "older" under --admission v2 in HiSparse mode, else ""
   std::array<int64_t, 6> v2_admissions{};
+  // --admission v2 under the current coordinator, colocated prefill (sim/serving/v2_prefix_eviction.h): whether the
+  // staged prefixes stayed in device rows (v2_partial_eviction), the times HiCache cut a prefix, the prefix tokens it
+  // moved off the device, and the mean over V2 requests of their evicted share (E - B) / E when they left the rank.
+  bool v2_partial_eviction = false;
+  int64_t v2_evictions = 0, v2_evicted_tokens = 0, v2_prefixes_released = 0;
+  double v2_evicted_share_mean = 0;
   // Pool sizes used for admission, per rank (tokens).
   int64_t device_pool_tokens = 0, logical_pool_tokens = 0, host_pool_tokens = 0;
 };

@@ -1,12 +1,14 @@
 // @brief `--admission v2 --v2-coordinator current` (the default v2): simulate's admission as SGLang's current V2
 // coordinator runs it (admit_request at 09f8170, through cpu_ref's HiSparseV2Admission): the short-prefix gate, each
 // fallback to standard (host capacity, indexer pages, temp buffer), retraction and re-admission with a recomputed
-// prefix, each worked by hand on the shipped DeepSeek-V3.2 node as one TP8 rank (H 4,096, K 2,048, page 64).
+// prefix, and the partial leaf-first eviction of the prefixes staging leaves in device rows, each worked by hand on the
+// shipped DeepSeek-V3.2 node as one TP8 rank (H 4,096, K 2,048, page 64).
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "core/error.h"
+#include "core/hisparse_v2.h"
 #include "cpu_ref/memory/hisparse_v2_admission.h"
 #include "sim/serving/serving_simulation.h"
 #include "tests/sim/serving_test_util.h"
@@ -133,8 +135,9 @@ TEST_CASE("v2 current: a retracted request comes back with its prefix recomputed
   // (SGLang retracts: admission reserves the prompt only). A: 8,192-token prompt, 2,000 output, at 0; B: 4,000 and
   // 1,000, arriving 2 s later, when A is decoding (B must decode fewer tokens than A to be SGLang's victim; arriving
   // together, B, standard, would join decode before A, which waits for its staging copy).
-  // A: room 13,248 − 8,192 = 5,056 >= H → V2 (8,192 device tokens until staging shrinks them to H + page = 4,160).
-  // B: tree_len 3,968 < H → standard, its whole KV paged(5,000) = 5,056 device tokens, which fit (9,088 free).
+  // A: room 13,248 − 8,192 = 5,056 >= H → V2 (8,192 device tokens; staged, its buffer H + page = 4,160 and its
+  // prefix rows 8,192 = 12,352, 896 free). B: tree_len 3,968 < H → standard, its whole KV paged(5,000) = 5,056 device
+  // tokens: 4,160 short, so HiCache evicts A's prefix (one radix node: prefill chunks of 16,384 > 8,192) and B fits.
   // Logical: A's 8,192 + B's 4,032 + their growth; 207 − 128 − 63 = 16 pages free when B joins, a page per 64
   // decoded tokens each, so they run out when d_A + d_B is about 16 × 64 = 1,024, long before either finishes. B has
   // decoded fewer: retracted (SGLang pops the fewest decoded), as often as the pool runs out again (B comes back as
@@ -164,6 +167,7 @@ TEST_CASE("v2 current: a retracted request comes back with its prefix recomputed
   CHECK(admitted_as(r, V2Admit::kShorterThanBuffer) == 1);  // B's first admission only
   CHECK(r.staging_copies == 1 + n);                         // A's prompt, and B's recomputed ones
   CHECK(r.requests[1].decoded == 1000 - 1);                 // B's output is kept across the retraction
+  CHECK(r.v2_evictions >= 1);  // A's staged prefix, evicted for B's first admission (above)
 }
 
 TEST_CASE("v2 current: HiSparse retraction needs the current rules; --v2-coordinator parses current and older") {
@@ -173,4 +177,67 @@ TEST_CASE("v2 current: HiSparse retraction needs the current rules; --v2-coordin
   CHECK_THROWS_WITH_AS(run_serving(sc, one_request(8192, 16), v2(V2Coordinator::kOlder)),
                        doctest::Contains("--admission v2 --v2-coordinator current"), Error);
   CHECK(run_serving(sc, one_request(8192, 16), v2(V2Coordinator::kCurrent)).finished == 1);
+}
+
+TEST_CASE("v2 current: a device pool with room for both prefixes evicts nothing and charges no miss, older does") {
+  // Default pools (the capacity model's: far more than two requests). Two 6,000-token prompts, 32 outputs: tree_len
+  // 5,952 >= H each, both V2. Staging keeps each prefix [0, 5,952) in device rows beside its H + page buffer; nothing
+  // asks for device room after that, so nothing is evicted: B = E for both. Every selected position below E is in the
+  // device-resident head [0, B) (a hit) and every one >= E is a resident page, so the evicted share (E - B) / n is 0
+  // and no step loads a row. The older rules put both prefixes on the host at staging and price every step through
+  // the miss model: misses > 0 for the same selections.
+  const Scenario sc = one_rank(0, 0, 0);
+  const ServingResult cur = run_serving(sc, burst(2, 6000, 32), v2(V2Coordinator::kCurrent));
+  const ServingResult old = run_serving(sc, burst(2, 6000, 32), v2(V2Coordinator::kOlder));
+  REQUIRE(cur.finished == 2);
+  REQUIRE(old.finished == 2);
+  CHECK(admitted_as(cur, V2Admit::kV2) == 2);
+  CHECK(cur.v2_partial_eviction);
+  CHECK(cur.v2_evictions == 0);
+  CHECK(cur.v2_evicted_tokens == 0);
+  CHECK(cur.v2_evicted_share_mean == 0);
+  CHECK(cur.misses == 0);
+  CHECK(old.misses > 0);
+  CHECK(cur.selected == old.selected);
+  CHECK_FALSE(old.v2_partial_eviction);  // the older rules are unchanged: no eviction record
+}
+
+TEST_CASE("v2 current: a device pool short by d tokens evicts exactly the tail nodes the CPU reference's rule gives") {
+  // Radix nodes of 1,024 tokens (a node per prefill chunk: prefill_chunk_tokens 1,024). A: an 8,192-token prompt,
+  // 4,000 outputs, at 0: tree_len E = 8,192, V2; staged, it holds its buffer H + page = 4,160 plus its prefix rows
+  // 8,192 = 12,352 device tokens. B: a 4,000-token prompt, 1,000 outputs, at 5 s (A decoding): tree_len 3,968 < H,
+  // standard, its whole KV paged(5,000) = 5,056 device tokens. The device pool is 12,352 + 5,056 - d with d = 1,536
+  // (15,872 tokens): B finds 15,872 - 12,352 = 3,520 free, d = 1,536 short, so HiCache evicts A's prefix leaf first
+  // with demand 1,536. The rule (core/hisparse_v2.h v2_evicted_begin, as cpu_ref's plan_v2_session calls it): the
+  // last node is [floor(8,191 / 1,024) x 1,024, 8,192) = [7,168, 8,192), 1,024 < 1,536 tokens; the 512 left take
+  // ceil(512 / 1,024) = 1 more node, so B_A = 7,168 - 1,024 = 6,144: [6,144, 8,192) evicted, 2,048 tokens, one cut.
+  // Nothing asks for device room again (A's buffer is fixed, B's KV is reserved whole): A leaves with an evicted share
+  // (8,192 - 6,144) / 8,192 = 0.25, the only V2 prefix, so the mean is 0.25.
+  REQUIRE(v2_evicted_begin(8192, 1024, 1536, V2Coordinator::kCurrent) == 6144);  // the rule itself, as worked above
+  ServingOptions o = v2(V2Coordinator::kCurrent);
+  o.cost.prefill_chunk_tokens = 1024;
+  Workload w;
+  w.name = "short";
+  w.requests.push_back(RequestSpec{0, 0, 8192, 4000});
+  w.requests.push_back(RequestSpec{1, 5'000'000'000, 4000, 1000});
+  const ServingResult r = run_serving(one_rank(15872, 0, 0), w, o);
+  REQUIRE(r.device_pool_tokens == 15872);
+  REQUIRE(r.finished == 2);
+  REQUIRE(r.retractions == 0);
+  // The premise: A was staged (ready) and still decoding when B came.
+  REQUIRE(r.requests[0].ready < 5'000'000'000);
+  REQUIRE(r.requests[0].finish > 5'000'000'000);
+  CHECK(admitted_as(r, V2Admit::kV2) == 1);
+  CHECK(admitted_as(r, V2Admit::kShorterThanBuffer) == 1);
+  CHECK(r.v2_evictions == 1);
+  CHECK(r.v2_evicted_tokens == 2048);
+  CHECK(r.v2_evicted_share_mean == doctest::Approx(0.25));
+  // d = 0 (a pool of 17,408 = 12,352 + 5,056): B fits beside A's whole prefix, nothing is evicted.
+  const ServingResult roomy = run_serving(one_rank(17408, 0, 0), w, o);
+  CHECK(roomy.v2_evictions == 0);
+  CHECK(roomy.v2_evicted_tokens == 0);
+  // The evicted tail is priced: A's misses after the cut are the statistical model's scaled by (E - B) / n > 0, so
+  // the short pool loads rows where the roomy one loads none.
+  CHECK(roomy.misses == 0);
+  CHECK(r.misses > 0);
 }
