@@ -305,6 +305,10 @@ int check_engine_equals_planner(const std::string& deployment, KvMode mode, Over
   Scenario s = load_scenario(deployment);
   s.deployment.pd_disaggregation = true;
   s.deployment.prefill.count = 0;
+  // The batch is pinned by prefill outside the scenario, a path only SGLang's scheduler runs here (a vLLM deployment's
+  // recompute-preemption scheduler is colocated only). The step itself does not depend on the scheduler: a vLLM
+  // deployment's swap-in kernel is SGLang's (DeploymentSpec::swap_in_kernel_used), so the comparison is the same step.
+  if (s.deployment.engine == "vllm") s.deployment.engine = "sglang";
   if (v.mtp_draft > 0) {
     s.deployment.mtp_draft_tokens = v.mtp_draft;
     s.deployment.mtp_acceptance = 1.0;
