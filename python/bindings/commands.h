@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/advise/advice_table.h"
+#include "sim/advise/layout_comparison.h"
 #include "sim/api/requests.h"
 #include "sim/plan/plan_table.h"
 #include "sim/serving/concurrency_sweep.h"
