@@ -153,6 +153,36 @@ LayoutComparison compare_layouts(const Scenario& s, const LayoutWorkload& w, con
   return c;
 }
 
+namespace {
+
+/// Row `i` of comparison `c` as printed: the text and Python's rows both read it.
+LayoutTableRow table_row(const LayoutComparison& c, size_t i) {
+  const LayoutRow& r = c.rows[i];
+  LayoutTableRow t;
+  t.workload = c.workload.label;
+  t.input_tokens = c.workload.input_tokens;
+  t.output_tokens = c.workload.output_tokens;
+  t.layout = r.layout;
+  t.hisparse = r.hisparse;
+  t.applicable = r.not_applicable.empty();
+  t.not_applicable = r.not_applicable;
+  t.gpus = r.gpus;
+  t.prefill_gpus = r.prefill_gpus;
+  t.pd = r.pd;
+  if (t.applicable) {
+    t.batch_per_rank = r.decode.per_rank;
+    t.tpot_ms = r.decode.tpot_ms;
+    t.prefill_s = r.prefill_s;
+    t.requests_per_s = r.requests_per_s;
+    t.tokens_per_s_per_gpu = r.tokens_per_s_per_gpu;
+    t.binding = r.binding;
+  }
+  t.winner = static_cast<int>(i) == c.winner;
+  return t;
+}
+
+}  // namespace
+
 std::string layouts_to_text(const Scenario& s, const std::vector<LayoutComparison>& cs) {
   std::string out = fmt::format(
       "layouts of {} × {} for {} (modelled: decode by the planner's step model at its best batch within the TPOT SLO "
@@ -164,15 +194,15 @@ std::string layouts_to_text(const Scenario& s, const std::vector<LayoutCompariso
     out += fmt::format("  {:<62} {:>8} {:>10} {:>9} {:>9} {:>11}  {}\n", "layout", "HiSparse", "batch/rank",
                        "TPOT ms", "prefill s", "tok/s/GPU", "binds");
     for (size_t i = 0; i < c.rows.size(); ++i) {
-      const LayoutRow& r = c.rows[i];
-      const char* mark = static_cast<int>(i) == c.winner ? " <- wins" : "";
-      if (!r.not_applicable.empty()) {
+      const LayoutTableRow r = table_row(c, i);
+      if (!r.applicable) {
         out += fmt::format("  {:<62} {:>8} {}\n", r.layout, r.hisparse ? "on" : "off",
                            "not applicable: " + r.not_applicable);
         continue;
       }
       out += fmt::format("  {:<62} {:>8} {:>10} {:>9.1f} {:>9.3f} {:>11.1f}  {}{}\n", r.layout, r.hisparse ? "on" : "off",
-                         r.decode.per_rank, r.decode.tpot_ms, r.prefill_s, r.tokens_per_s_per_gpu, r.binding, mark);
+                         r.batch_per_rank, r.tpot_ms, r.prefill_s, r.tokens_per_s_per_gpu, r.binding,
+                         r.winner ? " <- wins" : "");
     }
     out += fmt::format("  {}\n", c.why);
   }
@@ -182,30 +212,7 @@ std::string layouts_to_text(const Scenario& s, const std::vector<LayoutCompariso
 std::vector<LayoutTableRow> layout_table(const std::vector<LayoutComparison>& cs) {
   std::vector<LayoutTableRow> out;
   for (const LayoutComparison& c : cs)
-    for (size_t i = 0; i < c.rows.size(); ++i) {
-      const LayoutRow& r = c.rows[i];
-      LayoutTableRow t;
-      t.workload = c.workload.label;
-      t.input_tokens = c.workload.input_tokens;
-      t.output_tokens = c.workload.output_tokens;
-      t.layout = r.layout;
-      t.hisparse = r.hisparse;
-      t.applicable = r.not_applicable.empty();
-      t.not_applicable = r.not_applicable;
-      t.gpus = r.gpus;
-      t.prefill_gpus = r.prefill_gpus;
-      t.pd = r.pd;
-      if (t.applicable) {
-        t.batch_per_rank = r.decode.per_rank;
-        t.tpot_ms = r.decode.tpot_ms;
-        t.prefill_s = r.prefill_s;
-        t.requests_per_s = r.requests_per_s;
-        t.tokens_per_s_per_gpu = r.tokens_per_s_per_gpu;
-        t.binding = r.binding;
-      }
-      t.winner = static_cast<int>(i) == c.winner;
-      out.push_back(std::move(t));
-    }
+    for (size_t i = 0; i < c.rows.size(); ++i) out.push_back(table_row(c, i));
   return out;
 }
 
