@@ -1,5 +1,6 @@
 // @brief What a simulate outcome prints and writes: the header, each run's lines, the sweep's table, report.json and
 // the per-run files (see simulate_outcome.h).
+#include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
@@ -86,14 +87,23 @@ std::string run_line(const SimulateRun& run) {
 std::string run_detail_lines(const Scenario& sc, const SimulateRun& run) {
   const ServingResult& r = run.result;
   std::string o;
-  if (run.mode != KvMode::kFull)
-    o += fmt::format("  transfers (modelled, sim/cost/terms/transfer_granularity.h): decode loads each layer's misses in its own "
-                     "copy, {} per-layer loads over {} busy rank-steps (pcie.latency_ns {} each, or as a swap-in calibration "
-                     "measured the call); prefill → host pool: {} batched all-layer copies ({}), host path {}\n",
-                     r.miss_transfers, r.gpu_steps_busy, sc.hardware.pcie.latency_ns, r.staging_copies,
+  if (run.mode != KvMode::kFull) {
+    // The copy calls follow the host layout (sim/cost/terms/transfer_granularity.h): the kernel layouts load each
+    // layer's misses in one call and offload a prompt in one all-layer call; page_first_direct copies page by page.
+    const bool direct = copies_per_page(sc.deployment.host_layout);
+    o += fmt::format("  transfers (modelled, sim/cost/terms/transfer_granularity.h): decode loads {}, {} {} over {} busy "
+                     "rank-steps (pcie.latency_ns {} each, or as a swap-in calibration measured the call); prefill → host "
+                     "pool: {} {} ({}), host path {}\n",
+                     direct ? "each missed row of each layer in its own copy (host_layout page_first_direct)"
+                            : "each layer's misses in its own copy",
+                     r.miss_transfers, direct ? "row loads" : "per-layer loads", r.gpu_steps_busy,
+                     sc.hardware.pcie.latency_ns, r.staging_copies,
+                     direct ? "copies of a page of one layer each" : "batched all-layer copies",
                      sc.deployment.pd_disaggregation ? "PD: the prefill instances write the host pool by RDMA instead"
+                     : direct                        ? "colocated staging, one per page per layer of each request"
                                                      : "colocated staging, one per request",
                      sc.deployment.host_pool_remote_numa ? "cross-NUMA (numa.cross_node_factor applies)" : "NUMA-local");
+  }
   const ModelSpec& model = sc.model;
   if (model.topk_anchor_layers() < model.layers || sc.deployment.mtp_draft_tokens > 0) {
     // IndexShare and MTP change the step's make-up: its terms, mean per busy GPU-step (modelled).
@@ -118,10 +128,16 @@ std::string run_detail_lines(const Scenario& sc, const SimulateRun& run) {
 std::string simulate_header_text(const SimulateOutcome& outcome, bool verbose) {
   const SimulationSetup& setup = outcome.setup;
   const Scenario& sc = setup.scenario;
-  // The flag line first: the simulated settings as SGLang launch flags (full-KV runs drop HiSparse's).
-  const std::string flags = deployment_sglang_flags(sc);
-  const bool both = flags.rfind("--enable-hisparse", 0) == 0 && outcome.modes.front() == KvMode::kFull &&
-                    outcome.modes.size() > 1;
+  // The flag line first: the settings of the modes run as SGLang launch flags. HiSparse's flags follow the modes, not
+  // the deployment's own switch: a full-KV deployment run with --mode hisparse was simulated with HiSparse on.
+  const auto ran = [&outcome](bool host_pool) {
+    return std::any_of(outcome.modes.begin(), outcome.modes.end(),
+                       [host_pool](KvMode m) { return uses_host_pool(m) == host_pool; });
+  };
+  Scenario as_run = sc;
+  as_run.deployment.hisparse_enabled = ran(true);
+  const std::string flags = deployment_sglang_flags(as_run);
+  const bool both = flags.rfind("--enable-hisparse", 0) == 0 && ran(false);
   std::string o = fmt::format("launch SGLang, as simulated: {}{}\n", flags,
                               both ? " (the full-KV runs without --enable-hisparse and --hisparse-config)" : "");
   for (const auto& note : setup.notes) o += fold_line(note, verbose) + "\n";

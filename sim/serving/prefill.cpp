@@ -161,7 +161,7 @@ void Engine::prefill_chunks_done(Instance& inst) {
       // The prompt's latent is backed up to the host, less the prefix its admission found there.
       const TransferCost off = step_.prefill_offload(prompt - o.cached_tokens);
       cache_prompt(g, i);
-      ++result_.staging_copies;
+      result_.staging_copies += off.transfers;  // one batched call, or one per page per layer (page_first_direct)
       start_rank_flows(g, off.bytes, off.transfers * sc_.hardware.pcie.latency_ns, 0, false, true, true, false,
                        cookie(kStaging, i));
     }
