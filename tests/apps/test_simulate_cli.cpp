@@ -1,9 +1,11 @@
 // @brief `hisparse simulate` end to end: a closed-loop concurrency sweep writes its table, JSON, CSV and plot; the
-// HiSparse flags replace the deployment's values; bad flags are named.
+// HiSparse flags replace the deployment's values; the launch line follows the modes run; the transfers line follows the
+// host layout; bad flags are named.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/apps/cli_test_util.h"
@@ -66,4 +68,50 @@ TEST_CASE("simulate --concurrency sweeps closed-loop levels in both modes and wr
   CHECK(b3.status != 0);
   CHECK(b3.err.find("--admission") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("simulate's launch line follows the modes run, not the deployment's own HiSparse switch") {
+  const fs::path dir = hisparse::test::scratch_dir("simulate_launch_line");
+  const std::string out = (dir / "out").string();
+  const std::string common = " --workload synthetic_poisson --duration 2 --timeline-length 0 --out " + out;
+  // dsv4-flash-8xh100-tp8 leaves HiSparse off; run with --mode hisparse it was simulated with HiSparse on, so the line
+  // gives the flags that launch it.
+  Run r = run("simulate --scenario dsv4-flash-8xh100-tp8 --mode hisparse" + common, dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.rfind("launch SGLang, as simulated: --enable-hisparse --hisparse-config '{\"top_k\": 512, ", 0) == 0);
+  CHECK(r.out.find("HiSparse off") == std::string::npos);
+  // dsv32-8xh200-1tb turns HiSparse on; a full-KV run alone launches without it.
+  r = run("simulate --scenario dsv32-8xh200-1tb --mode full" + common, dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("--enable-hisparse") == std::string::npos);
+  // Both modes: the HiSparse flags, and a note that the full-KV runs drop them.
+  r = run("simulate --scenario dsv32-8xh200-1tb --mode both" + common, dir);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("(the full-KV runs without --enable-hisparse and --hisparse-config)") != std::string::npos);
+}
+
+TEST_CASE("simulate's transfers line names page_first_direct's copies: one per missed row per layer, one per page per "
+          "layer for a prompt") {
+  const fs::path dir = hisparse::test::scratch_dir("simulate_direct_layout");
+  // The TP8 H100 deployment with its host pool laid out page first and copied page by page (no transfer kernel).
+  std::string yaml = slurp(fs::path(HISPARSE_SOURCE_DIR) / "scenarios/deployments/dsv4-flash-8xh100-tp8.yaml");
+  yaml += "\nhost_layout: page_first_direct\n";
+  const fs::path deployment = dir / "direct.yaml";
+  {
+    std::ofstream f(deployment);
+    f << yaml;
+  }
+  const std::string out = (dir / "out").string();
+  const Run r = run("simulate --scenario " + deployment.string() +
+                        " --workload synthetic_poisson --duration 2 --mode hisparse --timeline-length 0 --out " + out,
+                    dir);
+  CAPTURE(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("decode loads each missed row of each layer in its own copy (host_layout page_first_direct)") !=
+        std::string::npos);
+  CHECK(r.out.find("copies of a page of one layer each (colocated staging, one per page per layer of each request)") !=
+        std::string::npos);
+  CHECK(r.out.find("per-layer loads") == std::string::npos);
 }
