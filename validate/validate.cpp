@@ -135,13 +135,14 @@ ValidateResult run_validation(const ValidateRequest& request, const std::functio
   int64_t op_count = 0, ops_done = 0;
   for (const auto& op : validate_ops()) op_count += chosen(op);
   // Operations differ in cost (attention takes most), so the ETA from the operations' rate is a rough one.
-  ProgressReporter progress("validate", static_cast<double>(op_count), progress_wanted_by_default(), "operations");
+  ProgressReporter progress("validate", static_cast<double>(op_count), opt.progress && progress_wanted_by_default(),
+                            "operations");
   for (const auto& op : validate_ops()) {
     if (!chosen(op)) continue;
     const auto t0 = std::chrono::steady_clock::now();
     const size_t first = reports.size();
     // Progress on stderr: the CPU reference side of a full run takes minutes (attention most of them).
-    fmt::print(stderr, "validate: {} ...\n", op.name);
+    if (opt.progress) fmt::print(stderr, "validate: {} ...\n", op.name);
     op.run(ctx, reports);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     int64_t op_cases = 0, op_bad = 0;
@@ -149,7 +150,8 @@ ValidateResult run_validation(const ValidateRequest& request, const std::functio
       op_cases += reports[i].cases;
       op_bad += reports[i].mismatched_cases;
     }
-    fmt::print(stderr, "validate: {} done in {:.1f} s ({} cases, {} mismatches)\n", op.name, s, op_cases, op_bad);
+    if (opt.progress)
+      fmt::print(stderr, "validate: {} done in {:.1f} s ({} cases, {} mismatches)\n", op.name, s, op_cases, op_bad);
     progress.update(static_cast<double>(++ops_done));
     // The time of an operation is shared evenly among its variant rows (they interleave case by case).
     for (size_t i = first; i < reports.size(); ++i) reports[i].seconds = s / static_cast<double>(reports.size() - first);

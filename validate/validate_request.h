@@ -16,6 +16,7 @@ struct ValidateOptions {
   std::string trace;           // optional top-k trace replayed through both backends
   int64_t trace_steps = 0;     // 0 = whole trace
   std::vector<std::string> only;  // operation names to run (empty = all)
+  bool progress = true;           // each operation's start and end and the ETA on stderr (Python: verbose=)
 };
 
 /// One row of the summary table: an operation (and variant, e.g. the copy mode) over many cases.

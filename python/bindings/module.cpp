@@ -343,8 +343,8 @@ NB_MODULE(_core, m) {
               &Sr::force, &Sr::prefix_cache);
   using Vo = val::ValidateOptions;
   bind_fields(nb::class_<Vo>(m, "ValidateOptions").def(nb::init<>()), kReadWrite,
-              "cases, start_case, seed, trace, trace_steps, only", &Vo::cases, &Vo::start_case, &Vo::seed, &Vo::trace,
-              &Vo::trace_steps, &Vo::only);
+              "cases, start_case, seed, trace, trace_steps, only, progress", &Vo::cases, &Vo::start_case, &Vo::seed,
+              &Vo::trace, &Vo::trace_steps, &Vo::only, &Vo::progress);
   using Vr = val::ValidateRequest;
   bind_fields(nb::class_<Vr>(m, "ValidateRequest").def(nb::init<>()), kReadWrite, "backend, kernel_config, options",
               &Vr::backend, &Vr::kernel_config, &Vr::options);

@@ -354,6 +354,7 @@ def validate(backend="cuda", *, cases=1000, seed=1, start_case=0, only=None, tra
         opts.trace = _text("trace", trace)
     if only is not None:
         opts.only = [only] if isinstance(only, str) else [str(o) for o in only]
+    opts.progress = bool(verbose)  # the per-operation lines and the ETA go to stderr only when asked for
     with stdout_silenced(not verbose):
         rc, reports = core().validate(request)
     rows = struct_rows(reports)

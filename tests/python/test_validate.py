@@ -34,6 +34,17 @@ def test_cpu_harness_summary_matches_cli(cli):
     assert {r[0] for r in rows} == set(only)
 
 
+def test_quiet_unless_verbose(capfd):
+    # Expected: verbose=False prints nothing on either stream (the CLI's per-operation lines go to stderr only when
+    # asked for); verbose=True prints the operation's start and end lines.
+    hisparse.validate("cpu", cases=2, only="topk")
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", (out, err)
+    hisparse.validate("cpu", cases=2, only="topk", verbose=True)
+    out, err = capfd.readouterr()
+    assert "validate: topk ..." in err and "validate: topk done in" in err, err
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="backend"):
         hisparse.validate("tpu")
