@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
@@ -13,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/io/csv_line.h"
+#include "core/io/csv_reader.h"
 
 namespace hisparse::sim {
 namespace {
@@ -324,26 +323,18 @@ std::vector<int32_t> default_fit_H(const std::vector<CalibrationPoint>& points) 
 }
 
 CalibrationInput read_bench_csv(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw_error("{}: cannot open the bench CSV", path);
-  std::string line;
-  if (!std::getline(f, line)) throw_error("{}: empty file, expected a `hisparse bench --csv` header", path);
-  const std::vector<std::string> header = split_csv_line(line);
+  CsvReader csv(path, "the bench CSV", "a `hisparse bench --csv` header");
+  const std::vector<std::string>& header = csv.header();
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
   for (const char* need : {"device", "op", "config", "mode", "median_us", "ceiling_gbps", "gbps", "batch", "miss_rate", "rows"})
-    if (!col.count(need)) throw_error("{}: header lacks column '{}' (expected a `hisparse bench --csv` file)", path, need);
+    csv.column(need, "expected a `hisparse bench --csv` file");
   CalibrationInput in;
-  int line_no = 1;
   int sweep_block = 0;           // block size of the swap-in-sweep rows (files with a block column)
   std::vector<int> point_block;  // block of each point (0: not given)
-  while (std::getline(f, line)) {
-    ++line_no;
-    if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> v = split_csv_line(line);
-    if (v.size() != header.size())
-      throw_error("{}:{}: {} fields, the header has {}", path, line_no, v.size(), header.size());
-    const std::string where = fmt::format("{}:{}", path, line_no);
+  std::vector<std::string> v;
+  while (csv.next(v)) {
+    const std::string where = csv.where();
     auto num = [&](const char* name) { return to_double(v[col[name]], where + " column " + name); };
     const std::string op = v[col["op"]], config = v[col["config"]];
     // SGLang's kernel bench (scenarios/measurements/sglang_swapin_*.csv) names the separate copy kernel `split`.

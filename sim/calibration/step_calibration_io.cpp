@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "core/yaml_reader.h"
-#include "core/io/csv_line.h"
+#include "core/io/csv_reader.h"
 
 namespace hisparse::sim {
 namespace {
@@ -27,19 +27,15 @@ double to_number(const std::string& text, const std::string& where) {
 }  // namespace
 
 std::vector<StepBenchMeasurement> read_step_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw_error("{}: cannot open the bench step CSV", path);
-  std::string line;
   const std::string header = "device,model,op,family,dtype,impl,batch,context,median_us,flops,bytes";
-  if (!std::getline(in, line) || line != header)
+  CsvReader csv(path, "the bench step CSV", "the bench step header '" + header + "'");
+  if (csv.header_line() != header)
     throw_error("{}: line 1 is not the bench step header '{}' (write it with `hisparse bench step --csv`)", path,
                 header);
   std::vector<StepBenchMeasurement> rows;
-  for (int ln = 2; std::getline(in, line); ++ln) {
-    if (line.empty()) continue;
-    const auto f = split_csv_line(line);
-    const std::string where = fmt::format("{}: line {}", path, ln);
-    if (f.size() != 11) throw_error("{}: {} columns, expected 11", where, f.size());
+  std::vector<std::string> f;
+  while (csv.next(f)) {
+    const std::string where = csv.where();
     StepBenchMeasurement r{f[0], f[1], f[2], f[3], f[4], f[5]};
     r.batch = int(to_number(f[6], where + " batch"));
     r.context = int64_t(to_number(f[7], where + " context"));

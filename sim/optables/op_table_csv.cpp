@@ -4,12 +4,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/io/csv_line.h"
+#include "core/io/csv_reader.h"
 #include "sim/optables/op_table.h"
 
 namespace hisparse::sim {
@@ -19,9 +18,6 @@ constexpr const char* kHeader =
     "op,library,commit,gpu,driver,sm_clock_mhz,params,batch,context,bytes,median_us,p10_us,p90_us,iters,method";
 enum Col { kOp, kLibrary, kCommit, kGpu, kDriver, kClock, kParams, kBatch, kContext, kBytes, kMedian, kP10, kP90,
            kIters, kMethod, kColumns };
-constexpr const char* kNames[] = {"op",      "library", "commit", "gpu",    "driver", "sm_clock_mhz",
-                                  "params",  "batch",   "context", "bytes", "median_us", "p10_us",
-                                  "p90_us",  "iters",   "method"};
 
 /// An op name: a lower-case letter, then lower-case letters, digits and '_' (plain checks: GCC 12 reports std::regex's
 /// internals as maybe-uninitialized in the sanitizer build).
@@ -34,22 +30,17 @@ bool is_op_name(const std::string& s) {
 
 std::vector<OpRow> read_op_table_csv(const OpTableEntry& entry) {
   const std::string& path = entry.path;
-  std::ifstream f(path);
-  if (!f) throw_error("{}: cannot open the op table named by the index (file: {})", path, entry.file);
-  std::string line;
-  if (!std::getline(f, line)) throw_error("{}: empty file, expected the header {}", path, kHeader);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line != kHeader) throw_error("{}:1: header '{}' (expected exactly '{}')", path, line, kHeader);
+  CsvReader csv(path, fmt::format("the op table named by the index (file: {})", entry.file),
+                fmt::format("the header {}", kHeader));
+  if (csv.header_line() != kHeader)
+    throw_error("{}:1: header '{}' (expected exactly '{}')", path, csv.header_line(), kHeader);
   std::vector<OpRow> rows;
   std::string gpu, driver;
   int first_line = 0;
-  for (int ln = 2; std::getline(f, line); ++ln) {
-    if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> v = split_csv_line(line);
-    if (v.size() != kColumns) throw_error("{}:{}: {} fields (expected {}: {})", path, ln, v.size(), int(kColumns), kHeader);
-    auto bad = [&](int col, const std::string& expected) {
-      throw_error("{}:{}: column {} is '{}' (expected {})", path, ln, kNames[col], v[col], expected);
-    };
+  std::vector<std::string> v;
+  while (csv.next(v)) {
+    const int ln = csv.line();
+    auto bad = [&](int col, const std::string& expected) { csv.bad(v, static_cast<size_t>(col), expected); };
     auto integer = [&](int col, int64_t lo) {
       errno = 0;
       char* end = nullptr;

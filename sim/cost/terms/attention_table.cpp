@@ -6,13 +6,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "core/io/csv_line.h"
+#include "core/io/csv_reader.h"
 #include "core/scenario_loader.h"
 
 namespace hisparse::sim {
@@ -50,30 +49,15 @@ double piecewise(const std::vector<std::pair<double, double>>& pts, double x, bo
 const char* attention_kernel_for(KvDtype dtype) { return dtype == KvDtype::kFp8 ? kKernels[1] : kKernels[0]; }
 
 AttentionTable AttentionTable::load(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw_error("{}: cannot open the attention table (expected a FlashMLA timing CSV)", path);
+  CsvReader csv(path, "the attention table (expected a FlashMLA timing CSV)",
+                "the header kernel,shape,median_us,...");
   AttentionTable t;
   t.file_ = path;
-  std::string line;
-  if (!std::getline(f, line)) throw_error("{}: empty file, expected the header kernel,shape,median_us,...", path);
-  const std::vector<std::string> header = split_csv_line(line);
-  auto column = [&](const char* name) {
-    const auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end()) throw_error("{}:1: the header lacks column '{}'", path, name);
-    return static_cast<size_t>(it - header.begin());
-  };
-  const size_t c_kernel = column("kernel"), c_shape = column("shape"), c_us = column("median_us"),
-               c_method = column("method"), c_device = column("device");
-  int line_no = 1;
-  while (std::getline(f, line)) {
-    ++line_no;
-    if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> v = split_csv_line(line);
-    if (v.size() != header.size())
-      throw_error("{}:{}: {} fields, the header has {}", path, line_no, v.size(), header.size());
-    auto bad = [&](size_t col, const std::string& expected) {
-      throw_error("{}:{}: column {} is '{}' (expected {})", path, line_no, header[col], v[col], expected);
-    };
+  const size_t c_kernel = csv.column("kernel"), c_shape = csv.column("shape"), c_us = csv.column("median_us"),
+               c_method = csv.column("method"), c_device = csv.column("device");
+  std::vector<std::string> v;
+  while (csv.next(v)) {
+    auto bad = [&](size_t col, const std::string& expected) { csv.bad(v, col, expected); };
     std::string name = v[c_kernel];
     const bool padded = name.size() > std::strlen(kPad) && name.compare(name.size() - std::strlen(kPad), std::string::npos, kPad) == 0;
     if (padded) name.resize(name.size() - std::strlen(kPad));
