@@ -63,6 +63,17 @@ SimulateRunOutput run_output(const sim::SimulateRun& run) {
   o.prefix_cache_peak_bytes = static_cast<double>(r.prefix_peak_tokens_per_rank) * r.prefix_bytes_per_token;
   o.prefix_cache_mean_bytes = r.prefix_mean_tokens_per_rank * r.prefix_bytes_per_token;
   o.prefill_tokens_saved = r.prefix_hit_tokens;
+  o.v2_coordinator = r.v2_coordinator;
+  const auto& a = r.v2_admissions;  // indexed by cpu_ref::V2Admit
+  o.v2_admitted_as_v2 = a[0];
+  o.v2_standard_no_whole_page = a[1];
+  o.v2_standard_shorter_than_buffer = a[2];
+  o.v2_standard_host_capacity = a[3];
+  o.v2_standard_indexer_pages = a[4];
+  o.v2_standard_temp_buffer = a[5];
+  o.v2_evictions = r.v2_evictions;
+  o.v2_evicted_tokens = r.v2_evicted_tokens;
+  o.v2_evicted_share_mean = r.v2_evicted_share_mean;
   o.requests_csv = sim::requests_csv(r);
   o.steps_csv = sim::steps_csv(r);
   return o;

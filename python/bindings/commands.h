@@ -67,6 +67,13 @@ struct SimulateRunOutput : sim::SweepPoint {
   bool prefix_cache = false;
   double prefix_hit_rate = 0, ttft_mean_ms = 0, prefix_cache_peak_bytes = 0, prefix_cache_mean_bytes = 0;
   int64_t prefill_tokens_saved = 0;
+  // --admission v2 (else "" and zeros): the coordinator's rules, its admissions by outcome (cpu_ref::V2Admit: run as
+  // V2, or as standard for one of five reasons) and the partial prefix evictions; modelled.
+  std::string v2_coordinator;
+  int64_t v2_admitted_as_v2 = 0, v2_standard_no_whole_page = 0, v2_standard_shorter_than_buffer = 0,
+          v2_standard_host_capacity = 0, v2_standard_indexer_pages = 0, v2_standard_temp_buffer = 0;
+  int64_t v2_evictions = 0, v2_evicted_tokens = 0;
+  double v2_evicted_share_mean = 0;
   std::string requests_csv, steps_csv;
 };
 

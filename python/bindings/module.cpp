@@ -399,11 +399,16 @@ NB_MODULE(_core, m) {
   bind_fields(run, kReadOnly,
               "tag, overlap, arrivals, admitted, demotions, events, ttft_modelled, tokens_per_s_per_gpu, hit_rate, "
               "pcie_h2d_util, io_stall_fraction, tpot_slo_attainment, wall_s, prefix_cache, prefix_hit_rate, "
-              "prefill_tokens_saved, ttft_mean_ms, prefix_cache_peak_bytes, prefix_cache_mean_bytes",
+              "prefill_tokens_saved, ttft_mean_ms, prefix_cache_peak_bytes, prefix_cache_mean_bytes, v2_coordinator, "
+              "v2_admitted_as_v2, v2_standard_no_whole_page, v2_standard_shorter_than_buffer, v2_standard_host_capacity, "
+              "v2_standard_indexer_pages, v2_standard_temp_buffer, v2_evictions, v2_evicted_tokens, v2_evicted_share_mean",
               &Ro::tag, &Ro::overlap, &Ro::arrivals, &Ro::admitted, &Ro::demotions, &Ro::events, &Ro::ttft_modelled,
               &Ro::tokens_per_s_per_gpu, &Ro::hit_rate, &Ro::pcie_h2d_util, &Ro::io_stall_fraction,
               &Ro::tpot_slo_attainment, &Ro::wall_s, &Ro::prefix_cache, &Ro::prefix_hit_rate,
-              &Ro::prefill_tokens_saved, &Ro::ttft_mean_ms, &Ro::prefix_cache_peak_bytes, &Ro::prefix_cache_mean_bytes);
+              &Ro::prefill_tokens_saved, &Ro::ttft_mean_ms, &Ro::prefix_cache_peak_bytes, &Ro::prefix_cache_mean_bytes,
+              &Ro::v2_coordinator, &Ro::v2_admitted_as_v2, &Ro::v2_standard_no_whole_page,
+              &Ro::v2_standard_shorter_than_buffer, &Ro::v2_standard_host_capacity, &Ro::v2_standard_indexer_pages,
+              &Ro::v2_standard_temp_buffer, &Ro::v2_evictions, &Ro::v2_evicted_tokens, &Ro::v2_evicted_share_mean);
   run.def_ro("requests_csv", &Ro::requests_csv).def_ro("steps_csv", &Ro::steps_csv).def("__repr__", [](const Ro& r) {
     return "<SimulateRun " + r.tag + " concurrency=" + std::to_string(r.concurrency) + " finished=" +
            std::to_string(r.finished) + ">";

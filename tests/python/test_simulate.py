@@ -1,6 +1,7 @@
 """hisparse.simulate: the CLI's run in this process, its files byte for byte, its figures as structs."""
 
 import filecmp
+import re
 import sys
 
 import pytest
@@ -133,3 +134,28 @@ def test_simulate_prefix_cache_figures(cli, tmp_path):
     off = hisparse.simulate("dsv4-flash-8xh100-tp8", "mooncake_conversation", prefix_cache="off", **kwargs)
     r = off.run("hisparse_none")
     assert not r.prefix_cache and r.prefix_hit_rate == 0 and r.prefill_tokens_saved == 0
+
+
+def test_simulate_v2_admission_figures():
+    """Expected: --admission v2 under the current coordinator on the DeepSeek-V3.2 node over 20 s of the Mooncake
+    conversation trace admits requests both as V2 and as standard; the run's fields are the counts the CLI's
+    "v2 admissions" line prints, in its order, and they add up to at least the finished requests (re-admissions after
+    a retraction count again). The older coordinator names itself and counts nothing by outcome; without
+    --admission v2 the fields are empty and zero."""
+    kwargs = {"mode": "hisparse", "duration": 20, "timeline_length": 0}
+    out = hisparse.simulate("dsv32-8xh200-1tb", "mooncake_conversation", admission="v2", **kwargs)
+    r = out.run("hisparse_none")
+    assert r.v2_coordinator == "current"
+    line = re.search(r"v2 admissions \(current coordinator, modelled\): (\d+) as V2; standard: (\d+) no whole page, "
+                     r"(\d+) prefix shorter than H, (\d+) host capacity, (\d+) indexer pages, (\d+) temp buffer",
+                     out.text)
+    assert line, out.text
+    counts = (r.v2_admitted_as_v2, r.v2_standard_no_whole_page, r.v2_standard_shorter_than_buffer,
+              r.v2_standard_host_capacity, r.v2_standard_indexer_pages, r.v2_standard_temp_buffer)
+    assert counts == tuple(int(x) for x in line.groups())
+    assert r.v2_admitted_as_v2 > 0 and sum(counts) >= r.finished > 0
+    older = hisparse.simulate("dsv32-8xh200-1tb", "mooncake_conversation", admission="v2", v2_coordinator="older",
+                              **kwargs).run("hisparse_none")
+    assert older.v2_coordinator == "older" and older.v2_admitted_as_v2 == 0
+    plain = hisparse.simulate("dsv32-8xh200-1tb", "mooncake_conversation", **kwargs).run("hisparse_none")
+    assert plain.v2_coordinator == "" and plain.v2_evictions == 0
