@@ -28,7 +28,8 @@ bool same_file(const std::string& a, const std::string& b) {
 /// The file a fit's value lives in, as a run reads it.
 std::string file_read_by(const RunResult& run, FitKind kind) {
   switch (kind) {
-    case FitKind::kCostTerm: return run.cost_terms_file;
+    case FitKind::kCostTerm:
+    case FitKind::kEfficiencyScale: return run.cost_terms_file;
     case FitKind::kMissSteadyScale: return run.miss_surface_file;
     case FitKind::kFieldOverride: return run.run.file;
   }
@@ -36,18 +37,18 @@ std::string file_read_by(const RunResult& run, FitKind kind) {
 }
 
 /// One evaluation with some fits at trial values (nullopt: an override removed): the scored in-fit error of each of
-/// `points` ("run/point"), with no serving run (the fits are of the plan's figures).
+/// `points` ("run/point"), each on the figure it is scored on: the plan's, or the serving run's for a run scored on
+/// simulate (only those runs are served: the other fits are of the plan's figures).
 class TrialRunner {
  public:
   TrialRunner(const FidelityRequest& r, const std::vector<FieldRun>& runs, const std::vector<RunResult>& base)
-      : request_(r), runs_(runs), base_(base) {
-    request_.simulate = false;
-  }
+      : request_(r), runs_(runs), base_(base) {}
 
   std::map<std::string, double> errors(const std::vector<std::pair<const FieldFit*, std::optional<double>>>& values,
                                        const std::set<std::string>& points) const {
     FieldTrial trial;
     trial.points = points;
+    trial.serve_simulate_scored_only = true;
     std::vector<FieldRun> runs = runs_;
     for (const auto& [fit, value] : values)
       for (size_t i = 0; i < runs.size(); ++i) {
@@ -59,6 +60,9 @@ class TrialRunner {
             break;
           case FitKind::kMissSteadyScale:
             trial.miss_steady_scale[runs[i].name] = *value;
+            break;
+          case FitKind::kEfficiencyScale:
+            trial.efficiency_scale[runs[i].name] = *value;
             break;
           case FitKind::kFieldOverride: {
             YAML::Node o = runs[i].overrides ? YAML::Clone(runs[i].overrides) : YAML::Node(YAML::NodeType::Map);
@@ -138,6 +142,8 @@ void check_declared(const std::vector<FieldFit>& fits, const std::vector<RunResu
       } else if (f.term == "miss surface level") {
         kind = FitKind::kMissSteadyScale;
         parameter = "steady_scale";
+      } else if (f.term == kEfficiencyScaleTerm) {
+        kind = FitKind::kEfficiencyScale;
       }
       const auto it = std::find_if(fits.begin(), fits.end(), [&](const FieldFit& g) {
         return g.kind == kind && g.parameter == parameter && same_file(g.file, file_read_by(run, kind));

@@ -85,11 +85,12 @@ class RunRoutes {
  public:
   RunRoutes(const FidelityRequest& r, const FieldRun& run, const std::function<void(const std::string&)>& progress,
             const FieldTrial& trial)
-      : request_(r), run_(run), progress_(progress), setup_(load_scenario_setup(choice_of(r, run), where())) {
+      : request_(r), run_(run), progress_(progress), trial_(trial),
+        setup_(load_scenario_setup(choice_of(r, run), where())) {
     miss_choice_ = r.misses;
-    // A trial value of a fitted cost term replaces the file's (the step models below read setup_.cost).
-    if (auto it = trial.cost_terms.find(run.name); it != trial.cost_terms.end())
-      for (const auto& [term, ns] : it->second) set_cost_term(setup_.cost, term, ns, where());
+    // A trial value of a fitted cost term replaces the file's (the step models below read setup_.cost, the serving
+    // runs their own copy, which run_serving gives the same values).
+    apply_trial_cost(setup_.cost);
     if (auto it = trial.miss_steady_scale.find(run.name); it != trial.miss_steady_scale.end())
       miss_choice_.steady_scale = it->second;
     const Scenario& s = setup_.scenario;
@@ -160,6 +161,7 @@ class RunRoutes {
       q.fixed_input_tokens = run_.input_tokens;
       q.fixed_output_tokens = run_.output_tokens;
       sim_ = std::make_unique<SimulationSetup>(load_simulation(q, where()));
+      apply_trial_cost(sim_->cost);
     }
     std::vector<std::unique_ptr<ServedRun>> out(keys.size());
     std::mutex print;
@@ -198,9 +200,17 @@ class RunRoutes {
 
   std::string where() const { return fmt::format("{} {}", kCommand, run_.file); }
 
+  void apply_trial_cost(CostParams& cost) const {
+    if (auto it = trial_.cost_terms.find(run_.name); it != trial_.cost_terms.end())
+      for (const auto& [term, ns] : it->second) set_cost_term(cost, term, ns, where());
+    if (auto it = trial_.efficiency_scale.find(run_.name); it != trial_.efficiency_scale.end())
+      set_efficiency_scale(cost, it->second);
+  }
+
   const FidelityRequest& request_;
   const FieldRun& run_;
   const std::function<void(const std::string&)>& progress_;
+  const FieldTrial& trial_;
   ScenarioSetup setup_;
   MissChoice miss_choice_;  // the request's, with a trial's steady scale
   LoadedMisses misses_;
@@ -391,7 +401,8 @@ std::vector<RunResult> evaluate_field_runs(const FidelityRequest& r, const std::
       if (point.rfind(run.name + "/", 0) == 0) out.fitted_points.push_back({"miss surface level", point});
     bool steps = false;
     for (const FieldPoint& p : run.points) steps = steps || (wanted(p) && !is_capacity_metric(p.metric));
-    const bool simulate_runs = r.simulate && run.closed_loop && steps;
+    const bool simulate_runs = r.simulate && run.closed_loop && steps &&
+                               (!trial.serve_simulate_scored_only || run.scored_by == "simulate");
     if (simulate_runs)
       out.simulate_note = fmt::format(
           "serving simulation: closed-loop clients, every request {} in / {} out, {} requests per client (the first "

@@ -40,6 +40,9 @@ struct FieldTrial {
   std::set<std::string> points;  // "run/point" to evaluate; empty: every point (a run without one is skipped)
   std::map<std::string, std::vector<std::pair<std::string, SimTime>>> cost_terms;  // by run name: term, value
   std::map<std::string, double> miss_steady_scale;                                 // by run name
+  std::map<std::string, double> efficiency_scale;                                  // by run name
+  // Serve only the runs scored on simulate (a fit's trial: the others' points are scored on the plan's figures).
+  bool serve_simulate_scored_only = false;
   bool breakdowns = false;  // also each DP-attention run's step by term (RunResult::breakdowns): the report's run only
 };
 

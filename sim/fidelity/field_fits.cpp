@@ -26,6 +26,7 @@ const char* to_string(FitKind k) {
     case FitKind::kCostTerm: return "cost_term";
     case FitKind::kMissSteadyScale: return "miss_steady_scale";
     case FitKind::kFieldOverride: return "field_override";
+    case FitKind::kEfficiencyScale: return "efficiency_scale";
   }
   return "?";
 }
@@ -48,9 +49,11 @@ std::vector<FieldFit> load_field_fits(const std::string& path) {
       m.require(key);
     m.get("parameter", &f.parameter);
     std::string kind;
-    m.get_choice("kind", &kind, {"cost_term", "miss_steady_scale", "field_override"});
-    f.kind = kind == "cost_term" ? FitKind::kCostTerm
-             : kind == "miss_steady_scale" ? FitKind::kMissSteadyScale : FitKind::kFieldOverride;
+    m.get_choice("kind", &kind, {"cost_term", "miss_steady_scale", "field_override", "efficiency_scale"});
+    f.kind = kind == "cost_term"           ? FitKind::kCostTerm
+             : kind == "miss_steady_scale" ? FitKind::kMissSteadyScale
+             : kind == "efficiency_scale"  ? FitKind::kEfficiencyScale
+                                           : FitKind::kFieldOverride;
     std::string file;
     m.get("file", &file);
     f.file = (fs::path(path).parent_path() / file).lexically_normal().string();
@@ -115,6 +118,12 @@ std::vector<FieldFit> load_field_fits(const std::string& path) {
     if (f.kind == FitKind::kMissSteadyScale && f.parameter != "steady_scale")
       throw_error("{}: fits[{}] (line {}): a miss_steady_scale fit's parameter is steady_scale (got {})", path, i,
                   f.line, f.parameter);
+    if (f.kind == FitKind::kEfficiencyScale && f.parameter != kEfficiencyScaleTerm)
+      throw_error("{}: fits[{}] (line {}): an efficiency_scale fit's parameter is {} (got {})", path, i, f.line,
+                  kEfficiencyScaleTerm, f.parameter);
+    if (f.kind == FitKind::kEfficiencyScale && !(f.lo > 0 && f.hi <= 1))
+      throw_error("{}: fits[{}] (line {}): an efficiency_scale range lies in (0, 1] (got [{:g}, {:g}])", path, i,
+                  f.line, f.lo, f.hi);
     for (const FieldFit& g : fits)
       if (g.parameter == f.parameter && g.file == f.file)
         throw_error("{}: fits[{}] (line {}): {} is fitted twice (also line {})", path, i, f.line, f.label(), g.line);
@@ -125,9 +134,11 @@ std::vector<FieldFit> load_field_fits(const std::string& path) {
 
 std::optional<double> read_fitted_value(const FieldFit& f) {
   switch (f.kind) {
-    case FitKind::kCostTerm: {
+    case FitKind::kCostTerm:
+    case FitKind::kEfficiencyScale: {
       const CostParams base;
       const CostParams cost = load_cost_params(f.file, base);
+      if (f.kind == FitKind::kEfficiencyScale) return cost.efficiency_scale;
       return static_cast<double>(cost.*cost_time_term(f.parameter)) * 1e-3;
     }
     case FitKind::kMissSteadyScale: {
@@ -217,16 +228,16 @@ std::string with_fitted_value(const std::string& text, const FieldFit& f, double
                 f.file, f.parameter, fitted_value_text(f, value));
   std::vector<std::string> lines = split_lines(text);
   const std::string v = fitted_value_text(f, value);
-  const std::string block = f.kind == FitKind::kCostTerm ? f.parameter : "overrides";
+  const std::string block = in_cost_file(f.kind) ? f.parameter : "overrides";
   bool done = false;
   for (size_t i = 0; i < lines.size() && !done; ++i) {
     if (indent_of(lines[i]) != 0 || lines[i].rfind(block + ":", 0) != 0) continue;
-    if (f.kind == FitKind::kCostTerm && replace_value(lines[i], 0, f.parameter, v)) {
+    if (in_cost_file(f.kind) && replace_value(lines[i], 0, f.parameter, v)) {
       done = true;  // a bare value
       break;
     }
     // The block's lines, indented under it: its `value:` (a cost term) or the override's key.
-    const std::string key = f.kind == FitKind::kCostTerm ? "value" : f.parameter;
+    const std::string key = in_cost_file(f.kind) ? "value" : f.parameter;
     for (size_t k = i + 1; k < lines.size() && !done; ++k) {
       if (indent_of(lines[k]) == 0 && !lines[k].empty() && lines[k][0] != '#') break;
       done = replace_value(lines[k], 2, key, v);
@@ -234,7 +245,7 @@ std::string with_fitted_value(const std::string& text, const FieldFit& f, double
   }
   if (!done)
     throw_error("{}: no `{}` line to write {} = {} into (fitted by {}, line {})", f.file,
-                f.kind == FitKind::kCostTerm ? f.parameter + ": value" : "overrides: " + f.parameter, f.parameter, v,
+                in_cost_file(f.kind) ? f.parameter + ": value" : "overrides: " + f.parameter, f.parameter, v,
                 f.fits_file, f.line);
   return join_lines(lines, text);
 }

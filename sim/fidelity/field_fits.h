@@ -16,11 +16,14 @@ enum class FitKind {
   kCostTerm,         // a time-valued term of a cost-model file, in us
   kMissSteadyScale,  // a miss surface's calibration.steady_scale (its steady fractions are measured × it)
   kFieldOverride,    // a numeric key under a field file's overrides:
+  kEfficiencyScale,  // a cost-model file's efficiency_scale (its every efficiency is the file's value × it)
 };
 const char* to_string(FitKind kind);
+/// True for the kinds whose value is a term of a cost-model file (a `term: {value: ...}` block there).
+inline bool in_cost_file(FitKind kind) { return kind == FitKind::kCostTerm || kind == FitKind::kEfficiencyScale; }
 
 struct FieldFit {
-  std::string parameter;             // the cost term, the override key, or steady_scale
+  std::string parameter;             // the cost term, the override key, steady_scale or efficiency_scale
   FitKind kind = FitKind::kCostTerm;
   std::string file;                  // where the value lives, resolved against the fits file's folder
   std::vector<std::string> points;   // "run/point" the value is fitted to

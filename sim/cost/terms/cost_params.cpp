@@ -128,6 +128,18 @@ SimTime CostParams::*cost_time_term(const std::string& term) {
   return nullptr;
 }
 
+void set_efficiency_scale(CostParams& p, double scale) {
+  if (!(scale > 0)) throw_error("efficiency_scale {}: expected a factor > 0", scale);
+  const double f = scale / p.efficiency_scale;
+  for (const char* op : kEfficiencyOps) {
+    RooflineEfficiency* r = efficiency_of(p.efficiency, op);
+    r->compute *= f;
+    r->memory *= f;
+  }
+  p.efficiency.nvlink *= f;
+  p.efficiency_scale = scale;
+}
+
 const char* to_string(OverlapMode mode) { return mode == OverlapMode::kNone ? "none" : "two-batch"; }
 
 OverlapMode parse_overlap_mode(const std::string& text, const std::string& where) {
@@ -156,6 +168,9 @@ CostParams load_cost_params(const std::string& path, CostParams p, bool strict) 
   p.sources.clear();
   if (strict) root.require("efficiency");
   if (root.has("efficiency")) {
+    // The file's efficiencies are unscaled: base's (a partial file keeps the others) come back to a scale of 1 first,
+    // and the file's own efficiency_scale, if any, applies to all of them below.
+    set_efficiency_scale(p, 1.0);
     StrictMap e = root.child("efficiency");
     for (const char* op : kEfficiencyOps) {
       RooflineEfficiency* r = efficiency_of(p.efficiency, op);
@@ -214,6 +229,11 @@ CostParams load_cost_params(const std::string& path, CostParams p, bool strict) 
           return fmt_ns(*out);
         });
   };
+  if (root.has(kEfficiencyScaleTerm)) {
+    double scale = 1.0;
+    real(kEfficiencyScaleTerm, &scale, 1e-3, 1.0);
+    set_efficiency_scale(p, scale);
+  }
   real("weight_bytes_per_param", &p.weight_bytes_per_param, 0.25, 4.0);
   for (const char* retired : {"all_to_all_latency", "step_overhead"})
     if (root.has(retired))

@@ -57,6 +57,10 @@ enum class OverlapMode { kNone, kTwoBatch };
 
 struct CostParams {
   Efficiency efficiency;
+  // One factor the file's every efficiency (each op's compute and memory, and nvlink) was multiplied by at load
+  // (optional term `efficiency_scale`; 1 when absent): a software stack whose level a field point pins but whose kernels
+  // are not priced one by one (cost_model/vllm-rocm-gfx950.yaml). `efficiency` holds the scaled values.
+  double efficiency_scale = 1.0;
   double weight_bytes_per_param = 1.0;   // FP8 weights (DeepSeek-V3.2 ships FP8 blocks)
   // Fixed latency of one collective, by where it runs (an instance spanning nodes pays internode): the TP all-reduce
   // (attention o_proj, MoE output, dense MLP) and one expert dispatch or combine (sim/cost/terms/collective_cost.h).
@@ -108,13 +112,18 @@ struct CostParams {
 /// The CostParams member a time-valued term sets (nullptr for other terms): what sensitivities scale.
 SimTime CostParams::*cost_time_term(const std::string& term);
 
+/// Replaces `p.efficiency_scale` by `scale` (> 0), rescaling every efficiency by scale / the old one: a fit's trial.
+void set_efficiency_scale(CostParams& p, double scale);
+
 /// Reads `path` over `base`. Every term is either a bare value or a mapping {value (or compute/memory for an
 /// efficiency), kind, source}; unknown keys are errors. With `require_every_term`, a term left out or given without
 /// kind and source is an error (what shipped cost-model files must satisfy).
 CostParams load_cost_params(const std::string& path, CostParams base = {}, bool require_every_term = false);
 
-/// The names of every term a cost-model file sets (efficiency.<op> for each efficiency).
+/// The names of every term a cost-model file sets (efficiency.<op> for each efficiency). The optional
+/// `efficiency_scale` (kEfficiencyScaleTerm) is not among them.
 const std::vector<std::string>& cost_term_names();
+inline constexpr const char* kEfficiencyScaleTerm = "efficiency_scale";
 
 const char* to_string(OverlapMode mode);
 OverlapMode parse_overlap_mode(const std::string& text, const std::string& where);

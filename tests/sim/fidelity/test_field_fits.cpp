@@ -1,6 +1,7 @@
 // @brief The suite fitting itself (sim/api/fidelity_fit.h, sim/fidelity/field_fits.h): a fit recovers a known
 // parameter from points the tool itself produced; a point that drives its fit scores differently left out than
-// in-fit; setup ranges cover or miss the published figure; a same-batch ratio is scored on its overhead.
+// in-fit; an efficiency scale is refitted on the serving run of a point scored on simulate; setup ranges cover or
+// miss the published figure; a same-batch ratio is scored on its overhead.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -147,6 +148,61 @@ TEST_CASE("a fits file is read strictly") {
   bad.replace(bad.find("all_reduce_latency_intranode"), 28, "weight_bytes_per_param");
   CHECK_THROWS_WITH_AS(load_field_fits(s.write("fits.yaml", bad)),
                        doctest::Contains("weight_bytes_per_param is not a time-valued cost term"), Error);
+}
+
+TEST_CASE("--fit recovers a cost file's efficiency_scale from a point scored on its serving run") {
+  // Expectation: the scratch Hopper file with efficiency_scale 0.5 gives, for a closed-loop run scored on simulate,
+  // a serving TPOT T at concurrency 1; published as T, a fit from the file's 0.8 over [0.1, 1] evaluates the serving
+  // run at each trial scale (the plan's figure would not be the one scored) and comes back to 0.500 within its 0.005
+  // resolution; --write puts `value: 0.500` under efficiency_scale.
+  Scratch s("scale");
+  const auto cost_at = [&](double scale) {
+    std::string text = read_file(std::string(HISPARSE_SOURCE_DIR) + "/scenarios/cost_model/sglang-hopper.yaml");
+    text += fmt::format("efficiency_scale:\n  value: {}\n  kind: assumed\n  source: a fixture\n", scale);
+    return s.write("cost.yaml", text);
+  };
+  const auto field = [&](double published) {
+    return s.write("fit-fixture.yaml",
+                   fmt::format("name: fit-fixture\ntitle: fixture\nsource: {{publication: p, url: \"\", date: 2026-11-20, "
+                               "quote: q}}\ndeployment: glm51-8xh200-tp8-r11\nworkload: {{input_tokens: 8192, "
+                               "output_tokens: 256, closed_loop: true, scored_by: simulate}}\nassumed: [\"a fixture\"]\n"
+                               "points:\n  - id: tpot_c1\n    metric: tpot_ms\n    mode: hisparse\n    concurrency: 1\n"
+                               "    published: {:.6f}\n    tolerance_pct: 10\n",
+                               published));
+  };
+  FidelityRequest r;
+  r.cost_params = (s.dir / "cost.yaml").string();
+  r.op_tables = "none";
+  r.fits = "none";
+  r.simulate = true;
+  cost_at(0.5);
+  r.field = {field(20)};
+  const PointResult truth = run_fidelity(r).runs.at(0).points.at(0);
+  REQUIRE(truth.simulate.has_value());
+  CHECK(truth.scored_on_simulate);
+  cost_at(0.8);
+  r.field = {field(*truth.simulate)};
+  r.fits = s.write("fits.yaml",
+                   "fits:\n  - parameter: efficiency_scale\n    kind: efficiency_scale\n    file: cost.yaml\n"
+                   "    points: [fit-fixture/tpot_c1]\n    range: [0.1, 1]\n    resolution: 0.005\n    prior: 1\n"
+                   "    prior_reason: unscaled\n");
+  const FidelityReport rep = run_fidelity(r);
+  REQUIRE(rep.fits.size() == 1);
+  const FitResult& f = rep.fits[0];
+  CHECK(f.file_value == doctest::Approx(0.8));
+  CHECK(f.refit == doctest::Approx(0.5).epsilon(0.011));
+  CHECK_FALSE(f.kept);
+  const std::string written = with_fitted_value(read_file(f.fit.file), f.fit, f.refit);
+  CHECK(written.find(fmt::format("efficiency_scale:\n  value: {:.3f}\n", f.refit)) != std::string::npos);
+  // An efficiency_scale fit names that parameter and a range within (0, 1].
+  std::string bad = "fits:\n  - parameter: efficiency\n    kind: efficiency_scale\n    file: cost.yaml\n"
+                    "    points: [fit-fixture/tpot_c1]\n    range: [0.1, 1]\n    resolution: 0.005\n    prior: 1\n"
+                    "    prior_reason: unscaled\n";
+  CHECK_THROWS_WITH_AS(load_field_fits(s.write("fits.yaml", bad)),
+                       doctest::Contains("an efficiency_scale fit's parameter is efficiency_scale"), Error);
+  bad.replace(bad.find("efficiency\n"), 11, "efficiency_scale\n");
+  bad.replace(bad.find("[0.1, 1]"), 8, "[0.1, 2]");
+  CHECK_THROWS_WITH_AS(load_field_fits(s.write("fits.yaml", bad)), doctest::Contains("lies in (0, 1]"), Error);
 }
 
 TEST_CASE("setup ranges: the tool's range over the plausible sets covers the published figure or does not") {

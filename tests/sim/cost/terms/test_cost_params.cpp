@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "core/scenario_loader.h"
@@ -69,7 +70,8 @@ TEST_CASE("cost model: every shipped cost-model file (Hopper, SM100, SM120) sets
     ++files;
     CAPTURE(e.path().string());
     const CostParams p = load_cost_params(e.path().string(), CostParams{}, /*require_every_term=*/true);
-    CHECK(p.sources.size() == cost_term_names().size());
+    // Every named term, and the optional efficiency_scale where the file scales its efficiencies.
+    CHECK(p.sources.size() == cost_term_names().size() + (p.efficiency_scale != 1.0 ? 1 : 0));
     if (e.path().stem() != "sglang-hopper")
       for (const TermSource& t : p.sources)
         if (t.term != "prefill_chunk_tokens") {
@@ -167,4 +169,31 @@ TEST_CASE("two-batch mode charges the zero-copy swap-in's SM time while it overl
   p.overlap = OverlapMode::kNone;
   const StepTimeModel n1(s, p, true, flat), n2(no_sms, p, true, flat);
   CHECK(n1.step(64, 65536).step_ns == n2.step(64, 65536).step_ns);
+}
+
+TEST_CASE("cost model: efficiency_scale multiplies every efficiency the file sets, and a trial rescales them") {
+  // Expectation: the MI350X file holds the Blackwell file's efficiencies and efficiency_scale 0.12, so each loaded
+  // efficiency (compute, memory, nvlink) is the Blackwell value × 0.12; set_efficiency_scale(0.24) doubles them all,
+  // and a scale of 0 is refused.
+  const std::string dir = std::string(HISPARSE_SOURCE_DIR) + "/scenarios/cost_model/";
+  const CostParams blackwell = load_cost_params(dir + "sglang-sm100.yaml", CostParams{}, true);
+  CostParams mi350x = load_cost_params(dir + "vllm-rocm-gfx950.yaml", CostParams{}, true);
+  CHECK(mi350x.efficiency_scale == doctest::Approx(0.12));
+  const auto same_scaled = [](const Efficiency& a, const Efficiency& b, double f) {
+    for (const auto& [x, y] : {std::pair{a.indexer, b.indexer}, {a.topk, b.topk}, {a.swap_in, b.swap_in},
+                               {a.attention, b.attention}, {a.moe, b.moe}, {a.dense, b.dense}, {a.prefill, b.prefill}}) {
+      CHECK(x.compute == doctest::Approx(y.compute * f));
+      CHECK(x.memory == doctest::Approx(y.memory * f));
+    }
+    CHECK(a.nvlink == doctest::Approx(b.nvlink * f));
+  };
+  same_scaled(mi350x.efficiency, blackwell.efficiency, 0.12);
+  bool fitted = false;
+  for (const TermSource& t : mi350x.sources) fitted = fitted || (t.term == kEfficiencyScaleTerm && t.kind == "fitted");
+  CHECK(fitted);
+  set_efficiency_scale(mi350x, 0.24);
+  same_scaled(mi350x.efficiency, blackwell.efficiency, 0.24);
+  CHECK_THROWS_AS(set_efficiency_scale(mi350x, 0), Error);
+  // A file without the term leaves the scale at 1.
+  CHECK(blackwell.efficiency_scale == 1.0);
 }
