@@ -76,6 +76,17 @@ def main():
     same = sum(1 for i in whole if reqs[i]["input_length"] == reqs[parent[i]]["input_length"])
     print(f"continuations sharing the parent's partial last block too {len(whole)}, of which the same prompt length "
           f"{same}; the rest branch off earlier {sum(1 for p in parent if p is not None) - len(ext) - len(whole)}")
+    # Answers keyed (sim/workload/trace_sessions.cpp, key_answer): the first continuation that resends a request's
+    # whole blocks names its prompt + answer, when it reaches past the request's own blocks.
+    keyed = set()
+    for i in range(n):
+        p = parent[i]
+        if p is None or p in keyed or shared[i] < reqs[p]["input_length"] // BLOCK:
+            continue
+        seq = reqs[p]["input_length"] + reqs[p]["output_length"]
+        if min(len(reqs[i]["hash_ids"]), -(-seq // BLOCK)) > len(reqs[p]["hash_ids"]):
+            keyed.add(p)
+    print(f"answers keyed by a later turn's blocks {len(keyed)}")
     print("new user message tokens (> 0), quantiles:", quantiles([x for x in new if x > 0], ps))
     print("output tokens (every request), quantiles:", quantiles([r["output_length"] for r in reqs], ps))
     gaps = [(reqs[i]["timestamp"] - reqs[parent[i]]["timestamp"]) / 1000 for i in range(n) if parent[i] is not None]

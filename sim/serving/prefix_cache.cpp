@@ -67,7 +67,16 @@ void Engine::release_prefix(Rank& g, int64_t i, bool insert) {
   RankPrefixCache* cache = g.prefix_cache();
   if (!cache) return;
   const RankPrefixCache::Hold& hold = rt_[static_cast<size_t>(i)].prefix();
-  cache->release(hold, insert ? &prefix_keys_[static_cast<size_t>(i)] : nullptr, sim_.now());
+  if (!insert) {
+    cache->release(hold, nullptr, sim_.now());
+    return;
+  }
+  // A finished request inserts what its KV holds: its prompt, and its answer where the workload keys it
+  // (RequestSpec::sequence_blocks: a session's next turn resends it).
+  const std::vector<RadixCache::Key> keys = spec(i).sequence_blocks.empty()
+                                                ? prefix_keys_[static_cast<size_t>(i)]
+                                                : finished_pages(spec(i), w_.block_tokens, page_);
+  cache->release(hold, &keys, sim_.now());
 }
 
 int64_t Engine::evict_for_host(Rank& g, int64_t i, int64_t tokens) {

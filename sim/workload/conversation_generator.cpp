@@ -41,10 +41,15 @@ void add_conversation(const ConversationSpec& s, int64_t session, SimTime start,
     r.output_tokens = static_cast<int32_t>(output);
     r.think_time = think;
     r.arrival = t == 0 ? start : prev.arrival + think;
+    // Turn t resends turn t − 1's prompt and answer: it agrees with that sequence up to its end, so it shares the
+    // answer's blocks as well (which the cache keys once turn t − 1 finishes, RequestSpec::sequence_blocks).
+    const int64_t prev_sequence = int64_t{prev.input_tokens} + prev.output_tokens;
     r.prefix_blocks = t == 0 ? extend_blocks(shared, s.shared_prefix_tokens, r.input_tokens, s.shared_prefix_tokens,
                                              s.block_tokens, ids)
-                             : extend_blocks(prev.prefix_blocks, prev.input_tokens, r.input_tokens, prev.input_tokens,
+                             : extend_blocks(prev.sequence_blocks, prev_sequence, r.input_tokens, prev_sequence,
                                              s.block_tokens, ids);
+    r.sequence_blocks = extend_blocks(r.prefix_blocks, r.input_tokens, int64_t{r.input_tokens} + r.output_tokens,
+                                      r.input_tokens, s.block_tokens, ids);
     out.push_back(r);
     prev = std::move(r);
   }

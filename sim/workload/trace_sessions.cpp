@@ -23,6 +23,19 @@ int64_t common_prefix_blocks(const Workload& w) {
   return static_cast<int64_t>(common);
 }
 
+/// `parent`'s answer keyed by the blocks of `child`, which resends `parent`'s whole prompt (its full blocks matched
+/// `depth` deep): assumed, as a chat client resends the conversation, the child's next blocks up to the end of the
+/// parent's prompt + answer are the parent's sequence (RequestSpec::sequence_blocks). The first continuation keys it.
+void key_answer(RequestSpec& parent, const RequestSpec& child, int64_t depth, int32_t block_tokens, TraceSessions& out) {
+  if (!parent.sequence_blocks.empty() || block_tokens < 1 || depth < parent.input_tokens / block_tokens) return;
+  const int64_t sequence = int64_t{parent.input_tokens} + parent.output_tokens;
+  const auto n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(child.prefix_blocks.size()),
+                                                       (sequence + block_tokens - 1) / block_tokens));
+  if (n <= parent.prefix_blocks.size()) return;  // the child goes no further than the parent's prompt
+  parent.sequence_blocks.assign(child.prefix_blocks.begin(), child.prefix_blocks.begin() + static_cast<std::ptrdiff_t>(n));
+  ++out.answers_keyed;
+}
+
 }  // namespace
 
 TraceSessions derive_sessions(Workload& w) {
@@ -46,8 +59,10 @@ TraceSessions derive_sessions(Workload& w) {
       ++depth;
     }
     if (depth > out.common_blocks) {
-      r.session_id = w.requests[static_cast<size_t>(latest[static_cast<size_t>(node)])].session_id;
+      RequestSpec& parent = w.requests[static_cast<size_t>(latest[static_cast<size_t>(node)])];
+      r.session_id = parent.session_id;
       ++out.continuations;
+      key_answer(parent, r, depth, w.block_tokens, out);
     } else {
       r.session_id = static_cast<int64_t>(turns_of.size());
       turns_of.push_back(0);

@@ -19,6 +19,10 @@ struct RequestSpec {
   // of the prompt (the last one the rest), and two requests share an id only where their prompts agree up to the end
   // of that block. Empty: the workload does not say (no prefix can be shared).
   std::vector<uint64_t> prefix_blocks = {};
+  // The blocks of the prompt and its answer together (prompt + output tokens; the prompt's full blocks first), where
+  // the workload knows how a later prompt continues this one (a session's next turn resends the answer): SGLang's
+  // cache_finished_req inserts the answer's KV as well, so a later turn can hit it. Empty: only the prompt is keyed.
+  std::vector<uint64_t> sequence_blocks = {};
   // Multi-turn sessions (closed loop, as a user waits for the answer before typing the next turn): requests of one
   // conversation share `session_id` (-1: not part of a session) and number their turns from 0; turn t > 0 is released
   // at max(arrival, the finish of turn t - 1 + think_time), so its arrival is a lower bound, not a time stamp.

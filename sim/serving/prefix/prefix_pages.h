@@ -17,4 +17,9 @@ namespace hisparse::sim {
 /// 32 and 64 all divide Mooncake's 512), else an error naming both. No blocks: no keys (nothing can be shared).
 std::vector<RadixCache::Key> prompt_pages(const RequestSpec& r, int32_t block_tokens, int32_t page_tokens);
 
+/// The page keys a finished request inserts (cache_finished_req): with sequence_blocks, the whole pages of its
+/// prompt and answer whose KV was written (input + output − 1 tokens: the last token is sampled, never fed back);
+/// without, its prompt's (prompt_pages).
+std::vector<RadixCache::Key> finished_pages(const RequestSpec& r, int32_t block_tokens, int32_t page_tokens);
+
 }  // namespace hisparse::sim

@@ -17,8 +17,10 @@
 //   cache's;
 // - at finish the request's prompt pages are inserted (cache_finished_req: its duplicate pages are freed, its new ones
 //   stay as the cache's) and its match unlocked (dec_lock_ref); an aborted or retracted request only unlocks.
-// Only prompt pages are keyed (a trace names prompt blocks, not output tokens), so a later turn hits the earlier turns'
-// prompts but not their answers: a lower bound on SGLang's hits.
+// - at finish SGLang inserts the answer's KV too (prompt + output − 1 tokens); here that happens where the workload
+//   keys the answer (RequestSpec::sequence_blocks: the session generators, and the Mooncake sessions derived from a
+//   trace). A plain trace names prompt blocks only, so a later turn hits the earlier prompts but not their answers
+//   there: a lower bound on SGLang's hits.
 #pragma once
 
 #include <cstdint>

@@ -29,20 +29,28 @@ Scenario colocated_rank() {
 
 /// One session of two turns in 512-token blocks: turn 0 an 8,192-token prompt (blocks 1..16), turn 1 the same 16
 /// blocks then 576 new tokens (blocks 17 and 18: 512 + 64), arriving at 0.5 s (a lower bound) after a 2 s think time.
-Workload two_turns() {
+/// Blocks first, first + 1, ..., last.
+std::vector<uint64_t> block_range(uint64_t first, uint64_t last) {
+  std::vector<uint64_t> v;
+  for (uint64_t b = first; b <= last; ++b) v.push_back(b);
+  return v;
+}
+
+/// A 512-token-block workload of one session, `t0` then `t1` (its session fields set here).
+Workload session_of(const std::string& name, RequestSpec t0, RequestSpec t1) {
   Workload w;
-  w.name = "two turns";
+  w.name = name;
   w.block_tokens = 512;
-  std::vector<uint64_t> blocks;
-  for (uint64_t b = 1; b <= 18; ++b) blocks.push_back(b);
-  RequestSpec t0{0, 0, 8192, 10, std::vector<uint64_t>(blocks.begin(), blocks.begin() + 16)};
-  t0.session_id = 7;
-  RequestSpec t1{1, 500'000'000, 8768, 10, blocks};
-  t1.session_id = 7;
+  t0.session_id = t1.session_id = 7;
   t1.turn = 1;
-  t1.think_time = 2 * kNsPerSecond;
   w.requests = {t0, t1};
   return w;
+}
+
+Workload two_turns() {
+  RequestSpec t1{1, 500'000'000, 8768, 10, block_range(1, 18)};
+  t1.think_time = 2 * kNsPerSecond;
+  return session_of("two turns", RequestSpec{0, 0, 8192, 10, block_range(1, 16)}, t1);
 }
 
 ServingResult run(const Scenario& sc, const Workload& w, KvMode mode, bool cache) {
@@ -85,6 +93,25 @@ TEST_CASE("prefix cache: a hand-built two-turn session hits exactly its shared p
     CHECK(off.requests[1].cached_tokens == 0);
     CHECK(off.prefill_tokens == 8192 + 8768);
     CHECK(off.requests[1].first_token - off.requests[1].arrival > on.requests[1].first_token - on.requests[1].arrival);
+  }
+}
+
+// The answer keyed (RequestSpec::sequence_blocks): turn 0 is an 8,192-token prompt (blocks 1..16) answered with 1,024
+// tokens, its prompt + answer blocks 1..18; turn 1 resends all 9,216 tokens and adds 576 (blocks 19, 20). Turn 0
+// inserts at its finish the whole pages of 9,216 − 1 written tokens: 17 blocks × 8 + 7 = 143 pages; turn 1 may match
+// (9,792 − 1) / 64 = 152 and matches those 143: 9,152 tokens hit (against 8,192 with the prompt alone), 640 prefilled.
+TEST_CASE("prefix cache: a finished turn's answer is cached where the workload keys it, and the next turn hits it") {
+  RequestSpec t0{0, 0, 8192, 1024, block_range(1, 16)};
+  t0.sequence_blocks = block_range(1, 18);
+  const Workload w = session_of("two turns, answer keyed", t0, RequestSpec{1, 0, 9792, 10, block_range(1, 20)});
+  for (KvMode mode : {KvMode::kFull, KvMode::kHiSparse}) {
+    CAPTURE(to_string(mode));
+    const ServingResult on = run(colocated_rank(), w, mode, true);
+    REQUIRE(on.finished == 2);
+    CHECK(on.requests[1].cached_tokens == 143 * 64);
+    CHECK(on.prefill_tokens == 8192 + 640);
+    // Expected: the cache held turn 0's 143 pages, then turn 1's prompt pages beyond them (153 − 143 = 10).
+    CHECK(on.prefix_inserted_pages == 143 + 10);
   }
 }
 

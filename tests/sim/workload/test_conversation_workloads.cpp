@@ -3,6 +3,7 @@
 // recovered from the Mooncake conversation trace's hash_ids chains.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "sim/serving/prefix/prefix_pages.h"
@@ -34,6 +37,8 @@ std::string dump(const Workload& w) {
     o << r.id << ' ' << r.arrival << ' ' << r.input_tokens << ' ' << r.output_tokens << ' ' << r.session_id << ' '
       << r.turn << ' ' << r.think_time << ' ';
     for (uint64_t b : r.prefix_blocks) o << b << ',';
+    o << ' ';
+    for (uint64_t b : r.sequence_blocks) o << b << ',';
     o << '\n';
   }
   return o.str();
@@ -54,6 +59,26 @@ ConversationSpec two_turn_spec() {
 }
 
 const std::string kSource = HISPARSE_SOURCE_DIR;
+
+/// A Mooncake trace of `lines` ({time stamp ms, input, output, hash_ids}) read back, its sessions derived.
+struct TraceLine {
+  int64_t ms, input, output;
+  std::vector<uint64_t> blocks;
+};
+std::pair<Workload, TraceSessions> sessions_of(const std::string& name, const std::vector<TraceLine>& lines) {
+  std::string text;
+  for (const TraceLine& l : lines) {
+    text += "{\"timestamp\": " + std::to_string(l.ms) + ", \"input_length\": " + std::to_string(l.input) +
+            ", \"output_length\": " + std::to_string(l.output) + ", \"hash_ids\": [";
+    for (size_t i = 0; i < l.blocks.size(); ++i) text += (i ? ", " : "") + std::to_string(l.blocks[i]);
+    text += "]}\n";
+  }
+  const std::string p = write_temp(name, text);
+  Workload w = read_mooncake_trace(p);
+  std::remove(p.c_str());
+  const TraceSessions s = derive_sessions(w);
+  return {w, s};
+}
 
 }  // namespace
 
@@ -106,6 +131,43 @@ TEST_CASE("sessions: a hand-made two-turn session repeats exactly the previous p
   size_t common = 0;
   while (common < k0.size() && k0[common] == k1[common]) ++common;
   CHECK(common == 16);
+}
+
+TEST_CASE("sessions: a turn shares its previous turn's answer blocks, which the finished turn's cache keys name") {
+  ConversationSpec s = two_turn_spec();
+  s.output_tokens = Distribution::fixed(1000);
+  const Workload w = generate_conversations(s);
+  const RequestSpec& t0 = w.requests[0];
+  const RequestSpec* t1 = nullptr;
+  for (const RequestSpec& r : w.requests)
+    if (r.session_id == t0.session_id && r.turn == 1) t1 = &r;
+  REQUIRE(t1 != nullptr);
+  // Expected: turn 0's prompt is blocks 0 1 2 (1,100 tokens); its prompt + answer (2,100 tokens) is 5 blocks: the
+  // prompt's 2 whole ones, then 3 fresh ones (block 2 of the prompt was partial, so the answer's first block is new).
+  CHECK(t0.prefix_blocks == std::vector<uint64_t>{0, 1, 2});
+  REQUIRE(t0.sequence_blocks.size() == 5);
+  CHECK(t0.sequence_blocks[0] == 0);
+  CHECK(t0.sequence_blocks[1] == 1);
+  CHECK(t0.sequence_blocks[2] != 2);
+  // Expected: turn 1 (2,100 + 50 = 2,150 tokens) shares the sequence's first floor(2100 / 512) = 4 blocks, two of
+  // them the answer's, and has one block of its own.
+  CHECK(t1->input_tokens == 2150);
+  REQUIRE(t1->prefix_blocks.size() == 5);
+  CHECK(std::equal(t1->prefix_blocks.begin(), t1->prefix_blocks.begin() + 4, t0.sequence_blocks.begin()));
+  CHECK(t1->prefix_blocks[4] != t0.sequence_blocks[4]);
+  // Expected at 64-token pages: turn 0 inserts at its finish the whole pages of 1,100 + 1,000 − 1 = 2,099 written
+  // tokens: 4 blocks × 8 = 32 (the fifth block holds 51 tokens, no whole page); turn 1's prompt keys agree with those
+  // 32 (against 16 if only the prompt were keyed).
+  const auto done = finished_pages(t0, 512, 64), k1 = prompt_pages(*t1, 512, 64);
+  CHECK(done.size() == 32);
+  CHECK(k1.size() == 33);
+  size_t common = 0;
+  while (common < done.size() && done[common] == k1[common]) ++common;
+  CHECK(common == 32);
+  // A request without sequence_blocks inserts its prompt's pages.
+  RequestSpec plain = t0;
+  plain.sequence_blocks.clear();
+  CHECK(finished_pages(plain, 512, 64) == prompt_pages(plain, 512, 64));
 }
 
 TEST_CASE("sessions: a conversation ends before a turn that would not fit the context window") {
@@ -269,13 +331,10 @@ TEST_CASE("distributions: draws stay in range and follow their parameters") {
 TEST_CASE("trace sessions: a hand-made trace's block chains become sessions and turns") {
   // A: blocks 0 1 2; B: 0 3 (only the block everyone shares: a new conversation); C: 0 1 2 4 (extends A);
   // D: 0 1 5 (shares 0 1 with C, the latest request through them: the same conversation, an edited turn).
-  const std::string p = write_temp("wl_sessions.jsonl",
-                                   "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 9, \"hash_ids\": [0, 1, 2]}\n"
-                                   "{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 9, \"hash_ids\": [0, 3]}\n"
-                                   "{\"timestamp\": 2, \"input_length\": 2000, \"output_length\": 9, \"hash_ids\": [0, 1, 2, 4]}\n"
-                                   "{\"timestamp\": 3, \"input_length\": 1500, \"output_length\": 9, \"hash_ids\": [0, 1, 5]}\n");
-  Workload w = read_mooncake_trace(p);
-  const TraceSessions s = derive_sessions(w);
+  const auto [w, s] = sessions_of("wl_sessions.jsonl", {{0, 1100, 9, {0, 1, 2}},
+                                                        {1, 600, 9, {0, 3}},
+                                                        {2, 2000, 9, {0, 1, 2, 4}},
+                                                        {3, 1500, 9, {0, 1, 5}}});
   // Expected: block 0 is common to all; two sessions (A C D, and B); C and D continue.
   CHECK(s.common_blocks == 1);
   CHECK(s.sessions == 2);
@@ -289,7 +348,23 @@ TEST_CASE("trace sessions: a hand-made trace's block chains become sessions and 
   // Expected: no think time is invented; arrivals stay the time stamps (3 ms).
   CHECK(w.requests[3].think_time == 0);
   CHECK(w.requests[3].arrival == 3'000'000);
-  std::remove(p.c_str());
+}
+
+TEST_CASE("trace sessions: a continuation that resends the whole prompt keys the answer of the turn it continues") {
+  // A: 1,100 tokens answered with 1,000, blocks 0 1 2; B: an unrelated prompt; C: 2,200 tokens, blocks 0 1 3 4 5,
+  // continuing A past A's two whole blocks; D: 2,000 tokens answered with 9, blocks 0 1 3 6, continuing C three
+  // blocks deep, short of C's four whole ones.
+  const auto [w, s] = sessions_of("wl_answers.jsonl", {{0, 1100, 1000, {0, 1, 2}},
+                                                       {1, 300, 9, {9}},
+                                                       {2, 2200, 9, {0, 1, 3, 4, 5}},
+                                                       {3, 2000, 9, {0, 1, 3, 6}}});
+  // Expected: A's prompt + answer (2,100 tokens) is C's first ceil(2100 / 512) = 5 blocks; C's answer is not keyed
+  // (D resends 3 of C's 4 whole blocks), nor B's or D's (nothing continues them).
+  CHECK(s.answers_keyed == 1);
+  CHECK(w.requests[0].sequence_blocks == std::vector<uint64_t>{0, 1, 3, 4, 5});
+  CHECK(w.requests[1].sequence_blocks.empty());
+  CHECK(w.requests[2].sequence_blocks.empty());
+  CHECK(w.requests[3].sequence_blocks.empty());
 }
 
 TEST_CASE("trace sessions: the Mooncake conversation trace") {
@@ -304,5 +379,9 @@ TEST_CASE("trace sessions: the Mooncake conversation trace") {
   }
   CHECK(next_turn.size() == 7373);
   CHECK(consecutive);
+  // Expected: 2,314 requests have their answer keyed by a later turn's blocks, as scripts/mooncake_sessions.py counts
+  // them by the same rule.
+  CHECK(std::count_if(w.requests.begin(), w.requests.end(),
+                      [](const RequestSpec& r) { return !r.sequence_blocks.empty(); }) == 2314);
   CHECK(w.requests.size() == 12031);
 }
