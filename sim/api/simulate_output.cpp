@@ -73,7 +73,11 @@ std::string run_line(const SimulateRun& run) {
                      static_cast<double>(r.prefix_peak_tokens_per_rank) * r.prefix_bytes_per_token * 1e-9,
                      r.prefix_mean_tokens_per_rank * r.prefix_bytes_per_token * 1e-9, r.prefix_inserted_pages,
                      r.prefix_evicted_pages);
-  if (r.sessions > 0)
+  if (r.sessions > 0 && run.clients.concurrency > 0)
+    o += fmt::format("  sessions: {} multi-turn sessions run by the {} closed-loop clients, one at a time per client, "
+                     "each turn sent its think time after the previous turn ended\n",
+                     r.sessions, run.clients.concurrency);
+  else if (r.sessions > 0)
     o += fmt::format("  sessions: {} multi-turn sessions, {} turns held until the previous turn's end + think time\n",
                      r.sessions, r.held_turns);
   if (r.retraction != "none")

@@ -10,9 +10,9 @@
 
 namespace hisparse::sim::serving {
 
-int64_t Engine::issue(SimTime at) {
+int64_t Engine::issue(SimTime at, int32_t client) {
   const int64_t i = static_cast<int64_t>(specs_.size());
-  RequestSpec s = w_.requests[static_cast<size_t>(i) % w_.requests.size()];
+  RequestSpec s = w_.requests[static_cast<size_t>(next_closed_loop_spec(client, &at))];
   s.id = i;
   s.arrival = at;
   specs_.push_back(s);
@@ -20,6 +20,7 @@ int64_t Engine::issue(SimTime at) {
   o.id = i; o.input_tokens = s.input_tokens; o.output_tokens = s.output_tokens; o.arrival = at;
   outcomes_.push_back(o);
   rt_.emplace_back();
+  client_of_.push_back(client);
   --to_send_;
   ++in_flight_;  // sent: a client is busy from here (think time 0 → no gap between two requests of a client)
   sim_.schedule(at, handler_, kArrival, i);
@@ -212,7 +213,8 @@ void Engine::request_done(int64_t i) {
   --in_flight_;
   turn_done(i);
   if (opt_.on_request_done) opt_.on_request_done(result_.finished + result_.rejected);
-  if (opt_.clients.concurrency > 0 && to_send_ > 0) issue(sim_.now() + opt_.clients.think_time);
+  if (opt_.clients.concurrency > 0 && to_send_ > 0)
+    issue(sim_.now() + opt_.clients.think_time, client_of_[static_cast<size_t>(i)]);
 }
 
 }  // namespace hisparse::sim::serving

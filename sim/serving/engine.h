@@ -82,7 +82,8 @@ class Engine final : public EventHandler, public FlowListener {
   // admission.cpp
   void arrive(int64_t i);                        // the workload's arrival event (a later turn may wait: sessions.cpp)
   void enter(int64_t i);                         // the request is sent: it joins the waiting queue
-  int64_t issue(SimTime at);                     // closed loop: a client sends its next request
+  int64_t issue(SimTime at, int32_t client);     // closed loop: client `client` sends its next request
+  int64_t next_closed_loop_spec(int32_t client, SimTime* at);  // which workload request it is (sessions.cpp)
   PoolNeed needs(int64_t i) const;
   void try_admit();
   void admitted(int64_t i, int32_t rank, const RankPrefixCache::Hold& hold);
@@ -136,6 +137,7 @@ class Engine final : public EventHandler, public FlowListener {
   void report_prefix_cache(ServingResult& r) const;
   // sessions.cpp
   void link_sessions();
+  void link_closed_loop_sessions();               // --concurrency over a sessions workload: a client per session
   bool turn_waits(int64_t i);                    // at its arrival: held until the previous turn's finish + think time
   void turn_done(int64_t i);                     // finished or rejected: releases the session's next turn
   // conservation.cpp
@@ -189,6 +191,12 @@ class Engine final : public EventHandler, public FlowListener {
   std::vector<RequestState> rt_;
   int64_t to_send_ = 0;              // closed loop: requests still to send
   int64_t in_flight_ = 0;            // sent, not finished or rejected
+  // Closed loop over a sessions workload: each session's workload requests in turn order, the next session to hand
+  // out (cycling), each client's session and next turn, and the client that sent each request.
+  std::vector<std::vector<int64_t>> session_turns_;
+  int64_t next_session_ = 0;
+  std::vector<std::pair<int64_t, size_t>> client_session_;
+  std::vector<int32_t> client_of_;
   ServingResult result_;
 };
 

@@ -128,6 +128,7 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
     specs_.reserve(static_cast<size_t>(to_send_));
     outcomes_.reserve(static_cast<size_t>(to_send_));
     rt_.reserve(static_cast<size_t>(to_send_));
+    link_closed_loop_sessions();
   } else {
     specs_ = w.requests;
     outcomes_.resize(specs_.size());
@@ -143,7 +144,7 @@ Engine::Engine(const Scenario& sc, const Workload& w, const ServingOptions& opt,
 
 ServingResult Engine::run() {
   if (opt_.clients.concurrency > 0) {
-    for (int32_t c = 0; c < opt_.clients.concurrency && to_send_ > 0; ++c) issue(0);
+    for (int32_t c = 0; c < opt_.clients.concurrency && to_send_ > 0; ++c) issue(0, c);
   } else if (!specs_.empty()) {
     sim_.schedule(specs_[0].arrival, handler_, kArrival, 0);
   }

@@ -60,7 +60,9 @@ AdmissionCheck parse_admission_check(const std::string& text, const std::string&
 
 /// Closed-loop clients (sglang bench_serving --max-concurrency style): `concurrency` clients each send a request, wait
 /// for its last token (or its rejection), think, and send the next. The requests' lengths are the workload's, in its
-/// order, cycled; their arrival times are the workload's no more. 0 clients = open loop (the workload's arrivals).
+/// order, cycled; their arrival times are the workload's no more. A workload of sessions is run session by session:
+/// a client sends one session's turns in order, each its think time after the previous turn ended, then the next
+/// session (sim/serving/sessions.cpp). 0 clients = open loop (the workload's arrivals).
 struct ClientSpec {
   int32_t concurrency = 0;
   SimTime think_time = 0;

@@ -1,7 +1,10 @@
 // @brief Multi-turn sessions in the serving engine (RequestSpec::session_id, turn, think_time): a user reads the answer
 // before typing the next turn, so turn t > 0 of a session is sent at max(its arrival, the end of turn t − 1 + its
-// think time); a turn whose arrival comes first waits. The end of a turn is its last token, or its rejection. Open
-// loop only: closed-loop clients (--concurrency) make their own think times and cycle the workload's lengths.
+// think time); a turn whose arrival comes first waits. The end of a turn is its last token, or its rejection. Closed
+// loop (--concurrency): each client runs one session at a time, as a multi-turn benchmark's clients do: it sends the
+// session's turns in order, each a turn's think time after the previous one ended, then takes the next session (the
+// workload's sessions in order of their first turn, cycling) after the clients' --think-time. A workload without
+// sessions keeps the plain cycle through its requests.
 #include <map>
 #include <utility>
 
@@ -39,6 +42,49 @@ void Engine::link_sessions() {
     prev_turn_[static_cast<size_t>(i)] = prev->second;
     next_turn_[static_cast<size_t>(prev->second)] = i;
   }
+}
+
+void Engine::link_closed_loop_sessions() {
+  std::map<int64_t, std::map<int32_t, int64_t>> by_session;  // session → turn → workload request
+  std::vector<int64_t> order;                               // sessions by their first request in the workload
+  for (size_t i = 0; i < w_.requests.size(); ++i) {
+    const RequestSpec& r = w_.requests[i];
+    if (r.session_id < 0) continue;
+    auto [it, added] = by_session.try_emplace(r.session_id);
+    if (added) order.push_back(r.session_id);
+    if (!it->second.emplace(r.turn, static_cast<int64_t>(i)).second)
+      throw_error("workload {}: session {} has turn {} twice", w_.name, r.session_id, r.turn);
+  }
+  if (order.empty()) return;
+  for (const RequestSpec& r : w_.requests)
+    if (r.session_id < 0)
+      throw_error("workload {}: request {} is in no session while others are; closed-loop clients run whole sessions "
+                  "(expected every request to name its session)", w_.name, r.id);
+  for (int64_t id : order) {
+    std::vector<int64_t> turns;
+    for (const auto& [turn, i] : by_session[id]) {
+      if (turn != static_cast<int32_t>(turns.size()))
+        throw_error("workload {}: session {} has turn {} but no turn {}", w_.name, id, turn, turns.size());
+      turns.push_back(i);
+    }
+    session_turns_.push_back(std::move(turns));
+  }
+  client_session_.assign(static_cast<size_t>(opt_.clients.concurrency), {-1, 0});
+}
+
+int64_t Engine::next_closed_loop_spec(int32_t client, SimTime* at) {
+  if (session_turns_.empty()) return static_cast<int64_t>(specs_.size() % w_.requests.size());
+  auto& [session, turn] = client_session_[static_cast<size_t>(client)];
+  if (session >= 0 && turn < session_turns_[static_cast<size_t>(session)].size()) {
+    // The session's next turn: its own think time after the previous turn ended, not the clients' --think-time.
+    const int64_t i = session_turns_[static_cast<size_t>(session)][turn++];
+    *at = sim_.now() + w_.requests[static_cast<size_t>(i)].think_time;
+    return i;
+  }
+  session = next_session_++ % static_cast<int64_t>(session_turns_.size());
+  turn = 1;
+  ++result_.sessions;
+  return session_turns_[static_cast<size_t>(session)][0];
 }
 
 bool Engine::turn_waits(int64_t i) {

@@ -5,6 +5,8 @@
 // blocks) leaves every output as it was.
 #include <doctest/doctest.h>
 
+#include "core/error.h"
+
 #include <string>
 #include <vector>
 
@@ -113,6 +115,34 @@ TEST_CASE("prefix cache: a finished turn's answer is cached where the workload k
     // Expected: the cache held turn 0's 143 pages, then turn 1's prompt pages beyond them (153 − 143 = 10).
     CHECK(on.prefix_inserted_pages == 143 + 10);
   }
+}
+
+// Closed loop over the two-turn session with one client: the client sends turn 0, and turn 1 only once turn 0 ended
+// plus turn 1's 2 s think time (its workload arrival, 0.5 s, counts no more), so turn 1 hits turn 0's 128 cached
+// pages; a third request starts the session over (the workload holds one session), after the clients' think time.
+TEST_CASE("sessions under closed-loop clients: a client sends a session's turns in order, each after the previous") {
+  ServingOptions o;
+  o.mode = KvMode::kHiSparse;
+  o.prefix_cache = true;
+  o.clients.concurrency = 1;
+  o.clients.requests = 3;
+  o.clients.think_time = kNsPerSecond / 10;
+  const ServingResult r = run_serving(colocated_rank(), two_turns(), o);
+  REQUIRE(r.finished == 3);
+  CHECK(r.sessions == 2);
+  CHECK(r.requests[0].input_tokens == 8192);
+  CHECK(r.requests[1].input_tokens == 8768);
+  CHECK(r.requests[2].input_tokens == 8192);
+  CHECK(r.requests[1].arrival == r.requests[0].finish + 2 * kNsPerSecond);
+  CHECK(r.requests[2].arrival == r.requests[1].finish + kNsPerSecond / 10);
+  CHECK(r.requests[1].cached_tokens == 8192);
+  // Expected: turn 0 again finds its own 128 pages cached (at most (8192 − 1) / 64 = 127 of them may match).
+  CHECK(r.requests[2].cached_tokens == 127 * 64);
+  // A request outside any session among sessions: the clients cannot run it as a session, so an error says so.
+  Workload mixed = two_turns();
+  mixed.requests[1].session_id = -1;
+  CHECK_THROWS_WITH_AS(run_serving(colocated_rank(), mixed, o), doctest::Contains("request 1 is in no session"),
+                       hisparse::Error);
 }
 
 // Ten pages of 64 tokens. A finished request left pages 1..4 cached; a running request matches and locks them; an
