@@ -116,7 +116,7 @@ void summary(std::vector<DocBlock>& doc, const CapacityPlan& p) {
     for (const PlanRow& d : p.dynamic_rows)
       if (d.seq_len == r.seq_len)
         t.rows.push_back({c(seq_name(d.seq_len)), c(mode_name(d.mode)), strong(plan_int(d.max_concurrency)),
-                          strong(d.binding_limit), c(d.max_per_rank > 0 ? ms(d.at_max.step_ns * 1e-6) : "—"),
+                          strong(d.binding_limit), c(d.max_per_rank > 0 ? ms(d.at_max.tpot_ns * 1e-6) : "—"),
                           strong(tps(d.decode_tokens_per_s)), c(plan_bytes(d.hbm_per_request.value)),
                           c(plan_bytes(d.host_per_request.value)),
                           c(fmt::format("resident (full-KV step) up to {} per rank", plan_int(d.resident_per_rank)))});

@@ -18,7 +18,7 @@ PlanTableRow table_row(const PlanRow& r) {
   t.max_per_rank = r.max_per_rank;
   t.max_concurrency = r.max_concurrency;
   t.binding_limit = r.binding_limit;
-  t.tpot_ms = static_cast<double>(r.mode == KvMode::kDynamic ? r.at_max.step_ns : r.at_max.tpot_ns) * 1e-6;
+  t.tpot_ms = static_cast<double>(r.at_max.tpot_ns) * 1e-6;  // step / accepted tokens per request-step (MTP)
   t.decode_tokens_per_s = r.decode_tokens_per_s;
   t.hbm_bytes_per_request = r.hbm_per_request.value;
   t.host_bytes_per_request = r.host_per_request.value;

@@ -39,9 +39,8 @@ TEST_CASE("plan table: per length full, HiSparse, then dynamic residency, each w
     CHECK(t[i].hbm_bytes_per_request == r.hbm_per_request.value);
     CHECK(t[i].host_bytes_per_request == r.host_per_request.value);
     CHECK(t[i].resident_per_rank == r.resident_per_rank);
-    // TPOT for full and HiSparse; the step for dynamic residency (plan.json's dynamic_residency tpot_ms).
-    const int64_t ns = r.mode == KvMode::kDynamic ? r.at_max.step_ns : r.at_max.tpot_ns;
-    CHECK(t[i].tpot_ms == static_cast<double>(ns) * 1e-6);
+    // TPOT (the step over the tokens a request accepts per step) in every mode, dynamic residency included.
+    CHECK(t[i].tpot_ms == static_cast<double>(r.at_max.tpot_ns) * 1e-6);
   }
   // Expected: the text has a header and one line per row; the dynamic lines say up to which batch they stay resident.
   const std::string text = plan_table_text(t, p.hisparse_not_applicable);
@@ -62,4 +61,23 @@ TEST_CASE("plan table: a model without a sparse indexer has HiSparse rows marked
   // Expected: the CLI's line names why, in place of the figures.
   CHECK(plan_table_text(t, p.hisparse_not_applicable).find("hisparse           - " + p.hisparse_not_applicable) !=
         std::string::npos);
+}
+
+TEST_CASE("plan table: with MTP every mode's TPOT is its step over the accepted tokens, dynamic residency too") {
+  // Expected: 2 draft tokens at acceptance 0.7 accept 1 + 0.7 + 0.49 = 2.19 tokens per request-step, so each row's
+  // TPOT is its step / 2.19 (rounded to the ns), below the step; before this the dynamic row printed the step.
+  Scenario s = load_scenario("dsv32-8xh200-1tb");
+  s.deployment.mtp_draft_tokens = 2;
+  s.deployment.mtp_acceptance = 0.7;
+  PlanOptions o;
+  o.seq_lens = {65536};
+  const CapacityPlan p = compute_capacity_plan(s, o, default_miss_curves(s));
+  REQUIRE(p.dynamic_rows.size() == 1);
+  const PlanRow& d = p.dynamic_rows[0];
+  REQUIRE(d.max_per_rank > 0);
+  CHECK(d.at_max.tpot_ns == doctest::Approx(static_cast<double>(d.at_max.step_ns) / 2.19).epsilon(1e-3));
+  const std::vector<PlanTableRow> t = plan_table(p);
+  CHECK(t.back().mode == "dynamic");
+  CHECK(t.back().tpot_ms == static_cast<double>(d.at_max.tpot_ns) * 1e-6);
+  CHECK(t.back().tpot_ms < static_cast<double>(d.at_max.step_ns) * 1e-6);
 }
