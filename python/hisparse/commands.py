@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from ._native import core, stdout_silenced
-from .tables import struct_frame, struct_rows
+from .tables import pandas_module, struct_frame, struct_rows
 
 _SUFFIX = {"k": 1024, "m": 1024 * 1024}
 
@@ -227,16 +227,55 @@ class _CommandResult:
         return struct_frame(type(self).__name__, *self._table(name))
 
 
+def _plan_curves(doc):
+    # One row per point of each throughput-vs-batch curve, its curve's length, mode and memory limit first.
+    return [{"seq_len": c["seq_len"], "mode": c["mode"], "memory_limit_per_rank": c["memory_limit_per_rank"], **point}
+            for c in doc["curves"] for point in c["points"]]
+
+
+def _plan_sweeps(doc):
+    # The H and host-ratio sweeps in one table, `sweep` naming which knob a row varies.
+    return [{"sweep": knob, **row} for knob in ("device_buffer_size", "host_to_device_ratio")
+            for row in doc["sweeps"].get(knob, [])]
+
+
+def _plan_details(doc):
+    # Each row's scalar figures (the per-request byte breakdowns and HBM use stay in .json["details"]).
+    return [{k: v for k, v in d.items() if not isinstance(v, (list, dict))} for d in doc["details"]]
+
+
 class PlanResult(_CommandResult):
     """What hisparse.plan returns. rows: PlanRow structs, the table `hisparse plan` prints (per length full KV,
     HiSparse, then dynamic residency; seq_len, mode, max_concurrency, binding_limit, tpot_ms, decode_tokens_per_s,
-    hbm_bytes_per_request, ... modelled); warnings; text; json / json_text: plan.json, every detail behind the rows."""
+    hbm_bytes_per_request, ... modelled); warnings; text; json / json_text: plan.json, every detail behind the rows.
+    Beside "rows", table() / to_pandas() read plan.json's own tables: "curves" (a row per batch of each
+    throughput-vs-batch curve), "sweeps" (the device_buffer_size and host_to_device_ratio sweeps, column `sweep`),
+    "details" (each row's scalar figures), "gains" and "dynamic_residency"; their figures are the file's."""
 
     _tables = {"rows": ("rows", "PlanRow")}
+    _json_tables = {"curves": _plan_curves, "sweeps": _plan_sweeps, "details": _plan_details,
+                    "gains": lambda doc: list(doc["gains"]),
+                    "dynamic_residency": lambda doc: list(doc["dynamic_residency"])}
 
     def __init__(self, output):
         super().__init__(output)
         self.rows = list(output.rows)
+
+    def table(self, name="rows"):
+        """The table's rows as dicts: "rows" (the CLI's table) or one of plan.json's tables."""
+        if name in self._json_tables:
+            return self._json_tables[name](self.json)
+        if name not in self._tables:
+            raise ValueError(f"table: {name!r}, expected " + " or ".join(repr(t) for t in [*self._tables,
+                                                                                          *self._json_tables]))
+        return super().table(name)
+
+    def to_pandas(self, name="rows"):
+        """The table as a pandas DataFrame (pandas is imported only here)."""
+        if name in self._json_tables:
+            return pandas_module(type(self).__name__).DataFrame(self.table(name))
+        self.table(name)  # an unknown name: the error lists every table
+        return super().to_pandas(name)
 
     def __repr__(self):
         return f"<PlanResult {self.scenario}: {len(self.rows)} rows>"

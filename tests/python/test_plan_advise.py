@@ -87,8 +87,33 @@ def test_plan_to_pandas_columns():
             "hbm_bytes_per_request", "host_bytes_per_request"} <= set(frame.columns)
     assert frame["max_concurrency"].dtype.kind == "i" and frame["tpot_ms"].dtype.kind == "f"
     assert got.table() == frame.to_dict("records")
-    with pytest.raises(ValueError, match="table: 'sweep', expected 'rows'"):
+    with pytest.raises(ValueError, match="table: 'sweep', expected 'rows' or 'curves' or 'sweeps'"):
         got.table("sweep")
+
+
+def test_plan_json_tables():
+    """Expected: plan.json's curves, sweeps, details, gains and dynamic_residency as tables: a curve row per point of
+    each curve, its length, mode and memory limit beside the point's figures; the sweeps' rows under `sweep`, the H
+    sweep first; the details' scalar figures (no nested breakdown); every figure the file's own."""
+    got = hisparse.plan(SCENARIO, seq_lens=[16384])
+    doc = got.json
+    curves = got.table("curves")
+    assert len(curves) == sum(len(c["points"]) for c in doc["curves"]) > 0
+    first = doc["curves"][0]
+    assert curves[0] == {"seq_len": first["seq_len"], "mode": first["mode"],
+                         "memory_limit_per_rank": first["memory_limit_per_rank"], **first["points"][0]}
+    sweeps = got.table("sweeps")
+    assert [r["sweep"] for r in sweeps] == (["device_buffer_size"] * len(doc["sweeps"]["device_buffer_size"]) +
+                                            ["host_to_device_ratio"] * len(doc["sweeps"]["host_to_device_ratio"]))
+    assert sweeps[0]["max_concurrency"] == doc["sweeps"]["device_buffer_size"][0]["max_concurrency"]
+    details = got.table("details")
+    assert len(details) == len(doc["details"]) and "per_request" not in details[0]
+    assert details[0]["tpot_ms"] == doc["details"][0]["tpot_ms"]
+    assert got.table("gains") == doc["gains"] and got.table("dynamic_residency") == doc["dynamic_residency"]
+    pandas = pytest.importorskip("pandas")
+    frame = got.to_pandas("curves")
+    assert isinstance(frame, pandas.DataFrame) and len(frame) == len(curves)
+    assert {"seq_len", "mode", "batch", "tpot_ms", "tokens_per_s", "within_slo"} <= set(frame.columns)
 
 
 def test_plan_of_a_model_without_sparse_indexer():
