@@ -6,69 +6,73 @@
 // workload's sessions in order of their first turn, cycling) after the clients' --think-time. A workload without
 // sessions keeps the plain cycle through its requests.
 #include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "sim/serving/engine.h"
 
 namespace hisparse::sim::serving {
 
-void Engine::link_sessions() {
-  std::map<std::pair<int64_t, int32_t>, int64_t> turns;  // (session, turn) → request
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    const RequestSpec& r = specs_[i];
+namespace {
+
+/// The sessions of `requests` (session_id >= 0), each as its requests' indices in turn order, sessions in the order of
+/// their first request. Errors, naming the workload: a negative turn or think time, a turn twice, a missing turn.
+std::vector<std::vector<int64_t>> session_turn_lists(const std::vector<RequestSpec>& requests,
+                                                     const std::string& workload) {
+  std::map<int64_t, std::map<int32_t, int64_t>> by_session;  // session → turn → request
+  std::vector<int64_t> order;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RequestSpec& r = requests[i];
     if (r.session_id < 0) continue;
     if (r.turn < 0 || r.think_time < 0)
-      throw_error("workload {}: request {} of session {} has turn {} and think time {} ns (expected both >= 0)", w_.name,
-                  r.id, r.session_id, r.turn, r.think_time);
-    if (!turns.emplace(std::make_pair(r.session_id, r.turn), static_cast<int64_t>(i)).second)
-      throw_error("workload {}: session {} has turn {} twice (requests {} and {})", w_.name, r.session_id, r.turn,
-                  specs_[static_cast<size_t>(turns[{r.session_id, r.turn}])].id, r.id);
-  }
-  if (turns.empty()) return;
-  prev_turn_.assign(specs_.size(), -1);
-  next_turn_.assign(specs_.size(), -1);
-  turn_end_.assign(specs_.size(), -1);
-  turn_held_.assign(specs_.size(), 0);
-  int64_t last_session = -1;
-  for (const auto& [key, i] : turns) {
-    if (key.first != last_session) ++result_.sessions;
-    last_session = key.first;
-    if (key.second == 0) continue;
-    const auto prev = turns.find({key.first, key.second - 1});
-    if (prev == turns.end())
-      throw_error("workload {}: session {} has turn {} (request {}) but no turn {}", w_.name, key.first, key.second,
-                  specs_[static_cast<size_t>(i)].id, key.second - 1);
-    prev_turn_[static_cast<size_t>(i)] = prev->second;
-    next_turn_[static_cast<size_t>(prev->second)] = i;
-  }
-}
-
-void Engine::link_closed_loop_sessions() {
-  std::map<int64_t, std::map<int32_t, int64_t>> by_session;  // session → turn → workload request
-  std::vector<int64_t> order;                               // sessions by their first request in the workload
-  for (size_t i = 0; i < w_.requests.size(); ++i) {
-    const RequestSpec& r = w_.requests[i];
-    if (r.session_id < 0) continue;
+      throw_error("workload {}: request {} of session {} has turn {} and think time {} ns (expected both >= 0)",
+                  workload, r.id, r.session_id, r.turn, r.think_time);
     auto [it, added] = by_session.try_emplace(r.session_id);
     if (added) order.push_back(r.session_id);
     if (!it->second.emplace(r.turn, static_cast<int64_t>(i)).second)
-      throw_error("workload {}: session {} has turn {} twice", w_.name, r.session_id, r.turn);
+      throw_error("workload {}: session {} has turn {} twice (requests {} and {})", workload, r.session_id, r.turn,
+                  requests[static_cast<size_t>(it->second[r.turn])].id, r.id);
   }
-  if (order.empty()) return;
-  for (const RequestSpec& r : w_.requests)
-    if (r.session_id < 0)
-      throw_error("workload {}: request {} is in no session while others are; closed-loop clients run whole sessions "
-                  "(expected every request to name its session)", w_.name, r.id);
+  std::vector<std::vector<int64_t>> lists;
   for (int64_t id : order) {
     std::vector<int64_t> turns;
     for (const auto& [turn, i] : by_session[id]) {
       if (turn != static_cast<int32_t>(turns.size()))
-        throw_error("workload {}: session {} has turn {} but no turn {}", w_.name, id, turn, turns.size());
+        throw_error("workload {}: session {} has turn {} (request {}) but no turn {}", workload, id, turn,
+                    requests[static_cast<size_t>(i)].id, turn - 1);
       turns.push_back(i);
     }
-    session_turns_.push_back(std::move(turns));
+    lists.push_back(std::move(turns));
   }
+  return lists;
+}
+
+}  // namespace
+
+void Engine::link_sessions() {
+  const std::vector<std::vector<int64_t>> sessions = session_turn_lists(specs_, w_.name);
+  if (sessions.empty()) return;
+  prev_turn_.assign(specs_.size(), -1);
+  next_turn_.assign(specs_.size(), -1);
+  turn_end_.assign(specs_.size(), -1);
+  turn_held_.assign(specs_.size(), 0);
+  result_.sessions += static_cast<int64_t>(sessions.size());
+  for (const std::vector<int64_t>& turns : sessions)
+    for (size_t t = 1; t < turns.size(); ++t) {
+      prev_turn_[static_cast<size_t>(turns[t])] = turns[t - 1];
+      next_turn_[static_cast<size_t>(turns[t - 1])] = turns[t];
+    }
+}
+
+void Engine::link_closed_loop_sessions() {
+  session_turns_ = session_turn_lists(w_.requests, w_.name);
+  if (session_turns_.empty()) return;
+  for (const RequestSpec& r : w_.requests)
+    if (r.session_id < 0)
+      throw_error("workload {}: request {} is in no session while others are; closed-loop clients run whole sessions "
+                  "(expected every request to name its session)", w_.name, r.id);
   client_session_.assign(static_cast<size_t>(opt_.clients.concurrency), {-1, 0});
 }
 
